@@ -1,0 +1,99 @@
+"""Fixtures for brokers under test: a private RabbitMQ 3.10.8 node and our impl broker.
+
+RabbitMQ is required (`make test` installs it with `make rabbitmq`): a missing package is an error
+that says how to install it, never a skip.
+
+- `rabbitmq_node`: one node for the whole session; tests use their own queue names and leave it running.
+- `impl_broker`: a fresh impl.server per test, with its own data directory.
+- `impl_broker_module`: one impl.server shared by the tests of a module.
+- `broker_factory`: makes brokers of either kind that the test may kill and restart; all are closed at
+  the end of the test.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness.brokers import Broker, BrokerKind, make_broker
+from tests.harness.impl_broker import ImplBroker
+from tests.harness.rabbitmq import RabbitMQNode
+from tests.harness.rawclient import RawConnection
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_node() -> Iterator[RabbitMQNode]:
+    """A private RabbitMQ node shared by the session (do not kill it: use broker_factory for that)."""
+    node = RabbitMQNode()
+    node.start()
+    try:
+        yield node
+    finally:
+        node.close()
+
+
+@pytest.fixture
+def impl_broker(tmp_path: Path) -> Iterator[ImplBroker]:
+    """A fresh impl broker for one test, data under the test's tmp_path."""
+    broker = ImplBroker(tmp_path / "impl-data")
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture(scope="module")
+def impl_broker_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ImplBroker]:
+    """One impl broker shared by the tests of a module."""
+    broker = ImplBroker(tmp_path_factory.mktemp("impl-data"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[Callable[[BrokerKind], Broker]]:
+    """make(kind) starts a broker of that kind for this test only; it may be killed and restarted."""
+    made: list[Broker] = []
+
+    def make(kind: BrokerKind) -> Broker:
+        broker = make_broker(kind, tmp_path / f"{kind}-{len(made)}")
+        made.append(broker)
+        broker.start()
+        return broker
+
+    try:
+        yield make
+    finally:
+        for broker in made:
+            broker.close()
+
+
+@pytest.fixture
+def raw_connect() -> Iterator[Callable[..., RawConnection]]:
+    """connect(broker, **kw) opens a RawConnection to a broker; all are closed after the test."""
+    opened: list[RawConnection] = []
+
+    def connect(broker: Broker, **kwargs: object) -> RawConnection:
+        conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, **kwargs)
+        opened.append(conn)
+        return conn
+
+    try:
+        yield connect
+    finally:
+        for conn in opened:
+            conn.close(timeout=1.0)
+
+
+@pytest.fixture
+def queue_name(request: pytest.FixtureRequest) -> str:
+    """A queue name of this test alone (tests share the session's RabbitMQ node)."""
+    return f"rp-{request.node.name[:60]}-{os.getpid()}-{secrets.token_hex(3)}".replace("[", "-").replace("]", "")
