@@ -51,10 +51,10 @@ class TraceStep:
     action_type: str
     frames: tuple[str, ...]
 
-    def lines(self) -> list[str]:
-        """The step as readable lines: ``3. broker: delivers m1 to c1.ch1`` then one line per frame."""
+    def text(self) -> str:
+        """The step in one line: ``2. [broker] delivers m0 | frames: broker -> consumer: basic.deliver m0``."""
         head = f"{self.number}. [{self.actor}] {self.action}"
-        return [head] + [f"     {frame}" for frame in self.frames]
+        return f"{head} | frames: {'; '.join(self.frames)}" if self.frames else head
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,8 @@ class Trace:
     final_state: str
 
     def lines(self) -> list[str]:
-        """Readable numbered steps; step 0 is the initial state."""
-        out = ["0. [initial] initial state"]
-        for s in self.steps:
-            out.extend(s.lines())
-        return out
+        """Readable numbered steps, one string each; step 0 is the initial state."""
+        return ["0. initial state"] + [s.text() for s in self.steps]
 
 
 @dataclass(frozen=True)
@@ -216,25 +213,22 @@ class LocalEngine(Engine):
         stopped = False
         transitions = 0
 
-        def check(state: Any, fp: int) -> bool:
-            """Decide what ``state`` decides; True when the search should stop on a violation."""
+        def decide(state: Any, fp: int) -> bool:
+            """Record what ``state`` decides; True when the search should stop on a violation."""
             nonlocal on_false, on_true
-            stop = False
-            if on_false:
-                hit = [(n, f) for n, f in on_false if not f(state)]
-                if hit:
-                    for n, _ in hit:
-                        decided_at[n] = fp
-                        stop = stop or n in always_names
-                    on_false = [(n, f) for n, f in on_false if n not in decided_at]
-            if on_true:
-                hit = [(n, f) for n, f in on_true if f(state)]
-                if hit:
-                    for n, _ in hit:
-                        decided_at[n] = fp
-                    on_true = [(n, f) for n, f in on_true if n not in decided_at]
-            return stop and stop_on_violation
+            violated = False
+            for n, f in on_false:
+                if not f(state):
+                    decided_at[n] = fp
+                    violated = violated or n in always_names
+            for n, f in on_true:
+                if f(state):
+                    decided_at[n] = fp
+            on_false = [(n, f) for n, f in on_false if n not in decided_at]
+            on_true = [(n, f) for n, f in on_true if n not in decided_at]
+            return violated and stop_on_violation
 
+        too_many = f"more than {cap:,} distinct states (max_states); raise it with --max-states"
         frontier: list[Any] = []
         frontier_fps: list[int] = []
         for state in model.initial_states(config):
@@ -244,10 +238,10 @@ class LocalEngine(Engine):
             parent[fp] = fp
             frontier.append(state)
             frontier_fps.append(fp)
-            if check(state, fp):
+            if decide(state, fp):
                 stopped = True
         if len(parent) > cap:
-            error = f"more than {cap:,} distinct states (max_states); raise it with --max-states"
+            error = too_many
 
         depth = 1 if frontier else 0
         while frontier and error is None and not stopped:
@@ -256,7 +250,6 @@ class LocalEngine(Engine):
             push_state = next_states.append
             push_fp = next_fps.append
             limit = cap - len(parent)
-            fresh = 0
             for i, (state, fp) in enumerate(zip(frontier, frontier_fps)):
                 actions = enabled(state, config)
                 if not actions:
@@ -278,14 +271,24 @@ class LocalEngine(Engine):
                     parent[h] = fp
                     push_state(succ)
                     push_fp(h)
-                    fresh += 1
-                    if (on_false or on_true) and check(succ, h):
+                    # Inline checks (no call per state): fall through to decide() only when some
+                    # undecided property is decided by this state.
+                    for _, f in on_false:
+                        if not f(succ):
+                            break
+                    else:
+                        for _, f in on_true:
+                            if f(succ):
+                                break
+                        else:
+                            continue
+                    if decide(succ, h):
                         stopped = True
                         break
                 if stopped:
                     break
-                if fresh > limit:
-                    error = f"more than {cap:,} distinct states (max_states); raise it with --max-states"
+                if len(next_states) > limit:
+                    error = too_many
                     break
                 if progress is not None and not (i + 1) % PROGRESS_EVERY:
                     progress(len(parent), depth, len(frontier) - i, time.perf_counter() - started)

@@ -1,0 +1,102 @@
+"""What the explorer needs from a specification, gathered in one value: the model, its configurations
+and its property registry. ``load_spec`` reads them from ``spec/``; a test passes a single module (the
+toy model) that provides all three.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Mapping, Sequence
+
+from spec.properties_api import Property
+
+from .engine import Model
+
+
+class InputError(ValueError):
+    """Bad input from the command line: an unknown name or a bound out of range (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class SpecBundle:
+    """A model with its configurations (``CONFIGS``, ``STANDARD``, ``get``) and property registry."""
+
+    model: Model
+    configs: Any
+    registry: Mapping[str, Property]
+
+    def config(self, name: str, bounds: Mapping[str, str] | None = None) -> Any:
+        """The configuration called ``name`` with ``bounds`` overridden; InputError if either is bad."""
+        try:
+            config = self.configs.get(name)
+            if bounds:
+                config = config.override(dict(bounds))
+        except ValueError as e:  # spec.configs.ConfigError is a ValueError
+            raise InputError(_one_line(e)) from None
+        return config
+
+    def properties(self, config: Any, names: Sequence[str] = ()) -> tuple[Property, ...]:
+        """The named properties, or the configuration's own when none are named."""
+        chosen = tuple(names) if names else tuple(config.properties)
+        unknown = [n for n in chosen if n not in self.registry]
+        if unknown:
+            raise InputError(
+                f"unknown property {unknown[0]!r}; known: {', '.join(sorted(self.registry))}"
+            )
+        return tuple(self.registry[n] for n in dict.fromkeys(chosen))
+
+    def action_types(self) -> tuple[type, ...]:
+        """Every action class of the model, so coverage can list those that never fired."""
+        return action_types_of(self.model)
+
+
+def load_spec() -> SpecBundle:
+    """The real specification: ``spec.machine``, ``spec.configs`` and ``spec.properties.REGISTRY``."""
+    try:
+        machine = importlib.import_module("spec.machine")
+        configs = importlib.import_module("spec.configs")
+        properties = importlib.import_module("spec.properties")
+    except ImportError as e:
+        raise InputError(f"the specification cannot be imported: {_one_line(e)}") from None
+    return SpecBundle(model=machine, configs=configs, registry=properties.REGISTRY)
+
+
+def load_module(name: str) -> SpecBundle:
+    """A single module that is model, configurations and registry at once (the tests' toy model)."""
+    try:
+        module = importlib.import_module(name)
+    except ImportError as e:
+        raise InputError(f"model module {name!r} cannot be imported: {_one_line(e)}") from None
+    return SpecBundle(model=module, configs=module, registry=module.REGISTRY)
+
+
+def action_types_of(model: Any) -> tuple[type, ...]:
+    """The model's concrete action classes.
+
+    ``model.ACTIONS`` when the model lists them; otherwise every dataclass with an ``actor`` that the
+    model's namespace names, closed under subclassing, keeping only leaves (so a base ``Action`` or
+    ``ClientAction`` is not reported as never fired).
+    """
+    listed = getattr(model, "ACTIONS", None)
+    if listed is not None:
+        return tuple(listed)
+    seen: set[type] = set()
+    todo = [
+        v
+        for v in (vars(model).values() if isinstance(model, ModuleType) else ())
+        if isinstance(v, type) and dataclasses.is_dataclass(v) and hasattr(v, "actor")
+    ]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            todo.extend(cls.__subclasses__())
+    leaves = [c for c in seen if not any(s in seen for s in c.__subclasses__())]
+    return tuple(sorted(leaves, key=lambda c: c.__name__))
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__

@@ -1,0 +1,202 @@
+"""``python -m spark_check.verify`` (``make verify``): explore every standard configuration.
+
+For each configuration in ``spec.configs.STANDARD``: every invariant must hold, every hazard must be
+found, every ``sometimes`` must be witnessed, no deadlock the configuration counts as an error may be
+reached, and the distinct-state count and depth must equal those pinned in ``manifest.json`` (a
+regression test for free, as TLA+ projects keep). ``--update-manifest`` rewrites the pins.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from spec.properties_api import Property
+
+from .bundle import InputError, action_types_of, load_module, load_spec
+from .cli import OneLineParser, output_console
+from .engine import Engine, ExplorationResult, LocalEngine, Model
+from .report import ProgressDisplay, print_trace
+
+MANIFEST = Path(__file__).with_name("manifest.json")
+
+
+@dataclass
+class ConfigOutcome:
+    """One configuration's exploration and what verify holds against it."""
+
+    result: ExplorationResult
+    manifest_differences: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[str]:
+        """Why this configuration fails, one phrase each; empty when it passes."""
+        r = self.result
+        out = []
+        if r.error:
+            out.append(r.error)
+        elif not r.complete:
+            out.append("search incomplete")
+        out += [f"{p.name} {p.verdict}" for p in r.properties if not p.passed]
+        if r.deadlock_failed:
+            out.append(f"{r.deadlocks:,} deadlocked states")
+        return out + self.manifest_differences
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+@dataclass
+class VerifyReport:
+    """Every configuration's outcome; ``ok`` when all pass."""
+
+    outcomes: list[ConfigOutcome]
+    manifest_path: Path
+    manifest_updated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outcomes)
+
+
+def read_manifest(path: Path) -> dict[str, dict[str, int]]:
+    """The pinned counts per configuration (empty when there is no manifest yet)."""
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8")).get("configs", {})
+
+
+def write_manifest(path: Path, pins: Mapping[str, Mapping[str, int]]) -> None:
+    data = {
+        "about": "Distinct states and depth (BFS levels) per configuration, pinned by "
+                 "`python -m spark_check.verify --update-manifest`; verify fails when they change.",
+        "configs": {name: dict(pins[name]) for name in sorted(pins)},
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def pins_of(result: ExplorationResult) -> dict[str, int]:
+    return {"distinct_states": result.distinct_states, "depth": result.depth}
+
+
+def compare(result: ExplorationResult, pinned: Mapping[str, int] | None) -> list[str]:
+    """How ``result`` differs from its manifest entry, one phrase per figure."""
+    if pinned is None:
+        return ["no manifest entry (run with --update-manifest)"]
+    out = []
+    for key, value in pins_of(result).items():
+        if pinned.get(key) != value:
+            out.append(f"manifest {key.replace('_', ' ')} {pinned.get(key)} != {value}")
+    return out
+
+
+def verify(
+    model: Model,
+    configs: Sequence[Any],
+    registry: Mapping[str, Property],
+    manifest_path: Path = MANIFEST,
+    *,
+    update: bool = False,
+    engine: Engine | None = None,
+    console: Console | None = None,
+    progress: bool = False,
+) -> VerifyReport:
+    """Explore each configuration with its own properties, compare with (or update) the manifest, and
+    print the table and the counterexamples of every failed check on ``console`` when one is given."""
+    engine = engine or LocalEngine()
+    action_types = action_types_of(model)
+    pinned = read_manifest(manifest_path)
+    outcomes = []
+    err = Console(stderr=True)
+    for config in configs:
+        properties = [registry[n] for n in config.properties]
+        with ProgressDisplay(err, config.name, progress) as display:
+            result = engine.explore(model, config, properties, progress=display.callback,
+                                    action_types=action_types)
+        differences = [] if update else compare(result, pinned.get(config.name))
+        outcomes.append(ConfigOutcome(result, differences))
+    report = VerifyReport(outcomes, manifest_path)
+    if update:
+        fresh = {o.result.config: pins_of(o.result) for o in outcomes if o.result.complete}
+        write_manifest(manifest_path, {**pinned, **fresh})
+        report.manifest_updated = True
+    if console is not None:
+        print_report(console, report)
+    return report
+
+
+def counts(result: ExplorationResult, kind: str) -> str:
+    """``met/total`` for one kind of property, or a dash when the configuration checks none."""
+    ps = [p for p in result.properties if p.kind == kind]
+    return f"{sum(p.passed for p in ps)}/{len(ps)}" if ps else "-"
+
+
+def print_report(console: Console, report: VerifyReport) -> None:
+    """One table for all configurations, then every counterexample of a failed check."""
+    table = Table(title="spark_check verify")
+    for col, just in (("config", "left"), ("distinct states", "right"), ("depth", "right"),
+                      ("seconds", "right"), ("states/s", "right"), ("invariants held", "right"),
+                      ("hazards found", "right"), ("sometimes witnessed", "right"), ("verdict", "left")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for o in report.outcomes:
+        r = o.result
+        verdict = Text("PASS", "bold green") if o.ok else Text("FAIL", "bold red")
+        table.add_row(r.config, f"{r.distinct_states:,}", str(r.depth), f"{r.seconds:.2f}",
+                      f"{r.states_per_second:,.0f}", counts(r, "always"), counts(r, "hazard"),
+                      counts(r, "sometimes"), verdict)
+    console.print(table)
+    for o in report.outcomes:
+        if not o.ok:
+            console.print(Text(f"{o.result.config}: " + "; ".join(o.failures), "red"))
+    for o in report.outcomes:
+        r = o.result
+        for p in r.properties:
+            if not p.passed:
+                console.print()
+                if p.trace is not None:
+                    print_trace(console, f"{r.config}: {p.name} {p.verdict}", p.trace)
+                else:
+                    console.print(Text(f"{r.config}: {p.name} {p.verdict}: no reachable state "
+                                       f"{'satisfies' if p.kind == 'sometimes' else 'falsifies'} it", "bold red"))
+                    console.print(f"  {p.doc}")
+        if r.deadlock_failed and r.deadlock_trace is not None:
+            console.print()
+            print_trace(console, f"{r.config}: deadlock", r.deadlock_trace)
+    if report.manifest_updated:
+        console.print(f"\nmanifest updated: {report.manifest_path}")
+    console.print(Text("\nverify: PASS" if report.ok else "\nverify: FAIL", "bold green" if report.ok else "bold red"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = OneLineParser(prog="python -m spark_check.verify", description=__doc__.splitlines()[0])
+    parser.add_argument("configs", nargs="*", metavar="CONFIG", help="only these (default: STANDARD)")
+    parser.add_argument("--update-manifest", action="store_true", help="rewrite the pinned counts")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help=argparse.SUPPRESS)
+    parser.add_argument("--model", metavar="MODULE", help=argparse.SUPPRESS)
+    parser.add_argument("--no-progress", action="store_true", help="never show progress")
+    args = parser.parse_args(argv)
+    try:
+        bundle = load_module(args.model) if args.model else load_spec()
+        names = args.configs or list(bundle.configs.STANDARD)
+        configs = [bundle.config(n) for n in names]
+        for c in configs:
+            bundle.properties(c)
+    except InputError as e:
+        sys.stderr.write(f"spark_check.verify: error: {e}\n")
+        return 2
+    err = Console(stderr=True)
+    report = verify(bundle.model, configs, bundle.registry, args.manifest, update=args.update_manifest,
+                    console=output_console(), progress=err.is_terminal and not args.no_progress)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
