@@ -16,6 +16,7 @@ Two levels of reading:
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import time
@@ -276,12 +277,15 @@ class RawConnection:
         nothing arrived in time. Raise ConnectionLost at end of stream."""
         if self.eof:
             raise ConnectionLost(f"{self.label}: connection already closed by the broker")
-        self.sock.settimeout(self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else max(0.0, timeout)
         try:
+            readable, _, _ = select.select([self.sock], [], [], wait)
+            if not readable:
+                return 0
             data = self.sock.recv(1 << 18)
         except (TimeoutError, socket.timeout, BlockingIOError):
             return 0
-        except (ConnectionResetError, BrokenPipeError) as error:
+        except OSError as error:
             self._end_of_stream()
             raise ConnectionLost(f"{self.label}: {error}") from error
         if not data:
