@@ -76,16 +76,25 @@ def action_types_of(model: Any) -> tuple[type, ...]:
     """The model's concrete action classes.
 
     ``model.ACTIONS`` when the model lists them; otherwise every dataclass with an ``actor`` that the
-    model's namespace names, closed under subclassing, keeping only leaves (so a base ``Action`` or
+    model's module names, directly or in a module of its own package that it imports (``from . import
+    actions as A``), closed under subclassing, keeping only leaves (so a base ``Action`` or
     ``ClientAction`` is not reported as never fired).
     """
     listed = getattr(model, "ACTIONS", None)
     if listed is not None:
         return tuple(listed)
+    if not isinstance(model, ModuleType):
+        return ()
+    package = model.__name__.rpartition(".")[0]
+    namespaces = [vars(model)] + [
+        vars(v) for v in vars(model).values()
+        if isinstance(v, ModuleType) and package and v.__name__.startswith(package + ".")
+    ]
     seen: set[type] = set()
     todo = [
         v
-        for v in (vars(model).values() if isinstance(model, ModuleType) else ())
+        for namespace in namespaces
+        for v in namespace.values()
         if isinstance(v, type) and dataclasses.is_dataclass(v) and hasattr(v, "actor")
     ]
     while todo:

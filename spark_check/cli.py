@@ -57,6 +57,8 @@ def build_parser() -> OneLineParser:
                          help="check these properties instead of the configuration's own")
     explore.add_argument("--json", metavar="FILE", help="also write the full result as JSON")
     explore.add_argument("--max-states", type=int, metavar="N", help="state cap (default: the configuration's)")
+    explore.add_argument("--exact", action="store_true",
+                         help="keep states, not 64-bit fingerprints (no collisions; more memory)")
     explore.add_argument("--stop-on-violation", action="store_true",
                          help="stop at the first violated invariant or erroneous deadlock")
     shown = explore.add_mutually_exclusive_group()
@@ -103,9 +105,10 @@ def run_engine(
 
 def command_explore(args: argparse.Namespace, out: Console) -> int:
     # Every input is checked before any exploration starts.
-    engine = engine_named(args.engine) if args.engine in ENGINES else None
-    if engine is None:
-        raise InputError(f"unknown engine {args.engine!r}; available: {', '.join(sorted(ENGINES))}")
+    try:
+        engine = engine_named(args.engine, exact=args.exact)
+    except ValueError as e:
+        raise InputError(str(e)) from None
     if args.max_states is not None and args.max_states < 1:
         raise InputError(f"--max-states must be positive, not {args.max_states}")
     if args.json:

@@ -118,6 +118,7 @@ class ExplorationResult:
     never_fired: tuple[str, ...]
     stopped_early: bool = False
     bounds: dict[str, Any] = field(default_factory=dict)
+    exact: bool = False
 
     @property
     def states_per_second(self) -> float:
@@ -126,7 +127,10 @@ class ExplorationResult:
 
     @property
     def collision_probability(self) -> float:
-        """TLC's optimistic estimate that two distinct states shared a 64-bit fingerprint: n^2 / 2^65."""
+        """TLC's optimistic estimate that two distinct states shared a 64-bit fingerprint: n^2 / 2^65
+        (0 when the visited set held the states themselves)."""
+        if self.exact:
+            return 0.0
         n = self.distinct_states
         return n * n / 2.0**65
 
@@ -171,10 +175,22 @@ class Engine(ABC):
         """
 
 
+def _the_state(state: Any) -> Any:
+    """The exact "fingerprint": the state itself (no collisions, much more memory)."""
+    return state
+
+
 class LocalEngine(Engine):
-    """Level-synchronous BFS in this process; the reference the other engines are held to."""
+    """Level-synchronous BFS in this process; the reference the other engines are held to.
+
+    With ``exact=True`` the visited set holds the states themselves instead of their 64-bit hashes:
+    slower and far larger, but free of fingerprint collisions, to cross-check the counts.
+    """
 
     name = "local"
+
+    def __init__(self, exact: bool = False) -> None:
+        self.exact = exact
 
     def explore(
         self,
@@ -193,13 +209,14 @@ class LocalEngine(Engine):
         enabled = model.enabled
         step = model.step
         terminal_ok = model.terminal_ok
+        fingerprint = _the_state if self.exact else hash
 
         # Fingerprint -> parent fingerprint; an initial state is its own parent. The keys are the visited
         # set: one hash table instead of two, so each new state costs one lookup and one insertion. The
         # action is not stored: replaying the parent's enabled actions in order finds it again.
-        parent: dict[int, int] = {}
+        parent: dict[Any, Any] = {}
         # Decided property name -> fingerprint of the deciding state.
-        decided_at: dict[str, int] = {}
+        decided_at: dict[str, Any] = {}
         # Undecided properties, split by what decides them: a false predicate (always, hazard) or a true
         # one (sometimes). Each list holds (name, predicate) and shrinks as properties are decided.
         on_false = [(p.name, p.holds) for p in properties if p.kind != "sometimes"]
@@ -208,7 +225,7 @@ class LocalEngine(Engine):
         type_counts: Counter[type] = Counter()
         count_types = _count_elements
         deadlocks = 0
-        first_deadlock: int | None = None
+        first_deadlock: Any = None
         error: str | None = None
         stopped = False
         transitions = 0
@@ -232,7 +249,7 @@ class LocalEngine(Engine):
         frontier: list[Any] = []
         frontier_fps: list[int] = []
         for state in model.initial_states(config):
-            fp = hash(state)
+            fp = fingerprint(state)
             if fp in parent:
                 continue
             parent[fp] = fp
@@ -265,7 +282,7 @@ class LocalEngine(Engine):
                 transitions += len(actions)
                 for action in actions:
                     succ = step(state, action)[0]
-                    h = hash(succ)
+                    h = fingerprint(succ)
                     if h in parent:
                         continue
                     parent[h] = fp
@@ -301,7 +318,7 @@ class LocalEngine(Engine):
 
         seconds = time.perf_counter() - started
         complete = error is None and not stopped
-        traces = _TraceBuilder(model, config, parent)
+        traces = _TraceBuilder(model, config, parent, fingerprint)
         results = []
         for p in properties:
             fp = decided_at.get(p.name)
@@ -337,6 +354,7 @@ class LocalEngine(Engine):
             never_fired=tuple(sorted(n for n, c in coverage.items() if c == 0)),
             stopped_early=stopped,
             bounds=_bounds_of(config),
+            exact=self.exact,
         )
 
 
@@ -375,12 +393,13 @@ def _bounds_of(config: Any) -> dict[str, Any]:
 class _TraceBuilder:
     """Rebuilds a shortest trace from the parent map by replaying the model from an initial state."""
 
-    def __init__(self, model: Model, config: Any, parent: dict[int, int]) -> None:
+    def __init__(self, model: Model, config: Any, parent: dict[Any, Any], fingerprint: Callable[[Any], Any]) -> None:
         self.model = model
         self.config = config
         self.parent = parent
+        self.fingerprint = fingerprint
 
-    def trace_to(self, fp: int) -> Trace:
+    def trace_to(self, fp: Any) -> Trace:
         """The trace BFS found first to the state with fingerprint ``fp``.
 
         Walk parent fingerprints back to an initial state, then replay forward: at each state the first
@@ -391,15 +410,15 @@ class _TraceBuilder:
         while self.parent[chain[-1]] != chain[-1]:
             chain.append(self.parent[chain[-1]])
         chain.reverse()
-        model, config = self.model, self.config
-        state = next((s for s in model.initial_states(config) if hash(s) == chain[0]), None)
+        model, config, fingerprint = self.model, self.config, self.fingerprint
+        state = next((s for s in model.initial_states(config) if fingerprint(s) == chain[0]), None)
         if state is None:
             raise RuntimeError("trace replay: no initial state has the recorded fingerprint")
         steps = []
         for number, target in enumerate(chain[1:], start=1):
             for action in model.enabled(state, config):
                 succ, frames = model.step(state, action)
-                if hash(succ) == target:
+                if fingerprint(succ) == target:
                     steps.append(
                         TraceStep(
                             number=number,
@@ -419,9 +438,8 @@ class _TraceBuilder:
 ENGINES: dict[str, type[Engine]] = {"local": LocalEngine}
 
 
-def engine_named(name: str) -> Engine:
-    """The engine registered under ``name``; ValueError with a one-line message otherwise."""
-    try:
-        return ENGINES[name]()
-    except KeyError:
-        raise ValueError(f"unknown engine {name!r}; available: {', '.join(sorted(ENGINES))}") from None
+def engine_named(name: str, **options: Any) -> Engine:
+    """The engine registered under ``name``, built with ``options``; ValueError (one line) otherwise."""
+    if name not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}; available: {', '.join(sorted(ENGINES))}")
+    return ENGINES[name](**options)

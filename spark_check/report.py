@@ -85,7 +85,10 @@ def summary(result: ExplorationResult) -> Group:
     figures.add_row("transitions", f"{result.transitions:,}")
     figures.add_row("seconds", f"{result.seconds:.2f}")
     figures.add_row("states/s", f"{result.states_per_second:,.0f}")
-    figures.add_row("fingerprint collision probability", f"{result.collision_probability:.2e}")
+    if result.exact:
+        figures.add_row("visited set", "exact (states, not fingerprints)")
+    else:
+        figures.add_row("fingerprint collision probability", f"{result.collision_probability:.2e}")
     dead = f"{result.deadlocks:,}" + (" (error)" if result.deadlock_failed else " (allowed)" if result.deadlocks else "")
     figures.add_row("deadlocks", Text(dead, "bold red" if result.deadlock_failed else ""))
     if result.error:
@@ -170,6 +173,7 @@ def result_json(result: ExplorationResult) -> dict[str, Any]:
         "seconds": round(result.seconds, 6),
         "states_per_second": round(result.states_per_second, 1) if result.seconds > 0 else None,
         "collision_probability": result.collision_probability,
+        "exact": result.exact,
         "deadlocks": {
             "count": result.deadlocks,
             "is_error": result.deadlock_is_error,

@@ -183,3 +183,14 @@ def test_action_classes_are_found_without_an_actions_list():
     module.Action = Action  # only the base is named; the leaves are found as its subclasses
     assert action_types_of(module) == (Ping, Pong)
     assert action_types_of(toy) == toy.ACTIONS
+
+
+@pytest.mark.parametrize("name", ["manual", "autoack", "nocrash"])
+def test_exact_visited_set_agrees_with_fingerprints(name):
+    config = toy.get(name)
+    props = [toy.REGISTRY[n] for n in toy.REGISTRY]
+    by_hash = LocalEngine().explore(toy, config, props)
+    exact = LocalEngine(exact=True).explore(toy, config, props)
+    assert (exact.distinct_states, exact.depth, exact.deadlocks) == (by_hash.distinct_states, by_hash.depth, by_hash.deadlocks)
+    assert [(p.verdict, p.trace) for p in exact.properties] == [(p.verdict, p.trace) for p in by_hash.properties]
+    assert exact.collision_probability == 0.0
