@@ -1,0 +1,108 @@
+"""Exchanges and their bindings: the default, direct, fanout, topic and headers types (RT-1, RT-2).
+
+`route` returns each destination queue once, so a message bound twice reaches a queue as one copy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from impl.core.routing import headers_match, topic_matches
+
+if TYPE_CHECKING:
+    from impl.core.queues import Queue
+
+EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers")
+BindingKey = tuple[str, Any]  # (routing key, frozen arguments)
+
+
+def freeze(arguments: dict | None) -> Any:
+    """Binding arguments as a hashable value."""
+    if not arguments:
+        return ()
+    return tuple(sorted((k, repr(v)) for k, v in arguments.items()))
+
+
+class Exchange:
+    """A named exchange with its bindings to queues."""
+
+    def __init__(
+        self, name: str, kind: str, durable: bool, auto_delete: bool, internal: bool, arguments: dict
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.durable = durable
+        self.auto_delete = auto_delete
+        self.internal = internal
+        self.arguments = arguments
+        # queue name -> {(routing key, frozen arguments): arguments}
+        self.bindings: dict[str, dict[BindingKey, dict]] = {}
+        self.queues: dict[str, "Queue"] = {}
+        self.direct: dict[str, dict[str, "Queue"]] = {}
+
+    def bind(self, queue: "Queue", routing_key: str, arguments: dict) -> bool:
+        """Add a binding; False when it already existed."""
+        key = (routing_key, freeze(arguments))
+        per_queue = self.bindings.setdefault(queue.name, {})
+        if key in per_queue:
+            return False
+        per_queue[key] = arguments
+        self.queues[queue.name] = queue
+        self.direct.setdefault(routing_key, {})[queue.name] = queue
+        return True
+
+    def unbind(self, queue: "Queue", routing_key: str, arguments: dict) -> bool:
+        """Remove a binding; False when there was none."""
+        key = (routing_key, freeze(arguments))
+        per_queue = self.bindings.get(queue.name)
+        if not per_queue or key not in per_queue:
+            return False
+        del per_queue[key]
+        if not any(rk == routing_key for rk, _ in per_queue):
+            by_key = self.direct.get(routing_key)
+            if by_key is not None:
+                by_key.pop(queue.name, None)
+                if not by_key:
+                    del self.direct[routing_key]
+        if not per_queue:
+            del self.bindings[queue.name]
+            del self.queues[queue.name]
+        return True
+
+    def unbind_queue(self, queue: "Queue") -> list[BindingKey]:
+        """Remove every binding of a queue; the removed keys."""
+        per_queue = self.bindings.pop(queue.name, {})
+        self.queues.pop(queue.name, None)
+        for routing_key, _ in per_queue:
+            by_key = self.direct.get(routing_key)
+            if by_key is not None:
+                by_key.pop(queue.name, None)
+                if not by_key:
+                    del self.direct[routing_key]
+        return list(per_queue)
+
+    def has_bindings(self) -> bool:
+        return bool(self.bindings)
+
+    def route(self, routing_key: str, headers: Any) -> list["Queue"]:
+        """The queues a message published with this routing key reaches."""
+        kind = self.kind
+        if kind == "direct":
+            by_key = self.direct.get(routing_key)
+            return list(by_key.values()) if by_key else []
+        if kind == "fanout":
+            return list(self.queues.values())
+        if kind == "topic":
+            return [
+                self.queues[name]
+                for name, keys in self.bindings.items()
+                if any(topic_matches(rk, routing_key) for rk, _ in keys)
+            ]
+        if kind == "headers":
+            message_headers = headers() if callable(headers) else (headers or {})
+            return [
+                self.queues[name]
+                for name, keys in self.bindings.items()
+                if any(headers_match(arguments, message_headers) for arguments in keys.values())
+            ]
+        return []
