@@ -23,10 +23,11 @@ VERDICT_STYLE = {
 
 
 class ProgressDisplay:
-    """A live line (states, depth, frontier, states/s) on stderr while an engine runs.
+    """Progress (states, depth, states left to expand, states/s) on stderr while an engine runs.
 
-    Use as a context manager and pass ``update`` as the engine's progress callback. Disabled, it costs
-    nothing: ``callback`` is then None and the engine skips its progress calls.
+    On a terminal it is one live line; elsewhere (``--progress`` into a file or pipe) a plain line every
+    two seconds. Use as a context manager and pass ``callback`` to the engine: when disabled it is None
+    and the engine skips its progress calls.
     """
 
     def __init__(self, console: Console, label: str, enabled: bool) -> None:
@@ -35,12 +36,14 @@ class ProgressDisplay:
         self.enabled = enabled
         self._live: Live | None = None
         self._last = 0.0
+        self._interval = 0.1 if console.is_terminal else 2.0
 
     def __enter__(self) -> "ProgressDisplay":
-        if self.enabled:
+        if self.enabled and self.console.is_terminal:
             self._live = Live(Text(f"{self.label}: starting"), console=self.console, refresh_per_second=8,
                               transient=True)
             self._live.__enter__()
+        self._last = time.monotonic()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -49,24 +52,26 @@ class ProgressDisplay:
             self._live = None
 
     @property
-    def callback(self):
+    def callback(self) -> Any:
         return self.update if self.enabled else None
 
     def update(self, states: int, depth: int, frontier: int, seconds: float) -> None:
-        """Redraw at most ten times a second."""
+        """Redraw, at most every ``_interval`` seconds."""
         now = time.monotonic()
-        if self._live is None or now - self._last < 0.1:
+        if now - self._last < self._interval:
             return
         self._last = now
         rate = states / seconds if seconds > 0 else 0.0
-        self._live.update(
-            Text.assemble(
-                (f"{self.label}: ", "bold"),
-                f"{states:,} distinct states, depth {depth}, frontier {frontier:,}, ",
-                (f"{rate:,.0f} states/s", "cyan"),
-                f", {seconds:.1f} s",
-            )
+        line = Text.assemble(
+            (f"{self.label}: ", "bold"),
+            f"{states:,} distinct states, depth {depth}, {frontier:,} to expand, ",
+            (f"{rate:,.0f} states/s", "cyan"),
+            f", {seconds:.1f} s",
         )
+        if self._live is not None:
+            self._live.update(line)
+        else:
+            self.console.print(line, soft_wrap=True)
 
 
 def verdict_text(p: PropertyResult) -> Text:
