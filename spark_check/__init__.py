@@ -1,4 +1,4 @@
 """Exhaustive exploration of bounded configurations of the specification (DESIGN.md, spark_check)."""
-from .engine import ENGINES, Engine, ExplorationResult, LocalEngine, PropertyResult, Trace, TraceStep, engine_named
+from .engine import ENGINES, disagreements, Engine, ExplorationResult, LocalEngine, PropertyResult, Trace, TraceStep, engine_named
 
-__all__ = ["ENGINES", "Engine", "ExplorationResult", "LocalEngine", "PropertyResult", "Trace", "TraceStep", "engine_named"]
+__all__ = ["ENGINES", "disagreements", "Engine", "ExplorationResult", "LocalEngine", "PropertyResult", "Trace", "TraceStep", "engine_named"]

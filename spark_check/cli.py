@@ -57,6 +57,7 @@ def build_parser() -> OneLineParser:
                          help="check these properties instead of the configuration's own")
     explore.add_argument("--json", metavar="FILE", help="also write the full result as JSON")
     explore.add_argument("--max-states", type=int, metavar="N", help="state cap (default: the configuration's)")
+    explore.add_argument("--show-state", action="store_true", help="print the final state of each trace")
     explore.add_argument("--exact", action="store_true",
                          help="keep states, not 64-bit fingerprints (no collisions; more memory)")
     explore.add_argument("--stop-on-violation", action="store_true",
@@ -131,7 +132,7 @@ def command_explore(args: argparse.Namespace, out: Console) -> int:
         stop_on_violation=args.stop_on_violation,
         progress_console=err if show else None,
     )
-    print_result(out, result)
+    print_result(out, result, args.show_state)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result_json(result), f, indent=2)

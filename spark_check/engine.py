@@ -435,6 +435,31 @@ class _TraceBuilder:
         return Trace(steps=tuple(steps), final_state=repr(state))
 
 
+def disagreements(a: ExplorationResult, b: ExplorationResult) -> list[str]:
+    """Where two explorations of one configuration (say by two engines) differ, one phrase each.
+
+    Engines must agree on counts, depth, deadlocks and every verdict, and their traces must be equally
+    short; the traces themselves may differ when several shortest ones exist.
+    """
+    out = []
+    for figure in ("distinct_states", "depth", "transitions", "deadlocks", "complete"):
+        if getattr(a, figure) != getattr(b, figure):
+            out.append(f"{figure}: {getattr(a, figure)} != {getattr(b, figure)}")
+    if a.coverage != b.coverage:
+        out.append("action coverage differs")
+    mine = {p.name: p for p in a.properties}
+    theirs = {p.name: p for p in b.properties}
+    for name in sorted(mine.keys() | theirs.keys()):
+        p, q = mine.get(name), theirs.get(name)
+        if p is None or q is None:
+            out.append(f"{name}: checked by one exploration only")
+        elif p.verdict != q.verdict:
+            out.append(f"{name}: {p.verdict} != {q.verdict}")
+        elif p.trace is not None and q.trace is not None and len(p.trace.steps) != len(q.trace.steps):
+            out.append(f"{name}: trace of {len(p.trace.steps)} steps != {len(q.trace.steps)}")
+    return out
+
+
 ENGINES: dict[str, type[Engine]] = {"local": LocalEngine}
 
 

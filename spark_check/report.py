@@ -136,8 +136,9 @@ def counterexamples(result: ExplorationResult) -> list[tuple[str, Trace]]:
     return out
 
 
-def print_trace(console: Console, title: str, trace: Trace) -> None:
-    """A trace as numbered steps: actor, action, then each frame that crossed, with its direction."""
+def print_trace(console: Console, title: str, trace: Trace, show_state: bool = False) -> None:
+    """A trace as numbered steps: actor, action, then each frame that crossed, with its direction; the
+    final state (long for the real spec) only when asked (it is always in the JSON)."""
     console.print(Text(f"{title}: shortest trace, {len(trace.steps)} steps", style="bold"))
     console.print("  0. initial state")
     for s in trace.steps:
@@ -147,15 +148,16 @@ def print_trace(console: Console, title: str, trace: Trace) -> None:
         console.print(line)
         for frame in s.frames:
             console.print(Text(f"       {frame}", style="dim"))
-    console.print(Text(f"  final state: {trace.final_state}", style="dim"), overflow="fold")
+    if show_state:
+        console.print(Text(f"  final state: {trace.final_state}", style="dim"), overflow="fold")
 
 
-def print_result(console: Console, result: ExplorationResult) -> None:
+def print_result(console: Console, result: ExplorationResult, show_state: bool = False) -> None:
     """The summary tables, then every counterexample."""
     console.print(summary(result))
     for title, trace in counterexamples(result):
         console.print()
-        print_trace(console, title, trace)
+        print_trace(console, title, trace, show_state)
 
 
 def trace_json(trace: Trace | None) -> list[str] | None:
@@ -184,6 +186,7 @@ def result_json(result: ExplorationResult) -> dict[str, Any]:
             "is_error": result.deadlock_is_error,
             "failed": result.deadlock_failed,
             "trace": trace_json(result.deadlock_trace),
+            "final_state": result.deadlock_trace.final_state if result.deadlock_trace else None,
         },
         "properties": [
             {
@@ -195,6 +198,7 @@ def result_json(result: ExplorationResult) -> dict[str, Any]:
                 "found": p.found,
                 "passed": p.passed,
                 "trace": trace_json(p.trace),
+                "final_state": p.trace.final_state if p.trace else None,
             }
             for p in result.properties
         ],

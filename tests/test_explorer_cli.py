@@ -67,6 +67,12 @@ def test_explore_prints_summary_and_numbered_counterexample(capsys):
     assert "at_most_once VIOLATED (FAIL): shortest trace, 3 steps" in out
     assert "  2. [broker] broker delivers m0 to the consumer\n       broker -> consumer: basic.deliver m0" in out
     assert "never fired: BrokerPurge" in out
+    assert "final state" not in out
+
+
+def test_show_state_prints_the_final_state_of_each_trace(capsys):
+    _, out, _ = run(["explore", "manual", "--property", "at_most_once", "--show-state"], capsys)
+    assert "final state: State(locs=(1, 0), redelivered=(True, False), crashes_left=0)" in out
 
 
 def test_explore_passing_configuration_exits_0_and_bounds_apply(capsys):

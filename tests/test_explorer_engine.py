@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from spark_check.bundle import action_types_of
-from spark_check.engine import Engine, LocalEngine, engine_named
+from spark_check.engine import Engine, LocalEngine, disagreements, engine_named
 from tests import toy_model as toy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,3 +194,12 @@ def test_exact_visited_set_agrees_with_fingerprints(name):
     assert (exact.distinct_states, exact.depth, exact.deadlocks) == (by_hash.distinct_states, by_hash.depth, by_hash.deadlocks)
     assert [(p.verdict, p.trace) for p in exact.properties] == [(p.verdict, p.trace) for p in by_hash.properties]
     assert exact.collision_probability == 0.0
+    assert disagreements(by_hash, exact) == []
+
+
+def test_disagreements_name_what_differs():
+    full = explore(toy.get("manual"), ["at_most_once"])
+    cut = explore(toy.get("manual"), ["at_most_once"], max_states=100)
+    fewer = explore(toy.get("manual").override({"messages": "1"}), ["at_most_once"])
+    assert "complete: True != False" in disagreements(full, cut)
+    assert "depth: 14 != 8" in disagreements(full, fewer)
