@@ -16,7 +16,7 @@ from rich.table import Table
 
 from spec.properties_api import Property
 
-from .bundle import InputError, action_types_of, load_module, load_spec
+from .bundle import InputError, action_types_of, load_module, load_spec, properties_for
 from .cli import OneLineParser, output_console
 from .engine import Engine, ExplorationResult, LocalEngine, Model
 
@@ -78,7 +78,7 @@ def bench(
     results = []
     types = action_types_of(model)
     for config in configs:
-        props = [registry[n] for n in config.properties] if with_properties else []
+        props = properties_for(config, registry) if with_properties else ()
         results.append(engine.explore(model, config, props, action_types=types))
     if null_states:
         results.append(engine.explore(NullModel(null_states), NullConfig(), []))

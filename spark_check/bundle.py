@@ -39,17 +39,21 @@ class SpecBundle:
 
     def properties(self, config: Any, names: Sequence[str] = ()) -> tuple[Property, ...]:
         """The named properties, or the configuration's own when none are named."""
-        chosen = tuple(names) if names else tuple(config.properties)
-        unknown = [n for n in chosen if n not in self.registry]
-        if unknown:
-            raise InputError(
-                f"unknown property {unknown[0]!r}; known: {', '.join(sorted(self.registry))}"
-            )
-        return tuple(self.registry[n] for n in dict.fromkeys(chosen))
+        return properties_for(config, self.registry, names)
 
     def action_types(self) -> tuple[type, ...]:
         """Every action class of the model, so coverage can list those that never fired."""
         return action_types_of(self.model)
+
+
+def properties_for(config: Any, registry: Mapping[str, Property], names: Sequence[str] = ()) -> tuple[Property, ...]:
+    """The properties to check on ``config``: ``names`` if given, else the configuration's own, where an
+    empty ``config.properties`` means every property in the registry. InputError for an unknown name."""
+    chosen = tuple(names) or tuple(config.properties) or tuple(registry)
+    unknown = [n for n in chosen if n not in registry]
+    if unknown:
+        raise InputError(f"unknown property {unknown[0]!r}; known: {', '.join(sorted(registry))}")
+    return tuple(registry[n] for n in dict.fromkeys(chosen))
 
 
 def load_spec() -> SpecBundle:

@@ -148,7 +148,7 @@ def command_list(args: argparse.Namespace, out: Console) -> int:
         configs.add_column(col)
     for name, c in bundle.configs.CONFIGS.items():
         configs.add_row(("* " if name in standard else "  ") + name, c.description, str(c.deadlock_is_error),
-                        f"{c.max_states:,}", ", ".join(c.properties))
+                        f"{c.max_states:,}", ", ".join(c.properties) or "(all)")
     props = Table(title="Properties")
     for col in ("name", "kind", "rules", "meaning"):
         props.add_column(col)

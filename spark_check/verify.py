@@ -20,7 +20,7 @@ from rich.text import Text
 
 from spec.properties_api import Property
 
-from .bundle import InputError, action_types_of, load_module, load_spec
+from .bundle import InputError, action_types_of, load_module, load_spec, properties_for
 from .cli import OneLineParser, output_console
 from .engine import Engine, ExplorationResult, LocalEngine, Model
 from .report import ProgressDisplay, print_trace
@@ -117,7 +117,7 @@ def verify(
     outcomes = []
     err = Console(stderr=True)
     for config in configs:
-        properties = [registry[n] for n in config.properties]
+        properties = properties_for(config, registry)
         with ProgressDisplay(err, config.name, progress) as display:
             result = engine.explore(model, config, properties, progress=display.callback,
                                     action_types=action_types)

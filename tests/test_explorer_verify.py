@@ -80,3 +80,9 @@ def test_bench_reports_states_per_second():
     results = bench_module.bench(toy, [toy.get("manual")], toy.REGISTRY, null_states=5000)
     assert [r.distinct_states for r in results] == [157, 5000]
     assert all(r.states_per_second > 0 for r in results)
+
+
+def test_a_configuration_without_properties_checks_every_property(tmp_path):
+    everything = dataclasses.replace(toy.get("manual"), properties=())
+    report = verify(toy, [everything], toy.REGISTRY, tmp_path / "manifest.json", update=True)
+    assert [p.name for p in report.outcomes[0].result.properties] == list(toy.REGISTRY)
