@@ -9,8 +9,10 @@ A model is any object (in practice a module, ``spec.machine``) with four functio
 
 States are canonical hashable values built of ints, bools, tuples and frozen dataclasses or NamedTuples
 of those, so ``hash(state)`` is the same in every process and serves as the 64-bit fingerprint (as in
-TLC): the engine keeps fingerprints, never states, for what it has seen. Every engine returns the same
-``ExplorationResult`` for the same model and configuration; ``LocalEngine`` is the single-process oracle.
+TLC): the engine keeps fingerprints, never states, for what it has seen. (CPython hashes -1 and -2
+alike, so a state field that takes both values would collide; ``LocalEngine(exact=True)`` keeps the
+states themselves and cross-checks the counts.) Every engine returns the same ``ExplorationResult`` for
+the same model and configuration; ``LocalEngine`` is the single-process oracle.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from spec.properties_api import Property
 
-# A progress callback receives (distinct states, current BFS level, frontier size, seconds elapsed).
+# A progress callback receives (distinct states, BFS level, states left to expand at that level, seconds).
 ProgressCallback = Callable[[int, int, int, float], None]
 
 # How many frontier states are expanded between two progress callbacks.
@@ -218,9 +220,12 @@ class LocalEngine(Engine):
         # Decided property name -> fingerprint of the deciding state.
         decided_at: dict[str, Any] = {}
         # Undecided properties, split by what decides them: a false predicate (always, hazard) or a true
-        # one (sometimes). Each list holds (name, predicate) and shrinks as properties are decided.
+        # one (sometimes). Each list holds (name, predicate) and shrinks as properties are decided; the
+        # *_preds lists hold the same predicates alone, for the per-state loop.
         on_false = [(p.name, p.holds) for p in properties if p.kind != "sometimes"]
         on_true = [(p.name, p.holds) for p in properties if p.kind == "sometimes"]
+        false_preds = [f for _, f in on_false]
+        true_preds = [f for _, f in on_true]
         always_names = {p.name for p in properties if p.kind == "always"}
         type_counts: Counter[type] = Counter()
         count_types = _count_elements
@@ -230,9 +235,9 @@ class LocalEngine(Engine):
         stopped = False
         transitions = 0
 
-        def decide(state: Any, fp: int) -> bool:
+        def decide(state: Any, fp: Any) -> bool:
             """Record what ``state`` decides; True when the search should stop on a violation."""
-            nonlocal on_false, on_true
+            nonlocal on_false, on_true, false_preds, true_preds
             violated = False
             for n, f in on_false:
                 if not f(state):
@@ -243,11 +248,13 @@ class LocalEngine(Engine):
                     decided_at[n] = fp
             on_false = [(n, f) for n, f in on_false if n not in decided_at]
             on_true = [(n, f) for n, f in on_true if n not in decided_at]
+            false_preds = [f for _, f in on_false]
+            true_preds = [f for _, f in on_true]
             return violated and stop_on_violation
 
         too_many = f"more than {cap:,} distinct states (max_states); raise it with --max-states"
         frontier: list[Any] = []
-        frontier_fps: list[int] = []
+        frontier_fps: list[Any] = []
         for state in model.initial_states(config):
             fp = fingerprint(state)
             if fp in parent:
@@ -263,7 +270,7 @@ class LocalEngine(Engine):
         depth = 1 if frontier else 0
         while frontier and error is None and not stopped:
             next_states: list[Any] = []
-            next_fps: list[int] = []
+            next_fps: list[Any] = []
             push_state = next_states.append
             push_fp = next_fps.append
             limit = cap - len(parent)
@@ -290,11 +297,11 @@ class LocalEngine(Engine):
                     push_fp(h)
                     # Inline checks (no call per state): fall through to decide() only when some
                     # undecided property is decided by this state.
-                    for _, f in on_false:
+                    for f in false_preds:
                         if not f(succ):
                             break
                     else:
-                        for _, f in on_true:
+                        for f in true_preds:
                             if f(succ):
                                 break
                         else:
