@@ -121,6 +121,7 @@ class ExplorationResult:
     stopped_early: bool = False
     bounds: dict[str, Any] = field(default_factory=dict)
     exact: bool = False
+    error_trace: Trace | None = None
 
     @property
     def states_per_second(self) -> float:
@@ -175,6 +176,37 @@ class Engine(ABC):
         ``stop_on_violation`` the search stops at the first violated always or erroneous deadlock.
         ``action_types`` lists every action class, so that coverage can name those that never fired.
         """
+
+
+def _diagnose(model: Model, config: Any, state: Any, properties: Sequence[Property], error: Exception) -> str:
+    """Which call raised ``error`` while ``state`` was being expanded, as one line: the model is
+    deterministic, so calling again what the engine called finds the culprit."""
+    def describe(e: Exception) -> str:
+        return f"{type(e).__name__}: {e}".splitlines()[0]
+
+    if state is None:
+        return f"error during exploration: {describe(error)}"
+    try:
+        actions = model.enabled(state, config)
+    except Exception as e:  # noqa: BLE001
+        return f"model error: enabled() raised {describe(e)}"
+    for action in actions:
+        try:
+            succ = model.step(state, action)[0]
+            hash(succ)
+        except Exception as e:  # noqa: BLE001
+            return f"model error: step() of {type(action).__name__} ({action}) raised {describe(e)}"
+        for p in properties:
+            try:
+                p.holds(succ)
+            except Exception as e:  # noqa: BLE001
+                return f"property {p.name} raised {describe(e)} on the state after {type(action).__name__} ({action})"
+    if not actions:
+        try:
+            model.terminal_ok(state, config)
+        except Exception as e:  # noqa: BLE001
+            return f"model error: terminal_ok() raised {describe(e)}"
+    return f"error during exploration: {describe(error)}"
 
 
 def _the_state(state: Any) -> Any:
@@ -232,6 +264,7 @@ class LocalEngine(Engine):
         deadlocks = 0
         first_deadlock: Any = None
         error: str | None = None
+        error_fp: Any = None
         stopped = False
         transitions = 0
 
@@ -268,60 +301,67 @@ class LocalEngine(Engine):
             error = too_many
 
         depth = 1 if frontier else 0
-        while frontier and error is None and not stopped:
-            next_states: list[Any] = []
-            next_fps: list[Any] = []
-            push_state = next_states.append
-            push_fp = next_fps.append
-            limit = cap - len(parent)
-            for i, (state, fp) in enumerate(zip(frontier, frontier_fps)):
-                actions = enabled(state, config)
-                if not actions:
-                    if not terminal_ok(state, config):
-                        deadlocks += 1
-                        if first_deadlock is None:
-                            first_deadlock = fp
-                        if deadlock_is_error and stop_on_violation:
-                            stopped = True
-                            break
-                    continue
-                count_types(type_counts, map(type, actions))
-                transitions += len(actions)
-                for action in actions:
-                    succ = step(state, action)[0]
-                    h = fingerprint(succ)
-                    if h in parent:
+        state = fp = None
+        try:
+            while frontier and error is None and not stopped:
+                next_states: list[Any] = []
+                next_fps: list[Any] = []
+                push_state = next_states.append
+                push_fp = next_fps.append
+                limit = cap - len(parent)
+                for i, (state, fp) in enumerate(zip(frontier, frontier_fps)):
+                    actions = enabled(state, config)
+                    if not actions:
+                        if not terminal_ok(state, config):
+                            deadlocks += 1
+                            if first_deadlock is None:
+                                first_deadlock = fp
+                            if deadlock_is_error and stop_on_violation:
+                                stopped = True
+                                break
                         continue
-                    parent[h] = fp
-                    push_state(succ)
-                    push_fp(h)
-                    # Inline checks (no call per state): fall through to decide() only when some
-                    # undecided property is decided by this state.
-                    for f in false_preds:
-                        if not f(succ):
-                            break
-                    else:
-                        for f in true_preds:
-                            if f(succ):
+                    count_types(type_counts, map(type, actions))
+                    transitions += len(actions)
+                    for action in actions:
+                        succ = step(state, action)[0]
+                        h = fingerprint(succ)
+                        if h in parent:
+                            continue
+                        parent[h] = fp
+                        push_state(succ)
+                        push_fp(h)
+                        # Inline checks (no call per state): fall through to decide() only when some
+                        # undecided property is decided by this state.
+                        for f in false_preds:
+                            if not f(succ):
                                 break
                         else:
-                            continue
-                    if decide(succ, h):
-                        stopped = True
+                            for f in true_preds:
+                                if f(succ):
+                                    break
+                            else:
+                                continue
+                        if decide(succ, h):
+                            stopped = True
+                            break
+                    if stopped:
                         break
-                if stopped:
-                    break
-                if len(next_states) > limit:
-                    error = too_many
-                    break
-                if progress is not None and not (i + 1) % PROGRESS_EVERY:
-                    progress(len(parent), depth, len(frontier) - i, time.perf_counter() - started)
-            if next_states and error is None:
-                depth += 1
-            frontier = next_states
-            frontier_fps = next_fps
-            if progress is not None:
-                progress(len(parent), depth, len(frontier), time.perf_counter() - started)
+                    if len(next_states) > limit:
+                        error = too_many
+                        break
+                    if progress is not None and not (i + 1) % PROGRESS_EVERY:
+                        progress(len(parent), depth, len(frontier) - i, time.perf_counter() - started)
+                if next_states and error is None:
+                    depth += 1
+                frontier = next_states
+                frontier_fps = next_fps
+                if progress is not None:
+                    progress(len(parent), depth, len(frontier), time.perf_counter() - started)
+        except KeyboardInterrupt:
+            error = f"interrupted at depth {depth} after {len(parent):,} distinct states"
+        except Exception as e:  # noqa: BLE001 - a bug in the model or a predicate, reported with its trace
+            error = _diagnose(model, config, state, properties, e)
+            error_fp = fp
 
         seconds = time.perf_counter() - started
         complete = error is None and not stopped
@@ -362,6 +402,7 @@ class LocalEngine(Engine):
             stopped_early=stopped,
             bounds=_bounds_of(config),
             exact=self.exact,
+            error_trace=traces.trace_to(error_fp) if error_fp is not None else None,
         )
 
 

@@ -133,6 +133,8 @@ def counterexamples(result: ExplorationResult) -> list[tuple[str, Trace]]:
             out.append((title, p.trace))
     if result.deadlock_trace is not None and result.deadlock_failed:
         out.append(("deadlock", result.deadlock_trace))
+    if result.error_trace is not None:
+        out.append((f"{result.error}; the state being expanded", result.error_trace))
     return out
 
 
@@ -202,6 +204,7 @@ def result_json(result: ExplorationResult) -> dict[str, Any]:
             }
             for p in result.properties
         ],
+        "error_trace": trace_json(result.error_trace),
         "coverage": result.coverage,
         "never_fired": list(result.never_fired),
     }

@@ -170,6 +170,9 @@ def print_report(console: Console, report: VerifyReport) -> None:
         if r.deadlock_failed and r.deadlock_trace is not None:
             console.print()
             print_trace(console, f"{r.config}: deadlock", r.deadlock_trace)
+        if r.error_trace is not None:
+            console.print()
+            print_trace(console, f"{r.config}: {r.error}; the state being expanded", r.error_trace)
     if report.manifest_updated:
         console.print(f"\nmanifest updated: {report.manifest_path}")
     console.print(Text("\nverify: PASS" if report.ok else "\nverify: FAIL", "bold green" if report.ok else "bold red"))

@@ -203,3 +203,23 @@ def test_disagreements_name_what_differs():
     fewer = explore(toy.get("manual").override({"messages": "1"}), ["at_most_once"])
     assert "complete: True != False" in disagreements(full, cut)
     assert "depth: 14 != 8" in disagreements(full, fewer)
+
+
+def test_a_model_error_is_reported_with_the_trace_to_the_failing_state():
+    broken = types.SimpleNamespace(
+        initial_states=toy.initial_states, enabled=toy.enabled, terminal_ok=toy.terminal_ok,
+        step=lambda s, a: (_ for _ in ()).throw(ValueError("no settling")) if type(a) is toy.BrokerSettle else toy.step(s, a),
+    )
+    result = LocalEngine().explore(broken, toy.get("tiny"), [toy.REGISTRY["no_loss"]])
+    assert result.error == "model error: step() of BrokerSettle (broker settles m0) raised ValueError: no settling"
+    assert not result.ok and not result.complete
+    assert [s.action_type for s in result.error_trace.steps] == [
+        "ProducerPublish", "BrokerDeliver", "ConsumerReceive", "ConsumerAck"]
+    assert prop(result, "no_loss").verdict == "UNDECIDED"
+
+
+def test_a_predicate_error_names_the_property():
+    bad = dataclasses.replace(toy.REGISTRY["no_loss"], name="fragile", holds=lambda s: 1 / (3 - s.locs[0]) > 0)
+    result = LocalEngine().explore(toy, toy.get("tiny"), [bad])
+    assert result.error.startswith("property fragile raised ZeroDivisionError")
+    assert "after ConsumerReceive (consumer receives m0)" in result.error
