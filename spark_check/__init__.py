@@ -1,4 +1,38 @@
-"""Exhaustive exploration of bounded configurations of the specification (DESIGN.md, spark_check)."""
-from .engine import ENGINES, disagreements, Engine, ExplorationResult, LocalEngine, PropertyResult, Trace, TraceStep, engine_named
+"""Exhaustive exploration of bounded configurations of the specification (DESIGN.md, spark_check).
 
-__all__ = ["ENGINES", "disagreements", "Engine", "ExplorationResult", "LocalEngine", "PropertyResult", "Trace", "TraceStep", "engine_named"]
+Command line::
+
+    python -m spark_check list                                  # configurations and properties
+    python -m spark_check explore CONFIG [--engine local] [--bound NAME=VALUE ...] [--property NAME ...]
+                                 [--json FILE] [--max-states N] [--stop-on-violation] [--exact]
+                                 [--show-state] [--progress | --no-progress]
+    python -m spark_check.verify [CONFIG ...] [--update-manifest]  # make verify
+    python -m spark_check.bench [CONFIG ...]                        # make bench
+
+Exit codes: 0 every expectation met, 1 some check failed, 2 bad input (one line on stderr).
+
+From Python::
+
+    from spark_check import LocalEngine
+    result = LocalEngine().explore(spec.machine, spec.configs.get("ack_basics"), properties)
+    result.distinct_states, result.depth, result.ok, result.properties[0].trace.lines()
+
+``verify.verify(model, configs, registry, manifest_path)`` and ``bench.bench(model, configs, registry)``
+take any model with the ``spec.machine`` interface; the tests run them on ``tests/toy_model.py``.
+"""
+from .engine import (
+    ENGINES,
+    Engine,
+    ExplorationResult,
+    LocalEngine,
+    PropertyResult,
+    Trace,
+    TraceStep,
+    disagreements,
+    engine_named,
+)
+
+__all__ = [
+    "ENGINES", "Engine", "ExplorationResult", "LocalEngine", "PropertyResult", "Trace", "TraceStep",
+    "disagreements", "engine_named",
+]
