@@ -429,7 +429,12 @@ class RawConnection:
             raw = bytes(buf[offset:offset + total])
             offset += total
             try:
-                _, _, decoded = frame.unmarshal(raw)
+                try:
+                    _, _, decoded = frame.unmarshal(raw)
+                except exceptions.UnmarshalingException:
+                    decoded = _lenient_close(raw)
+                    if decoded is None:
+                        raise
             except (exceptions.UnmarshalingException, ValueError, struct.error) as error:
                 self.trace.append(TraceEvent("received", "raw", channel, None, raw, now))
                 self._violations.append(f"undecodable frame on channel {channel}: {error} {raw[:80]!r}")
@@ -479,6 +484,31 @@ class RawConnection:
     def _raise_violation(self) -> None:
         if self._violations:
             raise ProtocolViolation(f"{self.label}: " + "; ".join(self._violations))
+
+
+CLOSE_METHODS = {cls.index: cls for cls in (commands.Connection.Close, commands.Channel.Close)}
+CLOSE_ARGUMENTS = struct.Struct(">HB")
+
+
+def _lenient_close(raw: bytes) -> MethodFrame | None:
+    """Decode a connection.close or channel.close whose reply-text is not UTF-8.
+
+    AMQP short strings are bytes; RabbitMQ quotes the offending input in the text of a
+    FRAME_ERROR, and pamqp only decodes UTF-8. Other frames get no such leniency (None).
+    """
+    if raw[0] != constants.FRAME_METHOD or len(raw) < 7 + 4 + 3 + 1:
+        return None
+    (index,) = struct.unpack_from(">I", raw, 7)
+    method_class = CLOSE_METHODS.get(index)
+    if method_class is None:
+        return None
+    reply_code, text_length = CLOSE_ARGUMENTS.unpack_from(raw, 11)
+    text_end = 14 + text_length
+    if len(raw) != text_end + 4 + 1:
+        return None
+    class_id, method_id = struct.unpack_from(">HH", raw, text_end)
+    return method_class(reply_code=reply_code, reply_text=raw[14:text_end].decode("utf-8", "replace"),
+                        class_id=class_id, method_id=method_id)
 
 
 def _negotiate(server: int, client: int) -> int:
