@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-from pamqp import commands
+from pamqp import commands, constants
 
 from impl.core import errors
 from impl.core.broker import random_name
@@ -441,6 +441,7 @@ class Channel:
             raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
         if kind not in EXCHANGE_TYPES:
             raise Refused(errors.COMMAND_INVALID, f"invalid exchange type '{kind}'")
+        check_name("exchange", name)
         existing = broker.exchanges.get(name)
         if existing is None:
             if name.startswith("amq."):
@@ -497,6 +498,7 @@ class Channel:
             return
         name = m.queue or random_name("amq.gen-")
         arguments = dict(m.arguments or {})
+        check_name("queue", name)
         if m.queue.startswith("amq."):
             raise Refused(errors.ACCESS_REFUSED, f"queue name '{name}' contains reserved prefix 'amq.*'")
         for arg in STRING_QUEUE_ARGUMENTS:
@@ -718,6 +720,12 @@ class Channel:
         self.unacked = dict(sorted(self.unacked.items()))
         self.unacked_order = deque(self.unacked)
         self.send(commands.Tx.RollbackOk())
+
+
+def check_name(kind: str, name: str) -> None:
+    """Names must be sendable in replies: pamqp encodes only names of its queue-name / exchange-name domain."""
+    if not constants.DOMAIN_REGEX[f"{kind}-name"].match(name):
+        raise Refused(errors.PRECONDITION_FAILED, f"invalid {kind} name '{name}'")
 
 
 def locked_text(name: str) -> str:

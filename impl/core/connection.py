@@ -97,6 +97,7 @@ class Connection:
         self.authentication_failure_close = False
         self.user = ""
         self.torn_down = False
+        self.internal_errors: list[Exception] = []  # bugs contained at the boundary, for logs and tests
 
     # --- the sans-IO interface ----------------------------------------------------------------
 
@@ -186,7 +187,15 @@ class Connection:
                 )
                 break
             offset = frame_end + 1
-            self.receive_frame(frame_type, channel, payload)
+            try:
+                self.receive_frame(frame_type, channel, payload)
+            except Exception as error:  # a bug: contain it to this connection (ER-3)
+                self.state = OPEN if self.state == CLOSING else self.state
+                self.fail(Fault(errors.INTERNAL_ERROR, f"{type(error).__name__}: {error}"))
+                if self.state != CLOSING:
+                    self.abort()
+                raise_later = error
+                self.internal_errors.append(raise_later)
             if self.frame_max - FRAME_OVERHEAD != size_limit:
                 size_limit = self.frame_max - FRAME_OVERHEAD
         if self.state == CLOSED:
@@ -214,7 +223,7 @@ class Connection:
                     self.abort()
                 return
             except ValueError:
-                class_id, method_id = struct.unpack_from(">HH", payload)
+                class_id, method_id = struct.unpack_from(">HH", payload) if len(payload) >= 4 else (0, 0)
                 if state in (OPEN, CLOSING):
                     self.fail(
                         Fault(

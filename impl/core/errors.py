@@ -46,7 +46,10 @@ class Fault:
 
     @property
     def text(self) -> str:
-        return f"{constant_name(self.kind)} - {self.detail}"
+        """The reply text, cut to the 255 bytes a short string holds."""
+        text = f"{constant_name(self.kind)} - {self.detail}"
+        encoded = text.encode("utf-8")
+        return text if len(encoded) <= 255 else encoded[:255].decode("utf-8", "ignore")
 
     @property
     def is_connection_error(self) -> bool:

@@ -12,6 +12,7 @@ import struct
 from typing import Any
 
 from pamqp import commands, constants
+from pamqp import decode as pamqp_decode
 from pamqp import frame as pamqp_frame
 from pamqp import header as pamqp_header
 
@@ -85,17 +86,41 @@ def canonical_properties(raw: bytes) -> tuple[bytes, int]:
 
 
 def decode_method(payload: bytes) -> Any:
-    """A pamqp method object from a method frame's payload; KeyError for an unknown method,
-    ValueError for arguments that do not decode."""
+    """A pamqp method object from a method frame's payload; KeyError for an unknown method, ValueError
+    for arguments that do not decode or do not fill the frame exactly."""
     if len(payload) < 4:
         raise ValueError("method frame too short")
-    index = struct.unpack_from(">I", payload)[0]
-    method = METHODS[index]()
+    method = METHODS[struct.unpack_from(">I", payload)[0]]()
     try:
-        method.unmarshal(payload[4:])
-    except Exception as error:  # pamqp raises struct.error, ValueError, UnicodeDecodeError
+        position = _decode_arguments(method, payload, 4)
+    except Exception as error:  # pamqp raises struct.error, ValueError, IndexError, UnicodeDecodeError
         raise ValueError(str(error)) from error
+    if position != len(payload):
+        raise ValueError("method arguments do not fill the frame")
     return method
+
+
+def _decode_arguments(method: Any, payload: bytes, position: int) -> int:
+    """Decode the method's arguments in declaration order, bits packed into octets; the end position."""
+    bits = -1
+    bit_index = 8
+    for name in method.__slots__:
+        kind = method.amqp_type(name)
+        if kind == "bit":
+            if bits < 0 or bit_index == 8:
+                bits = payload[position]
+                position += 1
+                bit_index = 0
+            setattr(method, name, bool((bits >> bit_index) & 1))
+            bit_index += 1
+            continue
+        bits = -1
+        consumed, value = pamqp_decode.by_type(payload[position:], kind)
+        position += consumed
+        if position > len(payload):
+            raise ValueError(f"argument {name} overruns the frame")
+        setattr(method, name, value)
+    return position
 
 
 def decode_content_header(payload: bytes) -> ContentHeader:
