@@ -163,18 +163,17 @@ class Connection:
         end = len(buffer)
         while end - offset >= 7 and self.state != CLOSED:
             frame_type, channel, size = frame_head(buffer, offset)
-            if size > size_limit and self.state != CLOSING:
+            if size > size_limit:
                 self.fail(
                     Fault(
                         errors.FRAME_ERROR,
                         f"type {frame_type}, all octets = <<>>: {{frame_too_large,{size},{size_limit}}}",
                     )
                 )
-                break
+                buffer.clear()  # framing is lost: nothing after this can be read as frames
+                return
             frame_end = offset + 7 + size
             if frame_end >= end:
-                if size > size_limit:  # closing: do not wait for an oversized frame
-                    offset = end
                 break
             payload = bytes(buffer[offset + 7 : frame_end])
             if buffer[frame_end] != FRAME_END:
@@ -185,19 +184,17 @@ class Connection:
                         f"{{invalid_frame_end_marker,{buffer[frame_end]}}}",
                     )
                 )
-                break
+                buffer.clear()
+                return
             offset = frame_end + 1
             try:
                 self.receive_frame(frame_type, channel, payload)
             except Exception as error:  # a bug: contain it to this connection (ER-3)
-                self.state = OPEN if self.state == CLOSING else self.state
+                self.internal_errors.append(error)
                 self.fail(Fault(errors.INTERNAL_ERROR, f"{type(error).__name__}: {error}"))
                 if self.state != CLOSING:
                     self.abort()
-                raise_later = error
-                self.internal_errors.append(raise_later)
-            if self.frame_max - FRAME_OVERHEAD != size_limit:
-                size_limit = self.frame_max - FRAME_OVERHEAD
+            size_limit = self.frame_max - FRAME_OVERHEAD
         if self.state == CLOSED:
             buffer.clear()
         elif offset:
