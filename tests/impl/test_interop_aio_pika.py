@@ -69,8 +69,12 @@ def test_qos_limits_unacked_per_consumer_PF_1_PF_2(server, qname):
             queue = await channel.declare_queue(qname, auto_delete=False)
             for i in range(6):
                 await channel.default_exchange.publish(aio_pika.Message(b"%d" % i), routing_key=qname)
-            held = []
-            await queue.consume(held.append)
+            held: list = []
+
+            async def hold(message) -> None:
+                held.append(message)
+
+            await queue.consume(hold)
             await asyncio.sleep(0.5)
             count = len(held)
             await held[0].ack(multiple=True)
