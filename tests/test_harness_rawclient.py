@@ -18,6 +18,12 @@ from tests.harness.rawclient import (
 )
 
 
+@pytest.fixture(params=["rabbitmq", "impl"])
+def any_broker(request):
+    """The session's RabbitMQ node, then this module's impl broker: the client works with both."""
+    return request.getfixturevalue("rabbitmq_node" if request.param == "rabbitmq" else "impl_broker_module")
+
+
 def _names(conn: RawConnection, direction: str | None = None) -> list[str]:
     return [e.name for e in conn.trace if direction is None or e.direction == direction]
 
@@ -36,16 +42,16 @@ def test_handshake_is_recorded_in_order(rabbitmq_node, raw_connect):
     assert times == sorted(times)
 
 
-def test_wrong_password_is_refused(rabbitmq_node):
+def test_wrong_password_is_refused(any_broker):
     with pytest.raises((ConnectionClosed, ConnectionLost)) as caught:
-        RawConnection.connect(rabbitmq_node.host, rabbitmq_node.port, "guest", "not-the-password")
+        RawConnection.connect(any_broker.host, any_broker.port, "guest", "not-the-password")
     if isinstance(caught.value, ConnectionClosed):
         assert caught.value.reply_code == 403
 
 
-def test_publish_then_get_keeps_body_and_properties(rabbitmq_node, raw_connect, queue_name):
+def test_publish_then_get_keeps_body_and_properties(any_broker, raw_connect, queue_name):
     """RT-1, DS-2, DT-1: a message published to the default exchange is fetched intact."""
-    conn = raw_connect(rabbitmq_node)
+    conn = raw_connect(any_broker)
     conn.channel_open(1)
     conn.queue_declare(1, queue_name, auto_delete=False)
     props = persistent(message_id="m-1", content_type="application/octet-stream", headers={"k": "v"})
@@ -69,9 +75,9 @@ def test_publish_then_get_keeps_body_and_properties(rabbitmq_node, raw_connect, 
                         "Basic.GetEmpty", "Queue.DeleteOk"]
 
 
-def test_large_body_is_split_and_joined(rabbitmq_node, raw_connect, queue_name):
+def test_large_body_is_split_and_joined(any_broker, raw_connect, queue_name):
     """A body larger than frame_max travels as several body frames both ways."""
-    conn = raw_connect(rabbitmq_node, frame_max=4096)
+    conn = raw_connect(any_broker, frame_max=4096)
     assert conn.frame_max == 4096
     conn.channel_open(1)
     conn.queue_declare(1, queue_name)
@@ -86,9 +92,9 @@ def test_large_body_is_split_and_joined(rabbitmq_node, raw_connect, queue_name):
     conn.queue_delete(1, queue_name)
 
 
-def test_ack_of_unknown_tag_is_channel_error_406(rabbitmq_node, raw_connect, queue_name):
+def test_ack_of_unknown_tag_is_channel_error_406(any_broker, raw_connect, queue_name):
     """ACK-4, ER-1: the exact reply, only the channel closes, and the channel number can be reused."""
-    conn = raw_connect(rabbitmq_node)
+    conn = raw_connect(any_broker)
     conn.channel_open(1)
     conn.channel_open(2)
     conn.basic_ack(1, 5)
@@ -106,9 +112,9 @@ def test_ack_of_unknown_tag_is_channel_error_406(rabbitmq_node, raw_connect, que
     conn.queue_delete(2, queue_name)
 
 
-def test_recover_without_requeue_is_connection_error_540(rabbitmq_node, raw_connect):
+def test_recover_without_requeue_is_connection_error_540(any_broker, raw_connect):
     """RQ-5: basic.recover(requeue=false) is refused with connection.close 540 NOT_IMPLEMENTED."""
-    conn = raw_connect(rabbitmq_node)
+    conn = raw_connect(any_broker)
     conn.channel_open(1)
     conn.send(1, commands.Basic.Recover(requeue=False))
     with pytest.raises(ConnectionClosed) as caught:
@@ -123,11 +129,11 @@ def test_recover_without_requeue_is_connection_error_540(rabbitmq_node, raw_conn
     assert _names(conn)[-3:] == ["Connection.Close", "Connection.CloseOk", "eof"]
 
 
-def test_frames_that_arrive_together_are_all_kept(rabbitmq_node, raw_connect, queue_name):
+def test_frames_that_arrive_together_are_all_kept(any_broker, raw_connect, queue_name):
     """Hundreds of deliveries and confirms arrive in few reads: none is lost, all are in order.
     PC-2/PC-3: each publish is confirmed exactly once. DT-1: tags 1, 2, 3, ... on the channel."""
     count = 2000
-    conn = raw_connect(rabbitmq_node)
+    conn = raw_connect(any_broker)
     conn.channel_open(1)
     conn.confirm_select(1)
     conn.queue_declare(1, queue_name)
@@ -161,9 +167,9 @@ def test_frames_that_arrive_together_are_all_kept(rabbitmq_node, raw_connect, qu
     conn.queue_delete(1, queue_name)
 
 
-def test_trace_is_one_ordered_log_across_channels(rabbitmq_node, raw_connect, queue_name):
+def test_trace_is_one_ordered_log_across_channels(any_broker, raw_connect, queue_name):
     """Frames on different channels are recorded in one sequence, in the order sent and parsed."""
-    conn = raw_connect(rabbitmq_node)
+    conn = raw_connect(any_broker)
     conn.send_frames([(1, commands.Channel.Open()), (2, commands.Channel.Open()), (3, commands.Channel.Open())])
     for ch in (3, 1, 2):
         conn.expect(ch, commands.Channel.OpenOk)
