@@ -1,0 +1,47 @@
+# rabbitproof: every target sets up what it needs (a private virtual environment in .venv).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+
+.PHONY: setup verify test explore broker bench rabbitmq clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+setup: $(STAMP)
+
+## verify: explore every standard configuration, check every invariant, find every hazard.
+verify: $(STAMP)
+	$(PY) -m spark_check.verify
+
+## test: the test suite (unit, trace checker, broker interop).
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+## explore: explore one configuration (CONFIG=name, ENGINE=local|spark, ARGS=extra flags).
+CONFIG ?= small
+ENGINE ?= local
+explore: $(STAMP)
+	$(PY) -m spark_check explore $(CONFIG) --engine $(ENGINE) $(ARGS)
+
+## broker: run the reference broker on 127.0.0.1:5672.
+broker: $(STAMP)
+	$(PY) -m impl.server $(ARGS)
+
+## bench: explorer throughput, and broker throughput against RabbitMQ when installed.
+bench: $(STAMP)
+	$(PY) -m spark_check.bench
+	$(PY) -m tests.bench.broker_bench
+
+## rabbitmq: install the reference RabbitMQ 3.10.8 (Debian's rabbitmq-server) if it is missing.
+rabbitmq:
+	@test -x /usr/lib/rabbitmq/bin/rabbitmq-server || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q rabbitmq-server)
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

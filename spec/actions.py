@@ -1,0 +1,343 @@
+"""Actions: frozen dataclasses named actor + verb, carrying their parameters (STYLE.md, stateright).
+
+Connections and channels are numbered as a person reads them: connection c0, c1, ...; channel 1, 2, ...
+``str(action)`` is a sentence for traces; ``actor`` says who acts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .frames import EXCHANGE_NAMES, msg_name, queue_name
+
+
+@dataclass(frozen=True)
+class Action:
+    """Base of every action."""
+
+    @property
+    def actor(self) -> str:
+        return "broker"
+
+
+@dataclass(frozen=True)
+class ClientAction(Action):
+    """An action of the client on connection ``conn``, channel ``ch`` (0 for the connection itself)."""
+
+    conn: int
+    ch: int
+
+    @property
+    def actor(self) -> str:
+        return f"client c{self.conn}.ch{self.ch}" if self.ch else f"client c{self.conn}"
+
+
+@dataclass(frozen=True)
+class ClientPublish(ClientAction):
+    """basic.publish of the connection's next message (PC-1, RT-1, RT-3)."""
+
+    exchange: int
+    routing_key: int
+    mandatory: bool
+    persistent: bool
+
+    def __str__(self) -> str:
+        flags = "".join((" mandatory" if self.mandatory else "", " persistent" if self.persistent else ""))
+        return f"publish to exchange {EXCHANGE_NAMES[self.exchange]!r} key {queue_name(self.routing_key)}{flags}"
+
+
+@dataclass(frozen=True)
+class ClientConsume(ClientAction):
+    """basic.consume on a queue, in manual or automatic acknowledgement mode (AM-1)."""
+
+    queue: int
+    consumer_tag: int
+    no_ack: bool
+
+    def __str__(self) -> str:
+        return f"consume {queue_name(self.queue)} as ctag {self.consumer_tag} ({'automatic' if self.no_ack else 'manual'} ack)"
+
+
+@dataclass(frozen=True)
+class ClientCancel(ClientAction):
+    """basic.cancel of one of the channel's consumers."""
+
+    consumer_tag: int
+
+    def __str__(self) -> str:
+        return f"cancel consumer {self.consumer_tag}"
+
+
+@dataclass(frozen=True)
+class ClientGet(ClientAction):
+    """basic.get from a queue (AM-1, DS-2, PF-4)."""
+
+    queue: int
+    no_ack: bool
+
+    def __str__(self) -> str:
+        return f"get from {queue_name(self.queue)} ({'automatic' if self.no_ack else 'manual'} ack)"
+
+
+@dataclass(frozen=True)
+class ClientAck(ClientAction):
+    """basic.ack (ACK-1, ACK-2, ACK-3)."""
+
+    tag: int
+    multiple: bool
+
+    def __str__(self) -> str:
+        return f"ack tag {self.tag}{' multiple' if self.multiple else ''}"
+
+
+@dataclass(frozen=True)
+class ClientNack(ClientAction):
+    """basic.nack (ACK-5, ACK-6)."""
+
+    tag: int
+    multiple: bool
+    requeue: bool
+
+    def __str__(self) -> str:
+        return f"nack tag {self.tag}{' multiple' if self.multiple else ''} requeue={self.requeue}"
+
+
+@dataclass(frozen=True)
+class ClientReject(ClientAction):
+    """basic.reject (ACK-5, ACK-6)."""
+
+    tag: int
+    requeue: bool
+
+    def __str__(self) -> str:
+        return f"reject tag {self.tag} requeue={self.requeue}"
+
+
+@dataclass(frozen=True)
+class ClientQos(ClientAction):
+    """basic.qos (PF-1, PF-2)."""
+
+    prefetch_count: int
+    global_: bool
+
+    def __str__(self) -> str:
+        return f"qos prefetch={self.prefetch_count} global={self.global_}"
+
+
+@dataclass(frozen=True)
+class ClientRecover(ClientAction):
+    """basic.recover (RQ-5)."""
+
+    requeue: bool
+
+    def __str__(self) -> str:
+        return f"recover requeue={self.requeue}"
+
+
+@dataclass(frozen=True)
+class ClientConfirmSelect(ClientAction):
+    """confirm.select (PC-1, PC-8)."""
+
+    def __str__(self) -> str:
+        return "confirm.select"
+
+
+@dataclass(frozen=True)
+class ClientTxSelect(ClientAction):
+    """tx.select (TX-1, PC-8)."""
+
+    def __str__(self) -> str:
+        return "tx.select"
+
+
+@dataclass(frozen=True)
+class ClientTxCommit(ClientAction):
+    """tx.commit (TX-2, TX-3, TX-7, TX-10)."""
+
+    def __str__(self) -> str:
+        return "tx.commit"
+
+
+@dataclass(frozen=True)
+class ClientTxRollback(ClientAction):
+    """tx.rollback (TX-2, TX-3, TX-10)."""
+
+    def __str__(self) -> str:
+        return "tx.rollback"
+
+
+@dataclass(frozen=True)
+class ClientDeclareQueue(ClientAction):
+    """queue.declare with the configuration's flags for that queue (DU-1, DU-4)."""
+
+    queue: int
+    durable: bool
+    exclusive: bool
+
+    def __str__(self) -> str:
+        flags = "".join((" durable" if self.durable else "", " exclusive" if self.exclusive else ""))
+        return f"declare {queue_name(self.queue)}{flags}"
+
+
+@dataclass(frozen=True)
+class ClientBindQueue(ClientAction):
+    """queue.bind of a queue to the fanout exchange (RT-1)."""
+
+    queue: int
+
+    def __str__(self) -> str:
+        return f"bind {queue_name(self.queue)} to the fanout exchange"
+
+
+@dataclass(frozen=True)
+class ClientChannelClose(ClientAction):
+    """channel.close by the client (RQ-4)."""
+
+    def __str__(self) -> str:
+        return "close channel"
+
+
+@dataclass(frozen=True)
+class ClientChannelOpen(ClientAction):
+    """channel.open of a closed channel number: a new channel (ER-1)."""
+
+    def __str__(self) -> str:
+        return "open channel"
+
+
+@dataclass(frozen=True)
+class ClientConnectionClose(ClientAction):
+    """connection.close by the client (RQ-4, DU-4)."""
+
+    def __str__(self) -> str:
+        return "close connection"
+
+
+@dataclass(frozen=True)
+class ClientConnect(ClientAction):
+    """A new connection in this slot, with its channels open (the handshake is not modelled)."""
+
+    def __str__(self) -> str:
+        return "connect"
+
+
+@dataclass(frozen=True)
+class ClientReceive(ClientAction):
+    """The client reads the next frame the broker sent on this connection."""
+
+    def __str__(self) -> str:
+        return "receive the next frame"
+
+
+@dataclass(frozen=True)
+class BrokerTakeFrame(Action):
+    """The broker takes the next frame a client sent on connection ``conn`` and acts on it."""
+
+    conn: int
+
+    def __str__(self) -> str:
+        return f"take the next frame from c{self.conn}"
+
+
+@dataclass(frozen=True)
+class BrokerDeliver(Action):
+    """The queue delivers its head message to the next consumer with room (DS-1, PF-3)."""
+
+    queue: int
+
+    def __str__(self) -> str:
+        return f"deliver the head of {queue_name(self.queue)}"
+
+
+@dataclass(frozen=True)
+class BrokerConfirm(Action):
+    """A publisher confirm (basic.ack or basic.nack) on a confirm-mode channel (PC-2, PC-3, PC-7)."""
+
+    conn: int
+    ch: int
+    seq: int
+    multiple: bool
+
+    def __str__(self) -> str:
+        return f"confirm c{self.conn}.ch{self.ch} seq {self.seq}{' multiple' if self.multiple else ''}"
+
+
+@dataclass(frozen=True)
+class BrokerReturn(Action):
+    """basic.return of an unroutable mandatory message (RT-3, PC-4)."""
+
+    conn: int
+    ch: int
+
+    def __str__(self) -> str:
+        return f"return the next unroutable message on c{self.conn}.ch{self.ch}"
+
+
+@dataclass(frozen=True)
+class BrokerCommitOk(Action):
+    """tx.commit-ok once the commit's persistent copies are on disk (TX-7)."""
+
+    conn: int
+    ch: int
+
+    def __str__(self) -> str:
+        return f"tx.commit-ok on c{self.conn}.ch{self.ch}"
+
+
+@dataclass(frozen=True)
+class BrokerQueueFail(Action):
+    """Fault: the queues of an unconfirmed publish fail to take it; it will be nacked (PC-6)."""
+
+    conn: int
+    ch: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"queue fails to take c{self.conn}.ch{self.ch} seq {self.seq}"
+
+
+@dataclass(frozen=True)
+class BrokerCrash(Action):
+    """Fault: the broker process dies; memory and unwritten data are gone (DU-2, PC-10, TX-8, TX-9)."""
+
+    def __str__(self) -> str:
+        return "CRASH"
+
+
+@dataclass(frozen=True)
+class BrokerRestart(Action):
+    """The broker starts again and recovers durable queues and their persisted messages (DU-1..3)."""
+
+    def __str__(self) -> str:
+        return "restart and recover from disk"
+
+
+@dataclass(frozen=True)
+class DiskFsync(Action):
+    """The disk makes one copy's pending write (or removal) durable (PC-5, TX-8)."""
+
+    queue: int
+    key: int
+    msg: int
+    write: bool
+
+    @property
+    def actor(self) -> str:
+        return "disk"
+
+    def __str__(self) -> str:
+        verb = "write" if self.write else "remove"
+        return f"fsync: {verb} {msg_name(self.msg)} in {queue_name(self.queue)} (position {self.key})"
+
+
+@dataclass(frozen=True)
+class NetworkLoss(Action):
+    """Fault: connection ``conn`` is lost; frames in flight either way are gone (RQ-4, AM-2)."""
+
+    conn: int
+
+    @property
+    def actor(self) -> str:
+        return "network"
+
+    def __str__(self) -> str:
+        return f"connection c{self.conn} LOST"

@@ -1,0 +1,450 @@
+"""The broker's side of the rules: what it does with each frame it takes, and its own moves
+(deliver, confirm, return, commit-ok). Everything that changes broker-held state lives here or in
+``spec.storage`` (copies, requeue, settle) ; guards live in ``spec.machine.enabled``.
+"""
+from __future__ import annotations
+
+from .frames import (
+    BASIC_ACK, BASIC_CANCEL, BASIC_CANCEL_OK, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_DELIVER,
+    BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_QOS_OK,
+    BASIC_RECOVER, BASIC_RECOVER_OK, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
+    CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT, CONFIRM_SELECT_OK, CONNECTION_CLOSE,
+    CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE, NO_ROUTE, NOT_FOUND, NOT_IMPLEMENTED,
+    PRECONDITION_FAILED, QUEUE_BIND, QUEUE_BIND_OK, QUEUE_DECLARE, QUEUE_DECLARE_OK,
+    R_CONFIRM_TO_TX, R_LOCKED, R_NO_EXCHANGE, R_NO_QUEUE, R_NORMAL, R_NOT_TX,
+    R_RECOVER_NO_REQUEUE, R_TX_TO_CONFIRM, R_UNKNOWN_TAG, REPLY_SUCCESS, RESOURCE_LOCKED,
+    TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK,
+)
+from .state import (
+    CH_CLOSED, CH_CLOSING, CH_OPEN, CLOSED_CHANNEL, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
+    EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_ROLLBACK_KEPT, EV_TX_RETURN, MODE_CONFIRM, MODE_NONE,
+    MODE_TX, NEW_CHANNEL, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE, Consumer, Pending, State,
+    Unacked, add_sorted, put,
+)
+from .storage import (
+    close_channel, close_connection, enqueue, forget_waits, settle, with_channel, with_queue,
+)
+
+
+def send(state: State, c: int, frame: tuple) -> State:
+    """Append a frame to what the broker has in flight to connection c's client."""
+    conn = state.conns[c]
+    return state._replace(conns=put(state.conns, c, conn._replace(to_client=conn.to_client + (frame,))))
+
+
+def channel_error(state: State, c: int, ch: int, code: int, reason: int, detail: int) -> State:
+    """A channel error (ER-1): RQ-4 applies, the channel waits for close-ok, channel.close goes out."""
+    state = close_channel(state, c, ch, CH_CLOSING)
+    return send(state, c, (CHANNEL_CLOSE, ch, code, reason, detail))
+
+
+def connection_error(state: State, c: int, code: int, reason: int, detail: int) -> State:
+    """A connection error (ER-1): every channel closes (RQ-4), connection.close goes out."""
+    state = close_connection(state, c)
+    return send(state, c, (CONNECTION_CLOSE, 0, code, reason, detail))
+
+
+def route(state: State, exchange: int, routing_key: int) -> tuple:
+    """The queues a publish reaches (RT-1): the named queue for the default exchange, the bound ones for fanout."""
+    queues = state.queues
+    if exchange == DEFAULT_EXCHANGE:
+        return (routing_key,) if routing_key < len(queues) and queues[routing_key].exists else ()
+    if exchange == FANOUT_EXCHANGE:
+        return tuple(q for q in state.bindings if queues[q].exists)
+    return ()
+
+
+def publish(state: State, c: int, ch: int, exchange: int, routing_key: int, mandatory: bool,
+            persistent: bool, msg: int, seq: int) -> tuple[State, tuple, bool]:
+    """Route one message into its queues (RT-1, RT-2). Returns the state, the copies, and whether it was unroutable."""
+    copies = []
+    for q in route(state, exchange, routing_key):
+        state, key = enqueue(state, q, msg, persistent)
+        copies.append((q, key))
+    return state, tuple(copies), not copies
+
+
+def take_frame(state: State, c: int) -> State:
+    """BrokerTakeFrame: the broker reads the head of connection c's client-to-broker queue."""
+    conn = state.conns[c]
+    frame = conn.to_broker[0]
+    state = state._replace(conns=put(state.conns, c, conn._replace(to_broker=conn.to_broker[1:])))
+    method, ch = frame[0], frame[1]
+    if method == CONNECTION_CLOSE:
+        state = close_connection(state, c)
+        return send(state, c, (CONNECTION_CLOSE_OK, 0))
+    channel = state.conns[c].channels[ch - 1]
+    if method == CHANNEL_OPEN:
+        state = with_channel(state, c, ch, NEW_CHANNEL)
+        return send(state, c, (CHANNEL_OPEN_OK, ch))
+    if channel.status == CH_CLOSING:
+        # ER-1: until close-ok arrives, every other frame on the channel is ignored.
+        if method == CHANNEL_CLOSE_OK:
+            return with_channel(state, c, ch, CLOSED_CHANNEL)
+        return state
+    if channel.status != CH_OPEN:
+        return state
+    return HANDLERS[method](state, c, ch, channel, frame)
+
+
+def _channel_close(state, c, ch, channel, frame):
+    """channel.close from the client: RQ-4, then close-ok."""
+    state = close_channel(state, c, ch, CH_CLOSED)
+    return send(state, c, (CHANNEL_CLOSE_OK, ch))
+
+
+def _publish(state, c, ch, channel, frame):
+    """basic.publish: PC-9 on a missing exchange; held back in tx mode (TX-2); numbered in confirm mode (PC-1)."""
+    _, _, exchange, routing_key, mandatory, persistent, msg = frame
+    if exchange not in (DEFAULT_EXCHANGE, FANOUT_EXCHANGE):
+        return channel_error(state, c, ch, NOT_FOUND, R_NO_EXCHANGE, exchange)     # PC-9, TX-5
+    if channel.mode == MODE_TX:
+        return with_channel(state, c, ch, channel._replace(
+            tx_pubs=channel.tx_pubs + ((exchange, routing_key, mandatory, persistent, msg),)))
+    state, copies, unroutable = publish(state, c, ch, exchange, routing_key, mandatory, persistent, msg, 0)
+    returning = unroutable and bool(mandatory)                                     # RT-3
+    channel = state.conns[c].channels[ch - 1]
+    if channel.mode == MODE_CONFIRM:
+        seq = channel.publish_seq + 1
+        waits = tuple(pair for pair in copies if persistent and state.queues[pair[0]].durable)  # PC-5
+        channel = channel._replace(publish_seq=seq, unconfirmed=channel.unconfirmed + (
+            Pending(seq, msg, False, waits, returning),))                         # PC-4: return first
+    else:
+        seq = 0
+    if returning:
+        channel = channel._replace(returns=channel.returns + ((msg, seq),))
+    return with_channel(state, c, ch, channel)
+
+
+def _collect(channel, tag: int, multiple: bool):
+    """The outstanding deliveries a settlement names (ACK-1..3), or None if the tag is not outstanding (ACK-4)."""
+    unacked = channel.unacked
+    if multiple and tag == 0:
+        return unacked, ()                                                          # ACK-3
+    if not any(u.tag == tag for u in unacked):
+        return None
+    if multiple:
+        return tuple(u for u in unacked if u.tag <= tag), tuple(u for u in unacked if u.tag > tag)  # ACK-2
+    return tuple(u for u in unacked if u.tag == tag), tuple(u for u in unacked if u.tag != tag)     # ACK-1
+
+
+def _settle_frame(state, c, ch, channel, tag, multiple, kind):
+    """Apply (or, in tx mode, hold back: TX-3) a basic.ack / nack / reject."""
+    collected = _collect(channel, tag, multiple)
+    if collected is None:
+        return channel_error(state, c, ch, PRECONDITION_FAILED, R_UNKNOWN_TAG, tag)  # ACK-4, ACK-7, TX-5
+    settled, rest = collected
+    if len(settled) >= 2:
+        state = state._replace(events=state.events | EV_MULTIPLE_ACK)
+    if channel.mode == MODE_TX:
+        return with_channel(state, c, ch, channel._replace(
+            unacked=rest, tx_settles=channel.tx_settles + tuple((kind, u) for u in settled)))
+    state = with_channel(state, c, ch, channel._replace(unacked=rest))
+    return settle(state, settled, kind)
+
+
+def _ack(state, c, ch, channel, frame):
+    return _settle_frame(state, c, ch, channel, frame[2], frame[3], SETTLE_ACK)
+
+
+def _nack(state, c, ch, channel, frame):
+    return _settle_frame(state, c, ch, channel, frame[2], frame[3],
+                         SETTLE_REQUEUE if frame[4] else SETTLE_DROP)               # ACK-5, ACK-6
+
+
+def _reject(state, c, ch, channel, frame):
+    return _settle_frame(state, c, ch, channel, frame[2], False,
+                         SETTLE_REQUEUE if frame[3] else SETTLE_DROP)               # ACK-5, ACK-6
+
+
+def _qos(state, c, ch, channel, frame):
+    """basic.qos: global=false for consumers started later, global=true for the channel (PF-2)."""
+    count, global_ = frame[2], frame[3]
+    if global_:
+        outstanding = sum(1 for u in channel.unacked if u.consumer)
+        channel = channel._replace(global_limit=count, qos_excess=outstanding if 0 < count < outstanding else 0)
+    else:
+        channel = channel._replace(prefetch=count)
+    return send(with_channel(state, c, ch, channel), c, (BASIC_QOS_OK, ch))
+
+
+def _queue_usable(state, c, ch, q):
+    """None if queue q exists and this connection may use it, else the channel error for it (DU-4)."""
+    if q >= len(state.queues) or not state.queues[q].exists:
+        return channel_error(state, c, ch, NOT_FOUND, R_NO_QUEUE, q)
+    owner = state.queues[q].owner
+    if owner and owner != c + 1:
+        return channel_error(state, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
+    return None
+
+
+def _consume(state, c, ch, channel, frame):
+    """basic.consume: the consumer joins the queue's round-robin (DS-1) with the channel's per-consumer limit (PF-2)."""
+    q, tag, no_ack = frame[2], frame[3], frame[4]
+    refused = _queue_usable(state, c, ch, q)
+    if refused is not None:
+        return refused
+    channel = channel._replace(consumers=add_sorted(channel.consumers, Consumer(tag, q, no_ack, channel.prefetch)))
+    state = with_channel(state, c, ch, channel)
+    queue = state.queues[q]
+    state = with_queue(state, q, queue._replace(ring=queue.ring + ((c, ch, tag),)))
+    return send(state, c, (BASIC_CONSUME_OK, ch, tag))
+
+
+def _cancel(state, c, ch, channel, frame):
+    """basic.cancel: the consumer stops; its outstanding deliveries stay outstanding."""
+    tag = frame[2]
+    for consumer in channel.consumers:
+        if consumer.tag == tag:
+            queue = state.queues[consumer.queue]
+            state = with_queue(state, consumer.queue, queue._replace(
+                ring=tuple(r for r in queue.ring if r != (c, ch, tag))))
+            channel = channel._replace(consumers=tuple(k for k in channel.consumers if k.tag != tag))
+            state = with_channel(state, c, ch, channel)
+    return send(state, c, (BASIC_CANCEL_OK, ch, tag))
+
+
+def _get(state, c, ch, channel, frame):
+    """basic.get: the head of the queue (DS-1), or get-empty (DS-2); no prefetch limit (PF-4)."""
+    q, no_ack = frame[2], frame[3]
+    refused = _queue_usable(state, c, ch, q)
+    if refused is not None:
+        return refused
+    queue = state.queues[q]
+    if not queue.ready:
+        return send(state, c, (BASIC_GET_EMPTY, ch))
+    entry = queue.ready[0]
+    state = with_queue(state, q, queue._replace(ready=queue.ready[1:]))
+    state = hand_over(state, c, ch, q, entry, no_ack, 0)
+    tag = state.conns[c].channels[ch - 1].next_tag - 1
+    return send(state, c, (BASIC_GET_OK, ch, tag, entry.redelivered, entry.msg, len(queue.ready) - 1))
+
+
+def hand_over(state: State, c: int, ch: int, q: int, entry, no_ack: bool, consumer: int) -> State:
+    """A copy leaves the queue for a client: outstanding on the channel (AM-3) or gone once sent (AM-2).
+
+    It takes the channel's next delivery tag (DT-1, DT-2)."""
+    conn = state.conns[c]
+    channel = conn.channels[ch - 1]
+    tag = channel.next_tag
+    if no_ack:
+        channel = channel._replace(next_tag=tag + 1)
+        conn = conn._replace(auto=conn.auto + ((ch, tag, q, entry.key, entry.msg, entry.persistent),),
+                             channels=put(conn.channels, ch - 1, channel))
+        state = state._replace(conns=put(state.conns, c, conn))
+        state = forget_waits(state, ((q, entry.key),))
+    else:
+        channel = channel._replace(next_tag=tag + 1, unacked=channel.unacked + (
+            Unacked(tag, q, entry.key, entry.msg, entry.redelivered, entry.persistent, consumer),))
+        state = state._replace(conns=put(state.conns, c, conn._replace(channels=put(conn.channels, ch - 1, channel))))
+    return state._replace(delivered=add_sorted(state.delivered, (q, entry.key)))
+
+
+def _recover(state, c, ch, channel, frame):
+    """basic.recover: requeue=true requeues every outstanding delivery (RQ-5); requeue=false is 540."""
+    if not frame[2]:
+        return connection_error(state, c, NOT_IMPLEMENTED, R_RECOVER_NO_REQUEUE, 0)
+    state = with_channel(state, c, ch, channel._replace(unacked=()))
+    state = settle(state, channel.unacked, SETTLE_REQUEUE)
+    return send(state, c, (BASIC_RECOVER_OK, ch))
+
+
+def _confirm_select(state, c, ch, channel, frame):
+    """confirm.select (PC-1); refused on a tx channel (PC-8)."""
+    if channel.mode == MODE_TX:
+        return channel_error(state, c, ch, PRECONDITION_FAILED, R_TX_TO_CONFIRM, 0)
+    state = with_channel(state, c, ch, channel._replace(mode=MODE_CONFIRM))
+    return send(state, c, (CONFIRM_SELECT_OK, ch))
+
+
+def _tx_select(state, c, ch, channel, frame):
+    """tx.select (TX-1); refused on a confirm channel (PC-8)."""
+    if channel.mode == MODE_CONFIRM:
+        return channel_error(state, c, ch, PRECONDITION_FAILED, R_CONFIRM_TO_TX, 0)
+    state = with_channel(state, c, ch, channel._replace(mode=MODE_TX))
+    return send(state, c, (TX_SELECT_OK, ch))
+
+
+def _tx_commit(state, c, ch, channel, frame):
+    """tx.commit: settlements then publishes take effect (TX-2, TX-3); returns go out now (TX-6);
+    commit-ok waits until the commit's persistent copies are on disk (TX-7), which is not atomic (TX-9)."""
+    if channel.mode != MODE_TX:
+        return channel_error(state, c, ch, PRECONDITION_FAILED, R_NOT_TX, 0)       # TX-10
+    if channel.tx_settles:
+        state = state._replace(events=state.events | EV_COMMIT_WITH_ACKS)
+    for kind, unacked in channel.tx_settles:
+        state = settle(state, (unacked,), kind)
+    waits = []
+    group = []
+    for exchange, routing_key, mandatory, persistent, msg in channel.tx_pubs:
+        state, copies, unroutable = publish(state, c, ch, exchange, routing_key, mandatory, persistent, msg, 0)
+        if unroutable and mandatory:
+            state = send(state, c, (BASIC_RETURN, ch, NO_ROUTE, msg))
+            state = state._replace(events=state.events | EV_TX_RETURN)
+        group.extend(copies)
+        waits.extend(pair for pair in copies if persistent and state.queues[pair[0]].durable)
+    if group:
+        state = state._replace(events=state.events | EV_COMMIT_PUBLISHED)
+    if len(group) >= 2:
+        state = state._replace(tx_groups=add_sorted(state.tx_groups, tuple(sorted(group))))
+    channel = state.conns[c].channels[ch - 1]._replace(tx_pubs=(), tx_settles=())
+    if waits:
+        return with_channel(state, c, ch, channel._replace(committing=tuple(sorted(waits)), commit_pending=True))
+    return send(with_channel(state, c, ch, channel), c, (TX_COMMIT_OK, ch))
+
+
+def _tx_rollback(state, c, ch, channel, frame):
+    """tx.rollback: held-back publishes are dropped, held-back settlements undone (TX-2, TX-3, TX-4)."""
+    if channel.mode != MODE_TX:
+        return channel_error(state, c, ch, PRECONDITION_FAILED, R_NOT_TX, 0)       # TX-10
+    if channel.tx_settles:
+        state = state._replace(events=state.events | EV_ROLLBACK_KEPT)
+    unacked = tuple(sorted(channel.unacked + tuple(u for _, u in channel.tx_settles)))
+    state = with_channel(state, c, ch, channel._replace(unacked=unacked, tx_pubs=(), tx_settles=()))
+    return send(state, c, (TX_ROLLBACK_OK, ch))
+
+
+def _queue_declare(state, c, ch, channel, frame):
+    """queue.declare: creates the queue if missing (never transactional: TX-11); an exclusive queue
+    belongs to this connection and its durable flag is ignored (DU-4)."""
+    q, durable, exclusive = frame[2], frame[3], frame[4]
+    queue = state.queues[q]
+    if queue.exists:
+        if queue.owner and queue.owner != c + 1:
+            return channel_error(state, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
+    else:
+        state = with_queue(state, q, queue._replace(
+            exists=True, durable=bool(durable) and not exclusive, owner=c + 1 if exclusive else 0))
+    return send(state, c, (QUEUE_DECLARE_OK, ch, q))
+
+
+def _queue_bind(state, c, ch, channel, frame):
+    """queue.bind to the fanout exchange (RT-1; never transactional: TX-11)."""
+    q = frame[2]
+    refused = _queue_usable(state, c, ch, q)
+    if refused is not None:
+        return refused
+    state = state._replace(bindings=add_sorted(state.bindings, q))
+    return send(state, c, (QUEUE_BIND_OK, ch))
+
+
+HANDLERS = {
+    CHANNEL_CLOSE: _channel_close, CHANNEL_CLOSE_OK: lambda state, c, ch, channel, frame: state,
+    BASIC_PUBLISH: _publish, BASIC_ACK: _ack, BASIC_NACK: _nack, BASIC_REJECT: _reject,
+    BASIC_QOS: _qos, BASIC_CONSUME: _consume, BASIC_CANCEL: _cancel, BASIC_GET: _get,
+    BASIC_RECOVER: _recover, CONFIRM_SELECT: _confirm_select, TX_SELECT: _tx_select,
+    TX_COMMIT: _tx_commit, TX_ROLLBACK: _tx_rollback, QUEUE_DECLARE: _queue_declare,
+    QUEUE_BIND: _queue_bind,
+}
+
+
+def has_room(state: State, c: int, ch: int, consumer) -> bool:
+    """Whether a consumer may take one more delivery (AM-2: none in automatic mode; PF-1, PF-2, PF-3)."""
+    if consumer.no_ack:
+        return True
+    channel = state.conns[c].channels[ch - 1]
+    if consumer.limit or channel.global_limit:
+        mine = held = 0
+        for u in channel.unacked:
+            if u.consumer:
+                held += 1
+                if u.consumer == consumer.tag:
+                    mine += 1
+        for _, u in channel.tx_settles:        # held back by a transaction: not settled yet
+            if u.consumer:
+                held += 1
+                if u.consumer == consumer.tag:
+                    mine += 1
+        if consumer.limit and mine >= consumer.limit:
+            return False
+        if channel.global_limit and held >= channel.global_limit:
+            return False
+    return True
+
+
+def next_consumer(state: State, q: int):
+    """The consumer the queue's head goes to: the first in round-robin order with room (DS-1), or None."""
+    for c, ch, tag in state.queues[q].ring:
+        conn = state.conns[c]
+        if conn.broker_closed:
+            continue
+        channel = conn.channels[ch - 1]
+        if channel.status != CH_OPEN:
+            continue
+        for consumer in channel.consumers:
+            if consumer.tag == tag:
+                if has_room(state, c, ch, consumer):
+                    return c, ch, consumer
+                break
+    return None
+
+
+def deliver(state: State, q: int) -> State:
+    """BrokerDeliver: the head of queue q to the next consumer with room, which moves to the back (DS-1)."""
+    c, ch, consumer = next_consumer(state, q)
+    queue = state.queues[q]
+    entry = queue.ready[0]
+    ring = tuple(r for r in queue.ring if r != (c, ch, consumer.tag)) + ((c, ch, consumer.tag),)
+    state = with_queue(state, q, queue._replace(ready=queue.ready[1:], ring=ring))
+    tag = state.conns[c].channels[ch - 1].next_tag
+    state = hand_over(state, c, ch, q, entry, consumer.no_ack, consumer.tag)
+    return send(state, c, (BASIC_DELIVER, ch, consumer.tag, tag, entry.redelivered, entry.msg))
+
+
+def ready_to_confirm(pending: Pending) -> bool:
+    """A publish can be confirmed once every queue took it (PC-5) and its return went out (PC-4)."""
+    return not pending.waits and not pending.returning
+
+
+def confirm_prefix(channel) -> int:
+    """The largest seq s such that every unconfirmed publish up to s is ready and of one outcome,
+    when that covers two or more publishes (what a multiple=true confirm may cover, PC-3); else 0."""
+    best = 0
+    count = 0
+    nack = None
+    for p in channel.unconfirmed:
+        if not ready_to_confirm(p) or (nack is not None and p.nack != nack):
+            break
+        nack = p.nack
+        count += 1
+        best = p.seq
+    return best if count >= 2 else 0
+
+
+def confirm(state: State, c: int, ch: int, seq: int, multiple: bool) -> State:
+    """BrokerConfirm: basic.ack (or basic.nack, PC-6) for one publish or, with multiple, every one up to seq (PC-3)."""
+    channel = state.conns[c].channels[ch - 1]
+    covered = tuple(p for p in channel.unconfirmed if (p.seq <= seq if multiple else p.seq == seq))
+    nack = covered[0].nack
+    channel = channel._replace(
+        unconfirmed=tuple(p for p in channel.unconfirmed if p not in covered),
+        confirmed=tuple(sorted(channel.confirmed + tuple(p.seq for p in covered))))
+    state = with_channel(state, c, ch, channel)
+    if multiple:
+        state = state._replace(events=state.events | EV_CONFIRM_MULTIPLE)
+    if not nack:
+        state = state._replace(confirmed_msgs=tuple(sorted(set(state.confirmed_msgs).union(p.msg for p in covered))))
+    frame = (BASIC_NACK, ch, seq, multiple, False) if nack else (BASIC_ACK, ch, seq, multiple)
+    return send(state, c, frame)
+
+
+def send_return(state: State, c: int, ch: int) -> State:
+    """BrokerReturn: basic.return 312 NO_ROUTE for the oldest unroutable mandatory message (RT-3, PC-4)."""
+    channel = state.conns[c].channels[ch - 1]
+    msg, seq = channel.returns[0]
+    unconfirmed = tuple(p._replace(returning=False) if p.seq == seq else p for p in channel.unconfirmed) \
+        if seq else channel.unconfirmed
+    state = with_channel(state, c, ch, channel._replace(returns=channel.returns[1:], unconfirmed=unconfirmed))
+    return send(state, c, (BASIC_RETURN, ch, NO_ROUTE, msg))
+
+
+def commit_ok(state: State, c: int, ch: int) -> State:
+    """BrokerCommitOk: the commit's copies are on disk; tx.commit-ok goes out (TX-7)."""
+    channel = state.conns[c].channels[ch - 1]
+    state = with_channel(state, c, ch, channel._replace(commit_pending=False))
+    return send(state, c, (TX_COMMIT_OK, ch))
+
+
+__all__ = ["take_frame", "deliver", "confirm", "send_return", "commit_ok", "next_consumer",
+           "confirm_prefix", "ready_to_confirm", "route", "send", "REPLY_SUCCESS", "R_NORMAL",
+           "CH_CLOSED", "MODE_NONE"]

@@ -1,0 +1,166 @@
+"""The clients' side: the frames a client writes for each of its actions, and what it does with each
+frame it reads. A client here is any AMQP 0-9-1 client library: it tracks the delivery tags it holds,
+its publish sequence numbers once in confirm mode (PC-1), and answers a channel.close with close-ok.
+"""
+from __future__ import annotations
+
+from .frames import (
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK,
+    BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
+    CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT, CONNECTION_CLOSE, CONNECTION_CLOSE_OK,
+    MSG_STRIDE, QUEUE_BIND, QUEUE_DECLARE, R_NORMAL, REPLY_SUCCESS, TX_COMMIT, TX_ROLLBACK,
+    TX_SELECT, Wire,
+)
+from .faults import reset_connection
+from .state import (
+    C_CLOSED, C_CLOSING, C_OPEN, C_OPENING, CLOSED_CLIENT, CONN_CLOSING, CONN_DOWN, FATE_AUTO,
+    FATE_LOST_AUTOACK, MODE_CONFIRM, MODE_TX, NEW_CLIENT, State, put,
+)
+from .storage import add_fates
+
+
+def write(state: State, c: int, ch: int, frame: tuple, client=None) -> tuple[State, tuple]:
+    """The client on connection c writes a frame (and its channel view becomes ``client``)."""
+    conn = state.conns[c]
+    clients = conn.clients if client is None else put(conn.clients, ch - 1, client)
+    conn = conn._replace(to_broker=conn.to_broker + (frame,), clients=clients)
+    return state._replace(conns=put(state.conns, c, conn)), (Wire(c, True, frame),)
+
+
+def client_view(state: State, c: int, ch: int):
+    """The client's view of channel (c, ch)."""
+    return state.conns[c].clients[ch - 1]
+
+
+def publish(state: State, a) -> tuple[State, tuple]:
+    """ClientPublish: the connection's next message; in confirm mode it gets the next sequence number (PC-1)."""
+    conn = state.conns[a.conn]
+    msg = a.conn * MSG_STRIDE + conn.published + 1
+    state = state._replace(conns=put(state.conns, a.conn, conn._replace(published=conn.published + 1)))
+    view = client_view(state, a.conn, a.ch)
+    if view.mode == MODE_CONFIRM:
+        view = view._replace(pub_seq=view.pub_seq + 1)
+    elif view.mode == MODE_TX:
+        view = view._replace(tx_dirty=True)
+    frame = (BASIC_PUBLISH, a.ch, a.exchange, a.routing_key, a.mandatory, a.persistent, msg)
+    return write(state, a.conn, a.ch, frame, view)
+
+
+def settle_view(view, tag: int, multiple: bool):
+    """The client's view after it settles ``tag``: the tags it no longer holds (moved aside in tx mode, TX-3)."""
+    if multiple:
+        gone = view.held if tag == 0 else tuple(t for t in view.held if t <= tag)
+    else:
+        gone = tuple(t for t in view.held if t == tag)
+    held = tuple(t for t in view.held if t not in gone)
+    if view.mode == MODE_TX:
+        return view._replace(held=held, tx_held=tuple(sorted(view.tx_held + gone)), tx_dirty=True)
+    return view._replace(held=held)
+
+
+def settle_frame(state: State, c: int, ch: int, frame: tuple, tag: int, multiple: bool):
+    return write(state, c, ch, frame, settle_view(client_view(state, c, ch), tag, multiple))
+
+
+def receive(state: State, c: int) -> tuple[State, tuple]:
+    """ClientReceive: the client reads the next frame from the broker and reacts as a client library does."""
+    conn = state.conns[c]
+    frame = conn.to_client[0]
+    conn = conn._replace(to_client=conn.to_client[1:])
+    state = state._replace(conns=put(state.conns, c, conn))
+    label = (Wire(c, False, frame),)
+    method, ch = frame[0], frame[1]
+    if method in (BASIC_DELIVER, BASIC_GET_OK):
+        tag, msg = (frame[3], frame[5]) if method == BASIC_DELIVER else (frame[2], frame[4])
+        auto = next((a for a in conn.auto if a[0] == ch and a[1] == tag), None)
+        view = conn.clients[ch - 1]
+        disorder = view.disorder or msg < view.last_msg
+        view = view._replace(last_tag=tag, last_msg=msg, disorder=disorder)
+        if auto is not None:
+            conn = conn._replace(auto=tuple(a for a in conn.auto if a is not auto))
+            state = state._replace(conns=put(state.conns, c, conn))
+            state = add_fates(state, ((auto[2], auto[3], FATE_AUTO, auto[4], auto[5]),))
+        elif view.status == C_OPEN:
+            view = view._replace(held=view.held + (tag,))
+        return state._replace(conns=put(state.conns, c, state.conns[c]._replace(
+            clients=put(state.conns[c].clients, ch - 1, view)))), label
+    if method in (BASIC_ACK, BASIC_NACK):
+        view = conn.clients[ch - 1]
+        tag, multiple = frame[2], frame[3]
+        seqs = range(1, min(tag, view.pub_seq) + 1) if multiple else (tag,)
+        view = view._replace(confirms=tuple(sorted(set(view.confirms).union(seqs))))
+        return state._replace(conns=put(state.conns, c, conn._replace(clients=put(conn.clients, ch - 1, view)))), label
+    if method == CHANNEL_CLOSE:
+        conn = conn._replace(clients=put(conn.clients, ch - 1, CLOSED_CLIENT))
+        state = state._replace(conns=put(state.conns, c, conn))
+        state, sent = write(state, c, ch, (CHANNEL_CLOSE_OK, ch))
+        return state, label + sent
+    if method == CHANNEL_CLOSE_OK:
+        conn = conn._replace(clients=put(conn.clients, ch - 1, CLOSED_CLIENT))
+        return state._replace(conns=put(state.conns, c, conn)), label
+    if method == CHANNEL_OPEN_OK:
+        conn = conn._replace(clients=put(conn.clients, ch - 1, NEW_CLIENT))
+        return state._replace(conns=put(state.conns, c, conn)), label
+    if method in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK):
+        lost = tuple((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
+        state = reset_connection(add_fates(state, lost), c, CONN_DOWN)
+        if method == CONNECTION_CLOSE:
+            label += (Wire(c, True, (CONNECTION_CLOSE_OK, 0)),)
+        return state, label
+    return state, label
+
+
+def client_step(state: State, a) -> tuple[State, tuple]:
+    """The effect of every client action other than publish and receive."""
+    from . import actions as A
+    c, ch = a.conn, a.ch
+    kind = type(a)
+    if kind is A.ClientAck:
+        return settle_frame(state, c, ch, (BASIC_ACK, ch, a.tag, a.multiple), a.tag, a.multiple)
+    if kind is A.ClientNack:
+        return settle_frame(state, c, ch, (BASIC_NACK, ch, a.tag, a.multiple, a.requeue), a.tag, a.multiple)
+    if kind is A.ClientReject:
+        return settle_frame(state, c, ch, (BASIC_REJECT, ch, a.tag, a.requeue), a.tag, False)
+    view = client_view(state, c, ch) if ch else None
+    if kind is A.ClientConsume:
+        view = view._replace(consumers=tuple(sorted(view.consumers + (a.consumer_tag,))))
+        return write(state, c, ch, (BASIC_CONSUME, ch, a.queue, a.consumer_tag, a.no_ack), view)
+    if kind is A.ClientCancel:
+        view = view._replace(consumers=tuple(t for t in view.consumers if t != a.consumer_tag))
+        return write(state, c, ch, (BASIC_CANCEL, ch, a.consumer_tag), view)
+    if kind is A.ClientGet:
+        return write(state, c, ch, (BASIC_GET, ch, a.queue, a.no_ack))
+    if kind is A.ClientQos:
+        return write(state, c, ch, (BASIC_QOS, ch, a.prefetch_count, a.global_))
+    if kind is A.ClientRecover:
+        return write(state, c, ch, (BASIC_RECOVER, ch, a.requeue), view._replace(held=()))
+    if kind is A.ClientConfirmSelect:
+        mode = view.mode if view.mode == MODE_TX else MODE_CONFIRM
+        return write(state, c, ch, (CONFIRM_SELECT, ch), view._replace(mode=mode))
+    if kind is A.ClientTxSelect:
+        mode = view.mode if view.mode == MODE_CONFIRM else MODE_TX
+        return write(state, c, ch, (TX_SELECT, ch), view._replace(mode=mode))
+    if kind is A.ClientTxCommit:
+        return write(state, c, ch, (TX_COMMIT, ch), view._replace(tx_held=(), tx_dirty=False))
+    if kind is A.ClientTxRollback:
+        held = tuple(sorted(view.held + view.tx_held))          # TX-3: they are outstanding again
+        return write(state, c, ch, (TX_ROLLBACK, ch), view._replace(held=held, tx_held=(), tx_dirty=False))
+    if kind is A.ClientDeclareQueue:
+        view = view._replace(setup=view.setup | (1 << a.queue))
+        return write(state, c, ch, (QUEUE_DECLARE, ch, a.queue, a.durable, a.exclusive), view)
+    if kind is A.ClientBindQueue:
+        view = view._replace(setup=view.setup | (1 << (16 + a.queue)))
+        return write(state, c, ch, (QUEUE_BIND, ch, a.queue, 1), view)
+    if kind is A.ClientChannelClose:
+        view = CLOSED_CLIENT._replace(status=C_CLOSING)
+        return write(state, c, ch, (CHANNEL_CLOSE, ch, REPLY_SUCCESS, R_NORMAL, 0), view)
+    if kind is A.ClientChannelOpen:
+        return write(state, c, ch, (CHANNEL_OPEN, ch), CLOSED_CLIENT._replace(status=C_OPENING))
+    if kind is A.ClientConnectionClose:
+        conn = state.conns[c]
+        state = state._replace(conns=put(state.conns, c, conn._replace(status=CONN_CLOSING)))
+        return write(state, c, 0, (CONNECTION_CLOSE, 0, REPLY_SUCCESS, R_NORMAL, 0))
+    raise AssertionError(f"no client effect for {a!r}")
+
+
+__all__ = ["publish", "receive", "client_step", "C_CLOSED"]

@@ -1,0 +1,162 @@
+"""Configurations: the bounds and roles of each model to explore, kept apart from the spec (like a
+TLA+ .cfg file). ``STANDARD`` is what ``make verify`` explores; ``medium`` and ``large`` are for
+benchmarks; every hazard has a configuration of its own where exploration must exhibit it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .frames import DEFAULT_EXCHANGE, FANOUT_EXCHANGE, MISSING_EXCHANGE
+from .roles import QueueSpec, Role
+
+
+class ConfigError(ValueError):
+    """A configuration name, bound or value that cannot be used; the message is one line."""
+
+
+# Bounds a user may change from the command line, with their allowed ranges.
+BOUNDS: dict[str, tuple[int, int]] = {
+    "messages": (0, 12), "requeues": (0, 6), "closes": (0, 3), "reconnects": (0, 3), "losses": (0, 1),
+    "crashes": (0, 2), "failures": (0, 3), "bad": (0, 3), "qos": (0, 3), "gets": (0, 6), "cancels": (0, 2),
+    "max_states": (1, 100_000_000),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One bounded model: connections, channels per connection, queues, what each channel does, and budgets."""
+
+    name: str
+    description: str
+    connections: int = 1
+    channels: int = 1
+    queues: tuple[QueueSpec, ...] = (QueueSpec(),)
+    bindings: tuple[int, ...] = ()
+    roles: dict = field(default_factory=dict)          # (conn, ch) -> Role
+    messages: int = 2
+    requeues: int = 0
+    closes: int = 0
+    reconnects: int = 0
+    losses: int = 0                                     # 1: connections may be lost (NetworkLoss)
+    crashes: int = 0
+    failures: int = 0
+    bad: int = 0
+    qos: int = 0
+    gets: int = 0
+    cancels: int = 0
+    deadlock_is_error: bool = True
+    properties: tuple[str, ...] = ()                    # () means every property in the registry
+    max_states: int = 5_000_000
+    category: str = "small"
+
+    def override(self, changes: dict) -> "Config":
+        """This configuration with some bounds changed; unknown bounds and values out of range are refused."""
+        values = {}
+        for name, raw in changes.items():
+            if name not in BOUNDS:
+                raise ConfigError(f"unknown bound {name!r} (known: {', '.join(sorted(BOUNDS))})")
+            try:
+                value = int(raw)
+            except (TypeError, ValueError):
+                raise ConfigError(f"bound {name} must be a whole number, not {raw!r}") from None
+            low, high = BOUNDS[name]
+            if not low <= value <= high:
+                raise ConfigError(f"bound {name}={value} is out of range ({low} to {high})")
+            values[name] = value
+        return replace(self, **values)
+
+
+Q0, Q1, Q2 = 0, 1, 2
+TO_Q0 = ((DEFAULT_EXCHANGE, Q0),)
+NOWHERE = ((DEFAULT_EXCHANGE, 7),)          # a routing key no queue has: unroutable (RT-3)
+
+_configs = [
+    Config("ack_basics", "one publisher, one manual consumer acking, nacking and rejecting with multiple",
+           channels=2, messages=3, requeues=2, bad=1,
+           roles={(0, 1): Role(publish=TO_Q0),
+                  (0, 2): Role(consume=((Q0, False),), ack=True, multiple=True, ack_all=True,
+                               nack=(True, False), reject=(True,), bad_ack=True)}),
+    Config("auto_ack", "automatic-mode consumer and gets; the connection can be lost",
+           connections=2, messages=2, reconnects=1, losses=1, gets=2,
+           roles={(0, 1): Role(publish=TO_Q0),
+                  (1, 1): Role(consume=((Q0, True),), get=((Q0, True), (Q0, False)), ack=True)}),
+    Config("prefetch", "a global and a per-consumer prefetch, changed while deliveries are in flight",
+           channels=2, messages=3, qos=2,
+           roles={(0, 1): Role(publish=TO_Q0),
+                  (0, 2): Role(consume=((Q0, False),), ack=True, multiple=True,
+                               qos=((1, True), (2, True), (1, False)))}),
+    Config("requeue_order", "two consumers on one queue requeueing and closing their channel",
+           connections=2, messages=3, requeues=2, closes=1,
+           roles={(0, 1): Role(publish=TO_Q0, consume=((Q0, False),), ack=True, reject=(True,),
+                               qos=((1, False),)),
+                  (1, 1): Role(consume=((Q0, False),), ack=True, nack=(True,), recover=(True,), close=True)},
+           qos=1),
+    Config("confirms", "confirm mode: transient and persistent messages to a durable queue, mandatory returns",
+           messages=3, queues=(QueueSpec(durable=True),),
+           roles={(0, 1): Role(publish=TO_Q0 + NOWHERE, persistent=(False, True), mandatory=(True,),
+                               confirm=True)}),
+    Config("confirm_failures", "confirm mode with queue failures (nack) and a missing exchange",
+           channels=2, messages=3, failures=1, bad=1,
+           roles={(0, 1): Role(publish=TO_Q0, confirm=True),
+                  (0, 2): Role(publish=((MISSING_EXCHANGE, Q0),) + TO_Q0, confirm=True, mode_errors=True)}),
+    Config("tx", "transactions: publishes and acks held back, commit, rollback, mandatory returns",
+           channels=2, messages=3, queues=(QueueSpec(durable=True),), bad=1,
+           roles={(0, 1): Role(publish=TO_Q0 + NOWHERE, mandatory=(True,), persistent=(True,), tx=True,
+                               mode_errors=True),
+                  (0, 2): Role(consume=((Q0, False),), ack=True, tx=True)}),
+    Config("crash", "persistent messages, confirms and acks across a broker crash",
+           channels=2, messages=2, crashes=1, queues=(QueueSpec(durable=True),),
+           roles={(0, 1): Role(publish=TO_Q0, persistent=(True,), confirm=True),
+                  (0, 2): Role(consume=((Q0, False),), ack=True)}),
+    Config("routing", "fanout to two queues, dead-lettering, an exclusive queue of another connection",
+           connections=2, messages=2, bad=1,
+           queues=(QueueSpec(dead_letter=Q2), QueueSpec(exclusive=True, declared=False), QueueSpec()),
+           bindings=(Q0,),
+           roles={(0, 1): Role(publish=((FANOUT_EXCHANGE, 0),), declare=(Q1,), bind=(Q1,),
+                               close_connection=True),
+                  (1, 1): Role(consume=((Q0, False), (Q1, False)), reject=(False,), ack=True)},
+           reconnects=1),
+    # Hazards: each of these must be exhibited (DESIGN.md, "hazards").
+    Config("hazard_auto_ack_loss", "AM-2: an automatic-mode delivery is lost with its connection",
+           connections=2, messages=1, reconnects=1, losses=1, category="hazard",
+           properties=("auto_ack_never_loses",),
+           roles={(0, 1): Role(publish=TO_Q0), (1, 1): Role(consume=((Q0, True),))}),
+    Config("hazard_unconfirmed_lost", "PC-10: a persistent message not yet confirmed is lost in a crash",
+           messages=1, crashes=1, queues=(QueueSpec(durable=True),), category="hazard",
+           properties=("persistent_never_lost", "confirmed_survives_crash"),
+           roles={(0, 1): Role(publish=TO_Q0, persistent=(True,), confirm=True)}),
+    Config("hazard_ack_resurrected", "TX-8: an acknowledged message comes back after a crash",
+           channels=2, messages=1, crashes=1, queues=(QueueSpec(durable=True),), category="hazard",
+           properties=("acked_never_redelivered",),
+           roles={(0, 1): Role(publish=TO_Q0, persistent=(True,)),
+                  (0, 2): Role(consume=((Q0, False),), ack=True)}),
+    Config("hazard_consumer_order", "RQ-3: with two consumers one sees messages out of publication order",
+           connections=2, messages=2, requeues=1, category="hazard",
+           properties=("consumer_sees_publication_order", "queue_in_publication_order"),
+           roles={(0, 1): Role(publish=TO_Q0, consume=((Q0, False),), ack=True),
+                  (1, 1): Role(consume=((Q0, False),), reject=(True,))}),
+    Config("hazard_tx_not_atomic", "TX-9: a crash during tx.commit leaves part of the transaction",
+           messages=2, crashes=1, queues=(QueueSpec(durable=True),), category="hazard",
+           properties=("tx_commit_atomic",),
+           roles={(0, 1): Role(publish=TO_Q0, persistent=(True,), tx=True)}),
+    Config("hazard_confirm_order", "PC-7: confirms arrive in another order than the publishes",
+           messages=2, queues=(QueueSpec(durable=True),), category="hazard",
+           properties=("confirms_in_publish_order",),
+           roles={(0, 1): Role(publish=TO_Q0, persistent=(True, False), confirm=True)}),
+    Config("hazard_prefetch_exceeded", "PF-5: lowering the prefetch leaves more outstanding than the new bound",
+           channels=2, messages=2, qos=2, category="hazard",
+           properties=("outstanding_within_prefetch", "prefetch_respected"),
+           roles={(0, 1): Role(publish=TO_Q0),
+                  (0, 2): Role(consume=((Q0, False),), qos=((2, True), (1, True)))}),
+]
+
+CONFIGS: dict[str, Config] = {c.name: c for c in _configs}
+STANDARD: tuple[str, ...] = tuple(c.name for c in _configs)
+
+
+def get(name: str) -> Config:
+    """The configuration called ``name``; an unknown name is a ConfigError naming the known ones."""
+    try:
+        return CONFIGS[name]
+    except KeyError:
+        raise ConfigError(f"unknown configuration {name!r} (known: {', '.join(CONFIGS)})") from None

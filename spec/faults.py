@@ -1,0 +1,131 @@
+"""The disk and the faults: fsync of one copy, connection loss, broker crash and restart, a queue
+failing to take a message (DU-1..3, PC-6, PC-10, TX-8, TX-9, AM-2, RQ-4).
+
+The disk holds ``(queue, key, msg)`` for persistent copies in durable queues. What is pending is
+derived, not stored: a live persistent copy in a durable queue that is not on disk waits to be
+written; a disk record whose copy is no longer live waits to be removed. ``DiskFsync`` makes one
+such difference durable; a batch fsync is a run of these with nothing observable between, so
+modelling them one by one loses no behaviour and exhibits every partial batch a crash can leave (TX-9).
+"""
+from __future__ import annotations
+
+from .state import (
+    CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, EV_RECOVERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH,
+    FATE_QUEUE_FAILED, NEW_CHANNEL, NEW_CLIENT, CONN_UP, Conn, Entry, State, put,
+)
+from .storage import add_fates, close_connection, forget_waits, with_channel
+
+
+def live_copies(state: State) -> dict:
+    """Every copy the broker holds in memory: (queue, key) -> (msg, persistent) (ready, outstanding, held back by tx)."""
+    live = {}
+    for q, queue in enumerate(state.queues):
+        for e in queue.ready:
+            live[(q, e.key)] = (e.msg, e.persistent)
+    for conn in state.conns:
+        for channel in conn.channels:
+            for u in channel.unacked:
+                live[(u.queue, u.key)] = (u.msg, u.persistent)
+            for _, u in channel.tx_settles:
+                live[(u.queue, u.key)] = (u.msg, u.persistent)
+    return live
+
+
+def pending_disk(state: State) -> list:
+    """The fsyncs that would change the disk: (queue, key, msg, write), in a canonical order (PC-5, TX-8)."""
+    on_disk = {(q, k): m for q, k, m in state.disk}
+    out = []
+    for (q, k), (msg, persistent) in live_copies(state).items():
+        if persistent and state.queues[q].durable and (q, k) not in on_disk:
+            out.append((q, k, msg, True))
+    live = live_copies(state) if on_disk else {}
+    for (q, k), msg in on_disk.items():
+        if (q, k) not in live:
+            out.append((q, k, msg, False))
+    out.sort()
+    return out
+
+
+def fsync(state: State, q: int, key: int, msg: int, write: bool) -> State:
+    """DiskFsync: write (or remove) one copy's record durably; a written copy no longer holds up confirms."""
+    if write:
+        state = state._replace(disk=tuple(sorted(state.disk + ((q, key, msg),))))
+        return forget_waits(state, ((q, key),))
+    return state._replace(disk=tuple(r for r in state.disk if (r[0], r[1]) != (q, key)))
+
+
+def reset_connection(state: State, c: int, status: int) -> State:
+    """Connection slot c with nothing in flight and its channels in their initial state for ``status``."""
+    conn = state.conns[c]
+    n = len(conn.channels)
+    if status == CONN_DOWN:
+        channels, clients = (CLOSED_CHANNEL,) * n, (CLOSED_CLIENT,) * n
+    else:
+        channels, clients = (NEW_CHANNEL,) * n, (NEW_CLIENT,) * n
+    return state._replace(conns=put(state.conns, c, Conn(status, False, conn.published, (), (), (), channels, clients)))
+
+
+def lose_connection(state: State, c: int) -> State:
+    """NetworkLoss: frames in flight are gone; the broker closes everything of the connection (RQ-4);
+    automatic-mode deliveries still in flight are lost (AM-2)."""
+    if not state.conns[c].broker_closed:
+        state = close_connection(state, c)
+    lost = tuple((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in state.conns[c].auto)
+    return reset_connection(add_fates(state, lost), c, CONN_DOWN)
+
+
+def crash(state: State) -> State:
+    """BrokerCrash: every connection drops, and everything only in memory is gone: transient
+    messages, copies not yet written, held-back transactions (DU-2, PC-10, TX-9). Disk records stay,
+    including those of copies acknowledged since their last fsync (TX-8)."""
+    on_disk = {(q, k) for q, k, _ in state.disk}
+    lost = [(q, k, FATE_LOST_CRASH, m, p) for (q, k), (m, p) in live_copies(state).items() if (q, k) not in on_disk]
+    for conn in state.conns:
+        lost.extend((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
+    for c in range(len(state.conns)):
+        state = reset_connection(state, c, CONN_DOWN)
+    queues = tuple(queue._replace(ready=(), ring=(), exists=queue.exists and queue.durable, owner=0)
+                   for queue in state.queues)
+    state = state._replace(broker_up=False, queues=queues, bindings=tuple(
+        b for b in state.bindings if queues[b].exists))
+    return add_fates(state, lost)
+
+
+def restart(state: State) -> State:
+    """BrokerRestart: durable queues come back with their persisted copies, all ready, in enqueue
+    order (DU-1, DU-2, DU-3). RabbitMQ 3.10.8 marks what it recovers after an unclean shutdown as
+    redelivered; DU-3 allows that, and the spec does the same for every recovered copy."""
+    by_queue: dict = {}
+    for q, k, m in state.disk:
+        by_queue.setdefault(q, []).append(Entry(k, m, True, True))
+    queues = tuple(queue._replace(ready=tuple(sorted(by_queue.get(q, ())))) for q, queue in enumerate(state.queues))
+    events = state.events | (EV_RECOVERED if state.disk else 0)
+    return state._replace(broker_up=True, queues=queues, events=events)
+
+
+def queue_fail(state: State, c: int, ch: int, seq: int) -> State:
+    """BrokerQueueFail: the queues holding an unconfirmed publish drop it; it will be nacked (PC-6)."""
+    channel = state.conns[c].channels[ch - 1]
+    pending = next(p for p in channel.unconfirmed if p.seq == seq)
+    gone = []
+    queues = state.queues
+    for q, queue in enumerate(queues):
+        keep = tuple(e for e in queue.ready if e.msg != pending.msg)
+        if len(keep) != len(queue.ready):
+            gone.extend((q, e.key, FATE_QUEUE_FAILED, e.msg, e.persistent) for e in queue.ready if e.msg == pending.msg)
+            queues = put(queues, q, queue._replace(ready=keep))
+    state = state._replace(queues=queues)
+    channel = channel._replace(unconfirmed=tuple(
+        p._replace(nack=True, waits=()) if p.seq == seq else p for p in channel.unconfirmed))
+    state = with_channel(state, c, ch, channel)
+    state = add_fates(state, gone)
+    return forget_waits(state, ((g[0], g[1]) for g in gone))
+
+
+def failable(state: State, pending) -> bool:
+    """Whether a queue still holds a ready copy of this unconfirmed publish that it could fail to take."""
+    return not pending.nack and any(e.msg == pending.msg for queue in state.queues for e in queue.ready)
+
+
+__all__ = ["fsync", "pending_disk", "lose_connection", "crash", "restart", "queue_fail", "failable",
+           "reset_connection", "live_copies", "CONN_UP"]

@@ -1,0 +1,152 @@
+"""Frames: the AMQP methods that cross the wire in the model, and how they read.
+
+A frame in the state is a plain tuple of ints, ``(method, channel, *fields)``, so that states hash
+the same in every process (no strings, no None). Content (header and body frames) is folded into
+its method: a publish, deliver, get-ok or return carries the message id. That loses no generality
+for these semantics, which never look inside a body; payloads are abstracted as small integers
+(``msg``), the n-th message published on connection c being ``c * MSG_STRIDE + n``.
+Reply texts are not stored: a close frame carries its reply code, a reason code and one integer
+detail, and ``reply_text`` renders the text RabbitMQ 3.10.8 sends.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+MSG_STRIDE = 100
+
+# Method codes (broker->client confirms reuse BASIC_ACK / BASIC_NACK; the direction tells them apart).
+(CHANNEL_OPEN, CHANNEL_OPEN_OK, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
+ CONNECTION_CLOSE, CONNECTION_CLOSE_OK,
+ QUEUE_DECLARE, QUEUE_DECLARE_OK, QUEUE_BIND, QUEUE_BIND_OK,
+ BASIC_QOS, BASIC_QOS_OK, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_CANCEL, BASIC_CANCEL_OK,
+ BASIC_PUBLISH, BASIC_RETURN, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_GET_EMPTY,
+ BASIC_ACK, BASIC_REJECT, BASIC_NACK, BASIC_RECOVER, BASIC_RECOVER_OK,
+ CONFIRM_SELECT, CONFIRM_SELECT_OK, TX_SELECT, TX_SELECT_OK, TX_COMMIT, TX_COMMIT_OK,
+ TX_ROLLBACK, TX_ROLLBACK_OK) = range(1, 36)
+
+METHOD_NAMES = {
+    CHANNEL_OPEN: "channel.open", CHANNEL_OPEN_OK: "channel.open-ok",
+    CHANNEL_CLOSE: "channel.close", CHANNEL_CLOSE_OK: "channel.close-ok",
+    CONNECTION_CLOSE: "connection.close", CONNECTION_CLOSE_OK: "connection.close-ok",
+    QUEUE_DECLARE: "queue.declare", QUEUE_DECLARE_OK: "queue.declare-ok",
+    QUEUE_BIND: "queue.bind", QUEUE_BIND_OK: "queue.bind-ok",
+    BASIC_QOS: "basic.qos", BASIC_QOS_OK: "basic.qos-ok",
+    BASIC_CONSUME: "basic.consume", BASIC_CONSUME_OK: "basic.consume-ok",
+    BASIC_CANCEL: "basic.cancel", BASIC_CANCEL_OK: "basic.cancel-ok",
+    BASIC_PUBLISH: "basic.publish", BASIC_RETURN: "basic.return", BASIC_DELIVER: "basic.deliver",
+    BASIC_GET: "basic.get", BASIC_GET_OK: "basic.get-ok", BASIC_GET_EMPTY: "basic.get-empty",
+    BASIC_ACK: "basic.ack", BASIC_REJECT: "basic.reject", BASIC_NACK: "basic.nack",
+    BASIC_RECOVER: "basic.recover", BASIC_RECOVER_OK: "basic.recover-ok",
+    CONFIRM_SELECT: "confirm.select", CONFIRM_SELECT_OK: "confirm.select-ok",
+    TX_SELECT: "tx.select", TX_SELECT_OK: "tx.select-ok", TX_COMMIT: "tx.commit",
+    TX_COMMIT_OK: "tx.commit-ok", TX_ROLLBACK: "tx.rollback", TX_ROLLBACK_OK: "tx.rollback-ok",
+}
+METHOD_CODES = {name: code for code, name in METHOD_NAMES.items()}
+
+# The fields each method carries in the model, in order (after the channel number).
+FIELDS: dict[int, tuple[str, ...]] = {
+    QUEUE_DECLARE: ("queue", "durable", "exclusive"), QUEUE_DECLARE_OK: ("queue",),
+    QUEUE_BIND: ("queue", "exchange"),
+    BASIC_QOS: ("prefetch_count", "global"),
+    BASIC_CONSUME: ("queue", "consumer_tag", "no_ack"), BASIC_CONSUME_OK: ("consumer_tag",),
+    BASIC_CANCEL: ("consumer_tag",), BASIC_CANCEL_OK: ("consumer_tag",),
+    BASIC_PUBLISH: ("exchange", "routing_key", "mandatory", "persistent", "msg"),
+    BASIC_RETURN: ("reply_code", "msg"),
+    BASIC_DELIVER: ("consumer_tag", "delivery_tag", "redelivered", "msg"),
+    BASIC_GET: ("queue", "no_ack"),
+    BASIC_GET_OK: ("delivery_tag", "redelivered", "msg", "message_count"),
+    BASIC_ACK: ("delivery_tag", "multiple"), BASIC_REJECT: ("delivery_tag", "requeue"),
+    BASIC_NACK: ("delivery_tag", "multiple", "requeue"),
+    BASIC_RECOVER: ("requeue",),
+    CHANNEL_CLOSE: ("reply_code", "reason", "detail"),
+    CONNECTION_CLOSE: ("reply_code", "reason", "detail"),
+}
+
+# Reply codes (AMQP 0-9-1, ER-2).
+NO_ROUTE = 312
+ACCESS_REFUSED, NOT_FOUND, RESOURCE_LOCKED, PRECONDITION_FAILED = 403, 404, 405, 406
+CHANNEL_ERROR, NOT_ALLOWED, NOT_IMPLEMENTED = 504, 530, 540
+REPLY_SUCCESS = 200
+
+# Reasons: which error it is, so that the text can be rendered (detail is the one integer it names).
+(R_NORMAL, R_UNKNOWN_TAG, R_TX_TO_CONFIRM, R_CONFIRM_TO_TX, R_NOT_TX, R_NO_EXCHANGE, R_NO_QUEUE,
+ R_LOCKED, R_RECOVER_NO_REQUEUE) = range(9)
+
+# Exchanges of the model (RT-1): 0 the default exchange, 1 a fanout exchange, 2 one that is never declared.
+DEFAULT_EXCHANGE, FANOUT_EXCHANGE, MISSING_EXCHANGE = 0, 1, 2
+EXCHANGE_NAMES = {DEFAULT_EXCHANGE: "", FANOUT_EXCHANGE: "fanout", MISSING_EXCHANGE: "missing"}
+
+
+def queue_name(q: int) -> str:
+    """The name of model queue q (queues are numbered from 0)."""
+    return f"q{q}"
+
+
+def msg_name(msg: int) -> str:
+    """A message id as it reads in traces: m<connection>.<n>."""
+    return f"m{msg // MSG_STRIDE}.{msg % MSG_STRIDE}"
+
+
+def reply_text(code: int, reason: int, detail: int) -> str:
+    """The reply text RabbitMQ 3.10.8 sends with a channel.close or connection.close."""
+    if reason == R_UNKNOWN_TAG:
+        return f"PRECONDITION_FAILED - unknown delivery tag {detail}"
+    if reason == R_TX_TO_CONFIRM:
+        return "PRECONDITION_FAILED - cannot switch from tx to confirm mode"
+    if reason == R_CONFIRM_TO_TX:
+        return "PRECONDITION_FAILED - cannot switch from confirm to tx mode"
+    if reason == R_NOT_TX:
+        return "PRECONDITION_FAILED - channel is not transactional"
+    if reason == R_NO_EXCHANGE:
+        return f"NOT_FOUND - no exchange '{EXCHANGE_NAMES.get(detail, detail)}' in vhost '/'"
+    if reason == R_NO_QUEUE:
+        return f"NOT_FOUND - no queue '{queue_name(detail)}' in vhost '/'"
+    if reason == R_LOCKED:
+        return (f"RESOURCE_LOCKED - cannot obtain exclusive access to locked queue "
+                f"'{queue_name(detail)}' in vhost '/'")
+    if reason == R_RECOVER_NO_REQUEUE:
+        return "NOT_IMPLEMENTED - requeue=false"
+    return "OK" if code == REPLY_SUCCESS else str(code)
+
+
+def frame_text(frame: tuple) -> str:
+    """A frame as a person reads it: ``basic.ack(ch=1, delivery_tag=3, multiple=True)``."""
+    method, ch, *values = frame
+    names = FIELDS.get(method, ())
+    parts = [f"ch={ch}"]
+    for name, value in zip(names, values):
+        if name == "msg":
+            value = msg_name(value)
+        elif name == "queue":
+            value = queue_name(value)
+        elif name == "exchange":
+            value = repr(EXCHANGE_NAMES[value])
+        elif name == "routing_key":
+            value = repr(queue_name(value))
+        elif name in ("redelivered", "multiple", "requeue", "no_ack", "mandatory", "persistent",
+                      "global", "durable", "exclusive"):
+            value = bool(value)
+        elif name == "reason":
+            continue
+        elif name == "detail":
+            value = repr(reply_text(values[0], values[1], values[2]))
+            name = "text"
+        parts.append(f"{name}={value}")
+    return f"{METHOD_NAMES[method]}({', '.join(parts)})"
+
+
+class Wire(NamedTuple):
+    """A label of a step: one frame that crossed connection ``conn`` (to the broker or to the client).
+
+    ``sent`` frames are those a client wrote (observed at ClientX actions); ``received`` frames are
+    those a client read (observed at ClientReceive). Broker-internal steps cross no wire of their own:
+    the frames they emit are observed when the client reads them.
+    """
+
+    conn: int
+    to_broker: bool
+    frame: tuple
+
+    def __str__(self) -> str:
+        arrow = "client->broker" if self.to_broker else "broker->client"
+        return f"c{self.conn} {arrow} {frame_text(self.frame)}"

@@ -1,0 +1,270 @@
+"""The transition system: initial states, enabled actions (guards), and step (effects).
+
+This is the interface every engine uses (spark_check, the trace checker, the Z3 agreement check):
+- ``initial_states(config)``: the states exploration starts from;
+- ``enabled(state, config)``: the actions enabled in a state, in a deterministic order; the
+  configuration's roles and budgets are guards here and nowhere else;
+- ``step(state, action)``: the next state and the frames that crossed the wire (``Wire`` labels:
+  what a client wrote, and what it read);
+- ``terminal_ok(state, config)``: whether a state with nothing enabled is a proper end.
+"""
+from __future__ import annotations
+
+from . import actions as A
+from . import broker, client, faults
+from .frames import DEFAULT_EXCHANGE, Wire
+from .roles import IDLE
+from .state import (
+    C_CLOSED, C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX, NEW_CHANNEL,
+    NEW_CLIENT, Conn, Queue, State, Used,
+)
+
+BAD_TAG = 1000      # a delivery tag no configuration ever issues (ACK-4: "never issued")
+
+
+def initial_states(config) -> tuple[State, ...]:
+    """Every connection up with all its channels open; the configuration's queues and bindings exist."""
+    conns = tuple(Conn(CONN_UP, False, 0, (), (), (), (NEW_CHANNEL,) * config.channels,
+                       (NEW_CLIENT,) * config.channels) for _ in range(config.connections))
+    queues = tuple(Queue(spec.declared, spec.durable and not spec.exclusive, 0, spec.dead_letter + 1,
+                         (), 0, ()) for spec in config.queues)
+    return (State(True, conns, queues, tuple(sorted(config.bindings)), (), Used(), (), (), (), (), 0),)
+
+
+def enabled(state: State, config) -> tuple:
+    """The enabled actions: broker, disk, clients, then faults, each in index order."""
+    out = []
+    used = state.used
+    up = state.broker_up
+    conns = state.conns
+    if up:
+        for c, conn in enumerate(conns):
+            if conn.to_broker and not conn.broker_closed:
+                head_ch = conn.to_broker[0][1]
+                if not (head_ch and conn.channels[head_ch - 1].commit_pending):
+                    out.append(A.BrokerTakeFrame(c))
+        for q, queue in enumerate(state.queues):
+            if queue.ready and queue.ring and broker.next_consumer(state, q) is not None:
+                out.append(A.BrokerDeliver(q))
+        for c, conn in enumerate(conns):
+            if conn.broker_closed:
+                continue
+            for ch, channel in enumerate(conn.channels, start=1):
+                if channel.status != CH_OPEN:
+                    continue
+                if channel.unconfirmed:
+                    for p in channel.unconfirmed:
+                        if broker.ready_to_confirm(p):
+                            out.append(A.BrokerConfirm(c, ch, p.seq, False))
+                    prefix = broker.confirm_prefix(channel)
+                    if prefix:
+                        out.append(A.BrokerConfirm(c, ch, prefix, True))
+                if channel.returns:
+                    out.append(A.BrokerReturn(c, ch))
+                if channel.commit_pending and not channel.committing:
+                    out.append(A.BrokerCommitOk(c, ch))
+        for q, key, msg, write in faults.pending_disk(state):
+            out.append(A.DiskFsync(q, key, msg, write))
+    messages_left = config.messages - sum(conn.published for conn in conns)
+    for c, conn in enumerate(conns):
+        if conn.to_client:
+            out.append(A.ClientReceive(c, 0))
+        if conn.status == CONN_DOWN:
+            if up:
+                out.append(A.ClientConnect(c, 0))
+            continue
+        if conn.status != CONN_UP:
+            continue
+        closes_connection = False
+        for ch, view in enumerate(conn.clients, start=1):
+            role = config.roles.get((c, ch), IDLE)
+            closes_connection |= role.close_connection
+            if view.status == C_CLOSED:
+                out.append(A.ClientChannelOpen(c, ch))
+                continue
+            if view.status != C_OPEN:
+                continue
+            _client_actions(out, state, config, c, ch, view, role, messages_left)
+        if closes_connection and used.reconnects < config.reconnects:
+            out.append(A.ClientConnectionClose(c, 0))
+    if up:
+        if used.failures < config.failures:
+            for c, conn in enumerate(conns):
+                if conn.broker_closed:
+                    continue
+                for ch, channel in enumerate(conn.channels, start=1):
+                    if channel.status == CH_OPEN:
+                        for p in channel.unconfirmed:
+                            if faults.failable(state, p):
+                                out.append(A.BrokerQueueFail(c, ch, p.seq))
+        if used.reconnects < config.reconnects and config.losses:
+            for c, conn in enumerate(conns):
+                if conn.status != CONN_DOWN:
+                    out.append(A.NetworkLoss(c))
+        if used.crashes < config.crashes:
+            out.append(A.BrokerCrash())
+    else:
+        out.append(A.BrokerRestart())
+    return tuple(out)
+
+
+def _client_actions(out, state, config, c, ch, view, role, messages_left) -> None:
+    """The actions the client of channel (c, ch) may take under its role and the budgets."""
+    used = state.used
+    if role.publish and messages_left > 0:
+        for exchange, routing_key in role.publish:
+            for mandatory in role.mandatory:
+                for persistent in role.persistent:
+                    out.append(A.ClientPublish(c, ch, exchange, routing_key, mandatory, persistent))
+    for i, (q, no_ack) in enumerate(role.consume, start=1):
+        if i not in view.consumers:
+            out.append(A.ClientConsume(c, ch, q, i, no_ack))
+    if role.cancel and used.cancels < config.cancels:
+        for tag in view.consumers:
+            out.append(A.ClientCancel(c, ch, tag))
+    if used.gets < config.gets:
+        for q, no_ack in role.get:
+            out.append(A.ClientGet(c, ch, q, no_ack))
+    requeue_left = used.requeues < config.requeues
+    for tag in view.held:
+        if role.ack:
+            out.append(A.ClientAck(c, ch, tag, False))
+            if role.multiple and tag != view.held[0]:
+                out.append(A.ClientAck(c, ch, tag, True))
+        for requeue in role.nack:
+            if requeue and not requeue_left:
+                continue
+            out.append(A.ClientNack(c, ch, tag, False, requeue))
+            if role.multiple and tag != view.held[0]:
+                out.append(A.ClientNack(c, ch, tag, True, requeue))
+        for requeue in role.reject:
+            if requeue and not requeue_left:
+                continue
+            out.append(A.ClientReject(c, ch, tag, requeue))
+    if role.ack_all and len(view.held) >= 2:
+        out.append(A.ClientAck(c, ch, 0, True))
+    bad_left = used.bad < config.bad
+    if role.bad_ack and bad_left:
+        out.append(A.ClientAck(c, ch, BAD_TAG, False))
+        settled = [t for t in range(view.last_tag, 0, -1) if t not in view.held and t not in view.tx_held]
+        if settled:
+            out.append(A.ClientAck(c, ch, settled[0], False))          # ACK-7: a second ack
+    if used.qos < config.qos:
+        for count, global_ in role.qos:
+            out.append(A.ClientQos(c, ch, count, global_))
+    for requeue in role.recover:
+        if (requeue and requeue_left) or (not requeue and bad_left):
+            out.append(A.ClientRecover(c, ch, requeue))
+    if view.mode == MODE_NONE:
+        if role.confirm:
+            out.append(A.ClientConfirmSelect(c, ch))
+        if role.tx:
+            out.append(A.ClientTxSelect(c, ch))
+    elif role.mode_errors and bad_left:
+        if view.mode == MODE_TX:
+            out.append(A.ClientConfirmSelect(c, ch))                   # PC-8
+        else:
+            out.append(A.ClientTxSelect(c, ch))                        # PC-8
+            out.append(A.ClientTxCommit(c, ch))                        # TX-10
+    if view.mode == MODE_TX and view.tx_dirty:
+        out.append(A.ClientTxCommit(c, ch))
+        if role.tx:
+            out.append(A.ClientTxRollback(c, ch))
+    for q in role.declare:
+        if not view.setup & (1 << q):
+            spec = config.queues[q]
+            out.append(A.ClientDeclareQueue(c, ch, q, spec.durable, spec.exclusive))
+    for q in role.bind:
+        if not view.setup & (1 << (16 + q)):
+            out.append(A.ClientBindQueue(c, ch, q))
+    if role.close and used.closes < config.closes:
+        out.append(A.ClientChannelClose(c, ch))
+
+
+def _spend(state: State, action) -> State:
+    """Charge the action to its budget (Used), so that every configuration stays finite (RQ-6)."""
+    kind = type(action)
+    used = state.used
+    if kind in (A.ClientNack, A.ClientReject):
+        if action.requeue:
+            used = used._replace(requeues=used.requeues + 1)
+    elif kind is A.ClientRecover:
+        used = used._replace(requeues=used.requeues + 1) if action.requeue else used._replace(bad=used.bad + 1)
+    elif kind is A.ClientAck:
+        view = state.conns[action.conn].clients[action.ch - 1]
+        if action.tag and action.tag not in view.held:
+            used = used._replace(bad=used.bad + 1)
+    elif kind in (A.ClientConfirmSelect, A.ClientTxSelect, A.ClientTxCommit):
+        view = state.conns[action.conn].clients[action.ch - 1]
+        bad = (kind is A.ClientConfirmSelect and view.mode == MODE_TX) or \
+              (kind is A.ClientTxSelect and view.mode == MODE_CONFIRM) or \
+              (kind is A.ClientTxCommit and view.mode != MODE_TX)
+        if bad:
+            used = used._replace(bad=used.bad + 1)
+    elif kind is A.ClientQos:
+        used = used._replace(qos=used.qos + 1)
+    elif kind is A.ClientGet:
+        used = used._replace(gets=used.gets + 1)
+    elif kind is A.ClientCancel:
+        used = used._replace(cancels=used.cancels + 1)
+    elif kind is A.ClientChannelClose:
+        used = used._replace(closes=used.closes + 1)
+    elif kind in (A.ClientConnectionClose, A.NetworkLoss):
+        used = used._replace(reconnects=used.reconnects + 1)
+    elif kind is A.BrokerCrash:
+        used = used._replace(crashes=used.crashes + 1)
+    elif kind is A.BrokerQueueFail:
+        used = used._replace(failures=used.failures + 1)
+    else:
+        return state
+    return state._replace(used=used)
+
+
+def step(state: State, action) -> tuple[State, tuple]:
+    """The next state after ``action`` and the frames that crossed the wire (Wire labels)."""
+    kind = type(action)
+    effect = EFFECTS.get(kind)
+    if effect is not None:
+        return effect(state, action)
+    return client.client_step(_spend(state, action), action)
+
+
+EFFECTS = {
+    A.BrokerTakeFrame: lambda s, a: _broker_wrote(broker.take_frame(s, a.conn), s),
+    A.BrokerDeliver: lambda s, a: _broker_wrote(broker.deliver(s, a.queue), s),
+    A.BrokerConfirm: lambda s, a: _broker_wrote(broker.confirm(s, a.conn, a.ch, a.seq, a.multiple), s),
+    A.BrokerReturn: lambda s, a: _broker_wrote(broker.send_return(s, a.conn, a.ch), s),
+    A.BrokerCommitOk: lambda s, a: _broker_wrote(broker.commit_ok(s, a.conn, a.ch), s),
+    A.DiskFsync: lambda s, a: (faults.fsync(s, a.queue, a.key, a.msg, a.write), ()),
+    A.BrokerQueueFail: lambda s, a: (faults.queue_fail(_spend(s, a), a.conn, a.ch, a.seq), ()),
+    A.BrokerCrash: lambda s, a: (faults.crash(_spend(s, a)), ()),
+    A.BrokerRestart: lambda s, a: (faults.restart(s), ()),
+    A.NetworkLoss: lambda s, a: (faults.lose_connection(_spend(s, a), a.conn), ()),
+    A.ClientPublish: lambda s, a: client.publish(s, a),
+    A.ClientReceive: lambda s, a: client.receive(s, a.conn),
+    A.ClientConnect: lambda s, a: (faults.reset_connection(s, a.conn, CONN_UP), ()),
+}
+
+
+def _broker_wrote(after: State, before: State) -> tuple[State, tuple]:
+    """A broker step with the frames it wrote as its labels (those appended to a to_client queue)."""
+    labels = []
+    for c, (new, old) in enumerate(zip(after.conns, before.conns)):
+        if new.to_client is not old.to_client and new.status == old.status:
+            labels.extend(Wire(c, False, f) for f in new.to_client[len(old.to_client):])
+    return after, tuple(labels)
+
+
+def terminal_ok(state: State, config) -> bool:
+    """A state where nothing is enabled is a proper end when nothing is in flight or owed:
+    no frame on the wire, no publish waiting for its confirm (PC-2), no return or commit-ok owed."""
+    for conn in state.conns:
+        if conn.to_broker or conn.to_client:
+            return False
+        for channel in conn.channels:
+            if channel.unconfirmed or channel.returns or channel.commit_pending:
+                return False
+    return True
+
+
+__all__ = ["initial_states", "enabled", "step", "terminal_ok", "BAD_TAG", "DEFAULT_EXCHANGE", "C_OPEN"]

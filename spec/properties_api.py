@@ -1,0 +1,40 @@
+"""The shape of a named property, shared by the registry (spec/properties.py) and every engine.
+
+A property is a named predicate on one state, typed by what exploration expects of it (STYLE.md,
+stateright): ``always`` must hold in every reachable state, ``sometimes`` must hold in at least one
+(it guards an invariant against vacuity), and ``hazard`` is a property the seeds say does NOT hold:
+exploration must reach a state where the predicate is false, and that state's trace is the
+documented counterexample.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+Kind = Literal["always", "sometimes", "hazard"]
+KINDS: tuple[Kind, ...] = ("always", "sometimes", "hazard")
+
+
+@dataclass(frozen=True)
+class Property:
+    """A named predicate on a state, with the SEMANTICS.md rule IDs it checks."""
+
+    name: str
+    kind: Kind
+    rules: tuple[str, ...]
+    holds: Callable[[Any], bool]
+    doc: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"property {self.name}: kind must be one of {KINDS}, not {self.kind!r}")
+        if not self.rules:
+            raise ValueError(f"property {self.name}: cites no rule ID")
+
+    def expectation_met(self, found: bool) -> bool:
+        """Whether exploration's result is the expected one.
+
+        ``found`` means: for always and hazard, a state where the predicate is false was reached;
+        for sometimes, a state where it is true was reached.
+        """
+        return (not found) if self.kind == "always" else found

@@ -1,0 +1,195 @@
+"""The state of the model: broker, clients, network and disk, as immutable, canonical tuples.
+
+Everything here is a NamedTuple of ints, bools and tuples (no str, no None), so a state is
+hashable, equal states hash the same in every process, and ``hash(state)`` is the fingerprint the
+explorers use. Every collection is kept in one canonical order (sorted, or FIFO where order is
+the meaning), so two states that mean the same thing are equal.
+
+Fields marked *ghost* are history variables kept only for the properties (TLA+ style): no guard
+and no effect on the modelled system reads them.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# Broker-side channel status (ER-1).
+CH_CLOSED, CH_OPEN, CH_CLOSING = 0, 1, 2
+# Client-side channel status.
+C_CLOSED, C_OPEN, C_CLOSING, C_OPENING = 0, 1, 2, 3
+# Channel modes (PC-8: a channel is in at most one of confirm and tx mode).
+MODE_NONE, MODE_CONFIRM, MODE_TX = 0, 1, 2
+# Connection status.
+CONN_DOWN, CONN_UP, CONN_CLOSING = 0, 1, 2
+
+# Fates: how a copy of a message left the broker for good (ghost).
+(FATE_ACKED, FATE_AUTO, FATE_DROPPED, FATE_DEAD_LETTERED, FATE_LOST_CRASH, FATE_LOST_AUTOACK,
+ FATE_QUEUE_FAILED, FATE_QUEUE_DELETED) = range(1, 9)
+FATE_NAMES = {FATE_ACKED: "acknowledged", FATE_AUTO: "delivered in automatic mode",
+              FATE_DROPPED: "dropped", FATE_DEAD_LETTERED: "dead-lettered",
+              FATE_LOST_CRASH: "lost in a crash", FATE_LOST_AUTOACK: "lost in flight (automatic mode)",
+              FATE_QUEUE_FAILED: "refused by its queue", FATE_QUEUE_DELETED: "deleted with its queue"}
+
+# Events (ghost bits) that reachability properties look for.
+EV_MULTIPLE_ACK = 1 << 0        # one client ack/nack settled two or more deliveries (ACK-2)
+EV_REQUEUE_TWICE = 1 << 1       # a copy was requeued a second time (RQ-6)
+EV_COMMIT_WITH_ACKS = 1 << 2    # a tx.commit applied acknowledgements (TX-3)
+EV_RECOVERED = 1 << 3           # a restart recovered a message from disk (DU-2)
+EV_ROLLBACK_KEPT = 1 << 4       # a tx.rollback kept deliveries outstanding (TX-3)
+EV_CHANNEL_REQUEUE = 1 << 5     # a channel or connection close requeued deliveries (RQ-4)
+EV_CONFIRM_MULTIPLE = 1 << 6    # a confirm with multiple=true covered two or more publishes (PC-3)
+EV_COMMIT_PUBLISHED = 1 << 7    # a tx.commit enqueued publishes (TX-2)
+EV_TX_RETURN = 1 << 8           # a tx.commit returned an unroutable mandatory message (TX-6)
+
+
+class Entry(NamedTuple):
+    """A copy of a message ready in a queue; ``key`` is its enqueue position in that queue (RQ-1)."""
+
+    key: int
+    msg: int
+    redelivered: bool
+    persistent: bool
+
+
+class Queue(NamedTuple):
+    """A queue: its flags, its ready copies in enqueue order, and its consumers in round-robin order."""
+
+    exists: bool
+    durable: bool
+    owner: int                      # exclusive owner: connection index + 1; 0 when not exclusive (DU-4)
+    dead_letter: int                # queue index + 1 to dead-letter into; 0 for none (ACK-6)
+    ready: tuple                    # Entry, sorted by key
+    enqueued: int                   # copies ever enqueued; the next key is enqueued + 1
+    ring: tuple                     # (conn, ch, consumer_tag) in round-robin order (DS-1)
+
+
+class Unacked(NamedTuple):
+    """An outstanding manual-mode delivery held by a channel (AM-3)."""
+
+    tag: int
+    queue: int
+    key: int
+    msg: int
+    redelivered: bool
+    persistent: bool
+    consumer: int                   # consumer tag, 0 for basic.get (PF-4)
+
+
+class Consumer(NamedTuple):
+    """A consumer as the broker's channel knows it."""
+
+    tag: int
+    queue: int
+    no_ack: bool
+    limit: int                      # per-consumer prefetch, fixed when it started (PF-2); 0 = none
+
+
+class Pending(NamedTuple):
+    """A publish of a confirm-mode channel that the broker has not confirmed yet (PC-2)."""
+
+    seq: int
+    msg: int
+    nack: bool                      # a queue failed to take it (PC-6): it will be nacked
+    waits: tuple                    # (queue, key) copies not yet on disk (PC-5)
+    returning: bool                 # a basic.return must go out before its confirm (PC-4)
+
+
+class Channel(NamedTuple):
+    """A channel as the broker holds it."""
+
+    status: int
+    mode: int
+    next_tag: int                   # DT-1
+    unacked: tuple                  # Unacked, sorted by tag
+    consumers: tuple                # Consumer, sorted by tag
+    prefetch: int                   # limit for consumers started later (basic.qos global=false)
+    global_limit: int               # basic.qos global=true; 0 = none
+    qos_excess: int                 # ghost: outstanding consumer deliveries when the global limit was set (PF-5)
+    publish_seq: int                # PC-1
+    unconfirmed: tuple              # Pending, sorted by seq
+    confirmed: tuple                # ghost: seqs the broker has confirmed, sorted (PC-2)
+    returns: tuple                  # (msg, seq) awaiting basic.return, FIFO; seq 0 outside confirm mode
+    tx_pubs: tuple                  # held-back publishes: (exchange, routing_key, mandatory, persistent, msg)
+    tx_settles: tuple               # held-back settlements: (kind, Unacked), kind SETTLE_*
+    committing: tuple               # copies of the commit in progress not yet on disk; () when none
+    commit_pending: bool            # a tx.commit is applied and waits for commit-ok (TX-7)
+
+
+SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE = 0, 1, 2
+
+
+class ClientChannel(NamedTuple):
+    """A channel as the client sees it."""
+
+    status: int
+    mode: int                       # the mode the client asked for
+    held: tuple                     # manual-mode delivery tags received and not settled, sorted
+    tx_held: tuple                  # tags settled inside the open transaction (back on rollback, TX-3)
+    consumers: tuple                # consumer tags started and not cancelled, sorted
+    pub_seq: int                    # publishes sent since confirm.select (PC-1)
+    confirms: tuple                 # ghost: publish seqs the client has seen confirmed, sorted
+    last_tag: int                   # ghost: the last delivery tag received (DT-1)
+    last_msg: int                   # ghost: the last message received (RQ-3)
+    disorder: bool                  # ghost: a message arrived after a later-published one (RQ-3)
+    setup: int                      # bits: which of the role's declares (low) and binds (high) were sent
+    tx_dirty: bool                  # something was published or settled since the last commit/rollback
+
+
+class Conn(NamedTuple):
+    """One connection slot: the network between a client and the broker, and both ends' channels."""
+
+    status: int                     # as the client sees it
+    broker_closed: bool             # the broker has closed its end (connection.close or close-ok sent)
+    published: int                  # messages published on this slot so far (names the next msg)
+    to_broker: tuple                # frames in flight, FIFO
+    to_client: tuple                # frames in flight, FIFO
+    auto: tuple                     # (ch, tag, queue, key, msg, persistent) automatic-mode deliveries in flight (AM-2)
+    channels: tuple                 # Channel per channel number 1..n
+    clients: tuple                  # ClientChannel per channel number 1..n
+
+
+class Used(NamedTuple):
+    """How much of each bounded budget has been spent (configurations cap them: RQ-6)."""
+
+    requeues: int = 0
+    closes: int = 0
+    reconnects: int = 0
+    crashes: int = 0
+    failures: int = 0
+    bad: int = 0
+    qos: int = 0
+    gets: int = 0
+    cancels: int = 0
+
+
+class State(NamedTuple):
+    """The whole system."""
+
+    broker_up: bool
+    conns: tuple                    # Conn per connection slot
+    queues: tuple                   # Queue per model queue
+    bindings: tuple                 # queues bound to the fanout exchange, sorted
+    disk: tuple                     # (queue, key, msg) persisted copies, sorted (PC-5, DU-2)
+    used: Used
+    fates: tuple                    # ghost: (queue, key, fate, msg, persistent) of copies gone for good, sorted
+    delivered: tuple                # ghost: (queue, key) copies delivered at least once, sorted (RQ-2)
+    confirmed_msgs: tuple           # ghost: messages the broker confirmed with basic.ack, sorted (PC-10)
+    tx_groups: tuple                # ghost: the (queue, key) copies each commit enqueued (TX-9)
+    events: int                     # ghost: EV_* bits
+
+
+NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, (), (), (), (), (), (), False)
+CLOSED_CHANNEL = NEW_CHANNEL._replace(status=CH_CLOSED)
+NEW_CLIENT = ClientChannel(C_OPEN, MODE_NONE, (), (), (), 0, (), 0, 0, False, 0, False)
+CLOSED_CLIENT = NEW_CLIENT._replace(status=C_CLOSED)
+
+
+def put(t: tuple, i: int, value) -> tuple:
+    """Tuple t with element i replaced."""
+    return t[:i] + (value,) + t[i + 1:]
+
+
+def add_sorted(t: tuple, item) -> tuple:
+    """Sorted tuple t with item added (kept sorted, no duplicates)."""
+    if item in t:
+        return t
+    return tuple(sorted(t + (item,)))

@@ -1,0 +1,144 @@
+"""Where copies of messages live and how they move: enqueue, requeue in place, settle, dead-letter,
+and what closing a channel or a connection does to them (RQ-1, RQ-4, ACK-6, DU-4).
+"""
+from __future__ import annotations
+
+from .state import (
+    CH_CLOSED, CLOSED_CHANNEL, EV_CHANNEL_REQUEUE, EV_REQUEUE_TWICE, FATE_ACKED, FATE_DEAD_LETTERED,
+    FATE_DROPPED, FATE_QUEUE_DELETED, SETTLE_ACK, SETTLE_DROP, Entry, State, put,
+)
+
+
+def with_channel(state: State, c: int, ch: int, channel) -> State:
+    """State with broker channel (c, ch) replaced."""
+    conn = state.conns[c]
+    return state._replace(conns=put(state.conns, c, conn._replace(channels=put(conn.channels, ch - 1, channel))))
+
+
+def with_queue(state: State, q: int, queue) -> State:
+    """State with queue q replaced."""
+    return state._replace(queues=put(state.queues, q, queue))
+
+
+def enqueue(state: State, q: int, msg: int, persistent: bool) -> tuple[State, int]:
+    """A new copy at the tail of queue q; its key is the queue's next enqueue position (RQ-1)."""
+    queue = state.queues[q]
+    key = queue.enqueued + 1
+    queue = queue._replace(ready=queue.ready + (Entry(key, msg, False, bool(persistent)),), enqueued=key)
+    return with_queue(state, q, queue), key
+
+
+def add_fates(state: State, records) -> State:
+    """Record copies gone for good (ghost)."""
+    records = tuple(records)
+    if not records:
+        return state
+    return state._replace(fates=tuple(sorted(set(state.fates).union(records))))
+
+
+def forget_waits(state: State, pairs) -> State:
+    """Copies that left their queue no longer hold up a confirm (PC-5) or a commit-ok (TX-7)."""
+    pairs = set(pairs)
+    conns = state.conns
+    for c, conn in enumerate(conns):
+        changed = False
+        channels = list(conn.channels)
+        for i, channel in enumerate(channels):
+            if channel.committing and pairs.intersection(channel.committing):
+                channel = channel._replace(committing=tuple(p for p in channel.committing if p not in pairs))
+                changed = True
+            if channel.unconfirmed and any(pairs.intersection(p.waits) for p in channel.unconfirmed):
+                channel = channel._replace(unconfirmed=tuple(
+                    p._replace(waits=tuple(w for w in p.waits if w not in pairs)) for p in channel.unconfirmed))
+                changed = True
+            channels[i] = channel
+        if changed:
+            conns = put(conns, c, conn._replace(channels=tuple(channels)))
+    return state._replace(conns=conns)
+
+
+def requeue(state: State, unacked) -> State:
+    """Put copies back at their original place among the ready ones, marked redelivered (RQ-1, RQ-2, RQ-6)."""
+    events = state.events
+    queues = state.queues
+    gone = []
+    for u in unacked:
+        queue = queues[u.queue]
+        if not queue.exists:
+            gone.append((u.queue, u.key, FATE_QUEUE_DELETED, u.msg, u.persistent))
+            continue
+        if u.redelivered:
+            events |= EV_REQUEUE_TWICE
+        ready = queue.ready
+        entry = Entry(u.key, u.msg, True, u.persistent)
+        i = len(ready)
+        while i and ready[i - 1].key > u.key:
+            i -= 1
+        queues = put(queues, u.queue, queue._replace(ready=ready[:i] + (entry,) + ready[i:]))
+    state = state._replace(queues=queues, events=events)
+    if gone:
+        state = forget_waits(add_fates(state, gone), ((g[0], g[1]) for g in gone))
+    return state
+
+
+def settle(state: State, unacked, kind: int) -> State:
+    """Apply a settlement to outstanding copies: ack removes them (ACK-1), requeue puts them back (ACK-6),
+    drop dead-letters them when their queue has a dead-letter queue, else drops them (ACK-6)."""
+    if kind == SETTLE_ACK:
+        state = add_fates(state, ((u.queue, u.key, FATE_ACKED, u.msg, u.persistent) for u in unacked))
+        return forget_waits(state, ((u.queue, u.key) for u in unacked))
+    if kind != SETTLE_DROP:
+        return requeue(state, unacked)
+    fates = []
+    for u in unacked:
+        target = state.queues[u.queue].dead_letter - 1
+        if target >= 0 and state.queues[target].exists:
+            state, _ = enqueue(state, target, u.msg, u.persistent)
+            fates.append((u.queue, u.key, FATE_DEAD_LETTERED, u.msg, u.persistent))
+        else:
+            fates.append((u.queue, u.key, FATE_DROPPED, u.msg, u.persistent))
+    state = add_fates(state, fates)
+    return forget_waits(state, ((u.queue, u.key) for u in unacked))
+
+
+def close_channel(state: State, c: int, ch: int, status: int) -> State:
+    """The broker closes channel (c, ch): its consumers stop, and every outstanding delivery, including
+    those held back by an open transaction, is requeued (RQ-4); unconfirmed publishes are never
+    confirmed (PC-9); held-back publishes are dropped (TX-2)."""
+    channel = state.conns[c].channels[ch - 1]
+    queues = state.queues
+    for consumer in channel.consumers:
+        queue = queues[consumer.queue]
+        queues = put(queues, consumer.queue, queue._replace(
+            ring=tuple(r for r in queue.ring if r != (c, ch, consumer.tag))))
+    state = state._replace(queues=queues)
+    state = with_channel(state, c, ch, CLOSED_CHANNEL._replace(status=status))
+    outstanding = tuple(sorted(channel.unacked + tuple(u for _, u in channel.tx_settles)))
+    if outstanding:
+        state = state._replace(events=state.events | EV_CHANNEL_REQUEUE)
+        state = requeue(state, outstanding)
+    return state
+
+
+def close_connection(state: State, c: int) -> State:
+    """The broker closes connection c: every channel closes (RQ-4), then its exclusive queues are
+    deleted (DU-4). What the broker had already sent stays in flight to the client."""
+    conn = state.conns[c]
+    for ch, channel in enumerate(conn.channels, start=1):
+        if channel.status != CH_CLOSED:
+            state = close_channel(state, c, ch, CH_CLOSED)
+    for q, queue in enumerate(state.queues):
+        if queue.exists and queue.owner == c + 1:
+            state = delete_queue(state, q)
+    conn = state.conns[c]
+    return state._replace(conns=put(state.conns, c, conn._replace(broker_closed=True, to_broker=())))
+
+
+def delete_queue(state: State, q: int) -> State:
+    """Queue q is deleted with its ready copies (DU-4)."""
+    queue = state.queues[q]
+    gone = tuple((q, e.key, FATE_QUEUE_DELETED, e.msg, e.persistent) for e in queue.ready)
+    state = with_queue(state, q, queue._replace(exists=False, ready=(), ring=(), owner=0))
+    state = state._replace(bindings=tuple(b for b in state.bindings if b != q))
+    state = add_fates(state, gone)
+    return forget_waits(state, ((g[0], g[1]) for g in gone))
