@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -82,5 +81,3 @@ def qname() -> str:
     """A queue name no other test uses."""
     return "q-" + uuid.uuid4().hex[:12]
 
-
-os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")

@@ -108,13 +108,14 @@ class RawClient:
         frame_max: int | None = None,
         channel_max: int | None = None,
         heartbeat_s: int = 0,
+        capabilities: dict | None = None,
     ) -> commands.Connection.Tune:
         self.send_raw(header.ProtocolHeader().marshal())
         self.expect(commands.Connection.Start)
         self.send(
             0,
             commands.Connection.StartOk(
-                client_properties={"product": "rawclient"},
+                client_properties={"product": "rawclient", "capabilities": capabilities or {}},
                 mechanism="PLAIN",
                 response=f"\0{user}\0{password}",
                 locale="en_US",

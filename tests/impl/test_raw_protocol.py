@@ -410,3 +410,31 @@ def test_silent_peer_dropped_after_two_heartbeat_intervals(server):
     with pytest.raises(ConnectionClosedByPeer):
         for _ in range(40):
             raw.recv(0.25)
+
+
+def test_auto_delete_queue_goes_with_its_last_consumer(server, qname):
+    raw = client(server)
+    raw.send(1, C.Queue.Declare(queue=qname, auto_delete=True))
+    raw.expect(C.Queue.DeclareOk)
+    raw.send(1, C.Basic.Consume(queue=qname, consumer_tag="only"))
+    raw.expect(C.Basic.ConsumeOk)
+    raw.send(1, C.Basic.Cancel(consumer_tag="only"))
+    raw.expect(C.Basic.CancelOk)
+    raw.send(1, C.Queue.Declare(queue=qname, passive=True))
+    assert channel_close(raw).reply_code == 404
+
+
+def test_deleting_a_queue_cancels_its_consumers_with_basic_cancel(server, qname):
+    consumer = client(server, capabilities={"consumer_cancel_notify": True})
+    consumer.send(1, C.Queue.Declare(queue=qname))
+    consumer.expect(C.Queue.DeclareOk)
+    consumer.send(1, C.Basic.Consume(queue=qname, consumer_tag="victim"))
+    consumer.expect(C.Basic.ConsumeOk)
+    other = client(server)
+    other.send(1, C.Queue.Delete(queue=qname))
+    assert other.expect(C.Queue.DeleteOk).message_count == 0
+    assert raw_cancel(consumer).consumer_tag == "victim"
+
+
+def raw_cancel(raw: RawClient) -> C.Basic.Cancel:
+    return raw.expect(C.Basic.Cancel)
