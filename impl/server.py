@@ -64,6 +64,10 @@ class AMQPProtocol(asyncio.Protocol):
         if connection is None:
             return
         connection.receive_data(data)
+        if connection.internal_errors:
+            for error in connection.internal_errors:
+                sys.stderr.write(f"rabbitproof broker: internal error on connection {connection.number}: {error!r}\n")
+            connection.internal_errors.clear()
         if connection.heartbeat and self.heartbeat_handle is None:
             self.schedule_heartbeat()
         self.server.after_input()
