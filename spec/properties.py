@@ -1,0 +1,441 @@
+"""Properties of the model, each citing the SEMANTICS.md rules it checks (the registry is REGISTRY).
+
+- always: invariants, split into named conjuncts; every reachable state must satisfy them.
+- sometimes: reachability; each guards an invariant against vacuity (some state must satisfy it).
+- hazard: what the seeds say does NOT hold; exploration must reach a state that falsifies it.
+"""
+from __future__ import annotations
+
+from .faults import live_copies
+from .frames import (
+    BASIC_ACK, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_RETURN, CHANNEL_CLOSE,
+    CONNECTION_CLOSE, R_CONFIRM_TO_TX, R_LOCKED, R_NO_EXCHANGE, R_NOT_TX,
+    R_RECOVER_NO_REQUEUE, R_TX_TO_CONFIRM, R_UNKNOWN_TAG,
+)
+from .properties_api import Property
+from .state import (
+    CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
+    EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_RECOVERED, EV_REQUEUE_TWICE, EV_ROLLBACK_KEPT,
+    EV_TX_RETURN, FATE_ACKED, FATE_AUTO, FATE_DEAD_LETTERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH,
+    MODE_CONFIRM, MODE_TX, State,
+)
+
+MAX_DELIVERY_TAG = 9223372036854775807
+
+REGISTRY: dict[str, Property] = {}
+
+
+def _register(kind: str, *rules: str):
+    def wrap(fn):
+        REGISTRY[fn.__name__] = Property(fn.__name__, kind, rules, fn, (fn.__doc__ or "").strip())
+        return fn
+    return wrap
+
+
+def always(*rules: str):
+    """Register an invariant."""
+    return _register("always", *rules)
+
+
+def sometimes(*rules: str):
+    """Register a reachability property."""
+    return _register("sometimes", *rules)
+
+
+def hazard(*rules: str):
+    """Register a hazard: a property exploration must falsify."""
+    return _register("hazard", *rules)
+
+
+def get(name: str) -> Property:
+    """The property called ``name``; an unknown name is a KeyError whose message lists the known ones."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown property {name!r} (known: {', '.join(REGISTRY)})") from None
+
+
+def _dead_letter_targets(state: State) -> set:
+    return {queue.dead_letter - 1 for queue in state.queues if queue.dead_letter}
+
+
+def _frames(state: State):
+    """Every frame in flight to a client, with its connection."""
+    for c, conn in enumerate(state.conns):
+        for frame in conn.to_client:
+            yield c, frame
+
+
+# ---------------------------------------------------------------- invariants
+
+@always("DT-1", "DT-2")
+def delivery_tags_increase(state: State) -> bool:
+    """Per channel, tags are issued 1, 2, 3, ... and never reused: outstanding ones are below the next
+    tag and increasing, and the client reads tags in increasing order."""
+    for conn in state.conns:
+        for ch, channel in enumerate(conn.channels, start=1):
+            last = 0
+            for u in channel.unacked:
+                if u.tag <= last or u.tag >= channel.next_tag:
+                    return False
+                last = u.tag
+            if channel.status != CH_OPEN:
+                continue
+            view = conn.clients[ch - 1]
+            last = view.last_tag
+            for frame in conn.to_client:
+                if frame[1] == ch and frame[0] in (BASIC_DELIVER, BASIC_GET_OK):
+                    tag = frame[3] if frame[0] == BASIC_DELIVER else frame[2]
+                    if tag <= last or tag >= channel.next_tag:
+                        return False
+                    last = tag
+    return True
+
+
+@always("DT-3")
+def delivery_tags_in_range(state: State) -> bool:
+    """Delivery tags stay within 64-bit signed range."""
+    return all(channel.next_tag - 1 <= MAX_DELIVERY_TAG for conn in state.conns for channel in conn.channels)
+
+
+@always("AM-2", "AM-3", "ACK-1", "ACK-6", "RQ-4", "DU-2")
+def copies_conserved(state: State) -> bool:
+    """Every copy a queue ever took is in at most one live place (ready, outstanding on one channel,
+    held by an open transaction, in flight in automatic mode), and in one unless it is gone for good
+    with a recorded fate (or waits on disk while the broker is down)."""
+    places: dict = {}
+    for q, queue in enumerate(state.queues):
+        for e in queue.ready:
+            places[(q, e.key)] = places.get((q, e.key), 0) + 1
+    for conn in state.conns:
+        for a in conn.auto:
+            places[(a[2], a[3])] = places.get((a[2], a[3]), 0) + 1
+        for channel in conn.channels:
+            for u in channel.unacked:
+                places[(u.queue, u.key)] = places.get((u.queue, u.key), 0) + 1
+            for _, u in channel.tx_settles:
+                places[(u.queue, u.key)] = places.get((u.queue, u.key), 0) + 1
+    if any(n > 1 for n in places.values()):
+        return False
+    fated = {(f[0], f[1]) for f in state.fates}
+    stored = {(r[0], r[1]) for r in state.disk} if not state.broker_up else ()
+    for q, queue in enumerate(state.queues):
+        for key in range(1, queue.enqueued + 1):
+            pair = (q, key)
+            if pair not in places and pair not in fated and pair not in stored:
+                return False
+    return True
+
+
+@always("RQ-1")
+def queue_in_publication_order(state: State) -> bool:
+    """Every queue holds its ready copies in enqueue order, requeued ones included."""
+    for queue in state.queues:
+        last = 0
+        for e in queue.ready:
+            if e.key <= last:
+                return False
+            last = e.key
+    return True
+
+
+@always("RQ-2", "DT-2")
+def redelivered_flag_set(state: State) -> bool:
+    """A ready copy that was delivered before carries redelivered=true."""
+    delivered = set(state.delivered)
+    return all(e.redelivered or (q, e.key) not in delivered
+               for q, queue in enumerate(state.queues) for e in queue.ready)
+
+
+@always("PF-1", "PF-2", "PF-3", "PF-4", "PF-5", "AM-2")
+def prefetch_respected(state: State) -> bool:
+    """No manual consumer holds more than its own limit; a channel holds no more consumer deliveries
+    than its global limit, or than it held when that limit was set (PF-5). basic.get is not counted."""
+    for conn in state.conns:
+        for channel in conn.channels:
+            counts: dict = {}
+            total = 0
+            for u in channel.unacked + tuple(u for _, u in channel.tx_settles):
+                if u.consumer:
+                    counts[u.consumer] = counts.get(u.consumer, 0) + 1
+                    total += 1
+            for consumer in channel.consumers:
+                if consumer.no_ack and counts.get(consumer.tag):
+                    return False
+                if consumer.limit and counts.get(consumer.tag, 0) > consumer.limit:
+                    return False
+            if channel.global_limit and total > max(channel.global_limit, channel.qos_excess):
+                return False
+    return True
+
+
+@always("PC-1", "PC-2", "PC-3")
+def confirms_exactly_once(state: State) -> bool:
+    """On a confirm channel, publishes are numbered 1..n and each is either still unconfirmed or
+    confirmed once; what the client saw confirmed the broker did confirm."""
+    for conn in state.conns:
+        for ch, channel in enumerate(conn.channels, start=1):
+            pending = [p.seq for p in channel.unconfirmed]
+            if set(pending) & set(channel.confirmed):
+                return False
+            if sorted(pending + list(channel.confirmed)) != list(range(1, channel.publish_seq + 1)):
+                return False
+            if channel.status == CH_OPEN and not conn.broker_closed:
+                view = conn.clients[ch - 1]
+                if not set(view.confirms) <= set(channel.confirmed) or view.pub_seq < channel.publish_seq:
+                    return False
+    return True
+
+
+@always("PC-5", "PC-4")
+def confirmed_only_when_on_disk(state: State) -> bool:
+    """A persistent message confirmed with basic.ack has every live copy in a durable queue on disk."""
+    confirmed = set(state.confirmed_msgs)
+    if not confirmed:
+        return True
+    on_disk = {(r[0], r[1]) for r in state.disk}
+    skip = _dead_letter_targets(state)
+    for (q, key), (msg, persistent) in live_copies(state).items():
+        if msg in confirmed and persistent and state.queues[q].durable and q not in skip and (q, key) not in on_disk:
+            return False
+    return True
+
+
+@always("PC-10", "DU-2")
+def confirmed_survives_crash(state: State) -> bool:
+    """No persistent message confirmed with basic.ack and routed to a durable queue is lost in a crash."""
+    confirmed = set(state.confirmed_msgs)
+    skip = _dead_letter_targets(state)
+    return not any(f[2] == FATE_LOST_CRASH and f[4] and f[3] in confirmed and state.queues[f[0]].durable
+                   and f[0] not in skip for f in state.fates)
+
+
+@always("TX-2", "TX-3", "TX-4")
+def tx_effects_invisible(state: State) -> bool:
+    """Held-back publishes are in no queue and in flight to no one; held-back settlements have not
+    settled anything yet (their copies are still held, not gone)."""
+    held_back = {pub[4] for conn in state.conns for channel in conn.channels for pub in channel.tx_pubs}
+    if held_back:
+        if any(e.msg in held_back for queue in state.queues for e in queue.ready):
+            return False
+        if any(f[3] in held_back for f in state.fates):
+            return False
+    fated = {(f[0], f[1], f[2]) for f in state.fates}
+    for conn in state.conns:
+        for channel in conn.channels:
+            for _, u in channel.tx_settles:
+                if (u.queue, u.key, FATE_ACKED) in fated:
+                    return False
+    return True
+
+
+@always("PC-8", "TX-1")
+def confirm_and_tx_exclusive(state: State) -> bool:
+    """A tx channel has no publish numbering; a confirm channel holds nothing back."""
+    for conn in state.conns:
+        for channel in conn.channels:
+            if channel.mode == MODE_TX and (channel.unconfirmed or channel.confirmed or channel.publish_seq):
+                return False
+            if channel.mode == MODE_CONFIRM and (channel.tx_pubs or channel.tx_settles or channel.commit_pending):
+                return False
+    return True
+
+
+@always("ER-1", "RQ-4")
+def closed_channel_is_silent(state: State) -> bool:
+    """After the broker sends channel.close it sends nothing more on that channel, and a closing
+    channel holds no delivery and no consumer (they were requeued and stopped)."""
+    for conn in state.conns:
+        closed = set()
+        for frame in conn.to_client:
+            if frame[1] in closed:
+                return False
+            if frame[0] == CHANNEL_CLOSE:
+                closed.add(frame[1])
+        for channel in conn.channels:
+            if channel.status != CH_OPEN and (channel.unacked or channel.consumers or channel.tx_settles):
+                return False
+    return True
+
+
+@always("DU-4")
+def exclusive_queue_has_owner(state: State) -> bool:
+    """An exclusive queue exists only while the connection that declared it is open, and is never durable."""
+    for queue in state.queues:
+        if queue.exists and queue.owner:
+            conn = state.conns[queue.owner - 1]
+            if conn.broker_closed or conn.status == CONN_DOWN or queue.durable:
+                return False
+    return True
+
+
+@always("DU-1", "DU-3")
+def down_broker_holds_only_disk(state: State) -> bool:
+    """While the broker is down nothing is outstanding, ready or in flight, only durable queues exist,
+    and what it will recover is what the disk holds."""
+    if state.broker_up:
+        return True
+    for queue in state.queues:
+        if queue.ready or queue.ring or (queue.exists and not queue.durable):
+            return False
+    return all(conn.status == CONN_DOWN and not conn.to_client and not conn.to_broker for conn in state.conns)
+
+
+ALWAYS = tuple(name for name, p in REGISTRY.items() if p.kind == "always")
+
+
+# ---------------------------------------------------------------- hazards
+
+@hazard("AM-2")
+def auto_ack_never_loses(state: State) -> bool:
+    """(Does not hold.) A message delivered in automatic mode always reaches its consumer."""
+    return not any(f[2] == FATE_LOST_AUTOACK for f in state.fates)
+
+
+@hazard("DU-2", "PC-10")
+def persistent_never_lost(state: State) -> bool:
+    """(Does not hold.) A persistent message in a durable queue is never lost in a crash, confirmed or not."""
+    return not any(f[2] == FATE_LOST_CRASH and f[4] and state.queues[f[0]].durable for f in state.fates)
+
+
+@hazard("TX-8", "DU-3")
+def acked_never_redelivered(state: State) -> bool:
+    """(Does not hold.) A message acknowledged by a consumer never comes back."""
+    acked = {(f[0], f[1]) for f in state.fates if f[2] == FATE_ACKED}
+    if not acked:
+        return True
+    return not any(pair in acked for pair in live_copies(state))
+
+
+@hazard("RQ-3")
+def consumer_sees_publication_order(state: State) -> bool:
+    """(Does not hold.) Every consumer receives a queue's messages in publication order."""
+    return not any(view.disorder for conn in state.conns for view in conn.clients)
+
+
+@hazard("TX-9")
+def tx_commit_atomic(state: State) -> bool:
+    """(Does not hold.) After a crash, a committed transaction's publishes are all there or all gone."""
+    lost = {(f[0], f[1]) for f in state.fates if f[2] == FATE_LOST_CRASH}
+    for group in state.tx_groups:
+        gone = sum(1 for pair in group if pair in lost)
+        if 0 < gone < len(group):
+            return False
+    return True
+
+
+@hazard("PC-7")
+def confirms_in_publish_order(state: State) -> bool:
+    """(Does not hold.) A publisher receives its confirms in publish order."""
+    for conn in state.conns:
+        for view in conn.clients:
+            if view.confirms and view.confirms[-1] != len(view.confirms):
+                return False
+    return True
+
+
+@hazard("PF-5")
+def outstanding_within_prefetch(state: State) -> bool:
+    """(Does not hold.) A channel never holds more consumer deliveries than its current global prefetch."""
+    for conn in state.conns:
+        for channel in conn.channels:
+            if channel.global_limit and sum(1 for u in channel.unacked if u.consumer) > channel.global_limit:
+                return False
+    return True
+
+
+# ---------------------------------------------------------------- reachability
+
+def _event(bit: int):
+    return lambda state: bool(state.events & bit)
+
+
+def _close_frame(method: int, reason: int):
+    def check(state: State) -> bool:
+        return any(f[0] == method and f[3] == reason for _, f in _frames(state))
+    return check
+
+
+def _reach(name: str, rules: tuple, check, doc: str) -> None:
+    REGISTRY[name] = Property(name, "sometimes", rules, check, doc)
+
+
+_reach("requeued_in_place", ("RQ-1", "ACK-6"), lambda s: any(e.redelivered for q in s.queues for e in q.ready),
+       "A requeued copy is back among the ready ones.")
+_reach("redelivery_seen", ("RQ-2",),
+       lambda s: any(f[0] == BASIC_DELIVER and f[4] or f[0] == BASIC_GET_OK and f[3] for _, f in _frames(s)),
+       "A delivery with redelivered=true is on its way to a client.")
+_reach("multiple_ack_settles_several", ("ACK-2", "ACK-3"), _event(EV_MULTIPLE_ACK),
+       "One settlement with multiple=true settled two or more deliveries.")
+_reach("requeued_twice", ("RQ-6",), _event(EV_REQUEUE_TWICE), "A copy was requeued a second time.")
+_reach("channel_close_requeues", ("RQ-4",), _event(EV_CHANNEL_REQUEUE),
+       "Closing a channel or connection requeued outstanding deliveries.")
+_reach("unknown_tag_refused", ("ACK-4", "ACK-7", "ER-1"), _close_frame(CHANNEL_CLOSE, R_UNKNOWN_TAG),
+       "A settlement of a tag that is not outstanding closed the channel with 406.")
+_reach("get_empty", ("DS-2",), lambda s: any(f[0] == BASIC_GET_EMPTY for _, f in _frames(s)),
+       "basic.get on an empty queue answered get-empty.")
+_reach("auto_delivered", ("AM-2",), lambda s: any(f[2] == FATE_AUTO for f in s.fates),
+       "A message delivered in automatic mode reached its consumer.")
+_reach("prefetch_full", ("PF-3",), lambda s: _prefetch_full(s),
+       "A consumer is at its prefetch limit while its queue has ready messages.")
+_reach("confirm_multiple", ("PC-3",), _event(EV_CONFIRM_MULTIPLE),
+       "A confirm with multiple=true covered two or more publishes.")
+_reach("return_before_ack", ("PC-4", "RT-3"), lambda s: _return_then_ack(s),
+       "A basic.return is in flight ahead of the basic.ack confirming the same publish.")
+_reach("publish_nacked", ("PC-6",), lambda s: any(f[0] == BASIC_NACK for _, f in _frames(s)),
+       "The broker nacked a publish its queue failed to take.")
+_reach("missing_exchange_refused", ("PC-9", "TX-5"), _close_frame(CHANNEL_CLOSE, R_NO_EXCHANGE),
+       "A publish to a missing exchange closed the channel with 404.")
+_reach("mode_switch_refused", ("PC-8",),
+       lambda s: _close_frame(CHANNEL_CLOSE, R_TX_TO_CONFIRM)(s) or _close_frame(CHANNEL_CLOSE, R_CONFIRM_TO_TX)(s),
+       "Switching between confirm and tx mode was refused with 406.")
+_reach("not_transactional_refused", ("TX-10",), _close_frame(CHANNEL_CLOSE, R_NOT_TX),
+       "tx.commit on a channel that is not transactional was refused with 406.")
+_reach("commit_applied_acks", ("TX-3",), _event(EV_COMMIT_WITH_ACKS), "A tx.commit applied held-back acks.")
+_reach("commit_published", ("TX-2", "TX-7"), _event(EV_COMMIT_PUBLISHED), "A tx.commit enqueued held-back publishes.")
+_reach("rollback_kept_outstanding", ("TX-3", "TX-4"), _event(EV_ROLLBACK_KEPT),
+       "A tx.rollback left acked deliveries outstanding.")
+_reach("commit_returned", ("TX-6",), _event(EV_TX_RETURN), "A tx.commit returned an unroutable mandatory message.")
+_reach("recovered_after_crash", ("DU-2", "DU-3", "PC-10"), _event(EV_RECOVERED),
+       "A restart recovered persisted messages.")
+_reach("recover_without_requeue_refused", ("RQ-5", "ER-2"), _close_frame(CONNECTION_CLOSE, R_RECOVER_NO_REQUEUE),
+       "basic.recover(requeue=false) closed the connection with 540.")
+_reach("exclusive_queue_locked", ("DU-4", "ER-2"), _close_frame(CHANNEL_CLOSE, R_LOCKED),
+       "Another connection's use of an exclusive queue was refused with 405.")
+_reach("dead_lettered", ("ACK-6",), lambda s: any(f[2] == FATE_DEAD_LETTERED for f in s.fates),
+       "A rejected message went to its queue's dead-letter queue.")
+_reach("fanout_copies", ("RT-1", "RT-2"), lambda s: _copies_in_two_queues(s),
+       "One message has independent copies ready in two queues.")
+
+
+def _prefetch_full(state: State) -> bool:
+    for conn in state.conns:
+        for channel in conn.channels:
+            for consumer in channel.consumers:
+                if consumer.limit and state.queues[consumer.queue].ready:
+                    if sum(1 for u in channel.unacked if u.consumer == consumer.tag) >= consumer.limit:
+                        return True
+    return False
+
+
+def _return_then_ack(state: State) -> bool:
+    for conn in state.conns:
+        returned = set()
+        for frame in conn.to_client:
+            if frame[0] == BASIC_RETURN:
+                returned.add(frame[1])
+            elif frame[0] == BASIC_ACK and frame[1] in returned:
+                return True
+    return False
+
+
+def _copies_in_two_queues(state: State) -> bool:
+    seen: dict = {}
+    for q, queue in enumerate(state.queues):
+        for e in queue.ready:
+            seen.setdefault(e.msg, set()).add(q)
+    return any(len(qs) >= 2 for qs in seen.values())
+
+
+SOMETIMES = tuple(name for name, p in REGISTRY.items() if p.kind == "sometimes")
+HAZARDS = tuple(name for name, p in REGISTRY.items() if p.kind == "hazard")
