@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 from spec import trace
 from spec.configs import Config
+from spec.frames import CHANNEL_CLOSE, CONNECTION_CLOSE, reply_text
 from spec.roles import QueueSpec
 
 TRACES = Path(__file__).parent / "traces"
@@ -51,9 +54,34 @@ def marked(text: str) -> tuple[int, int, str]:
     return found
 
 
+_DOUBLE_QUOTED_CLOSE = re.compile(
+    r"^\s*c(\d+) (sent|received) (channel|connection)\.close\(ch=(\d+), reply_code=(\d+), text=\"(.*)\"\)\s*(#.*)?$")
+
+
+def parse(text: str) -> dict:
+    """``trace.parse``, except for close frames whose reply text ``frame_text`` prints in double
+    quotes (the 404 and 405 texts, which contain single quotes): ``trace.parse_frame`` strips the
+    text's own closing quote from those and cannot read them (reported to the lead; see
+    test_spec_trace_checker), so this reads those lines itself and leaves every other line to
+    ``trace.parse``."""
+    out: dict = {}
+    for line in text.splitlines():
+        m = _DOUBLE_QUOTED_CLOSE.match(line)
+        if m is None:
+            for c, observations in trace.parse(line).items():
+                out.setdefault(c, []).extend(observations)
+            continue
+        c, kind, cls, ch, code, text_value = m.group(1, 2, 3, 4, 5, 6)
+        method = CHANNEL_CLOSE if cls == "channel" else CONNECTION_CLOSE
+        frame = next((method, int(ch), int(code), reason, detail) for reason in range(9) for detail in range(10)
+                     if reply_text(int(code), reason, detail) == text_value)
+        out.setdefault(int(c), []).append((kind, frame))
+    return out
+
+
 def accepted(text: str, config: Config = CFG) -> trace.Verdict:
     """Check that the trace is accepted; return the Verdict."""
-    verdict = trace.check(trace.parse(text), config)
+    verdict = trace.check(parse(text), config)
     assert verdict.ok, verdict.explain()
     assert verdict.explain().startswith("accepted: all ")
     return verdict
@@ -64,7 +92,7 @@ def rejected_at(text: str, allowed: tuple = (), config: Config = CFG, exact: boo
     ``allowed`` is among what the spec allowed there; with ``exact``, the frames the client could
     have received there are exactly the ``received ...`` entries of ``allowed``."""
     c, index, obs_text = marked(text)
-    verdict = trace.check(trace.parse(text), config)
+    verdict = trace.check(parse(text), config)
     explanation = verdict.explain()
     assert not verdict.ok, f"expected a rejection at c{c} observation {index + 1} ({obs_text})"
     assert (verdict.conn, verdict.index) == (c, index), explanation
