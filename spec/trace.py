@@ -128,10 +128,17 @@ def _apply_client(state, c: int, obs: tuple, pending: tuple):
     raise ValueError(f"unknown observation kind {kind!r}")
 
 
-def _allowed(states, c: int, limit: int = 8) -> list:
-    """What the client of connection c could have observed next, in any of these states."""
+def _allowed(nodes, c: int, limit: int = 8) -> list:
+    """What the client of connection c could have observed next, in any of these search nodes: the
+    frame its library owes (a close-ok) when there is one, else what the broker has in flight to it
+    and whether it could send or connect."""
     seen = []
-    for state in states:
+    for state, pend in nodes:
+        if pend[c]:
+            text = observation_text(pend[c][0])
+            if text not in seen:
+                seen.append(text)
+            continue
         conn = state.conns[c]
         if conn.to_client:
             text = f"received {frame_text(conn.to_client[0])}"
@@ -190,7 +197,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
     state, pos, pend = best_nodes[0]
     c = next(i for i in range(len(obs)) if pos[i] < len(obs[i]))
     return Verdict(False, best, total, c, pos[c], obs[c][pos[c]],
-                   _allowed([n[0] for n in best_nodes if n[1] == pos], c), explored)
+                   _allowed([(n[0], n[2]) for n in best_nodes if n[1] == pos], c), explored)
 
 
 # ---------------------------------------------------------------- reading traces written by hand
@@ -198,6 +205,14 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
 _FRAME = re.compile(r"^\s*([a-z]+\.[a-z-]+)\((.*)\)\s*$")
 _QUEUE = re.compile(r"^'?q(\d+)'?$")
 _MSG = re.compile(r"^m(\d+)\.(\d+)$")
+
+
+def _unquote(raw: str) -> str:
+    """A value without one pair of matching outer quotes (the text inside may hold quotes of its own)."""
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    return raw
 
 
 def _value(name: str, raw: str):
@@ -216,7 +231,7 @@ def _value(name: str, raw: str):
         return int(m.group(1))
     if name == "exchange":
         for code, ex_name in EXCHANGE_NAMES.items():
-            if raw.strip("'\"") == ex_name:
+            if _unquote(raw) == ex_name:
                 return code
         raise ValueError(f"unknown exchange {raw!r}")
     return int(raw)
@@ -252,10 +267,14 @@ def parse_frame(text: str) -> tuple:
     for part in _split(m.group(2)):
         name, _, raw = part.partition("=")
         values[name.strip()] = raw.strip()
+    names = ("reply_code", "text") if method in (CHANNEL_CLOSE, CONNECTION_CLOSE) else FIELDS.get(method, ())
+    missing = [name for name in ("ch",) + tuple(names) if name not in values]
+    if missing:
+        raise ValueError(f"{m.group(1)} lacks field {', '.join(missing)}")
     ch = int(values.pop("ch"))
     if method in (CHANNEL_CLOSE, CONNECTION_CLOSE):
         code = int(values["reply_code"])
-        text_value = values["text"].strip("'\"")
+        text_value = _unquote(values["text"])
         for reason in range(9):
             for detail in [0] + [int(n) for n in re.findall(r"\d+", text_value)] + \
                     list(range(len(EXCHANGE_NAMES))):

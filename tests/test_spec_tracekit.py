@@ -10,11 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import re
-
 from spec import trace
 from spec.configs import Config
-from spec.frames import CHANNEL_CLOSE, CONNECTION_CLOSE, reply_text
 from spec.roles import QueueSpec
 
 TRACES = Path(__file__).parent / "traces"
@@ -54,29 +51,9 @@ def marked(text: str) -> tuple[int, int, str]:
     return found
 
 
-_DOUBLE_QUOTED_CLOSE = re.compile(
-    r"^\s*c(\d+) (sent|received) (channel|connection)\.close\(ch=(\d+), reply_code=(\d+), text=\"(.*)\"\)\s*(#.*)?$")
-
-
 def parse(text: str) -> dict:
-    """``trace.parse``, except for close frames whose reply text ``frame_text`` prints in double
-    quotes (the 404 and 405 texts, which contain single quotes): ``trace.parse_frame`` strips the
-    text's own closing quote from those and cannot read them (reported to the lead; see
-    test_spec_trace_checker), so this reads those lines itself and leaves every other line to
-    ``trace.parse``."""
-    out: dict = {}
-    for line in text.splitlines():
-        m = _DOUBLE_QUOTED_CLOSE.match(line)
-        if m is None:
-            for c, observations in trace.parse(line).items():
-                out.setdefault(c, []).extend(observations)
-            continue
-        c, kind, cls, ch, code, text_value = m.group(1, 2, 3, 4, 5, 6)
-        method = CHANNEL_CLOSE if cls == "channel" else CONNECTION_CLOSE
-        frame = next((method, int(ch), int(code), reason, detail) for reason in range(9) for detail in range(10)
-                     if reply_text(int(code), reason, detail) == text_value)
-        out.setdefault(int(c), []).append((kind, frame))
-    return out
+    """The observations of a hand-written trace (``trace.parse``)."""
+    return trace.parse(text)
 
 
 def accepted(text: str, config: Config = CFG) -> trace.Verdict:
