@@ -23,6 +23,7 @@ import pytest
 from pamqp import commands
 
 from tests.harness.brokers import Broker
+from tests.harness.rabbitmq import RabbitMQNode
 from tests.harness.rawclient import ConnectionLost, RawConnection, ServerClosed, persistent
 
 QUEUE = "crash-durable"
@@ -208,6 +209,8 @@ def test_confirmed_messages_survive_sigkill(kind, broker_factory):
     with RawConnection.connect(broker.host, broker.port, broker.user, broker.password) as setup:
         setup.channel_open(1)
         setup.queue_declare(1, QUEUE, durable=True)
+    if isinstance(broker, RabbitMQNode):
+        broker.sync_metadata()  # the queue's declaration must not be what a crash loses here
     ledger = Ledger()
     reports: list[CycleReport] = []
     for cycle in range(1, CYCLES[kind] + 1):
