@@ -181,3 +181,27 @@ def test_trace_is_one_ordered_log_across_channels(any_broker, raw_connect, queue
     with pytest.raises(ConnectionClosed) as caught:
         conn.expect(1, commands.Basic.QosOk, timeout=5)
     assert caught.value.reply_code == 505  # UNEXPECTED_FRAME
+
+
+def test_command_log_folds_content_into_methods(any_broker, raw_connect, queue_name):
+    """The spec's view of a trace: publish and get-ok carry their bodies; other methods stand alone."""
+    conn = raw_connect(any_broker, frame_max=4096)
+    conn.channel_open(1)
+    conn.queue_declare(1, queue_name)
+    conn.publish(1, b"a" * 5000, routing_key=queue_name, properties=persistent(message_id="big"))
+    conn.publish(1, b"", routing_key=queue_name)
+    first = conn.basic_get(1, queue_name, no_ack=True)
+    second = conn.basic_get(1, queue_name, no_ack=True)
+    assert (first.body, second.body) == (b"a" * 5000, b"")
+    conn.queue_delete(1, queue_name)
+    log = [(e.direction, e.name, e.body) for e in conn.command_log()]
+    assert log[0] == ("sent", "protocol-header", None)
+    assert log[7:] == [
+        ("sent", "Channel.Open", None), ("received", "Channel.OpenOk", None),
+        ("sent", "Queue.Declare", None), ("received", "Queue.DeclareOk", None),
+        ("sent", "Basic.Publish", b"a" * 5000), ("sent", "Basic.Publish", b""),
+        ("sent", "Basic.Get", None), ("received", "Basic.GetOk", b"a" * 5000),
+        ("sent", "Basic.Get", None), ("received", "Basic.GetOk", b""),
+        ("sent", "Queue.Delete", None), ("received", "Queue.DeleteOk", None),
+    ]
+    assert conn.command_log()[11].properties.message_id == "big"

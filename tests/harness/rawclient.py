@@ -79,6 +79,24 @@ class Command:
 
 
 @dataclass
+class LoggedCommand:
+    """One entry of `RawConnection.command_log()`: a method with its content, or a raw write or
+    the end of the stream (kind "raw" / "eof"), or the protocol header."""
+
+    direction: Literal["sent", "received"]
+    kind: Literal["method", "raw", "eof", "protocol-header"]
+    channel: int
+    method: MethodFrame | None
+    properties: commands.Basic.Properties | None
+    body: bytes | None
+    at: float
+
+    @property
+    def name(self) -> str:
+        return self.method.name if self.method is not None else self.kind
+
+
+@dataclass
 class _Assembly:
     """Content frames still expected for a content-bearing method on one channel."""
 
@@ -342,6 +360,37 @@ class RawConnection:
         for command in taken:
             self.inbox.remove(command)
         return taken
+
+    def command_log(self) -> list[LoggedCommand]:
+        """The trace with content folded into its method, in the order of the method frames.
+
+        This is the trace at the spec's level of detail (spec/frames.py folds header and body into
+        basic.publish, basic.deliver, basic.get-ok and basic.return): one entry per method sent or
+        received, per raw write and per end of stream. Heartbeats are left out.
+        """
+        log: list[LoggedCommand] = []
+        open_content: dict[tuple[str, int], LoggedCommand] = {}
+        for event in self.trace:
+            if event.kind != "frame":
+                log.append(LoggedCommand(event.direction, event.kind, event.channel, None, None, event.raw,
+                                         event.at))
+                continue
+            value = event.frame
+            key = (event.direction, event.channel)
+            if isinstance(value, MethodFrame):
+                entry = LoggedCommand(event.direction, "method", event.channel, value, None, None, event.at)
+                log.append(entry)
+                if isinstance(value, (commands.Basic.Publish, *CONTENT_METHODS)):
+                    open_content[key] = entry
+                    entry.body = b""
+            elif isinstance(value, header.ContentHeader) and key in open_content:
+                open_content[key].properties = value.properties
+            elif isinstance(value, amqp_body.ContentBody) and key in open_content:
+                entry = open_content[key]
+                entry.body = (entry.body or b"") + bytes(value.value)
+            elif isinstance(value, header.ProtocolHeader):
+                log.append(LoggedCommand(event.direction, "protocol-header", 0, None, None, None, event.at))
+        return log
 
     def received_frames(self) -> list[TraceEvent]:
         """The received part of the trace."""
