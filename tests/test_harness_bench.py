@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from rich.console import Console
 
 from tests.bench import broker_bench
 
 
-def test_bench_runs_against_impl_and_rabbitmq(capsys):
+def test_bench_runs_against_impl_and_rabbitmq():
+    console = Console(record=True, width=100)
     code = broker_bench.main(["--messages", "3000", "--warmup", "500", "--size", "64",
-                              "--targets", "impl,rabbitmq"])
-    out = capsys.readouterr().out
-    with capsys.disabled():
-        print("\n" + out)
-    assert code == 0
+                              "--targets", "impl,rabbitmq"], console)
+    out = console.export_text()
+    assert code == 0, out
     for needle in ("impl", "rabbitmq", "transient", "persistent", "impl / RabbitMQ 3.10.8",
                    "encode publishes", "parse deliveries"):
         assert needle in out

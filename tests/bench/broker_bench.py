@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pamqp import commands, frame, header
+from rich.console import Console
 from pamqp import body as amqp_body
 
-from tests.harness.impl_broker import ImplBroker
-from tests.harness.rabbitmq import RabbitMQNode, rabbitmq_installed
+from tests.harness.impl_broker import ImplBroker, ImplStartFailed
+from tests.harness.rabbitmq import RabbitMQNode, RabbitMQStartFailed, rabbitmq_installed
 from tests.harness.rawclient import RawConnection
 
 TARGETS = ("impl", "rabbitmq")
@@ -395,12 +396,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return options
 
 
-def main(argv: list[str] | None = None) -> int:
-    from rich.console import Console
+def main(argv: list[str] | None = None, console: "Console | None" = None) -> int:
+    """Run the bench and print its tables; 0 on success, 1 when a broker failed the run."""
     from rich.table import Table
 
     options = parse_args(argv)
-    console = Console()
+    console = console if console is not None else Console()
     console.print(f"[bold]broker bench[/]: {options.messages} messages of {options.size} bytes, "
                   f"window {options.window}, batch {options.batch}, prefetch {options.prefetch}, "
                   f"ack every {options.ack_every}, warm-up {options.warmup}; {os.cpu_count()} CPUs, loopback")
@@ -414,8 +415,8 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"running against {target} ...")
             try:
                 results[target] = run_target(target, options, Path(workdir))
-            except BenchError as error:
-                console.print(f"[red]{target}: {error}[/]")
+            except (BenchError, ImplStartFailed, RabbitMQStartFailed, OSError) as error:
+                console.print(f"[red]{target}: {type(error).__name__}: {error}[/]")
                 return 1
 
     table = Table(title="msgs/s (publish: until confirmed; consume: until acked)")
