@@ -12,7 +12,7 @@ from pamqp import commands
 
 from tests.harness.brokers import make_broker
 from tests.harness.impl_broker import ImplBroker, ImplStartFailed
-from tests.harness.rabbitmq import RabbitMQNode
+from tests.harness.rabbitmq import RabbitMQNode, RabbitMQNotInstalled
 from tests.harness.rawclient import ChannelClosed, RawConnection, persistent
 
 
@@ -97,3 +97,9 @@ def test_rabbitmq_node_is_private(rabbitmq_node: RabbitMQNode):
     status = rabbitmq_node.ctl("status").stdout
     assert "3.10.8" in status
     assert str(rabbitmq_node.root) in rabbitmq_node.ctl("eval", "rabbit_mnesia:dir().").stdout
+
+
+def test_missing_rabbitmq_is_a_clear_error(tmp_path):
+    """Without the package, the harness says what is missing and how to install it (no skip)."""
+    with pytest.raises(RabbitMQNotInstalled, match=r"3\.10\.8 is not installed .* run `make rabbitmq`"):
+        RabbitMQNode(bin_dir=tmp_path)

@@ -82,15 +82,16 @@ class ImplBroker:
         self._starts += 1
         stderr_path = self.log_dir / f"stderr-{self._starts}.log"
         self._stdout_tail.clear()
-        self._proc = subprocess.Popen(
-            self.command(),
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=open(stderr_path, "wb"),
-            start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        with open(stderr_path, "wb") as stderr:
+            self._proc = subprocess.Popen(
+                self.command(),
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         ready: list[tuple[str, int]] = []
         got_ready = threading.Event()
         self._drain = threading.Thread(

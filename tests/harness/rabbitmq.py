@@ -34,16 +34,16 @@ class RabbitMQStartFailed(RuntimeError):
     """The node did not come up; the message carries the end of its log."""
 
 
-def rabbitmq_installed() -> bool:
+def rabbitmq_installed(bin_dir: Path = RABBITMQ_BIN) -> bool:
     """True when the Debian package's server and CLI scripts are present."""
-    return (RABBITMQ_BIN / "rabbitmq-server").exists() and (RABBITMQ_BIN / "rabbitmqctl").exists()
+    return (bin_dir / "rabbitmq-server").exists() and (bin_dir / "rabbitmqctl").exists()
 
 
-def require_rabbitmq() -> None:
+def require_rabbitmq(bin_dir: Path = RABBITMQ_BIN) -> None:
     """Raise RabbitMQNotInstalled with the way to install it when the package is missing."""
-    if not rabbitmq_installed():
+    if not rabbitmq_installed(bin_dir):
         raise RabbitMQNotInstalled(
-            f"RabbitMQ {RABBITMQ_VERSION} is not installed (no {RABBITMQ_BIN}/rabbitmq-server): "
+            f"RabbitMQ {RABBITMQ_VERSION} is not installed (no {bin_dir}/rabbitmq-server): "
             "run `make rabbitmq` (apt-get install -y rabbitmq-server), or set "
             "RABBITPROOF_RABBITMQ_BIN to the directory holding rabbitmq-server and rabbitmqctl."
         )
@@ -61,8 +61,10 @@ class RabbitMQNode:
         host: str = "127.0.0.1",
         config_lines: tuple[str, ...] = (),
         startup_timeout: float = 90.0,
+        bin_dir: Path = RABBITMQ_BIN,
     ) -> None:
-        require_rabbitmq()
+        require_rabbitmq(bin_dir)
+        self.bin_dir = Path(bin_dir)
         self._own_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="rabbitproof-rmq-")) if root is None else Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -122,7 +124,7 @@ class RabbitMQNode:
         self._starts += 1
         self._server_log = open(self.root / f"server-{self._starts}.out", "wb")
         self._server = subprocess.Popen(
-            [str(RABBITMQ_BIN / "rabbitmq-server")],
+            [str(self.bin_dir / "rabbitmq-server")],
             env=self.env,
             cwd=self.root,
             stdin=subprocess.DEVNULL,
@@ -215,7 +217,7 @@ class RabbitMQNode:
     ) -> subprocess.CompletedProcess[str]:
         """Run `rabbitmqctl -n NODE ARGS` against this node; raise on failure when `check`."""
         result = subprocess.run(
-            [str(RABBITMQ_BIN / "rabbitmqctl"), "-n", self.nodename, *args],
+            [str(self.bin_dir / "rabbitmqctl"), "-n", self.nodename, *args],
             env=self.env,
             cwd=self.root,
             capture_output=True,
