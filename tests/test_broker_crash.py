@@ -4,8 +4,8 @@ Each cycle: a publisher in confirm mode pipelines persistent messages into a dur
 consumer takes some of them with manual acks; at a random moment the broker process is killed with
 SIGKILL. After the restart, every message that was confirmed and never acknowledged must be in the
 queue (PC-10); messages that were acknowledged may be gone or back (TX-8: an ack is not durable), and
-unconfirmed ones may be lost or not (DU-2); every recovered message is ready (DU-3) and intact, and
-none is there twice. Part of what is recovered is acknowledged, the rest stays for the next cycles,
+unconfirmed ones may be lost or not (DU-2); every recovered message is ready (DU-3) and intact,
+none is there twice, and the queue is still in publication order (RQ-1). Part of what is recovered is acknowledged, the rest stays for the next cycles,
 so older messages live through several crashes.
 """
 
@@ -75,6 +75,7 @@ class CycleReport:
     lost: int = 0
     unconfirmed_survived: int = 0
     acked_came_back: int = 0
+    out_of_order: int = 0
     restart_seconds: float = 0.0
 
 
@@ -169,7 +170,7 @@ def drain_and_check(broker: Broker, ledger: Ledger, report: CycleReport, rng: ra
         conn.channel_open(1)
         ready = int(conn.queue_declare(1, QUEUE, durable=True, passive=True).message_count)
         conn.basic_consume(1, QUEUE)  # no prefetch bound: everything ready is delivered
-        present: dict[int, int] = {}  # message id -> delivery tag
+        present: dict[int, int] = {}  # message id -> delivery tag, in delivery order
         for _ in range(ready):
             delivery = conn.expect(1, commands.Basic.Deliver, timeout=30)
             message_id = message_id_of(delivery.body)
@@ -180,6 +181,8 @@ def drain_and_check(broker: Broker, ledger: Ledger, report: CycleReport, rng: ra
         extra = conn.take_all(1)
         assert not [c for c in extra if isinstance(c.method, commands.Basic.Deliver)], \
             f"more deliveries than the {ready} messages queue.declare counted"
+        order = list(present)
+        report.out_of_order = sum(1 for a, b in zip(order, order[1:]) if a > b)
         expected = ledger.must_be_present()
         report.expected = len(expected)
         report.recovered = len(expected & present.keys())
@@ -224,16 +227,19 @@ def test_confirmed_messages_survive_sigkill(kind, broker_factory):
 
     print(f"\n{kind}: {len(reports)} SIGKILL cycles, seed {SEED}, {time.monotonic() - started:.1f} s")
     print(f"{'cycle':>5} {'kill@s':>6} {'published':>9} {'confirmed':>9} {'must-keep':>9} "
-          f"{'recovered':>9} {'lost':>4} {'unconf-kept':>11} {'acked-back':>10} {'restart-s':>9}")
+          f"{'recovered':>9} {'lost':>4} {'unconf-kept':>11} {'acked-back':>10} {'restart-s':>9} {'inversions':>10}")
     for r in reports:
         print(f"{r.cycle:>5} {r.kill_after:>6.2f} {r.published:>9} {r.confirmed:>9} {r.expected:>9} "
               f"{r.recovered:>9} {r.lost:>4} {r.unconfirmed_survived:>11} {r.acked_came_back:>10} "
-              f"{r.restart_seconds:>9.2f}")
+              f"{r.restart_seconds:>9.2f} {r.out_of_order:>10}")
     total = {name: sum(getattr(r, name) for r in reports)
              for name in ("published", "confirmed", "recovered", "lost", "unconfirmed_survived")}
     print(f"total: published {total['published']}, confirmed {total['confirmed']}, "
           f"recovered {total['recovered']} (counted per restart), lost {total['lost']}, "
           f"unconfirmed that survived {total['unconfirmed_survived']}, nacked {len(ledger.nacked)}")
     assert total["lost"] == 0
+    # RQ-1 across crashes: the single publisher's ids are in publication order, and requeued ones
+    # went back to their places, so every drain must see ids in increasing order.
+    assert sum(r.out_of_order for r in reports) == 0
     assert total["confirmed"] > 0 and total["recovered"] > 0, "the workload confirmed or recovered nothing"
     assert len(reports) == CYCLES[kind] >= (20 if kind == "impl" else 3)
