@@ -20,8 +20,9 @@ setup: $(STAMP)
 verify: $(STAMP)
 	$(PY) -m spark_check.verify
 
-## test: the test suite (unit, trace checker, broker interop).
-test: $(STAMP)
+## test: the test suite (spec rules, trace checker, explorer, broker interop, crash and bad-input tests).
+## Some tests run against a real RabbitMQ 3.10.8, installed here when missing.
+test: $(STAMP) rabbitmq
 	$(PY) -m pytest -q
 
 ## explore: explore one configuration (CONFIG=name, ENGINE=local|spark, ARGS=extra flags).
@@ -35,7 +36,7 @@ broker: $(STAMP)
 	$(PY) -m impl.server $(ARGS)
 
 ## bench: explorer throughput, and broker throughput against RabbitMQ when installed.
-bench: $(STAMP)
+bench: $(STAMP) rabbitmq
 	$(PY) -m spark_check.bench
 	$(PY) -m tests.bench.broker_bench
 

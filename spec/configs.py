@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .frames import DEFAULT_EXCHANGE, FANOUT_EXCHANGE, MISSING_EXCHANGE
+from .properties import ALWAYS
 from .roles import QueueSpec, Role
 
 
@@ -72,25 +73,24 @@ NOWHERE = ((DEFAULT_EXCHANGE, 7),)          # a routing key no queue has: unrout
 
 _configs = [
     Config("ack_basics", "one publisher, one manual consumer acking, nacking and rejecting with multiple",
-           channels=2, messages=3, requeues=2, bad=1,
+           channels=2, messages=2, requeues=2, bad=1,
            roles={(0, 1): Role(publish=TO_Q0),
                   (0, 2): Role(consume=((Q0, False),), ack=True, multiple=True, ack_all=True,
                                nack=(True, False), reject=(True,), bad_ack=True)}),
     Config("auto_ack", "automatic-mode consumer and gets; the connection can be lost",
-           connections=2, messages=2, reconnects=1, losses=1, gets=2,
+           connections=2, messages=2, reconnects=1, losses=1, gets=2, bad=1,
            roles={(0, 1): Role(publish=TO_Q0),
-                  (1, 1): Role(consume=((Q0, True),), get=((Q0, True), (Q0, False)), ack=True)}),
+                  (1, 1): Role(consume=((Q0, True),), get=((Q0, True), (Q0, False)), ack=True,
+                               recover=(False,))}),
     Config("prefetch", "a global and a per-consumer prefetch, changed while deliveries are in flight",
            channels=2, messages=3, qos=2,
            roles={(0, 1): Role(publish=TO_Q0),
                   (0, 2): Role(consume=((Q0, False),), ack=True, multiple=True,
                                qos=((1, True), (2, True), (1, False)))}),
-    Config("requeue_order", "two consumers on one queue requeueing and closing their channel",
+    Config("requeue_order", "two consumers on one queue requeueing, recovering and closing their channel",
            connections=2, messages=2, requeues=2, closes=1,
-           roles={(0, 1): Role(publish=TO_Q0, consume=((Q0, False),), ack=True, reject=(True,),
-                               qos=((1, False),)),
-                  (1, 1): Role(consume=((Q0, False),), ack=True, nack=(True,), recover=(True,), close=True)},
-           qos=1),
+           roles={(0, 1): Role(publish=TO_Q0, consume=((Q0, False),), ack=True),
+                  (1, 1): Role(consume=((Q0, False),), nack=(True,), recover=(True,), close=True)}),
     Config("confirms", "confirm mode: transient and persistent messages to a durable queue, mandatory returns",
            messages=3, queues=(QueueSpec(durable=True),),
            roles={(0, 1): Role(publish=TO_Q0 + NOWHERE, persistent=(False, True), mandatory=(True,),
@@ -99,11 +99,14 @@ _configs = [
            channels=2, messages=3, failures=1, bad=1,
            roles={(0, 1): Role(publish=TO_Q0, confirm=True),
                   (0, 2): Role(publish=((MISSING_EXCHANGE, Q0),) + TO_Q0, confirm=True, mode_errors=True)}),
-    Config("tx", "transactions: publishes and acks held back, commit, rollback, mandatory returns",
-           channels=2, messages=2, queues=(QueueSpec(durable=True),), bad=1,
-           roles={(0, 1): Role(publish=TO_Q0 + NOWHERE, mandatory=(True,), persistent=(True,), tx=True,
-                               mode_errors=True),
-                  (0, 2): Role(consume=((Q0, False),), ack=True, tx=True)}),
+    Config("tx_publish", "transactional publishes: held back, committed to a durable queue, rolled back, returned",
+           channels=2, messages=2, requeues=1, queues=(QueueSpec(durable=True),),
+           roles={(0, 1): Role(publish=TO_Q0 + NOWHERE, mandatory=(True,), persistent=(True,), tx=True),
+                  (0, 2): Role(consume=((Q0, True),))}),
+    Config("tx_ack", "transactional acknowledgements: held back, committed, rolled back and settled again",
+           channels=2, messages=2, requeues=1,
+           roles={(0, 1): Role(publish=TO_Q0),
+                  (0, 2): Role(consume=((Q0, False),), ack=True, reject=(False,), multiple=True, tx=True)}),
     Config("crash", "persistent messages, confirms and acks across a broker crash",
            channels=2, messages=2, crashes=1, queues=(QueueSpec(durable=True),),
            roles={(0, 1): Role(publish=TO_Q0, persistent=(True,), confirm=True),
@@ -112,10 +115,8 @@ _configs = [
            connections=2, messages=2, bad=1,
            queues=(QueueSpec(dead_letter=Q2), QueueSpec(exclusive=True, declared=False), QueueSpec()),
            bindings=(Q0,),
-           roles={(0, 1): Role(publish=((FANOUT_EXCHANGE, 0),), declare=(Q1,), bind=(Q1,),
-                               close_connection=True),
-                  (1, 1): Role(consume=((Q0, False), (Q1, False)), reject=(False,), ack=True)},
-           reconnects=1),
+           roles={(0, 1): Role(publish=((FANOUT_EXCHANGE, 0),), declare=(Q1,), bind=(Q1,)),
+                  (1, 1): Role(consume=((Q0, False), (Q1, False)), reject=(False,), ack=True)}),
     # Hazards: each of these must be exhibited (DESIGN.md, "hazards").
     Config("hazard_auto_ack_loss", "AM-2: an automatic-mode delivery is lost with its connection",
            connections=2, messages=1, reconnects=1, losses=1, category="hazard",
@@ -150,8 +151,42 @@ _configs = [
                   (0, 2): Role(consume=((Q0, False),), qos=((2, True), (1, True)))}),
 ]
 
+# What each configuration must exhibit besides holding every invariant: its reachability properties
+# (guarding the invariants against vacuity) and the hazards it shows.
+EXPECT: dict[str, tuple[str, ...]] = {
+    "ack_basics": ("requeued_in_place", "redelivery_seen", "multiple_ack_settles_several", "requeued_twice",
+                   "channel_close_requeues", "unknown_tag_refused", "consumer_sees_publication_order"),
+    "auto_ack": ("auto_ack_never_loses", "requeued_in_place", "redelivery_seen", "channel_close_requeues",
+                 "get_empty", "auto_delivered", "recover_without_requeue_refused"),
+    "prefetch": ("outstanding_within_prefetch", "multiple_ack_settles_several", "prefetch_full"),
+    "requeue_order": ("consumer_sees_publication_order", "requeued_in_place", "redelivery_seen",
+                      "requeued_twice", "channel_close_requeues"),
+    "confirms": ("confirms_in_publish_order", "confirm_multiple", "return_before_ack"),
+    "confirm_failures": ("confirm_multiple", "publish_nacked", "missing_exchange_refused",
+                         "mode_switch_refused", "not_transactional_refused"),
+    "tx_publish": ("commit_published", "commit_returned"),
+    "tx_ack": ("multiple_ack_settles_several", "commit_applied_acks", "rollback_kept_outstanding"),
+    "crash": ("persistent_never_lost", "acked_never_redelivered", "recovered_after_crash", "confirm_multiple"),
+    "routing": ("exclusive_queue_locked", "dead_lettered", "fanout_copies", "requeued_in_place"),
+    "hazard_auto_ack_loss": ("auto_ack_never_loses",),
+    "hazard_unconfirmed_lost": ("persistent_never_lost",),
+    "hazard_ack_resurrected": ("acked_never_redelivered",),
+    "hazard_consumer_order": ("consumer_sees_publication_order",),
+    "hazard_tx_not_atomic": ("tx_commit_atomic",),
+    "hazard_confirm_order": ("confirms_in_publish_order",),
+    "hazard_prefetch_exceeded": ("outstanding_within_prefetch",),
+}
+_configs = [replace(c, properties=ALWAYS + EXPECT[c.name]) for c in _configs]
+
+# For benchmarks (and, for medium, verification): the same roles with more messages.
+_configs.append(replace(_configs[0], name="medium", messages=3, category="medium",
+                        description="ack_basics with three messages (at least 100,000 states)",
+                        properties=ALWAYS + EXPECT["ack_basics"]))
+_configs.append(replace(_configs[0], name="large", messages=4, category="large",
+                        description="ack_basics with four messages (at least 1,000,000 states; benchmarks only)"))
+
 CONFIGS: dict[str, Config] = {c.name: c for c in _configs}
-STANDARD: tuple[str, ...] = tuple(c.name for c in _configs)
+STANDARD: tuple[str, ...] = tuple(c.name for c in _configs if c.category != "large")
 
 
 def get(name: str) -> Config:

@@ -168,8 +168,8 @@ def _client_actions(out, state, config, c, ch, view, role, messages_left) -> Non
             out.append(A.ClientTxCommit(c, ch))                        # TX-10
     if view.mode == MODE_TX and view.tx_dirty:
         out.append(A.ClientTxCommit(c, ch))
-        if role.tx:
-            out.append(A.ClientTxRollback(c, ch))
+        if role.tx and requeue_left:
+            out.append(A.ClientTxRollback(c, ch))             # RQ-6: settled deliveries outstanding again
     for q in role.declare:
         if not view.setup & (1 << q):
             spec = config.queues[q]
@@ -188,6 +188,8 @@ def _spend(state: State, action) -> State:
     if kind in (A.ClientNack, A.ClientReject):
         if action.requeue:
             used = used._replace(requeues=used.requeues + 1)
+    elif kind is A.ClientTxRollback:
+        used = used._replace(requeues=used.requeues + 1)
     elif kind is A.ClientRecover:
         used = used._replace(requeues=used.requeues + 1) if action.requeue else used._replace(bad=used.bad + 1)
     elif kind is A.ClientAck:
