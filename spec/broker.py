@@ -33,7 +33,8 @@ def send(state: State, c: int, frame: tuple) -> State:
 
 
 def channel_error(state: State, c: int, ch: int, code: int, reason: int, detail: int) -> State:
-    """A channel error (ER-1): RQ-4 applies, the channel waits for close-ok, channel.close goes out."""
+    """A channel error (ER-1): RQ-4 applies, the channel waits for close-ok, channel.close goes out.
+    Only this channel is touched: bad input never disturbs another channel's messages (ER-3)."""
     state = close_channel(state, c, ch, CH_CLOSING)
     return send(state, c, (CHANNEL_CLOSE, ch, code, reason, detail))
 

@@ -98,7 +98,7 @@ def delivery_tags_in_range(state: State) -> bool:
     return all(channel.next_tag - 1 <= MAX_DELIVERY_TAG for conn in state.conns for channel in conn.channels)
 
 
-@always("AM-2", "AM-3", "ACK-1", "ACK-6", "RQ-4", "DU-2")
+@always("AM-2", "AM-3", "ACK-1", "ACK-6", "RQ-4", "DU-2", "ER-3")
 def copies_conserved(state: State) -> bool:
     """Every copy a queue ever took is in at most one live place (ready, outstanding on one channel,
     held by an open transaction, in flight in automatic mode), and in one unless it is gone for good
