@@ -5,8 +5,10 @@ consumer takes some of them with manual acks; at a random moment the broker proc
 SIGKILL. After the restart, every message that was confirmed and never acknowledged must be in the
 queue (PC-10); messages that were acknowledged may be gone or back (TX-8: an ack is not durable), and
 unconfirmed ones may be lost or not (DU-2); every recovered message is ready (DU-3) and intact,
-none is there twice, and the queue is still in publication order (RQ-1). Part of what is recovered is acknowledged, the rest stays for the next cycles,
-so older messages live through several crashes.
+none is there twice, and the queue is still in publication order (RQ-1). Part of what is
+recovered is acknowledged, the rest stays for the next cycles, so older messages live through several
+crashes. On impl, every second cycle adds a SIGKILL while a consumer is acknowledging in batches, so
+that acks race the crash (an acknowledged message may come back; an unacknowledged one may not go).
 """
 
 from __future__ import annotations
