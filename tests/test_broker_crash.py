@@ -7,7 +7,7 @@ queue (PC-10); messages that were acknowledged may be gone or back (TX-8: an ack
 unconfirmed ones may be lost or not (DU-2); every recovered message is ready (DU-3) and intact,
 none is there twice, and the queue is still in publication order (RQ-1). Part of what is
 recovered is acknowledged, the rest stays for the next cycles, so older messages live through several
-crashes. On impl, every second cycle adds a SIGKILL while a consumer is acknowledging in batches, so
+crashes. Every second cycle adds a SIGKILL while a consumer is acknowledging in batches, so
 that acks race the crash (an acknowledged message may come back; an unacknowledged one may not go).
 """
 
@@ -258,7 +258,7 @@ def test_confirmed_messages_survive_sigkill(kind, broker_factory):
         broker.start()
         report.restart_seconds = time.monotonic() - t0
         drain_and_check(broker, ledger, report, rng)
-        if kind == "impl" and cycle % 2 == 0:
+        if cycle % 2 == 0:
             ack_until_killed(broker, ledger, report, rng, rng.uniform(0.01, 0.08))
             broker.start()
             report.kills += 1
