@@ -109,7 +109,9 @@ ANYTHING_CLEAR = _conn(*HARD) | _chan(*SOFT) | {("served", 0)}
 
 
 def make_case(rng: random.Random, queue: str) -> BadCase:
-    """One bad input, of a kind drawn at random; the codes per kind are RabbitMQ 3.10.8's."""
+    """One bad input, of a kind drawn at random. Where RabbitMQ 3.10.8 answers a kind with a
+    connection.close or channel.close, the allowed code is exactly its code (the rabbitmq run of this
+    test checks that); where it drops the connection instead, the codes AMQP 0-9-1 assigns are allowed."""
     valid = valid_sequences(queue)
     kind = rng.choice([
         "bad-frame-end", "unknown-frame-type", "oversized-frame", "unknown-method", "truncated-arguments",
@@ -138,7 +140,7 @@ def make_case(rng: random.Random, queue: str) -> BadCase:
         whole = rng.choice([f for f in valid if f[0] == 1 and len(f) > 16])
         payload = whole[7:-1]
         cut = payload[: rng.randint(5, len(payload) - 1)]
-        return BadCase(kind, _raw_frame(1, 1, cut), _conn(501, 502))
+        return BadCase(kind, _raw_frame(1, 1, cut), _conn(501))
     if kind == "malformed-table":
         # queue.declare whose arguments field table breaks its own grammar.
         name = f"x-{rng.choice(['k', 'max-length', 'message-ttl'])}".encode()
@@ -166,24 +168,24 @@ def make_case(rng: random.Random, queue: str) -> BadCase:
     if kind == "body-longer-than-header":
         return BadCase(kind, _m(1, commands.Basic.Publish(routing_key=queue))
                        + _m(1, header.ContentHeader(body_size=2)) + _m(1, amqp_body.ContentBody(b"abc"))
-                       + _m(1, amqp_body.ContentBody(b"def")), _conn(501, 505))
+                       + _m(1, amqp_body.ContentBody(b"def")), _conn(505))
     if kind == "heartbeat-on-channel":
-        return BadCase(kind, _raw_frame(8, rng.randint(1, 5), b""), _conn(501, 505))
+        return BadCase(kind, _raw_frame(8, rng.randint(1, 5), b""), _conn(505))
     if kind == "second-channel-open":
         return BadCase(kind, _m(1, commands.Channel.Open()), _conn(504))
     if kind == "connection-method-on-channel":
         return BadCase(kind, _m(1, rng.choice([commands.Connection.Open(), commands.Connection.TuneOk()])),
-                       _conn(503, 504))
+                       _conn(503))
     if kind == "channel-method-on-channel-0":
         return BadCase(kind, _m(0, rng.choice([commands.Basic.Qos(prefetch_count=1), commands.Channel.Flow(active=True),
-                                               commands.Queue.Declare(queue=queue)])), _conn(503, 504))
+                                               commands.Queue.Declare(queue=queue)])), _conn(504))
     if kind == "server-method-from-client":
         method = rng.choice([commands.Basic.QosOk(), commands.Queue.DeclareOk(queue=queue, message_count=0, consumer_count=0),
                              commands.Basic.Deliver(consumer_tag="x", delivery_tag=1, routing_key=queue)])
         data = _m(1, method)
         if isinstance(method, commands.Basic.Deliver):
             data += _m(1, header.ContentHeader(body_size=1)) + _m(1, amqp_body.ContentBody(b"x"))
-        return BadCase(kind, data, _conn(503, 540))
+        return BadCase(kind, data, _conn(503))
     if kind == "unknown-delivery-tag":  # ACK-4
         tag = rng.randint(1, 2**63 - 1)
         method = rng.choice([commands.Basic.Ack(delivery_tag=tag), commands.Basic.Reject(delivery_tag=tag),
