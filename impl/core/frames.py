@@ -115,12 +115,38 @@ def _decode_arguments(method: Any, payload: bytes, position: int) -> int:
             bit_index += 1
             continue
         bits = -1
+        if kind == "table":
+            check_table(payload, position)
         consumed, value = pamqp_decode.by_type(payload[position:], kind)
         position += consumed
         if position > len(payload):
             raise ValueError(f"argument {name} overruns the frame")
         setattr(method, name, value)
     return position
+
+
+def check_table(payload: bytes, position: int) -> None:
+    """ValueError unless every entry of the field table at ``position`` lies inside the table.
+
+    pamqp's decoder trusts an entry's own length: a string that claims more bytes than its table holds
+    is read from what follows the table. RabbitMQ refuses such a frame; so do we."""
+    if position + 4 > len(payload):
+        raise ValueError("field table length overruns the frame")
+    end = position + 4 + struct.unpack_from(">I", payload, position)[0]
+    if end > len(payload):
+        raise ValueError("field table length overruns the frame")
+    table = payload[:end]
+    offset = position + 4
+    while offset < end:
+        offset += 1 + table[offset]
+        if offset > end:
+            raise ValueError("field table key overruns the table")
+        if table[offset:offset + 1] == b"F":
+            check_table(table, offset + 1)
+        consumed, _ = pamqp_decode.embedded_value(table[offset:])
+        offset += consumed
+    if offset != end:
+        raise ValueError("field table entries overrun the table")
 
 
 def decode_content_header(payload: bytes) -> ContentHeader:
