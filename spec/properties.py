@@ -66,6 +66,10 @@ def _frames(state: State):
             yield c, frame
 
 
+# Performance: the predicates below run on every reachable state, so they exit early when the
+# collections they inspect are empty and use plain loops (no generators) in their inner loops.
+
+
 # ---------------------------------------------------------------- invariants
 
 @always("DT-1", "DT-2")
@@ -95,7 +99,11 @@ def delivery_tags_increase(state: State) -> bool:
 @always("DT-3")
 def delivery_tags_in_range(state: State) -> bool:
     """Delivery tags stay within 64-bit signed range."""
-    return all(channel.next_tag - 1 <= MAX_DELIVERY_TAG for conn in state.conns for channel in conn.channels)
+    for conn in state.conns:
+        for channel in conn.channels:
+            if channel.next_tag - 1 > MAX_DELIVERY_TAG:
+                return False
+    return True
 
 
 @always("AM-2", "AM-3", "ACK-1", "ACK-6", "RQ-4", "DU-2", "ER-3")
@@ -103,26 +111,31 @@ def copies_conserved(state: State) -> bool:
     """Every copy a queue ever took is in at most one live place (ready, outstanding on one channel,
     held by an open transaction, in flight in automatic mode), and in one unless it is gone for good
     with a recorded fate (or waits on disk while the broker is down)."""
-    places: dict = {}
+    pairs = []                      # (queue, key) of every live place, one entry per place
     for q, queue in enumerate(state.queues):
         for e in queue.ready:
-            places[(q, e.key)] = places.get((q, e.key), 0) + 1
+            pairs.append((q, e.key))
     for conn in state.conns:
         for a in conn.auto:
-            places[(a[2], a[3])] = places.get((a[2], a[3]), 0) + 1
+            pairs.append((a[2], a[3]))
         for channel in conn.channels:
             for u in channel.unacked:
-                places[(u.queue, u.key)] = places.get((u.queue, u.key), 0) + 1
+                pairs.append((u.queue, u.key))
             for _, u in channel.tx_settles:
-                places[(u.queue, u.key)] = places.get((u.queue, u.key), 0) + 1
-    if any(n > 1 for n in places.values()):
+                pairs.append((u.queue, u.key))
+    places = set(pairs)
+    if len(places) != len(pairs):   # some copy is in two places
         return False
-    fated = {(f[0], f[1]) for f in state.fates}
-    stored = {(r[0], r[1]) for r in state.disk} if not state.broker_up else ()
+    fated = stored = None           # built only when some copy is not live
     for q, queue in enumerate(state.queues):
         for key in range(1, queue.enqueued + 1):
             pair = (q, key)
-            if pair not in places and pair not in fated and pair not in stored:
+            if pair in places:
+                continue
+            if fated is None:
+                fated = {(f[0], f[1]) for f in state.fates}
+                stored = {(r[0], r[1]) for r in state.disk} if not state.broker_up else ()
+            if pair not in fated and pair not in stored:
                 return False
     return True
 
@@ -142,9 +155,17 @@ def queue_in_publication_order(state: State) -> bool:
 @always("RQ-2", "DT-2")
 def redelivered_flag_set(state: State) -> bool:
     """A ready copy that was delivered before carries redelivered=true."""
-    delivered = set(state.delivered)
-    return all(e.redelivered or (q, e.key) not in delivered
-               for q, queue in enumerate(state.queues) for e in queue.ready)
+    if not state.delivered:
+        return True
+    delivered = None                # built only when a ready copy is not marked redelivered
+    for q, queue in enumerate(state.queues):
+        for e in queue.ready:
+            if not e.redelivered:
+                if delivered is None:
+                    delivered = set(state.delivered)
+                if (q, e.key) in delivered:
+                    return False
+    return True
 
 
 @always("PF-1", "PF-2", "PF-3", "PF-4", "PF-5", "AM-2")
@@ -153,6 +174,8 @@ def prefetch_respected(state: State) -> bool:
     than its global limit, or than it held when that limit was set (PF-5). basic.get is not counted."""
     for conn in state.conns:
         for channel in conn.channels:
+            if not channel.consumers and not channel.global_limit:
+                continue            # nothing to hold the counts against
             counts: dict = {}
             total = 0
             for u in channel.unacked + tuple(u for _, u in channel.tx_settles):
@@ -175,6 +198,13 @@ def confirms_exactly_once(state: State) -> bool:
     confirmed once; what the client saw confirmed the broker did confirm."""
     for conn in state.conns:
         for ch, channel in enumerate(conn.channels, start=1):
+            if not channel.publish_seq and not channel.unconfirmed and not channel.confirmed:
+                # Nothing published in confirm mode: the client must have seen no confirm either.
+                if channel.status == CH_OPEN and not conn.broker_closed:
+                    view = conn.clients[ch - 1]
+                    if view.confirms or view.pub_seq < 0:
+                        return False
+                continue
             pending = [p.seq for p in channel.unconfirmed]
             if set(pending) & set(channel.confirmed):
                 return False
@@ -204,6 +234,8 @@ def confirmed_only_when_on_disk(state: State) -> bool:
 @always("PC-10", "DU-2")
 def confirmed_survives_crash(state: State) -> bool:
     """No persistent message confirmed with basic.ack and routed to a durable queue is lost in a crash."""
+    if not state.fates or not state.confirmed_msgs:
+        return True
     confirmed = set(state.confirmed_msgs)
     skip = _dead_letter_targets(state)
     return not any(f[2] == FATE_LOST_CRASH and f[4] and f[3] in confirmed and state.queues[f[0]].durable
@@ -214,12 +246,21 @@ def confirmed_survives_crash(state: State) -> bool:
 def tx_effects_invisible(state: State) -> bool:
     """Held-back publishes are in no queue and in flight to no one; held-back settlements have not
     settled anything yet (their copies are still held, not gone)."""
-    held_back = {pub[4] for conn in state.conns for channel in conn.channels for pub in channel.tx_pubs}
+    held_back = set()
+    settles = False
+    for conn in state.conns:
+        for channel in conn.channels:
+            for pub in channel.tx_pubs:
+                held_back.add(pub[4])
+            if channel.tx_settles:
+                settles = True
     if held_back:
         if any(e.msg in held_back for queue in state.queues for e in queue.ready):
             return False
         if any(f[3] in held_back for f in state.fates):
             return False
+    if not settles or not state.fates:
+        return True
     fated = {(f[0], f[1], f[2]) for f in state.fates}
     for conn in state.conns:
         for channel in conn.channels:
@@ -246,12 +287,12 @@ def closed_channel_is_silent(state: State) -> bool:
     """After the broker sends channel.close it sends nothing more on that channel, and a closing
     channel holds no delivery and no consumer (they were requeued and stopped)."""
     for conn in state.conns:
-        closed = set()
+        closed = ()                 # channels closed by a frame seen so far (usually none)
         for frame in conn.to_client:
             if frame[1] in closed:
                 return False
             if frame[0] == CHANNEL_CLOSE:
-                closed.add(frame[1])
+                closed += (frame[1],)
         for channel in conn.channels:
             if channel.status != CH_OPEN and (channel.unacked or channel.consumers or channel.tx_settles):
                 return False
@@ -289,18 +330,26 @@ ALWAYS = tuple(name for name, p in REGISTRY.items() if p.kind == "always")
 @hazard("AM-2")
 def auto_ack_never_loses(state: State) -> bool:
     """(Does not hold.) A message delivered in automatic mode always reaches its consumer."""
-    return not any(f[2] == FATE_LOST_AUTOACK for f in state.fates)
+    for f in state.fates:
+        if f[2] == FATE_LOST_AUTOACK:
+            return False
+    return True
 
 
 @hazard("DU-2", "PC-10")
 def persistent_never_lost(state: State) -> bool:
     """(Does not hold.) A persistent message in a durable queue is never lost in a crash, confirmed or not."""
-    return not any(f[2] == FATE_LOST_CRASH and f[4] and state.queues[f[0]].durable for f in state.fates)
+    for f in state.fates:
+        if f[2] == FATE_LOST_CRASH and f[4] and state.queues[f[0]].durable:
+            return False
+    return True
 
 
 @hazard("TX-8", "DU-3")
 def acked_never_redelivered(state: State) -> bool:
     """(Does not hold.) A message acknowledged by a consumer never comes back."""
+    if not state.fates:
+        return True
     acked = {(f[0], f[1]) for f in state.fates if f[2] == FATE_ACKED}
     if not acked:
         return True
@@ -310,12 +359,18 @@ def acked_never_redelivered(state: State) -> bool:
 @hazard("RQ-3")
 def consumer_sees_publication_order(state: State) -> bool:
     """(Does not hold.) Every consumer receives a queue's messages in publication order."""
-    return not any(view.disorder for conn in state.conns for view in conn.clients)
+    for conn in state.conns:
+        for view in conn.clients:
+            if view.disorder:
+                return False
+    return True
 
 
 @hazard("TX-9")
 def tx_commit_atomic(state: State) -> bool:
     """(Does not hold.) After a crash, a committed transaction's publishes are all there or all gone."""
+    if not state.tx_groups:
+        return True
     lost = {(f[0], f[1]) for f in state.fates if f[2] == FATE_LOST_CRASH}
     for group in state.tx_groups:
         gone = sum(1 for pair in group if pair in lost)
@@ -352,18 +407,58 @@ def _event(bit: int):
 
 def _close_frame(method: int, reason: int):
     def check(state: State) -> bool:
-        return any(f[0] == method and f[3] == reason for _, f in _frames(state))
+        for conn in state.conns:
+            for f in conn.to_client:
+                if f[0] == method and f[3] == reason:
+                    return True
+        return False
     return check
+
+
+def _frame_sent(method: int):
+    """Whether a frame of ``method`` is in flight to some client."""
+    def check(state: State) -> bool:
+        for conn in state.conns:
+            for f in conn.to_client:
+                if f[0] == method:
+                    return True
+        return False
+    return check
+
+
+def _fate_recorded(fate: int):
+    """Whether some copy left the broker with ``fate``."""
+    def check(state: State) -> bool:
+        for f in state.fates:
+            if f[2] == fate:
+                return True
+        return False
+    return check
+
+
+def _requeued_in_place(state: State) -> bool:
+    for queue in state.queues:
+        for e in queue.ready:
+            if e.redelivered:
+                return True
+    return False
+
+
+def _redelivery_seen(state: State) -> bool:
+    for conn in state.conns:
+        for f in conn.to_client:
+            if f[0] == BASIC_DELIVER and f[4] or f[0] == BASIC_GET_OK and f[3]:
+                return True
+    return False
 
 
 def _reach(name: str, rules: tuple, check, doc: str) -> None:
     REGISTRY[name] = Property(name, "sometimes", rules, check, doc)
 
 
-_reach("requeued_in_place", ("RQ-1", "ACK-6"), lambda s: any(e.redelivered for q in s.queues for e in q.ready),
+_reach("requeued_in_place", ("RQ-1", "ACK-6"), _requeued_in_place,
        "A requeued copy is back among the ready ones.")
-_reach("redelivery_seen", ("RQ-2",),
-       lambda s: any(f[0] == BASIC_DELIVER and f[4] or f[0] == BASIC_GET_OK and f[3] for _, f in _frames(s)),
+_reach("redelivery_seen", ("RQ-2",), _redelivery_seen,
        "A delivery with redelivered=true is on its way to a client.")
 _reach("multiple_ack_settles_several", ("ACK-2", "ACK-3"), _event(EV_MULTIPLE_ACK),
        "One settlement with multiple=true settled two or more deliveries.")
@@ -372,9 +467,9 @@ _reach("channel_close_requeues", ("RQ-4",), _event(EV_CHANNEL_REQUEUE),
        "Closing a channel or connection requeued outstanding deliveries.")
 _reach("unknown_tag_refused", ("ACK-4", "ACK-7", "ER-1"), _close_frame(CHANNEL_CLOSE, R_UNKNOWN_TAG),
        "A settlement of a tag that is not outstanding closed the channel with 406.")
-_reach("get_empty", ("DS-2",), lambda s: any(f[0] == BASIC_GET_EMPTY for _, f in _frames(s)),
+_reach("get_empty", ("DS-2",), _frame_sent(BASIC_GET_EMPTY),
        "basic.get on an empty queue answered get-empty.")
-_reach("auto_delivered", ("AM-2",), lambda s: any(f[2] == FATE_AUTO for f in s.fates),
+_reach("auto_delivered", ("AM-2",), _fate_recorded(FATE_AUTO),
        "A message delivered in automatic mode reached its consumer.")
 _reach("prefetch_full", ("PF-3",), lambda s: _prefetch_full(s),
        "A consumer is at its prefetch limit while its queue has ready messages.")
@@ -382,12 +477,13 @@ _reach("confirm_multiple", ("PC-3",), _event(EV_CONFIRM_MULTIPLE),
        "A confirm with multiple=true covered two or more publishes.")
 _reach("return_before_ack", ("PC-4", "RT-3"), lambda s: _return_then_ack(s),
        "A basic.return is in flight ahead of the basic.ack confirming the same publish.")
-_reach("publish_nacked", ("PC-6",), lambda s: any(f[0] == BASIC_NACK for _, f in _frames(s)),
+_reach("publish_nacked", ("PC-6",), _frame_sent(BASIC_NACK),
        "The broker nacked a publish its queue failed to take.")
 _reach("missing_exchange_refused", ("PC-9", "TX-5"), _close_frame(CHANNEL_CLOSE, R_NO_EXCHANGE),
        "A publish to a missing exchange closed the channel with 404.")
-_reach("mode_switch_refused", ("PC-8",),
-       lambda s: _close_frame(CHANNEL_CLOSE, R_TX_TO_CONFIRM)(s) or _close_frame(CHANNEL_CLOSE, R_CONFIRM_TO_TX)(s),
+_tx_to_confirm_refused = _close_frame(CHANNEL_CLOSE, R_TX_TO_CONFIRM)
+_confirm_to_tx_refused = _close_frame(CHANNEL_CLOSE, R_CONFIRM_TO_TX)
+_reach("mode_switch_refused", ("PC-8",), lambda s: _tx_to_confirm_refused(s) or _confirm_to_tx_refused(s),
        "Switching between confirm and tx mode was refused with 406.")
 _reach("not_transactional_refused", ("TX-10",), _close_frame(CHANNEL_CLOSE, R_NOT_TX),
        "tx.commit on a channel that is not transactional was refused with 406.")
@@ -402,7 +498,7 @@ _reach("recover_without_requeue_refused", ("RQ-5", "ER-2"), _close_frame(CONNECT
        "basic.recover(requeue=false) closed the connection with 540.")
 _reach("exclusive_queue_locked", ("DU-4", "ER-2"), _close_frame(CHANNEL_CLOSE, R_LOCKED),
        "Another connection's use of an exclusive queue was refused with 405.")
-_reach("dead_lettered", ("ACK-6",), lambda s: any(f[2] == FATE_DEAD_LETTERED for f in s.fates),
+_reach("dead_lettered", ("ACK-6",), _fate_recorded(FATE_DEAD_LETTERED),
        "A rejected message went to its queue's dead-letter queue.")
 _reach("fanout_copies", ("RT-1", "RT-2"), lambda s: _copies_in_two_queues(s),
        "One message has independent copies ready in two queues.")
@@ -411,6 +507,8 @@ _reach("fanout_copies", ("RT-1", "RT-2"), lambda s: _copies_in_two_queues(s),
 def _prefetch_full(state: State) -> bool:
     for conn in state.conns:
         for channel in conn.channels:
+            if not channel.unacked:
+                continue
             for consumer in channel.consumers:
                 if consumer.limit and state.queues[consumer.queue].ready:
                     if sum(1 for u in channel.unacked if u.consumer == consumer.tag) >= consumer.limit:
@@ -430,6 +528,8 @@ def _return_then_ack(state: State) -> bool:
 
 
 def _copies_in_two_queues(state: State) -> bool:
+    if len(state.queues) < 2:
+        return False
     seen: dict = {}
     for q, queue in enumerate(state.queues):
         for e in queue.ready:
