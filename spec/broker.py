@@ -19,7 +19,7 @@ from .state import (
     CH_CLOSED, CH_CLOSING, CH_OPEN, CLOSED_CHANNEL, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
     EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_ROLLBACK_KEPT, EV_TX_RETURN, MODE_CONFIRM, MODE_NONE,
     MODE_TX, NEW_CHANNEL, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE, Consumer, Pending, State,
-    Unacked, add_sorted, put,
+    Unacked, add_sorted, conn_channels, conn_to_broker, conn_to_client, put, with_conn,
 )
 from .storage import (
     close_channel, close_connection, enqueue, forget_waits, settle, with_channel, with_queue,
@@ -29,7 +29,7 @@ from .storage import (
 def send(state: State, c: int, frame: tuple) -> State:
     """Append a frame to what the broker has in flight to connection c's client."""
     conn = state.conns[c]
-    return state._replace(conns=put(state.conns, c, conn._replace(to_client=conn.to_client + (frame,))))
+    return with_conn(state, c, conn_to_client(conn, conn.to_client + (frame,)))
 
 
 def channel_error(state: State, c: int, ch: int, code: int, reason: int, detail: int) -> State:
@@ -69,7 +69,7 @@ def take_frame(state: State, c: int) -> State:
     """BrokerTakeFrame: the broker reads the head of connection c's client-to-broker queue."""
     conn = state.conns[c]
     frame = conn.to_broker[0]
-    state = state._replace(conns=put(state.conns, c, conn._replace(to_broker=conn.to_broker[1:])))
+    state = with_conn(state, c, conn_to_broker(conn, conn.to_broker[1:]))
     method, ch = frame[0], frame[1]
     if method == CONNECTION_CLOSE:
         state = close_connection(state, c)
@@ -237,7 +237,7 @@ def hand_over(state: State, c: int, ch: int, q: int, entry, no_ack: bool, consum
     else:
         channel = channel._replace(next_tag=tag + 1, unacked=channel.unacked + (
             Unacked(tag, q, entry.key, entry.msg, entry.redelivered, entry.persistent, consumer),))
-        state = state._replace(conns=put(state.conns, c, conn._replace(channels=put(conn.channels, ch - 1, channel))))
+        state = with_conn(state, c, conn_channels(conn, put(conn.channels, ch - 1, channel)))
     return state._replace(delivered=add_sorted(state.delivered, (q, entry.key)))
 
 

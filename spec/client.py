@@ -11,10 +11,11 @@ from .frames import (
     MSG_STRIDE, QUEUE_BIND, QUEUE_DECLARE, R_NORMAL, REPLY_SUCCESS, TX_COMMIT, TX_ROLLBACK,
     TX_SELECT, Wire,
 )
+from . import actions as A
 from .faults import reset_connection
 from .state import (
     C_CLOSED, C_CLOSING, C_OPEN, C_OPENING, CLOSED_CLIENT, CONN_CLOSING, CONN_DOWN, FATE_AUTO,
-    FATE_LOST_AUTOACK, MODE_CONFIRM, MODE_TX, NEW_CLIENT, State, put,
+    FATE_LOST_AUTOACK, MODE_CONFIRM, MODE_TX, NEW_CLIENT, Conn, State, conn_clients, put, with_conn,
 )
 from .storage import add_fates
 
@@ -23,8 +24,9 @@ def write(state: State, c: int, ch: int, frame: tuple, client=None) -> tuple[Sta
     """The client on connection c writes a frame (and its channel view becomes ``client``)."""
     conn = state.conns[c]
     clients = conn.clients if client is None else put(conn.clients, ch - 1, client)
-    conn = conn._replace(to_broker=conn.to_broker + (frame,), clients=clients)
-    return state._replace(conns=put(state.conns, c, conn)), (Wire(c, True, frame),)
+    conn = Conn(conn.status, conn.broker_closed, conn.published, conn.to_broker + (frame,), conn.to_client,
+                conn.auto, conn.channels, clients)
+    return with_conn(state, c, conn), (Wire(c, True, frame),)
 
 
 def client_view(state: State, c: int, ch: int):
@@ -36,7 +38,8 @@ def publish(state: State, a) -> tuple[State, tuple]:
     """ClientPublish: the connection's next message; in confirm mode it gets the next sequence number (PC-1)."""
     conn = state.conns[a.conn]
     msg = a.conn * MSG_STRIDE + conn.published + 1
-    state = state._replace(conns=put(state.conns, a.conn, conn._replace(published=conn.published + 1)))
+    state = with_conn(state, a.conn, Conn(conn.status, conn.broker_closed, conn.published + 1, conn.to_broker,
+                                          conn.to_client, conn.auto, conn.channels, conn.clients))
     view = client_view(state, a.conn, a.ch)
     if view.mode == MODE_CONFIRM:
         view = view._replace(pub_seq=view.pub_seq + 1)
@@ -66,8 +69,9 @@ def receive(state: State, c: int) -> tuple[State, tuple]:
     """ClientReceive: the client reads the next frame from the broker and reacts as a client library does."""
     conn = state.conns[c]
     frame = conn.to_client[0]
-    conn = conn._replace(to_client=conn.to_client[1:])
-    state = state._replace(conns=put(state.conns, c, conn))
+    conn = Conn(conn.status, conn.broker_closed, conn.published, conn.to_broker, conn.to_client[1:], conn.auto,
+                conn.channels, conn.clients)
+    state = with_conn(state, c, conn)
     label = (Wire(c, False, frame),)
     method, ch = frame[0], frame[1]
     if method in (BASIC_DELIVER, BASIC_GET_OK):
@@ -82,25 +86,23 @@ def receive(state: State, c: int) -> tuple[State, tuple]:
             state = add_fates(state, ((auto[2], auto[3], FATE_AUTO, auto[4], auto[5]),))
         elif view.status == C_OPEN:
             view = view._replace(held=view.held + (tag,))
-        return state._replace(conns=put(state.conns, c, state.conns[c]._replace(
-            clients=put(state.conns[c].clients, ch - 1, view)))), label
+        conn = state.conns[c]
+        return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, view))), label
     if method in (BASIC_ACK, BASIC_NACK):
         view = conn.clients[ch - 1]
         tag, multiple = frame[2], frame[3]
         seqs = range(1, min(tag, view.pub_seq) + 1) if multiple else (tag,)
         view = view._replace(confirms=tuple(sorted(set(view.confirms).union(seqs))))
-        return state._replace(conns=put(state.conns, c, conn._replace(clients=put(conn.clients, ch - 1, view)))), label
+        return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, view))), label
     if method == CHANNEL_CLOSE:
         conn = conn._replace(clients=put(conn.clients, ch - 1, CLOSED_CLIENT))
         state = state._replace(conns=put(state.conns, c, conn))
         state, sent = write(state, c, ch, (CHANNEL_CLOSE_OK, ch))
         return state, label + sent
     if method == CHANNEL_CLOSE_OK:
-        conn = conn._replace(clients=put(conn.clients, ch - 1, CLOSED_CLIENT))
-        return state._replace(conns=put(state.conns, c, conn)), label
+        return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, CLOSED_CLIENT))), label
     if method == CHANNEL_OPEN_OK:
-        conn = conn._replace(clients=put(conn.clients, ch - 1, NEW_CLIENT))
-        return state._replace(conns=put(state.conns, c, conn)), label
+        return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, NEW_CLIENT))), label
     if method in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK):
         lost = tuple((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
         state = reset_connection(add_fates(state, lost), c, CONN_DOWN)
@@ -112,7 +114,6 @@ def receive(state: State, c: int) -> tuple[State, tuple]:
 
 def client_step(state: State, a) -> tuple[State, tuple]:
     """The effect of every client action other than publish and receive."""
-    from . import actions as A
     c, ch = a.conn, a.ch
     kind = type(a)
     if kind is A.ClientAck:

@@ -33,12 +33,21 @@ def live_copies(state: State) -> dict:
 
 def pending_disk(state: State) -> list:
     """The fsyncs that would change the disk: (queue, key, msg, write), in a canonical order (PC-5, TX-8)."""
-    on_disk = {(q, k): m for q, k, m in state.disk}
+    disk = state.disk
+    if not disk:
+        # Common case, checked cheaply: an empty disk and no durable queue means nothing to write.
+        for queue in state.queues:
+            if queue.durable:
+                break
+        else:
+            return []
+    on_disk = {(q, k): m for q, k, m in disk}
+    queues = state.queues
     out = []
-    for (q, k), (msg, persistent) in live_copies(state).items():
-        if persistent and state.queues[q].durable and (q, k) not in on_disk:
+    live = live_copies(state)
+    for (q, k), (msg, persistent) in live.items():
+        if persistent and queues[q].durable and (q, k) not in on_disk:
             out.append((q, k, msg, True))
-    live = live_copies(state) if on_disk else {}
     for (q, k), msg in on_disk.items():
         if (q, k) not in live:
             out.append((q, k, msg, False))

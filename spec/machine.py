@@ -16,10 +16,22 @@ from .frames import DEFAULT_EXCHANGE, Wire
 from .roles import IDLE
 from .state import (
     C_CLOSED, C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX, NEW_CHANNEL,
-    NEW_CLIENT, Conn, Queue, State, Used,
+    NEW_CLIENT, Conn, Queue, State, Used, with_used,
 )
 
 BAD_TAG = 1000      # a delivery tag no configuration ever issues (ACK-4: "never issued")
+
+_made: dict = {}    # (action class, args) -> the action
+
+
+def _act(cls, *args):
+    """The action ``cls(*args)``, made once and reused: actions are immutable values compared by value,
+    and building a frozen dataclass costs more than looking it up (performance)."""
+    key = (cls, args)
+    action = _made.get(key)
+    if action is None:
+        action = _made[key] = cls(*args)
+    return action
 
 
 def initial_states(config) -> tuple[State, ...]:
@@ -42,10 +54,10 @@ def enabled(state: State, config) -> tuple:
             if conn.to_broker and not conn.broker_closed:
                 head_ch = conn.to_broker[0][1]
                 if not (head_ch and conn.channels[head_ch - 1].commit_pending):
-                    out.append(A.BrokerTakeFrame(c))
+                    out.append(_act(A.BrokerTakeFrame, c))
         for q, queue in enumerate(state.queues):
             if queue.ready and queue.ring and broker.next_consumer(state, q) is not None:
-                out.append(A.BrokerDeliver(q))
+                out.append(_act(A.BrokerDeliver, q))
         for c, conn in enumerate(conns):
             if conn.broker_closed:
                 continue
@@ -55,23 +67,25 @@ def enabled(state: State, config) -> tuple:
                 if channel.unconfirmed:
                     for p in channel.unconfirmed:
                         if broker.ready_to_confirm(p):
-                            out.append(A.BrokerConfirm(c, ch, p.seq, False))
+                            out.append(_act(A.BrokerConfirm, c, ch, p.seq, False))
                     prefix = broker.confirm_prefix(channel)
                     if prefix:
-                        out.append(A.BrokerConfirm(c, ch, prefix, True))
+                        out.append(_act(A.BrokerConfirm, c, ch, prefix, True))
                 if channel.returns:
-                    out.append(A.BrokerReturn(c, ch))
+                    out.append(_act(A.BrokerReturn, c, ch))
                 if channel.commit_pending and not channel.committing:
-                    out.append(A.BrokerCommitOk(c, ch))
+                    out.append(_act(A.BrokerCommitOk, c, ch))
         for q, key, msg, write in faults.pending_disk(state):
-            out.append(A.DiskFsync(q, key, msg, write))
-    messages_left = config.messages - sum(conn.published for conn in conns)
+            out.append(_act(A.DiskFsync, q, key, msg, write))
+    messages_left = config.messages
+    for conn in conns:
+        messages_left -= conn.published
     for c, conn in enumerate(conns):
         if conn.to_client:
-            out.append(A.ClientReceive(c, 0))
+            out.append(_act(A.ClientReceive, c, 0))
         if conn.status == CONN_DOWN:
             if up:
-                out.append(A.ClientConnect(c, 0))
+                out.append(_act(A.ClientConnect, c, 0))
             continue
         if conn.status != CONN_UP:
             continue
@@ -80,13 +94,13 @@ def enabled(state: State, config) -> tuple:
             role = config.roles.get((c, ch), IDLE)
             closes_connection |= role.close_connection
             if view.status == C_CLOSED:
-                out.append(A.ClientChannelOpen(c, ch))
+                out.append(_act(A.ClientChannelOpen, c, ch))
                 continue
             if view.status != C_OPEN:
                 continue
             _client_actions(out, state, config, c, ch, view, role, messages_left)
         if closes_connection and used.reconnects < config.reconnects:
-            out.append(A.ClientConnectionClose(c, 0))
+            out.append(_act(A.ClientConnectionClose, c, 0))
     if up:
         if used.failures < config.failures:
             for c, conn in enumerate(conns):
@@ -96,15 +110,15 @@ def enabled(state: State, config) -> tuple:
                     if channel.status == CH_OPEN:
                         for p in channel.unconfirmed:
                             if faults.failable(state, p):
-                                out.append(A.BrokerQueueFail(c, ch, p.seq))
+                                out.append(_act(A.BrokerQueueFail, c, ch, p.seq))
         if used.reconnects < config.reconnects and config.losses:
             for c, conn in enumerate(conns):
                 if conn.status != CONN_DOWN:
-                    out.append(A.NetworkLoss(c))
+                    out.append(_act(A.NetworkLoss, c))
         if used.crashes < config.crashes:
-            out.append(A.BrokerCrash())
+            out.append(_act(A.BrokerCrash))
     else:
-        out.append(A.BrokerRestart())
+        out.append(_act(A.BrokerRestart))
     return tuple(out)
 
 
@@ -115,70 +129,71 @@ def _client_actions(out, state, config, c, ch, view, role, messages_left) -> Non
         for exchange, routing_key in role.publish:
             for mandatory in role.mandatory:
                 for persistent in role.persistent:
-                    out.append(A.ClientPublish(c, ch, exchange, routing_key, mandatory, persistent))
+                    out.append(_act(A.ClientPublish, c, ch, exchange, routing_key, mandatory, persistent))
     for i, (q, no_ack) in enumerate(role.consume, start=1):
         if i not in view.consumers:
-            out.append(A.ClientConsume(c, ch, q, i, no_ack))
+            out.append(_act(A.ClientConsume, c, ch, q, i, no_ack))
     if role.cancel and used.cancels < config.cancels:
         for tag in view.consumers:
-            out.append(A.ClientCancel(c, ch, tag))
+            out.append(_act(A.ClientCancel, c, ch, tag))
     if used.gets < config.gets:
         for q, no_ack in role.get:
-            out.append(A.ClientGet(c, ch, q, no_ack))
+            out.append(_act(A.ClientGet, c, ch, q, no_ack))
     requeue_left = used.requeues < config.requeues
     for tag in view.held:
         if role.ack:
-            out.append(A.ClientAck(c, ch, tag, False))
+            out.append(_act(A.ClientAck, c, ch, tag, False))
             if role.multiple and tag != view.held[0]:
-                out.append(A.ClientAck(c, ch, tag, True))
+                out.append(_act(A.ClientAck, c, ch, tag, True))
         for requeue in role.nack:
             if requeue and not requeue_left:
                 continue
-            out.append(A.ClientNack(c, ch, tag, False, requeue))
+            out.append(_act(A.ClientNack, c, ch, tag, False, requeue))
             if role.multiple and tag != view.held[0]:
-                out.append(A.ClientNack(c, ch, tag, True, requeue))
+                out.append(_act(A.ClientNack, c, ch, tag, True, requeue))
         for requeue in role.reject:
             if requeue and not requeue_left:
                 continue
-            out.append(A.ClientReject(c, ch, tag, requeue))
+            out.append(_act(A.ClientReject, c, ch, tag, requeue))
     if role.ack_all and len(view.held) >= 2:
-        out.append(A.ClientAck(c, ch, 0, True))
+        out.append(_act(A.ClientAck, c, ch, 0, True))
     bad_left = used.bad < config.bad
     if role.bad_ack and bad_left:
-        out.append(A.ClientAck(c, ch, BAD_TAG, False))
-        settled = [t for t in range(view.last_tag, 0, -1) if t not in view.held and t not in view.tx_held]
-        if settled:
-            out.append(A.ClientAck(c, ch, settled[0], False))          # ACK-7: a second ack
+        out.append(_act(A.ClientAck, c, ch, BAD_TAG, False))
+        for t in range(view.last_tag, 0, -1):           # the latest tag already settled, if any
+            if t not in view.held and t not in view.tx_held:
+                out.append(_act(A.ClientAck, c, ch, t, False))               # ACK-7: a second ack
+                break
     if used.qos < config.qos:
         for count, global_ in role.qos:
-            out.append(A.ClientQos(c, ch, count, global_))
+            out.append(_act(A.ClientQos, c, ch, count, global_))
     for requeue in role.recover:
         if (requeue and requeue_left) or (not requeue and bad_left):
-            out.append(A.ClientRecover(c, ch, requeue))
+            out.append(_act(A.ClientRecover, c, ch, requeue))
     if view.mode == MODE_NONE:
         if role.confirm:
-            out.append(A.ClientConfirmSelect(c, ch))
+            out.append(_act(A.ClientConfirmSelect, c, ch))
         if role.tx:
-            out.append(A.ClientTxSelect(c, ch))
+            out.append(_act(A.ClientTxSelect, c, ch))
     elif role.mode_errors and bad_left:
         if view.mode == MODE_TX:
-            out.append(A.ClientConfirmSelect(c, ch))                   # PC-8
+            out.append(_act(A.ClientConfirmSelect, c, ch))                   # PC-8
         else:
-            out.append(A.ClientTxSelect(c, ch))                        # PC-8
-            out.append(A.ClientTxCommit(c, ch))                        # TX-10
+            out.append(_act(A.ClientTxSelect, c, ch))                        # PC-8
+            out.append(_act(A.ClientTxCommit, c, ch))                        # TX-10
     if view.mode == MODE_TX and view.tx_dirty:
-        out.append(A.ClientTxCommit(c, ch))
+        out.append(_act(A.ClientTxCommit, c, ch))
         if role.tx and requeue_left:
-            out.append(A.ClientTxRollback(c, ch))             # RQ-6: settled deliveries outstanding again
+            out.append(_act(A.ClientTxRollback, c, ch))             # RQ-6: settled deliveries outstanding again
     for q in role.declare:
         if not view.setup & (1 << q):
             spec = config.queues[q]
-            out.append(A.ClientDeclareQueue(c, ch, q, spec.durable, spec.exclusive))
+            out.append(_act(A.ClientDeclareQueue, c, ch, q, spec.durable, spec.exclusive))
     for q in role.bind:
         if not view.setup & (1 << (16 + q)):
-            out.append(A.ClientBindQueue(c, ch, q))
+            out.append(_act(A.ClientBindQueue, c, ch, q))
     if role.close and used.closes < config.closes:
-        out.append(A.ClientChannelClose(c, ch))
+        out.append(_act(A.ClientChannelClose, c, ch))
 
 
 def _spend(state: State, action) -> State:
@@ -219,7 +234,7 @@ def _spend(state: State, action) -> State:
         used = used._replace(failures=used.failures + 1)
     else:
         return state
-    return state._replace(used=used)
+    return with_used(state, used)
 
 
 def step(state: State, action) -> tuple[State, tuple]:

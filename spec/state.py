@@ -188,6 +188,62 @@ def put(t: tuple, i: int, value) -> tuple:
     return t[:i] + (value,) + t[i + 1:]
 
 
+# Performance: NamedTuple._replace costs several microseconds (a kwargs dict, a map over every
+# field, _make's length check); the hot paths below build the new tuple once instead. ``_new``
+# makes a NamedTuple from a ready tuple of all its fields, exactly what _replace ends in.
+_new = tuple.__new__
+
+
+def with_conns(state: State, conns: tuple) -> State:
+    """State with its conns (field 1) replaced."""
+    return _new(State, (state[0], conns) + state[2:])
+
+
+def with_conn(state: State, c: int, conn: Conn) -> State:
+    """State with connection slot c replaced."""
+    conns = state[1]
+    return _new(State, (state[0], conns[:c] + (conn,) + conns[c + 1:]) + state[2:])
+
+
+def with_queues(state: State, queues: tuple) -> State:
+    """State with its queues (field 2) replaced."""
+    return _new(State, state[:2] + (queues,) + state[3:])
+
+
+def with_used(state: State, used: Used) -> State:
+    """State with its budgets (field 5) replaced."""
+    return _new(State, state[:5] + (used,) + state[6:])
+
+
+def with_fates(state: State, fates: tuple) -> State:
+    """State with its fates (field 6) replaced."""
+    return _new(State, state[:6] + (fates,) + state[7:])
+
+
+def conn_channels(conn: Conn, channels: tuple) -> Conn:
+    """Conn with its broker channels replaced."""
+    return Conn(conn.status, conn.broker_closed, conn.published, conn.to_broker, conn.to_client, conn.auto,
+                channels, conn.clients)
+
+
+def conn_clients(conn: Conn, clients: tuple) -> Conn:
+    """Conn with its client channel views replaced."""
+    return Conn(conn.status, conn.broker_closed, conn.published, conn.to_broker, conn.to_client, conn.auto,
+                conn.channels, clients)
+
+
+def conn_to_client(conn: Conn, to_client: tuple) -> Conn:
+    """Conn with its broker-to-client frames replaced."""
+    return Conn(conn.status, conn.broker_closed, conn.published, conn.to_broker, to_client, conn.auto,
+                conn.channels, conn.clients)
+
+
+def conn_to_broker(conn: Conn, to_broker: tuple) -> Conn:
+    """Conn with its client-to-broker frames replaced."""
+    return Conn(conn.status, conn.broker_closed, conn.published, to_broker, conn.to_client, conn.auto,
+                conn.channels, conn.clients)
+
+
 def add_sorted(t: tuple, item) -> tuple:
     """Sorted tuple t with item added (kept sorted, no duplicates)."""
     if item in t:

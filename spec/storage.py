@@ -5,26 +5,28 @@ from __future__ import annotations
 
 from .state import (
     CH_CLOSED, CLOSED_CHANNEL, EV_CHANNEL_REQUEUE, EV_REQUEUE_TWICE, FATE_ACKED, FATE_DEAD_LETTERED,
-    FATE_DROPPED, FATE_QUEUE_DELETED, SETTLE_ACK, SETTLE_DROP, Entry, State, put,
+    FATE_DROPPED, FATE_QUEUE_DELETED, SETTLE_ACK, SETTLE_DROP, Entry, Queue, State, conn_channels, put,
+    with_conn, with_conns, with_fates, with_queues,
 )
 
 
 def with_channel(state: State, c: int, ch: int, channel) -> State:
     """State with broker channel (c, ch) replaced."""
     conn = state.conns[c]
-    return state._replace(conns=put(state.conns, c, conn._replace(channels=put(conn.channels, ch - 1, channel))))
+    return with_conn(state, c, conn_channels(conn, put(conn.channels, ch - 1, channel)))
 
 
 def with_queue(state: State, q: int, queue) -> State:
     """State with queue q replaced."""
-    return state._replace(queues=put(state.queues, q, queue))
+    return with_queues(state, put(state.queues, q, queue))
 
 
 def enqueue(state: State, q: int, msg: int, persistent: bool) -> tuple[State, int]:
     """A new copy at the tail of queue q; its key is the queue's next enqueue position (RQ-1)."""
     queue = state.queues[q]
     key = queue.enqueued + 1
-    queue = queue._replace(ready=queue.ready + (Entry(key, msg, False, bool(persistent)),), enqueued=key)
+    queue = Queue(queue.exists, queue.durable, queue.owner, queue.dead_letter,
+                  queue.ready + (Entry(key, msg, False, bool(persistent)),), key, queue.ring)
     return with_queue(state, q, queue), key
 
 
@@ -33,7 +35,7 @@ def add_fates(state: State, records) -> State:
     records = tuple(records)
     if not records:
         return state
-    return state._replace(fates=tuple(sorted(set(state.fates).union(records))))
+    return with_fates(state, tuple(sorted(set(state.fates).union(records))))
 
 
 def forget_waits(state: State, pairs) -> State:
@@ -41,6 +43,11 @@ def forget_waits(state: State, pairs) -> State:
     pairs = set(pairs)
     conns = state.conns
     for c, conn in enumerate(conns):
+        for channel in conn.channels:
+            if channel.committing or channel.unconfirmed:
+                break
+        else:
+            continue                # no channel of this connection waits for anything (common case)
         changed = False
         channels = list(conn.channels)
         for i, channel in enumerate(channels):
@@ -54,7 +61,7 @@ def forget_waits(state: State, pairs) -> State:
             channels[i] = channel
         if changed:
             conns = put(conns, c, conn._replace(channels=tuple(channels)))
-    return state._replace(conns=conns)
+    return state if conns is state.conns else with_conns(state, conns)
 
 
 def requeue(state: State, unacked) -> State:
