@@ -11,13 +11,13 @@ from .frames import (
     CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT, CONFIRM_SELECT_OK, CONNECTION_CLOSE,
     CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE, NO_ROUTE, NOT_FOUND, NOT_IMPLEMENTED,
     PRECONDITION_FAILED, QUEUE_BIND, QUEUE_BIND_OK, QUEUE_DECLARE, QUEUE_DECLARE_OK,
-    R_CONFIRM_TO_TX, R_LOCKED, R_NO_EXCHANGE, R_NO_QUEUE, R_NORMAL, R_NOT_TX,
-    R_RECOVER_NO_REQUEUE, R_TX_TO_CONFIRM, R_UNKNOWN_TAG, REPLY_SUCCESS, RESOURCE_LOCKED,
+    R_CONFIRM_TO_TX, R_LOCKED, R_NO_EXCHANGE, R_NO_QUEUE, R_NOT_TX,
+    R_RECOVER_NO_REQUEUE, R_TX_TO_CONFIRM, R_UNKNOWN_TAG, RESOURCE_LOCKED,
     TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK,
 )
 from .state import (
     CH_CLOSED, CH_CLOSING, CH_OPEN, CLOSED_CHANNEL, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
-    EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_ROLLBACK_KEPT, EV_TX_RETURN, MODE_CONFIRM, MODE_NONE,
+    EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_ROLLBACK_KEPT, EV_TX_RETURN, MODE_CONFIRM,
     MODE_TX, NEW_CHANNEL, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE, Consumer, Pending, State,
     Unacked, add_sorted, conn_channels, conn_to_broker, conn_to_client, put, with_conn,
 )
@@ -445,7 +445,3 @@ def commit_ok(state: State, c: int, ch: int) -> State:
     state = with_channel(state, c, ch, channel._replace(commit_pending=False))
     return send(state, c, (TX_COMMIT_OK, ch))
 
-
-__all__ = ["take_frame", "deliver", "confirm", "send_return", "commit_ok", "next_consumer",
-           "confirm_prefix", "ready_to_confirm", "route", "send", "REPLY_SUCCESS", "R_NORMAL",
-           "CH_CLOSED", "MODE_NONE"]

@@ -14,7 +14,7 @@ from .frames import (
 from . import actions as A
 from .faults import reset_connection
 from .state import (
-    C_CLOSED, C_CLOSING, C_OPEN, C_OPENING, CLOSED_CLIENT, CONN_CLOSING, CONN_DOWN, FATE_AUTO,
+    C_CLOSING, C_OPEN, C_OPENING, CLOSED_CLIENT, CONN_CLOSING, CONN_DOWN, FATE_AUTO,
     FATE_LOST_AUTOACK, MODE_CONFIRM, MODE_TX, NEW_CLIENT, Conn, State, conn_clients, put, with_conn,
 )
 from .storage import add_fates
@@ -163,5 +163,3 @@ def client_step(state: State, a) -> tuple[State, tuple]:
         return write(state, c, 0, (CONNECTION_CLOSE, 0, REPLY_SUCCESS, R_NORMAL, 0))
     raise AssertionError(f"no client effect for {a!r}")
 
-
-__all__ = ["publish", "receive", "client_step", "C_CLOSED"]

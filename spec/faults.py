@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .state import (
     CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, EV_RECOVERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH,
-    FATE_QUEUE_FAILED, NEW_CHANNEL, NEW_CLIENT, CONN_UP, Conn, Entry, State, put,
+    FATE_QUEUE_FAILED, NEW_CHANNEL, NEW_CLIENT, Conn, Entry, State, put,
 )
 from .storage import add_fates, close_connection, forget_waits, with_channel
 
@@ -135,6 +135,3 @@ def failable(state: State, pending) -> bool:
     """Whether a queue still holds a ready copy of this unconfirmed publish that it could fail to take."""
     return not pending.nack and any(e.msg == pending.msg for queue in state.queues for e in queue.ready)
 
-
-__all__ = ["fsync", "pending_disk", "lose_connection", "crash", "restart", "queue_fail", "failable",
-           "reset_connection", "live_copies", "CONN_UP"]

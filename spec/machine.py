@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import actions as A
 from . import broker, client, faults
-from .frames import DEFAULT_EXCHANGE, Wire
+from .frames import Wire
 from .roles import IDLE
 from .state import (
     C_CLOSED, C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX, NEW_CHANNEL,
@@ -283,5 +283,3 @@ def terminal_ok(state: State, config) -> bool:
                 return False
     return True
 
-
-__all__ = ["initial_states", "enabled", "step", "terminal_ok", "BAD_TAG", "DEFAULT_EXCHANGE", "C_OPEN"]
