@@ -222,20 +222,23 @@ class ClientConnect(ClientAction):
 
 @dataclass(frozen=True)
 class ClientReceive(ClientAction):
-    """The client reads the next frame the broker sent on this connection."""
+    """The client reads the oldest frame in flight to it on channel ``ch`` (0: the connection's own)."""
 
     def __str__(self) -> str:
-        return "receive the next frame"
+        return f"receive the next frame of channel {self.ch}" if self.ch else "receive the next connection frame"
 
 
 @dataclass(frozen=True)
 class BrokerTakeFrame(Action):
-    """The broker takes the next frame a client sent on connection ``conn`` and acts on it."""
+    """The broker takes the oldest frame a client sent on channel ``ch`` of connection ``conn`` and acts
+    on it; channels are taken in any order (RabbitMQ runs each channel concurrently)."""
 
     conn: int
+    ch: int
 
     def __str__(self) -> str:
-        return f"take the next frame from c{self.conn}"
+        where = f"c{self.conn}.ch{self.ch}" if self.ch else f"c{self.conn} (connection)"
+        return f"take the next frame from {where}"
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,16 @@ from .state import (
     MODE_TX, NEW_CHANNEL, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE, Consumer, Pending, State,
     Unacked, add_sorted, conn_channels, conn_to_broker, conn_to_client, put, with_conn,
 )
+from . import network
 from .storage import (
     close_channel, close_connection, enqueue, forget_waits, settle, with_channel, with_queue,
 )
 
 
 def send(state: State, c: int, frame: tuple) -> State:
-    """Append a frame to what the broker has in flight to connection c's client."""
+    """Append a frame to what the broker has in flight to connection c's client, on its channel."""
     conn = state.conns[c]
-    return with_conn(state, c, conn_to_client(conn, conn.to_client + (frame,)))
+    return with_conn(state, c, conn_to_client(conn, network.push(conn.to_client, frame[1], frame)))
 
 
 def channel_error(state: State, c: int, ch: int, code: int, reason: int, detail: int) -> State:
@@ -65,12 +66,13 @@ def publish(state: State, c: int, ch: int, exchange: int, routing_key: int, mand
     return state, tuple(copies), not copies
 
 
-def take_frame(state: State, c: int) -> State:
-    """BrokerTakeFrame: the broker reads the head of connection c's client-to-broker queue."""
+def take_frame(state: State, c: int, ch: int) -> State:
+    """BrokerTakeFrame: the broker acts on the oldest frame in flight on channel ch of connection c
+    (each channel in order, channels concurrently: ``spec.network``)."""
     conn = state.conns[c]
-    frame = conn.to_broker[0]
-    state = with_conn(state, c, conn_to_broker(conn, conn.to_broker[1:]))
-    method, ch = frame[0], frame[1]
+    frame = conn.to_broker[ch][0]
+    state = with_conn(state, c, conn_to_broker(conn, network.pop(conn.to_broker, ch)))
+    method = frame[0]
     if method == CONNECTION_CLOSE:
         state = close_connection(state, c)
         return send(state, c, (CONNECTION_CLOSE_OK, 0))

@@ -12,6 +12,7 @@ from .frames import (
     TX_SELECT, Wire,
 )
 from . import actions as A
+from . import network
 from .faults import reset_connection
 from .state import (
     C_CLOSING, C_OPEN, C_OPENING, CLOSED_CLIENT, CONN_CLOSING, CONN_DOWN, FATE_AUTO,
@@ -24,8 +25,8 @@ def write(state: State, c: int, ch: int, frame: tuple, client=None) -> tuple[Sta
     """The client on connection c writes a frame (and its channel view becomes ``client``)."""
     conn = state.conns[c]
     clients = conn.clients if client is None else put(conn.clients, ch - 1, client)
-    conn = Conn(conn.status, conn.broker_closed, conn.published, conn.to_broker + (frame,), conn.to_client,
-                conn.auto, conn.channels, clients)
+    conn = Conn(conn.status, conn.broker_closed, conn.published, network.push(conn.to_broker, ch, frame),
+                conn.to_client, conn.auto, conn.channels, clients)
     return with_conn(state, c, conn), (Wire(c, True, frame),)
 
 
@@ -65,15 +66,16 @@ def settle_frame(state: State, c: int, ch: int, frame: tuple, tag: int, multiple
     return write(state, c, ch, frame, settle_view(client_view(state, c, ch), tag, multiple))
 
 
-def receive(state: State, c: int) -> tuple[State, tuple]:
-    """ClientReceive: the client reads the next frame from the broker and reacts as a client library does."""
+def receive(state: State, c: int, ch: int) -> tuple[State, tuple]:
+    """ClientReceive: the client reads the oldest frame in flight to it on channel ch (channels reach
+    the client in any interleaving: ``spec.network``) and reacts as a client library does."""
     conn = state.conns[c]
-    frame = conn.to_client[0]
-    conn = Conn(conn.status, conn.broker_closed, conn.published, conn.to_broker, conn.to_client[1:], conn.auto,
-                conn.channels, conn.clients)
+    frame = conn.to_client[ch][0]
+    conn = Conn(conn.status, conn.broker_closed, conn.published, conn.to_broker, network.pop(conn.to_client, ch),
+                conn.auto, conn.channels, conn.clients)
     state = with_conn(state, c, conn)
     label = (Wire(c, False, frame),)
-    method, ch = frame[0], frame[1]
+    method = frame[0]
     if method in (BASIC_DELIVER, BASIC_GET_OK):
         tag, msg = (frame[3], frame[5]) if method == BASIC_DELIVER else (frame[2], frame[4])
         auto = next((a for a in conn.auto if a[0] == ch and a[1] == tag), None)

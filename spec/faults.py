@@ -9,6 +9,7 @@ modelling them one by one loses no behaviour and exhibits every partial batch a 
 """
 from __future__ import annotations
 
+from . import network
 from .state import (
     CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, EV_RECOVERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH,
     FATE_QUEUE_FAILED, NEW_CHANNEL, NEW_CLIENT, Conn, Entry, State, put,
@@ -71,7 +72,9 @@ def reset_connection(state: State, c: int, status: int) -> State:
         channels, clients = (CLOSED_CHANNEL,) * n, (CLOSED_CLIENT,) * n
     else:
         channels, clients = (NEW_CHANNEL,) * n, (NEW_CLIENT,) * n
-    return state._replace(conns=put(state.conns, c, Conn(status, False, conn.published, (), (), (), channels, clients)))
+    fifos = network.empty(n)
+    return state._replace(conns=put(state.conns, c, Conn(status, False, conn.published, fifos, fifos, (), channels,
+                                                          clients)))
 
 
 def lose_connection(state: State, c: int) -> State:

@@ -11,7 +11,7 @@ This is the interface every engine uses (spark_check, the trace checker, the Z3 
 from __future__ import annotations
 
 from . import actions as A
-from . import broker, client, faults
+from . import broker, client, faults, network
 from .frames import Wire
 from .roles import IDLE
 from .state import (
@@ -36,7 +36,8 @@ def _act(cls, *args):
 
 def initial_states(config) -> tuple[State, ...]:
     """Every connection up with all its channels open; the configuration's queues and bindings exist."""
-    conns = tuple(Conn(CONN_UP, False, 0, (), (), (), (NEW_CHANNEL,) * config.channels,
+    fifos = network.empty(config.channels)
+    conns = tuple(Conn(CONN_UP, False, 0, fifos, fifos, (), (NEW_CHANNEL,) * config.channels,
                        (NEW_CLIENT,) * config.channels) for _ in range(config.connections))
     queues = tuple(Queue(spec.declared, spec.durable and not spec.exclusive, 0, spec.dead_letter + 1,
                          (), 0, ()) for spec in config.queues)
@@ -51,10 +52,11 @@ def enabled(state: State, config) -> tuple:
     conns = state.conns
     if up:
         for c, conn in enumerate(conns):
-            if conn.to_broker and not conn.broker_closed:
-                head_ch = conn.to_broker[0][1]
-                if not (head_ch and conn.channels[head_ch - 1].commit_pending):
-                    out.append(_act(A.BrokerTakeFrame, c))
+            if conn.broker_closed:
+                continue
+            for ch in network.movable(conn.to_broker):
+                if not (ch and conn.channels[ch - 1].commit_pending):      # TX-7: the channel waits for its commit
+                    out.append(_act(A.BrokerTakeFrame, c, ch))
         for q, queue in enumerate(state.queues):
             if queue.ready and queue.ring and broker.next_consumer(state, q) is not None:
                 out.append(_act(A.BrokerDeliver, q))
@@ -81,8 +83,8 @@ def enabled(state: State, config) -> tuple:
     for conn in conns:
         messages_left -= conn.published
     for c, conn in enumerate(conns):
-        if conn.to_client:
-            out.append(_act(A.ClientReceive, c, 0))
+        for ch in network.movable(conn.to_client):
+            out.append(_act(A.ClientReceive, c, ch))
         if conn.status == CONN_DOWN:
             if up:
                 out.append(_act(A.ClientConnect, c, 0))
@@ -247,7 +249,7 @@ def step(state: State, action) -> tuple[State, tuple]:
 
 
 EFFECTS = {
-    A.BrokerTakeFrame: lambda s, a: _broker_wrote(broker.take_frame(s, a.conn), s),
+    A.BrokerTakeFrame: lambda s, a: _broker_wrote(broker.take_frame(s, a.conn, a.ch), s),
     A.BrokerDeliver: lambda s, a: _broker_wrote(broker.deliver(s, a.queue), s),
     A.BrokerConfirm: lambda s, a: _broker_wrote(broker.confirm(s, a.conn, a.ch, a.seq, a.multiple), s),
     A.BrokerReturn: lambda s, a: _broker_wrote(broker.send_return(s, a.conn, a.ch), s),
@@ -258,17 +260,19 @@ EFFECTS = {
     A.BrokerRestart: lambda s, a: (faults.restart(s), ()),
     A.NetworkLoss: lambda s, a: (faults.lose_connection(_spend(s, a), a.conn), ()),
     A.ClientPublish: lambda s, a: client.publish(s, a),
-    A.ClientReceive: lambda s, a: client.receive(s, a.conn),
+    A.ClientReceive: lambda s, a: client.receive(s, a.conn, a.ch),
     A.ClientConnect: lambda s, a: (faults.reset_connection(s, a.conn, CONN_UP), ()),
 }
 
 
 def _broker_wrote(after: State, before: State) -> tuple[State, tuple]:
-    """A broker step with the frames it wrote as its labels (those appended to a to_client queue)."""
+    """A broker step with the frames it wrote as its labels (those appended to a to_client FIFO)."""
     labels = []
     for c, (new, old) in enumerate(zip(after.conns, before.conns)):
         if new.to_client is not old.to_client and new.status == old.status:
-            labels.extend(Wire(c, False, f) for f in new.to_client[len(old.to_client):])
+            for new_fifo, old_fifo in zip(new.to_client, old.to_client):
+                if len(new_fifo) > len(old_fifo):
+                    labels.extend(Wire(c, False, f) for f in new_fifo[len(old_fifo):])
     return after, tuple(labels)
 
 
@@ -276,7 +280,7 @@ def terminal_ok(state: State, config) -> bool:
     """A state where nothing is enabled is a proper end when nothing is in flight or owed:
     no frame on the wire, no publish waiting for its confirm (PC-2), no return or commit-ok owed."""
     for conn in state.conns:
-        if conn.to_broker or conn.to_client:
+        if any(conn.to_broker) or any(conn.to_client):
             return False
         for channel in conn.channels:
             if channel.unconfirmed or channel.returns or channel.commit_pending:

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+from . import network
 from .faults import live_copies
 from .frames import (
     BASIC_ACK, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_RETURN, CHANNEL_CLOSE,
@@ -59,13 +60,6 @@ def _dead_letter_targets(state: State) -> set:
     return {queue.dead_letter - 1 for queue in state.queues if queue.dead_letter}
 
 
-def _frames(state: State):
-    """Every frame in flight to a client, with its connection."""
-    for c, conn in enumerate(state.conns):
-        for frame in conn.to_client:
-            yield c, frame
-
-
 # Performance: the predicates below run on every reachable state, so they exit early when the
 # collections they inspect are empty and use plain loops (no generators) in their inner loops.
 
@@ -87,8 +81,8 @@ def delivery_tags_increase(state: State) -> bool:
                 continue
             view = conn.clients[ch - 1]
             last = view.last_tag
-            for frame in conn.to_client:
-                if frame[1] == ch and frame[0] in (BASIC_DELIVER, BASIC_GET_OK):
+            for frame in conn.to_client[ch]:
+                if frame[0] in (BASIC_DELIVER, BASIC_GET_OK):
                     tag = frame[3] if frame[0] == BASIC_DELIVER else frame[2]
                     if tag <= last or tag >= channel.next_tag:
                         return False
@@ -287,12 +281,10 @@ def closed_channel_is_silent(state: State) -> bool:
     """After the broker sends channel.close it sends nothing more on that channel, and a closing
     channel holds no delivery and no consumer (they were requeued and stopped)."""
     for conn in state.conns:
-        closed = ()                 # channels closed by a frame seen so far (usually none)
-        for frame in conn.to_client:
-            if frame[1] in closed:
-                return False
-            if frame[0] == CHANNEL_CLOSE:
-                closed += (frame[1],)
+        for fifo in conn.to_client:
+            for i, frame in enumerate(fifo):
+                if frame[0] == CHANNEL_CLOSE and i != len(fifo) - 1:
+                    return False
         for channel in conn.channels:
             if channel.status != CH_OPEN and (channel.unacked or channel.consumers or channel.tx_settles):
                 return False
@@ -319,7 +311,8 @@ def down_broker_holds_only_disk(state: State) -> bool:
     for queue in state.queues:
         if queue.ready or queue.ring or (queue.exists and not queue.durable):
             return False
-    return all(conn.status == CONN_DOWN and not conn.to_client and not conn.to_broker for conn in state.conns)
+    return all(conn.status == CONN_DOWN and not any(conn.to_client) and not any(conn.to_broker)
+               for conn in state.conns)
 
 
 ALWAYS = tuple(name for name, p in REGISTRY.items() if p.kind == "always")
@@ -408,7 +401,7 @@ def _event(bit: int):
 def _close_frame(method: int, reason: int):
     def check(state: State) -> bool:
         for conn in state.conns:
-            for f in conn.to_client:
+            for f in network.all_frames(conn.to_client):
                 if f[0] == method and f[3] == reason:
                     return True
         return False
@@ -419,7 +412,7 @@ def _frame_sent(method: int):
     """Whether a frame of ``method`` is in flight to some client."""
     def check(state: State) -> bool:
         for conn in state.conns:
-            for f in conn.to_client:
+            for f in network.all_frames(conn.to_client):
                 if f[0] == method:
                     return True
         return False
@@ -446,7 +439,7 @@ def _requeued_in_place(state: State) -> bool:
 
 def _redelivery_seen(state: State) -> bool:
     for conn in state.conns:
-        for f in conn.to_client:
+        for f in network.all_frames(conn.to_client):
             if f[0] == BASIC_DELIVER and f[4] or f[0] == BASIC_GET_OK and f[3]:
                 return True
     return False
@@ -518,12 +511,13 @@ def _prefetch_full(state: State) -> bool:
 
 def _return_then_ack(state: State) -> bool:
     for conn in state.conns:
-        returned = set()
-        for frame in conn.to_client:
-            if frame[0] == BASIC_RETURN:
-                returned.add(frame[1])
-            elif frame[0] == BASIC_ACK and frame[1] in returned:
-                return True
+        for fifo in conn.to_client:
+            returned = False
+            for frame in fifo:
+                if frame[0] == BASIC_RETURN:
+                    returned = True
+                elif frame[0] == BASIC_ACK and returned:
+                    return True
     return False
 
 

@@ -135,13 +135,19 @@ class ClientChannel(NamedTuple):
 
 
 class Conn(NamedTuple):
-    """One connection slot: the network between a client and the broker, and both ends' channels."""
+    """One connection slot: the network between a client and the broker, and both ends' channels.
+
+    The frames in flight are kept as one FIFO per channel number (index 0: the connection's own
+    frames), in each direction. RabbitMQ runs each channel of a connection as its own process and
+    keeps order only within a channel: the broker may act on any channel's oldest frame, and the
+    frames of different channels reach the client in any interleaving (``spec.network``).
+    """
 
     status: int                     # as the client sees it
     broker_closed: bool             # the broker has closed its end (connection.close or close-ok sent)
     published: int                  # messages published on this slot so far (names the next msg)
-    to_broker: tuple                # frames in flight, FIFO
-    to_client: tuple                # frames in flight, FIFO
+    to_broker: tuple                # per channel number 0..n: frames in flight to the broker, FIFO each
+    to_client: tuple                # per channel number 0..n: frames in flight to the client, FIFO each
     auto: tuple                     # (ch, tag, queue, key, msg, persistent) automatic-mode deliveries in flight (AM-2)
     channels: tuple                 # Channel per channel number 1..n
     clients: tuple                  # ClientChannel per channel number 1..n

@@ -3,6 +3,7 @@ and what closing a channel or a connection does to them (RQ-1, RQ-4, ACK-6, DU-4
 """
 from __future__ import annotations
 
+from . import network
 from .state import (
     CH_CLOSED, CLOSED_CHANNEL, EV_CHANNEL_REQUEUE, EV_REQUEUE_TWICE, FATE_ACKED, FATE_DEAD_LETTERED,
     FATE_DROPPED, FATE_QUEUE_DELETED, SETTLE_ACK, SETTLE_DROP, Entry, Queue, State, conn_channels, put,
@@ -138,7 +139,8 @@ def close_connection(state: State, c: int) -> State:
         if queue.exists and queue.owner == c + 1:
             state = delete_queue(state, q)
     conn = state.conns[c]
-    return state._replace(conns=put(state.conns, c, conn._replace(broker_closed=True, to_broker=())))
+    to_broker = network.empty(len(conn.channels))
+    return state._replace(conns=put(state.conns, c, conn._replace(broker_closed=True, to_broker=to_broker)))
 
 
 def delete_queue(state: State, q: int) -> State:

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import actions as A
-from . import machine
+from . import machine, network
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
     BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_OPEN, CONFIRM_SELECT, CONNECTION_CLOSE,
@@ -102,9 +102,11 @@ def _apply_client(state, c: int, obs: tuple, pending: tuple):
             return state, ()
         return machine.step(state, A.NetworkLoss(c))[0], ()
     if kind == "received":
-        if not conn.to_client or conn.to_client[0] != obs[1]:
+        ch = obs[1][1]
+        fifos = conn.to_client
+        if ch >= len(fifos) or not network.can_move(fifos, ch) or fifos[ch][0] != obs[1]:
             return None
-        state, labels = machine.step(state, A.ClientReceive(c, 0))
+        state, labels = machine.step(state, A.ClientReceive(c, ch))
         return state, tuple(("sent" if w.to_broker else "received", w.frame) for w in labels[1:])
     if kind == "sent":
         if conn.status == CONN_DOWN:
@@ -140,8 +142,8 @@ def _allowed(nodes, c: int, limit: int = 8) -> list:
                 seen.append(text)
             continue
         conn = state.conns[c]
-        if conn.to_client:
-            text = f"received {frame_text(conn.to_client[0])}"
+        for ch in network.movable(conn.to_client):
+            text = f"received {frame_text(conn.to_client[ch][0])}"
             if text not in seen:
                 seen.append(text)
         if conn.status == CONN_UP and "sent (any client frame)" not in seen:

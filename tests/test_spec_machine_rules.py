@@ -5,7 +5,7 @@ invariants kept)."""
 from __future__ import annotations
 
 from spec import actions as A
-from spec import machine, properties, trace
+from spec import machine, network, properties, trace
 from spec.configs import Config
 from spec.frames import (
     BASIC_ACK, BASIC_DELIVER, BASIC_PUBLISH, CONFIRM_SELECT_OK, TX_COMMIT_OK, Wire,
@@ -38,17 +38,18 @@ def run(state, cfg, *acts):
 
 
 def take(state, cfg, c=0):
-    """The broker takes every frame in flight from connection c."""
-    while state.conns[c].to_broker:
-        state, _ = run(state, cfg, A.BrokerTakeFrame(c))
+    """The broker takes every frame in flight from connection c, lowest channel first."""
+    while network.movable(state.conns[c].to_broker):
+        state, _ = run(state, cfg, A.BrokerTakeFrame(c, network.movable(state.conns[c].to_broker)[0]))
     return state
 
 
 def receive(state, c=0):
-    """The client of connection c reads every frame in flight to it; returns the state and the frames."""
+    """The client of connection c reads every frame in flight to it, lowest channel first; returns the
+    state and the frames."""
     frames = []
-    while state.conns[c].to_client:
-        state, labels = machine.step(state, A.ClientReceive(c, 0))
+    while network.movable(state.conns[c].to_client):
+        state, labels = machine.step(state, A.ClientReceive(c, network.movable(state.conns[c].to_client)[0]))
         frames.append(labels[0].frame)
     return state, frames
 
@@ -281,7 +282,7 @@ def test_committed_ack_comes_back_after_crash_TX_8():
     assert (0, 1, FATE_ACKED, 1, True) in state.fates
     assert holds("commit_applied_acks", state)
     # commit-ok went out at once: acks wait for no disk (TX-8); the removal is still pending.
-    assert state.conns[0].to_client[-1] == (TX_COMMIT_OK, 2)
+    assert state.conns[0].to_client[2][-1] == (TX_COMMIT_OK, 2)
     assert A.DiskFsync(0, 1, 1, False) in machine.enabled(state, cfg)
     state, _ = run(state, cfg, A.BrokerCrash(), A.BrokerRestart())
     assert state.queues[0].ready == (Entry(1, 1, True, True),)

@@ -46,7 +46,7 @@ def test_unconfirmed_persistent_message_lost_in_crash_exact_trace_PC_10_DU_2():
     result = explore("hazard_unconfirmed_lost", ("persistent_never_lost", "confirmed_survives_crash"))
     assert steps(result, "persistent_never_lost") == [
         "[client c0.ch1] publish to exchange '' key q0 persistent",
-        "[broker] take the next frame from c0",
+        "[broker] take the next frame from c0.ch1",
         "[broker] CRASH",
     ]
     assert [p.verdict for p in result.properties] == ["found", "holds"]
@@ -56,9 +56,9 @@ def test_auto_ack_delivery_lost_with_its_connection_exact_trace_AM_2():
     result = explore("hazard_auto_ack_loss", ("auto_ack_never_loses",))
     assert steps(result, "auto_ack_never_loses") == [
         "[client c0.ch1] publish to exchange '' key q0",
-        "[broker] take the next frame from c0",
+        "[broker] take the next frame from c0.ch1",
         "[client c1.ch1] consume q0 as ctag 1 (automatic ack)",
-        "[broker] take the next frame from c1",
+        "[broker] take the next frame from c1.ch1",
         "[broker] deliver the head of q0",
         "[network] connection c1 LOST",
     ]

@@ -169,8 +169,9 @@ def test_no_prefetch_limit_for_automatic_consumers_AM_2():
 
 
 def test_automatic_delivery_lost_with_its_connection_AM_2():
+    # The publish goes on the consumer's channel, so consume-ok proves the broker took it first.
     text = f"""
-    {pub(1)}
+    {pub(1, ch=2)}
     c0 sent basic.consume(ch=2, queue=q0, consumer_tag=1, no_ack=NOACK)
     c0 received basic.consume-ok(ch=2, consumer_tag=1)
     c0 lost
