@@ -38,6 +38,7 @@ broker: $(STAMP)
 ## bench: explorer throughput, and broker throughput against RabbitMQ when installed.
 bench: $(STAMP) rabbitmq
 	$(PY) -m spark_check.bench
+	$(PY) -m spark_check.trace_bench
 	$(PY) -m tests.bench.broker_bench
 
 ## rabbitmq: install the reference RabbitMQ 3.10.8 (Debian's rabbitmq-server) if it is missing.

@@ -138,3 +138,19 @@ def failable(state: State, pending) -> bool:
     """Whether a queue still holds a ready copy of this unconfirmed publish that it could fail to take."""
     return not pending.nack and any(e.msg == pending.msg for queue in state.queues for e in queue.ready)
 
+
+
+def drop_recovered(state: State, q: int, key: int, was_write: bool) -> State:
+    """A recovered copy found missing after all: its write never reached the disk before the crash
+    (it was lost: DU-2, PC-10), or its removal did (it stays gone: TX-8 shows the other outcome).
+
+    The trace checker crashes with every pending write on disk and no pending removal made, then
+    decides each such copy lazily with this; together the two give every disk a crash can leave."""
+    queue = state.queues[q]
+    entry = next(e for e in queue.ready if e.key == key)
+    state = state._replace(queues=put(state.queues, q, queue._replace(ready=tuple(e for e in queue.ready
+                                                                                  if e.key != key))),
+                           disk=tuple(r for r in state.disk if (r[0], r[1]) != (q, key)))
+    if was_write:
+        state = add_fates(state, ((q, key, FATE_LOST_CRASH, entry.msg, True),))
+    return state

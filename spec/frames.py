@@ -4,7 +4,8 @@ A frame in the state is a plain tuple of ints, ``(method, channel, *fields)``, s
 the same in every process (no strings, no None). Content (header and body frames) is folded into
 its method: a publish, deliver, get-ok or return carries the message id. That loses no generality
 for these semantics, which never look inside a body; payloads are abstracted as small integers
-(``msg``), the n-th message published on connection c being ``c * MSG_STRIDE + n``.
+(``msg``), the n-th message published on connection c being ``c * MSG_STRIDE + n``; the stride is
+2**32, so that no connection's messages are ever named like another's.
 Reply texts are not stored: a close frame carries its reply code, a reason code and one integer
 detail, and ``reply_text`` renders the text RabbitMQ 3.10.8 sends.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-MSG_STRIDE = 100
+MSG_STRIDE = 1 << 32
 
 # Method codes (broker->client confirms reuse BASIC_ACK / BASIC_NACK; the direction tells them apart).
 (CHANNEL_OPEN, CHANNEL_OPEN_OK, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,

@@ -3,8 +3,9 @@ clients observed?
 
 An observation is what one connection's client saw, in order: ``("sent", frame)``,
 ``("received", frame)``, ``("lost",)`` (the connection dropped without a close handshake) or
-``("connect",)`` (it connected again). Frames are the spec's tuples (``spec.frames``); ``parse_frame``
-reads them from the text ``frame_text`` prints, so traces can be written by hand.
+``("connect",)`` (it connected again). Frames are the spec's tuples (``spec.frames``);
+``spec.trace_text`` reads traces written by hand, ``spec.recorded`` turns frames recorded from a real
+broker into observations.
 
 The checker searches the product of spec states and positions in each connection's observations:
 unobserved steps (the broker taking frames, delivering, confirming, fsync, crash and restart, a queue
@@ -12,24 +13,46 @@ failing) may happen at any time; an observed frame must be exactly what the matc
 writes or reads. Client steps are built from the observations themselves, so the client is free to
 do anything a real client does; the broker is free to make any choice the spec allows and is caught
 when it does what the spec does not allow.
+
+The search is exact, and made to scale by never trying what the observations already rule out
+(``_Plan``):
+- a broker step that writes a frame onto a channel is kept only when that frame is the one the
+  client reads next on that channel (each channel is a FIFO: ``spec.network``), or when the client
+  reads nothing more there (a frame then unread is one in flight when the connection dropped or the
+  recording stopped); an unread confirm or return is never tried, since nothing can depend on it;
+- the disk is written lazily: an fsync is made when a confirm or tx.commit-ok the client reads needs
+  it (PC-5, TX-7), and at a crash the disk is taken to hold every pending write and no pending
+  removal; each copy so recovered whose pending change may have gone either way stays *doubtful*
+  and is dropped (the write never reached the disk, or the removal did) when the broker would
+  otherwise hand it out (DU-2, TX-8, PC-10). Every choice of the eager disk is one of these;
+- a crash is tried only where no connection still up will read anything more before it drops, and
+  only when a later connection of some client could see its effects.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from . import actions as A
-from . import machine, network
+from . import broker, faults, machine, network
 from .frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
-    BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_OPEN, CONFIRM_SELECT, CONNECTION_CLOSE,
-    EXCHANGE_NAMES, FIELDS, METHOD_CODES, MSG_STRIDE, QUEUE_BIND, QUEUE_DECLARE, TX_COMMIT,
-    TX_ROLLBACK, TX_SELECT, frame_text, reply_text,
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
+    BASIC_RECOVER, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_OPEN, CONFIRM_SELECT,
+    CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT,
+    frame_text,
 )
-from .state import C_CLOSED, CONN_DOWN, CONN_UP
+from .state import C_CLOSED, CH_OPEN, CONN_DOWN, CONN_UP
+from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
 INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
             A.DiskFsync, A.BrokerQueueFail, A.BrokerCrash, A.BrokerRestart)
+
+# Internal steps the checker takes from ``machine.enabled``; fsync, crash and restart it makes itself.
+_FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
+         A.BrokerQueueFail)
+# Broker frames that no other step depends on: never sent when the client does not read them.
+_UNREAD_USELESS = (BASIC_ACK, BASIC_NACK, BASIC_RETURN)
+
+ACCEPTED, REJECTED, INCONCLUSIVE = "accepted", "rejected", "inconclusive"
 
 # How an observed client frame becomes the client action that writes it.
 _CLIENT_ACTIONS = {
@@ -63,9 +86,10 @@ def observation_text(obs: tuple) -> str:
 
 @dataclass
 class Verdict:
-    """The trace checker's answer."""
+    """The trace checker's answer: accepted, rejected (with the first observation the spec cannot
+    explain and what it allowed there), or inconclusive (the search gave up, with the reason)."""
 
-    ok: bool
+    status: str
     matched: int                                # observations explained on the furthest path
     total: int
     conn: int = -1                              # where the first unexplained observation is
@@ -73,16 +97,103 @@ class Verdict:
     observation: tuple = ()
     allowed: list = field(default_factory=list)  # what the spec allowed on that connection there
     explored: int = 0
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == ACCEPTED
 
     def explain(self) -> str:
         if self.ok:
             return f"accepted: all {self.total} observations explained ({self.explored} spec states searched)"
+        if self.status == INCONCLUSIVE:
+            return (f"inconclusive: {self.reason}; {self.matched} of {self.total} observations explained "
+                    f"on the furthest path ({self.explored} spec states searched)")
         allowed = "; ".join(self.allowed) if self.allowed else "nothing observable"
         return (f"rejected: connection c{self.conn}, observation {self.index + 1} "
                 f"({observation_text(self.observation)}) has no explanation; "
                 f"the spec allowed there: {allowed}")
 
     __str__ = explain
+
+
+class _Plan:
+    """What the observations say of every position in them: which connection epoch it is in (a
+    ``connect`` starts a new one), how many frames each channel has read so far in that epoch, the
+    frames each channel reads in each epoch, and whether anything is still read ahead."""
+
+    def __init__(self, obs: tuple, channels: int) -> None:
+        self.epoch: list = []           # [c][p] -> epoch number at position p
+        self.read: list = []            # [c][p] -> per channel 0..n, frames read in the epoch before p
+        self.frames: list = []          # [c][epoch][ch] -> the frames channel ch reads in that epoch
+        self.reads_ahead: list = []     # [c][p] -> a frame is read at or after p in the same epoch
+        self.reveals: list = []         # [c][p] -> a frame is read at or after p in a later epoch
+        for seq in obs:
+            epochs = [[[] for _ in range(channels + 1)]]
+            counts = [0] * (channels + 1)
+            epoch_at, read_at = [], []
+            for o in seq:
+                epoch_at.append(len(epochs) - 1)
+                read_at.append(tuple(counts))
+                if o[0] == "connect":
+                    epochs.append([[] for _ in range(channels + 1)])
+                    counts = [0] * (channels + 1)
+                elif o[0] == "received" and 0 <= o[1][1] <= channels:
+                    epochs[-1][o[1][1]].append(o[1])
+                    counts[o[1][1]] += 1
+            epoch_at.append(len(epochs) - 1)
+            read_at.append(tuple(counts))
+            ahead = [False] * (len(seq) + 1)
+            reveals = [False] * (len(seq) + 1)
+            later = same = False
+            for p in range(len(seq) - 1, -1, -1):
+                kind = seq[p][0]
+                if kind == "received":
+                    same = True
+                elif kind == "connect":
+                    later, same = later or same, False
+                ahead[p], reveals[p] = same, later
+            self.epoch.append(epoch_at)
+            self.read.append(read_at)
+            self.frames.append(tuple(tuple(tuple(f) for f in chans) for chans in epochs))
+            self.reads_ahead.append(ahead)
+            self.reveals.append(reveals)
+
+    def next_read(self, c: int, p: int, ch: int, in_flight: int):
+        """The frame channel ch of connection c reads after the ``in_flight`` frames already on its
+        way, or None when the observations read nothing more there in this epoch."""
+        frames = self.frames[c][self.epoch[c][p]][ch]
+        i = self.read[c][p][ch] + in_flight
+        return frames[i] if i < len(frames) else None
+
+    def fits(self, before, after, pos: tuple) -> bool:
+        """Whether every frame a broker step wrote is the next one its channel reads (or one read by no one
+        that something else may depend on)."""
+        for c, (new, old) in enumerate(zip(after.conns, before.conns)):
+            if new.to_client is old.to_client:
+                continue
+            p = pos[c]
+            frames = self.frames[c][self.epoch[c][p]]
+            read = self.read[c][p]
+            for ch, (new_fifo, old_fifo) in enumerate(zip(new.to_client, old.to_client)):
+                for i in range(len(old_fifo), len(new_fifo)):
+                    idx = read[ch] + i
+                    if idx < len(frames[ch]):
+                        if frames[ch][idx] != new_fifo[i]:
+                            return False
+                    elif new_fifo[i][0] in _UNREAD_USELESS:
+                        return False
+        return True
+
+    def crash_useful(self, state, pos: tuple) -> bool:
+        """A crash is tried only where no live connection reads anything more before it drops, and some
+        client reads something after connecting again (where the crash's effects can show)."""
+        useful = False
+        for c, conn in enumerate(state.conns):
+            if conn.status != CONN_DOWN and self.reads_ahead[c][pos[c]]:
+                return False
+            useful = useful or self.reveals[c][pos[c]]
+        return useful
 
 
 def _apply_client(state, c: int, obs: tuple, pending: tuple):
@@ -117,8 +228,10 @@ def _apply_client(state, c: int, obs: tuple, pending: tuple):
         make = _CLIENT_ACTIONS.get(frame[0])
         if make is None:
             return None
-        action = make(c, frame)
         ch = frame[1]
+        if ch > len(conn.clients):
+            return None
+        action = make(c, frame)
         if ch:
             view = conn.clients[ch - 1]
             if (frame[0] == CHANNEL_OPEN) != (view.status == C_CLOSED):
@@ -130,12 +243,206 @@ def _apply_client(state, c: int, obs: tuple, pending: tuple):
     raise ValueError(f"unknown observation kind {kind!r}")
 
 
-def _allowed(nodes, c: int, limit: int = 8) -> list:
-    """What the client of connection c could have observed next, in any of these search nodes: the
-    frame its library owes (a close-ok) when there is one, else what the broker has in flight to it
-    and whether it could send or connect."""
+def _synced(state, pairs) -> object:
+    """The state with the pending disk writes of these (queue, key) copies made durable (PC-5, TX-7)."""
+    live = faults.live_copies(state)
+    on_disk = {(q, k) for q, k, _ in state.disk}
+    for q, k in sorted(set(pairs)):
+        if (q, k) in live and (q, k) not in on_disk:
+            state = faults.fsync(state, q, k, live[(q, k)][0], True)
+    return state
+
+
+def _disk_bound(state, plan: _Plan, pos: tuple):
+    """Confirms and commit-oks that the client reads next and that wait only for the disk: each with
+    the fsyncs it needs made first (the state after the fsyncs, and the action)."""
+    for c, conn in enumerate(state.conns):
+        if conn.broker_closed or conn.status == CONN_DOWN:
+            continue
+        for ch, channel in enumerate(conn.channels, start=1):
+            if channel.status != CH_OPEN or not (channel.unconfirmed or channel.committing):
+                continue
+            want = plan.next_read(c, pos[c], ch, len(conn.to_client[ch]))
+            if want is None:
+                continue
+            if want[0] in (BASIC_ACK, BASIC_NACK) and channel.unconfirmed:
+                seq, multiple = want[2], bool(want[3])
+                covered = [p for p in channel.unconfirmed if (p.seq <= seq if multiple else p.seq == seq)]
+                pairs = [w for p in covered for w in p.waits]
+                if not pairs:
+                    continue                    # nothing to write: machine.enabled offers it as it is
+                synced = _synced(state, pairs)
+                channel = synced.conns[c].channels[ch - 1]
+                if multiple:
+                    fine = seq == broker.confirm_prefix(channel)
+                else:
+                    fine = any(p.seq == seq and broker.ready_to_confirm(p) for p in channel.unconfirmed)
+                if fine:
+                    yield synced, A.BrokerConfirm(c, ch, seq, multiple)
+            elif want[0] == TX_COMMIT_OK and channel.committing and channel.commit_pending:
+                yield _synced(state, channel.committing), A.BrokerCommitOk(c, ch)
+
+
+def _crash(state, doubt: frozenset):
+    """BrokerCrash with the disk holding every pending write and no pending removal; returns the state
+    and the doubtful copies, (queue, key, was a pending write), whose fate a later observation decides."""
+    pending = faults.pending_disk(state)
+    for q, k, m, write in pending:
+        if write:
+            state = faults.fsync(state, q, k, m, True)
+    state = machine.step(state, A.BrokerCrash())[0]
+    return state, doubt | frozenset((q, k, write) for q, k, _, write in pending)
+
+
+def _droppable(state, doubt: frozenset):
+    """Doubtful copies that may be found missing now: any of a queue that a channel's next frame asks a
+    basic.get of (its get-ok tells how many are ready). Deliveries decide their own (``_deliveries``)."""
+    if not doubt:
+        return
+    getting = set()
+    for conn in state.conns:
+        for fifo in conn.to_broker:
+            if fifo and fifo[0][0] == BASIC_GET:
+                getting.add(fifo[0][2])
+    for q, k, write in sorted(doubt):
+        if q in getting:
+            yield q, k, write
+
+
+def _deliveries(state, q: int, doubt: frozenset):
+    """BrokerDeliver from queue q with its doubtful head copies decided on the way: for each i, the first
+    i doubtful heads are found missing and the next copy is delivered (the observed delivery tells which
+    i). Returns (state before the delivery, doubt left) pairs; a copy delivered is no longer doubtful."""
+    out = [(state, doubt)]
+    while True:
+        ready = state.queues[q].ready
+        head = next((d for d in doubt if d[0] == q and ready and d[1] == ready[0].key), None) if ready else None
+        if head is None:
+            return out
+        state, doubt = faults.drop_recovered(state, *head), doubt - {head}
+        out.append((state, doubt))
+
+
+def _settle_doubt(before, after, action, doubt: frozenset) -> frozenset:
+    """Doubt left after a step: a copy handed out was there after all, and so was every doubtful copy of a
+    queue whose count a basic.get-ok just told the client."""
+    if not doubt:
+        return doubt
+    counted = -1
+    if type(action) is A.BrokerTakeFrame:
+        frame = before.conns[action.conn].to_broker[action.ch][0]
+        if frame[0] == BASIC_GET:
+            counted = frame[2]
+    keep = set()
+    for q, k, write in doubt:
+        if q != counted and any(e.key == k for e in after.queues[q].ready):
+            keep.add((q, k, write))
+    return frozenset(keep)
+
+
+def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
+    """Whether some execution of the spec under ``config`` produces these per-connection observations."""
+    for c in sorted(observations):
+        if not 0 <= c < config.connections:
+            raise ValueError(f"observations name connection c{c}, the configuration has {config.connections}")
+    obs = tuple(tuple(observations.get(c, ())) for c in range(config.connections))
+    total = sum(len(o) for o in obs)
+    plan = _Plan(obs, config.channels)
+    empty = ((),) * len(obs)
+    stack = [(s, (0,) * len(obs), empty, frozenset()) for s in machine.initial_states(config)]
+    seen = set()
+    best = -1
+    best_nodes: list = []
+    explored = 0
+    while stack:
+        node = stack.pop()
+        state, pos, pend, doubt = node
+        key = (hash(state), pos, pend, doubt)
+        if key in seen:
+            continue
+        seen.add(key)
+        explored += 1
+        progress = sum(pos)
+        if progress == total:
+            return Verdict(ACCEPTED, total, total, explored=explored)
+        if progress > best:
+            best, best_nodes = progress, []
+        if progress == best and len(best_nodes) < 200:
+            best_nodes.append(node)
+        if explored >= max_nodes:
+            return Verdict(INCONCLUSIVE, best, total, explored=explored,
+                           reason=f"the search gave up after {max_nodes} spec states")
+        if not any(pend):                       # a close-ok the client sends by itself comes first
+            _push_internal(stack, state, pos, pend, doubt, config, plan)
+        for c in range(len(obs)):               # pushed last, tried first: progress before detours
+            if pos[c] < len(obs[c]):
+                result = _apply_client(state, c, obs[c][pos[c]], pend[c])
+                if result is not None:
+                    nstate, npend = result
+                    stack.append((nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:],
+                                  pend[:c] + (npend,) + pend[c + 1:], doubt))
+        if not any(pend) and state.broker_up and state.used.crashes < config.crashes \
+                and plan.crash_useful(state, pos):
+            crashed, ndoubt = _crash(state, doubt)          # a crash where one is useful is tried first of all
+            stack.append((crashed, pos, pend, ndoubt))
+    state, pos, pend, doubt = best_nodes[0]
+    c = next(i for i in range(len(obs)) if pos[i] < len(obs[i]))
+    return Verdict(REJECTED, best, total, c, pos[c], obs[c][pos[c]],
+                   _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
+
+
+def _push_internal(stack, state, pos, pend, doubt, config, plan: _Plan | None) -> None:
+    """Push the unobserved steps worth trying from this node (see the module docstring). Without a
+    plan (the diagnosis of a rejection), every enabled step is pushed as the spec has it."""
+    if plan is None:
+        for action in machine.enabled(state, config):
+            if isinstance(action, INTERNAL):
+                stack.append((machine.step(state, action)[0], pos, pend, doubt))
+        return
+    # The stack is last in, first out: what is pushed last is tried first. A real broker takes frames
+    # and delivers promptly, so those go last; which is tried first changes speed, never the verdict.
+    if state.broker_up:
+        for q, k, write in _droppable(state, doubt):
+            stack.append((faults.drop_recovered(state, q, k, write), pos, pend, doubt - {(q, k, write)}))
+        for synced, action in _disk_bound(state, plan, pos):
+            nstate, _ = machine.step(synced, action)
+            if plan.fits(state, nstate, pos):
+                stack.append((nstate, pos, pend, doubt))
+    for action in reversed(machine.enabled(state, config)):
+        kind = type(action)
+        if kind is A.BrokerDeliver and doubt:
+            for before, left in _deliveries(state, action.queue, doubt):
+                if action in machine.enabled(before, config):
+                    nstate, _ = machine.step(before, action)
+                    if plan.fits(state, nstate, pos):
+                        stack.append((nstate, pos, pend, _settle_doubt(before, nstate, action, left)))
+        elif kind in _FREE:
+            nstate, _ = machine.step(state, action)
+            if plan.fits(state, nstate, pos):
+                stack.append((nstate, pos, pend, _settle_doubt(state, nstate, action, doubt)))
+        elif kind is A.BrokerRestart:
+            stack.append((machine.step(state, action)[0], pos, pend, doubt))
+
+
+def _allowed(nodes, c: int, config, limit: int = 8, budget: int = 20_000) -> list:
+    """What the client of connection c could have observed next from these furthest search nodes: the
+    frame its library owes (a close-ok) when there is one, else what the broker could have in flight
+    to it after any unobserved steps, and whether it could send or connect. The search behind it is
+    the spec's own, unpruned, and bounded by ``budget`` states (a diagnosis, not a verdict)."""
+    stack = list(nodes)
+    visited = set()
+    reached = []
+    while stack and len(visited) < budget:
+        node = stack.pop()
+        key = (hash(node[0]), node[1], node[2], node[3])
+        if key in visited:
+            continue
+        visited.add(key)
+        reached.append(node)
+        if not any(node[2]):
+            _push_internal(stack, node[0], node[1], node[2], node[3], config, None)
     seen = []
-    for state, pend in nodes:
+    for state, _, pend, _ in reached:
         if pend[c]:
             text = observation_text(pend[c][0])
             if text not in seen:
@@ -152,156 +459,5 @@ def _allowed(nodes, c: int, limit: int = 8) -> list:
             seen.append("connect")
         if len(seen) >= limit:
             break
-    return seen
-
-
-def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
-    """Whether some execution of the spec under ``config`` produces these per-connection observations."""
-    conns = sorted(observations)
-    for c in conns:
-        if not 0 <= c < config.connections:
-            raise ValueError(f"observations name connection c{c}, the configuration has {config.connections}")
-    obs = tuple(tuple(observations.get(c, ())) for c in range(config.connections))
-    total = sum(len(o) for o in obs)
-    start = [(s, (0,) * len(obs), ((),) * len(obs)) for s in machine.initial_states(config)]
-    seen = set()
-    stack = list(start)
-    best = -1
-    best_nodes: list = []
-    explored = 0
-    while stack:
-        state, pos, pend = stack.pop()
-        key = (hash(state), pos, pend)
-        if key in seen:
-            continue
-        seen.add(key)
-        explored += 1
-        if explored > max_nodes:
-            raise RuntimeError(f"trace check gave up after {max_nodes} search nodes")
-        progress = sum(pos)
-        if progress == total:
-            return Verdict(True, total, total, explored=explored)
-        if progress > best:
-            best, best_nodes = progress, []
-        if progress == best and len(best_nodes) < 200:
-            best_nodes.append((state, pos, pend))
-        for c in range(len(obs)):
-            if pos[c] < len(obs[c]):
-                result = _apply_client(state, c, obs[c][pos[c]], pend[c])
-                if result is not None:
-                    nstate, npend = result
-                    stack.append((nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:]))
-        if any(pend):
-            continue                            # a close-ok the client sends by itself comes first
-        for action in machine.enabled(state, config):
-            if isinstance(action, INTERNAL):
-                stack.append((machine.step(state, action)[0], pos, pend))
-    state, pos, pend = best_nodes[0]
-    c = next(i for i in range(len(obs)) if pos[i] < len(obs[i]))
-    return Verdict(False, best, total, c, pos[c], obs[c][pos[c]],
-                   _allowed([(n[0], n[2]) for n in best_nodes if n[1] == pos], c), explored)
-
-
-# ---------------------------------------------------------------- reading traces written by hand
-
-_FRAME = re.compile(r"^\s*([a-z]+\.[a-z-]+)\((.*)\)\s*$")
-_QUEUE = re.compile(r"^'?q(\d+)'?$")
-_MSG = re.compile(r"^m(\d+)\.(\d+)$")
-
-
-def _unquote(raw: str) -> str:
-    """A value without one pair of matching outer quotes (the text inside may hold quotes of its own)."""
-    raw = raw.strip()
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
-        return raw[1:-1]
-    return raw
-
-
-def _value(name: str, raw: str):
-    raw = raw.strip()
-    if raw in ("True", "False"):
-        return int(raw == "True")
-    if name == "msg":
-        m = _MSG.match(raw)
-        if not m:
-            raise ValueError(f"msg must read m<connection>.<n>, not {raw!r}")
-        return int(m.group(1)) * MSG_STRIDE + int(m.group(2))
-    if name in ("queue", "routing_key"):
-        m = _QUEUE.match(raw)
-        if not m:
-            raise ValueError(f"{name} must name a model queue such as 'q0', not {raw!r}")
-        return int(m.group(1))
-    if name == "exchange":
-        for code, ex_name in EXCHANGE_NAMES.items():
-            if _unquote(raw) == ex_name:
-                return code
-        raise ValueError(f"unknown exchange {raw!r}")
-    return int(raw)
-
-
-def _split(args: str) -> list:
-    parts, depth, cur, quote = [], 0, "", None
-    for ch in args:
-        if quote:
-            cur += ch
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "'\"":
-            quote = ch
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-            continue
-        cur += ch
-    if cur.strip():
-        parts.append(cur)
-    return parts
-
-
-def parse_frame(text: str) -> tuple:
-    """The frame that ``frame_text`` prints as ``text`` (e.g. ``basic.ack(ch=1, delivery_tag=2, multiple=False)``)."""
-    m = _FRAME.match(text)
-    if not m or m.group(1) not in METHOD_CODES:
-        raise ValueError(f"not a frame: {text!r}")
-    method = METHOD_CODES[m.group(1)]
-    values = {}
-    for part in _split(m.group(2)):
-        name, _, raw = part.partition("=")
-        values[name.strip()] = raw.strip()
-    names = ("reply_code", "text") if method in (CHANNEL_CLOSE, CONNECTION_CLOSE) else FIELDS.get(method, ())
-    missing = [name for name in ("ch",) + tuple(names) if name not in values]
-    if missing:
-        raise ValueError(f"{m.group(1)} lacks field {', '.join(missing)}")
-    ch = int(values.pop("ch"))
-    if method in (CHANNEL_CLOSE, CONNECTION_CLOSE):
-        code = int(values["reply_code"])
-        text_value = _unquote(values["text"])
-        for reason in range(9):
-            for detail in [0] + [int(n) for n in re.findall(r"\d+", text_value)] + \
-                    list(range(len(EXCHANGE_NAMES))):
-                if reply_text(code, reason, detail) == text_value:
-                    return (method, ch, code, reason, detail)
-        raise ValueError(f"unknown reply text {text_value!r}")
-    return (method, ch) + tuple(_value(name, values[name]) for name in FIELDS.get(method, ()))
-
-
-def parse(text: str) -> dict:
-    """Observations from text, one per line: ``c0 sent <frame>``, ``c1 received <frame>``,
-    ``c0 lost``, ``c0 connect``; blank lines and ``#`` comments are ignored."""
-    out: dict = {}
-    for n, line in enumerate(text.splitlines(), start=1):
-        line = line.split("#", 1)[0].strip() if not line.strip().startswith("c") or "#" in line.split(")")[-1] \
-            else line.strip()
-        if not line:
-            continue
-        m = re.match(r"^c(\d+)\s+(sent|received|lost|connect)\b\s*(.*)$", line)
-        if not m:
-            raise ValueError(f"line {n}: cannot read {line!r}")
-        c, kind, rest = int(m.group(1)), m.group(2), m.group(3)
-        try:
-            obs = (kind, parse_frame(rest)) if kind in ("sent", "received") else (kind,)
-        except ValueError as e:
-            raise ValueError(f"line {n}: {e}") from None
-        out.setdefault(c, []).append(obs)
-    return out
+    rank = {"sent (any client frame)": 1, "connect": 2}
+    return sorted(seen, key=lambda text: rank.get(text, 0))
