@@ -9,13 +9,16 @@ when publisher confirms and tx.commit-ok frames waiting on that batch are releas
 from __future__ import annotations
 
 import base64
+import heapq
+import itertools
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from pamqp import encode
 
 from impl.core.exchanges import EXCHANGE_TYPES, Exchange
-from impl.core.messages import Message, QueuedMessage
+from impl.core.messages import Message, QueuedMessage, dead_lettered
 from impl.core.queues import Queue
 
 if TYPE_CHECKING:
@@ -72,6 +75,9 @@ class Broker:
         self.dirty: set["Connection"] = set()
         self.batch = Batch()
         self.next_connection_id = 1
+        self.clock = time.monotonic  # the core's only clock: message TTL and queue expiry (impl.core.ttl)
+        self.timers: list[tuple[float, int, Queue]] = []  # (when, tie-breaker, queue): a heap
+        self.timer_numbers = itertools.count()
         for name, kind in PREDECLARED_EXCHANGES:
             self.exchanges[name] = Exchange(name, kind, True, False, False, {})
 
@@ -131,6 +137,28 @@ class Broker:
             self.batch.ops[index] = None
         else:
             self.batch.ops.append(("m-", queue.name, qm.seq))
+
+    # --- timers (message TTL, x-expires) ----------------------------------------------------------
+
+    def schedule(self, when: float, queue: Queue) -> None:
+        """Call queue.on_timer once the clock reaches `when`."""
+        heapq.heappush(self.timers, (when, next(self.timer_numbers), queue))
+
+    def next_timer(self) -> float | None:
+        """When the owner must next call run_timers (on the clock of `self.clock`), None if never."""
+        timers = self.timers
+        while timers and timers[0][2].deleted:
+            heapq.heappop(timers)
+        return timers[0][0] if timers else None
+
+    def run_timers(self, now: float | None = None) -> None:
+        """Run every timer that is due: expire messages at queue heads, delete unused queues."""
+        now = self.clock() if now is None else now
+        timers = self.timers
+        while timers and timers[0][0] <= now:
+            _, _, queue = heapq.heappop(timers)
+            if not queue.deleted:
+                queue.on_timer(now)
 
     # --- exchanges ----------------------------------------------------------------------------
 
@@ -229,19 +257,22 @@ class Broker:
         return exchange.route(message.routing_key, message.headers)
 
     def dead_letter(self, qm: QueuedMessage, reason: str) -> None:
-        """A message rejected without requeue leaves its queue, through the queue's dead-letter exchange
-        when it has one (ACK-6)."""
-        from impl.core.messages import dead_lettered
+        """A message rejected without requeue (ACK-6), expired or dropped by a length limit leaves its queue,
+        through the queue's dead-letter exchange when it has one."""
+        qm.queue.forget(qm)
+        self.dead_letter_message(qm.queue, qm.message, reason)
 
-        queue = qm.queue
-        queue.forget(qm)
+    def dead_letter_message(self, queue: Queue, message: Message, reason: str) -> None:
+        """Publish a copy of a message that leaves `queue` to the queue's dead-letter exchange, if any (a
+        queue that refuses the copy drops it: dead-lettering is at most once, as in RabbitMQ)."""
         exchange_name = queue.dead_letter_exchange
         if exchange_name is None or exchange_name not in self.exchanges:
             return
-        copy = dead_lettered(qm.message, queue.name, reason, exchange_name, queue.dead_letter_routing_key)
+        copy = dead_lettered(message, queue.name, reason, exchange_name, queue.dead_letter_routing_key)
         for target in self.route(exchange_name, copy):
-            target.enqueue(copy)
-            target.dispatch()
+            if target.enqueue(copy) is not None:
+                target.dispatch(copy.published_at)
+                target.drop_over_limit()
 
     # --- recovery -----------------------------------------------------------------------------
 
