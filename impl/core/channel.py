@@ -505,7 +505,7 @@ class Channel:
         broker = self.broker
         if m.passive:
             queue = self.find_queue(self.queue_name(m.queue))
-            queue.touch()
+            queue.touch()  # a passive declare renews x-expires too, as in RabbitMQ
             self.last_queue = queue.name
             if not m.nowait:
                 self.send(
