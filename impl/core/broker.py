@@ -174,6 +174,10 @@ class Broker:
 
     def delete_exchange(self, exchange: Exchange) -> None:
         del self.exchanges[exchange.name]
+        exchange.exchange_bindings.clear()
+        for source in list(self.exchanges.values()):  # bindings to the deleted exchange go too
+            if source.exchange_bindings.pop(exchange.name, None) is not None:
+                self._exchange_lost_binding(source)
         for queue_name in list(exchange.bindings):
             queue = exchange.queues[queue_name]
             for routing_key, frozen in exchange.unbind_queue(queue):
@@ -240,6 +244,18 @@ class Broker:
                 self.batch.ops.append(("b-", exchange.name, queue.name, routing_key, encode_table(arguments)))
             self._exchange_lost_binding(exchange)
 
+    def bind_exchange(self, destination: Exchange, source: Exchange, routing_key: str, arguments: dict) -> None:
+        """exchange.bind: messages routed by `source` also go through `destination`."""
+        if source.bind_exchange(destination, routing_key, arguments) and source.durable and destination.durable:
+            self.batch.ops.append(("e+", source.name, destination.name, routing_key, encode_table(arguments)))
+
+    def unbind_exchange(self, destination_name: str, source: Exchange, routing_key: str, arguments: dict) -> None:
+        """exchange.unbind; the source may then be auto-deleted."""
+        if source.unbind_exchange(destination_name, routing_key, arguments):
+            if source.durable:
+                self.batch.ops.append(("e-", source.name, destination_name, routing_key, encode_table(arguments)))
+            self._exchange_lost_binding(source)
+
     def _exchange_lost_binding(self, exchange: Exchange) -> None:
         if exchange.auto_delete and not exchange.has_bindings() and exchange.name in self.exchanges:
             self.delete_exchange(exchange)
@@ -247,14 +263,40 @@ class Broker:
     # --- publishing ---------------------------------------------------------------------------
 
     def route(self, exchange_name: str, message: Message) -> list[Queue]:
-        """The queues a message reaches (RT-1); the default exchange routes by queue name."""
+        """The queues a message reaches (RT-1); the default exchange routes by queue name. Through
+        exchange-to-exchange bindings, chains and cycles included, each exchange routes the message once
+        and each queue gets it once, as in RabbitMQ."""
         if exchange_name == "":
             queue = self.queues.get(message.routing_key)
             return [queue] if queue is not None else []
         exchange = self.exchanges.get(exchange_name)
         if exchange is None:
             return []
-        return exchange.route(message.routing_key, message.headers)
+        queues = exchange.route(message.routing_key, message.headers)
+        if not exchange.exchange_bindings:
+            return queues
+        return self.route_through_exchanges(exchange, message, queues)
+
+    def route_through_exchanges(self, source: Exchange, message: Message, queues: list[Queue]) -> list[Queue]:
+        """Follow exchange-to-exchange bindings breadth first, visiting each exchange once."""
+        seen_exchanges = {source.name}
+        seen_queues = {id(q) for q in queues}
+        result = list(queues)
+        frontier = [source]
+        while frontier:
+            next_frontier = []
+            for exchange in frontier:
+                for destination in exchange.route_to_exchanges(message.routing_key, message.headers):
+                    if destination.name in seen_exchanges or destination.name not in self.exchanges:
+                        continue
+                    seen_exchanges.add(destination.name)
+                    next_frontier.append(destination)
+                    for queue in destination.route(message.routing_key, message.headers):
+                        if id(queue) not in seen_queues:
+                            seen_queues.add(id(queue))
+                            result.append(queue)
+            frontier = next_frontier
+        return result
 
     def dead_letter(self, qm: QueuedMessage, reason: str) -> None:
         """A message rejected without requeue (ACK-6), expired or dropped by a length limit leaves its queue,
@@ -291,6 +333,10 @@ class Broker:
             queue = self.queues.get(queue_name)
             if exchange is not None and queue is not None and exchange.bind(queue, routing_key, arguments):
                 queue.bindings.add((exchange_name, routing_key, freeze(arguments)))
+        for source_name, destination_name, routing_key, arguments in state.exchange_bindings:
+            source, destination = self.exchanges.get(source_name), self.exchanges.get(destination_name)
+            if source is not None and destination is not None:
+                source.bind_exchange(destination, routing_key, arguments)
         for queue_name, seq, exchange, routing_key, properties_raw, body, redelivered in state.messages:
             queue = self.queues.get(queue_name)
             if queue is None:

@@ -448,16 +448,15 @@ class Channel:
     def on_exchange_declare(self, m: commands.Exchange.Declare) -> None:
         name, kind = m.exchange, m.exchange_type
         broker = self.broker
+        if name == "":
+            raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
         if m.passive:
-            if name:
-                self.find_exchange(name)
+            self.find_exchange(name)
             if not m.nowait:
                 self.send(commands.Exchange.DeclareOk())
             return
-        if name == "":
-            raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
         if kind not in EXCHANGE_TYPES:
-            raise Refused(errors.COMMAND_INVALID, f"invalid exchange type '{kind}'")
+            raise Refused(errors.COMMAND_INVALID, f"unknown exchange type '{kind}'")
         check_name("exchange", name)
         existing = broker.exchanges.get(name)
         if existing is None:
@@ -498,8 +497,25 @@ class Channel:
         if not m.nowait:
             self.send(commands.Exchange.DeleteOk())
 
-    def on_exchange_bind(self, m: Any) -> None:
-        raise Refused(errors.NOT_IMPLEMENTED, "exchange-to-exchange bindings are not supported")
+    def on_exchange_bind(self, m: commands.Exchange.Bind) -> None:
+        """Exchange-to-exchange binding: messages routed by the source also go through the destination."""
+        if m.source == "" or m.destination == "":
+            raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
+        source = self.find_exchange(m.source)  # RabbitMQ names a missing source first
+        destination = self.find_exchange(m.destination)
+        self.broker.bind_exchange(destination, source, m.routing_key, dict(m.arguments or {}))
+        if not m.nowait:
+            self.send(commands.Exchange.BindOk())
+
+    def on_exchange_unbind(self, m: commands.Exchange.Unbind) -> None:
+        """Remove an exchange-to-exchange binding; unbinding what does not exist succeeds."""
+        if m.source == "" or m.destination == "":
+            raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
+        source = self.broker.exchanges.get(m.source)
+        if source is not None:
+            self.broker.unbind_exchange(m.destination, source, m.routing_key, dict(m.arguments or {}))
+        if not m.nowait:
+            self.send(commands.Exchange.UnbindOk())
 
     def on_queue_declare(self, m: commands.Queue.Declare) -> None:
         broker = self.broker
@@ -590,10 +606,12 @@ class Channel:
         name = self.queue_name(m.queue)
         if m.exchange == "":
             raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
-        queue = self.find_queue(name)
+        queue = self.broker.queues.get(name)  # unbinding what does not exist succeeds, as in RabbitMQ
         exchange = self.broker.exchanges.get(m.exchange)
-        if exchange is not None:
-            self.broker.unbind(exchange, queue, m.routing_key, dict(m.arguments or {}))
+        if queue is not None:
+            self.check_exclusive(queue)
+            if exchange is not None:
+                self.broker.unbind(exchange, queue, m.routing_key, dict(m.arguments or {}))
         self.send(commands.Queue.UnbindOk())
 
     def on_queue_purge(self, m: commands.Queue.Purge) -> None:
@@ -770,7 +788,7 @@ HANDLERS: dict[type, Callable[[Channel, Any], None]] = {
     commands.Exchange.Declare: Channel.on_exchange_declare,
     commands.Exchange.Delete: Channel.on_exchange_delete,
     commands.Exchange.Bind: Channel.on_exchange_bind,
-    commands.Exchange.Unbind: Channel.on_exchange_bind,
+    commands.Exchange.Unbind: Channel.on_exchange_unbind,
     commands.Queue.Declare: Channel.on_queue_declare,
     commands.Queue.Bind: Channel.on_queue_bind,
     commands.Queue.Unbind: Channel.on_queue_unbind,
