@@ -295,6 +295,7 @@ RABBITMQ_REFUSALS = [
     ({"x-queue-type": "foo"}, "'x-queue-type' for queue 'Q' in vhost '/': \"unsupported queue type 'foo'\""),
     ({"x-queue-mode": "foo"}, "'x-queue-mode' for queue 'Q' in vhost '/': \"unsupported queue mode 'foo'\""),
     ({"x-queue-version": 3}, "'x-queue-version' for queue 'Q' in vhost '/': \"unsupported queue version '3'\""),
+    ({"x-dead-letter-exchange": 1}, "'x-dead-letter-exchange' for queue 'Q' in vhost '/': {unacceptable_type,byte}"),
     ({"x-delivery-limit": 3}, "'x-delivery-limit' for queue 'Q' in vhost '/' of queue type rabbit_classic_queue"),
 ]
 

@@ -20,6 +20,7 @@ from pamqp import encode
 from impl.core.exchanges import EXCHANGE_TYPES, Exchange
 from impl.core.messages import Message, QueuedMessage, dead_lettered
 from impl.core.queues import Queue
+from impl.core.ttl import deadline, message_ttl
 
 if TYPE_CHECKING:
     from impl.core.channel import Channel
@@ -341,10 +342,17 @@ class Broker:
             queue = self.queues.get(queue_name)
             if queue is None:
                 continue
-            message = Message(exchange, routing_key, properties_raw, body, True)
+            message = Message(exchange, routing_key, properties_raw, body, True, message_ttl(properties_raw))
             qm = QueuedMessage(seq, message, queue, redelivered=redelivered, on_disk=True)
+            if queue.message_ttl is not None or message.ttl is not None:  # TTLs count again from recovery
+                message.published_at = self.clock()
+                qm.deadline = deadline(message.published_at, queue.message_ttl, message.ttl)
+                queue.expiring = True
             queue.ready.append(qm)
             queue.next_seq = max(queue.next_seq, seq + 1)
+        for queue in self.queues.values():  # timers of recovered queues: TTL at the heads, x-expires
+            queue.schedule_head()
+            queue.touch()
 
     def delivered_on_disk(self) -> list[tuple[str, int]]:
         """(queue, publication number) of every message on disk that has been delivered before: a clean
