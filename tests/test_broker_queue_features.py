@@ -295,9 +295,27 @@ RABBITMQ_REFUSALS = [
     ({"x-queue-type": "foo"}, "'x-queue-type' for queue 'Q' in vhost '/': \"unsupported queue type 'foo'\""),
     ({"x-queue-mode": "foo"}, "'x-queue-mode' for queue 'Q' in vhost '/': \"unsupported queue mode 'foo'\""),
     ({"x-queue-version": 3}, "'x-queue-version' for queue 'Q' in vhost '/': \"unsupported queue version '3'\""),
-    ({"x-dead-letter-exchange": 1}, "'x-dead-letter-exchange' for queue 'Q' in vhost '/': {unacceptable_type,byte}"),
     ({"x-delivery-limit": 3}, "'x-delivery-limit' for queue 'Q' in vhost '/' of queue type rabbit_classic_queue"),
 ]
+
+
+def test_a_string_argument_of_another_type_gets_rabbitmqs_text(conn):
+    queue = name()
+    with pytest.raises(ChannelClosed) as closed:
+        conn.queue_declare(1, queue, arguments={"x-dead-letter-exchange": 1})
+    assert refusal(closed.value, queue) == (
+        406, "PRECONDITION_FAILED - invalid type 'byte' for arg 'x-dead-letter-exchange' in queue 'Q' in vhost '/'",
+        50, 10)
+
+
+def test_dead_letter_cycles_of_expiry_are_broken(conn):
+    queue = name()
+    conn.queue_declare(1, queue, arguments={"x-message-ttl": 0, "x-dead-letter-exchange": "",
+                                            "x-dead-letter-routing-key": queue})
+    conn.confirm_select(1)
+    conn.publish(1, b"loop", routing_key=queue)
+    assert conn.confirms(1, [1]) == {1: "ack"}
+    assert ready_bodies(conn, queue) == []  # dropped: it would expire into itself forever
 
 
 @pytest.mark.parametrize("arguments, text", RABBITMQ_REFUSALS, ids=[str(a) for a, _ in RABBITMQ_REFUSALS])

@@ -60,6 +60,15 @@ class Batch:
         return [op for op in self.ops if op is not None]
 
 
+def automatic_deaths(message: Message) -> set[str]:
+    """The queues a dead-lettered message died in with no client rejection on the way (RabbitMQ breaks
+    such cycles by dropping the message instead of dead-lettering it into them again)."""
+    deaths = message.headers().get("x-death") or []
+    if any(isinstance(d, dict) and d.get("reason") == "rejected" for d in deaths):
+        return set()
+    return {d.get("queue") for d in deaths if isinstance(d, dict)}
+
+
 def random_name(prefix: str) -> str:
     """A server-generated name like RabbitMQ's: amq.gen-XXXXXXXXXXXXXXXXXXXXXX."""
     return prefix + base64.urlsafe_b64encode(os.urandom(16)).decode("ascii").rstrip("=")
@@ -312,7 +321,10 @@ class Broker:
         if exchange_name is None or exchange_name not in self.exchanges:
             return
         copy = dead_lettered(message, queue.name, reason, exchange_name, queue.dead_letter_routing_key)
+        cycle = automatic_deaths(copy)
         for target in self.route(exchange_name, copy):
+            if target.name in cycle:  # it would die there again without a client's rejection: dropped
+                continue
             if target.enqueue(copy) is not None:
                 target.dispatch(copy.published_at)
                 target.drop_over_limit()
