@@ -135,6 +135,8 @@ class BrokerServer:
         self.writer_task: asyncio.Task | None = None
         self.server: asyncio.base_events.Server | None = None
         self.stopping = False
+        self.timer_handle: asyncio.TimerHandle | None = None
+        self.timer_at: float | None = None
 
     def after_input(self) -> None:
         """After the core handled input: write every socket that has output, wake the writer."""
@@ -144,6 +146,23 @@ class BrokerServer:
                 io.flush()
         if self.broker.batch:
             self.batch_ready.set()
+        when = self.broker.next_timer()
+        if when is not None and (self.timer_at is None or when < self.timer_at):
+            self.schedule_timers(when)
+
+    def schedule_timers(self, when: float) -> None:
+        """Wake up at `when` (the core's monotonic clock) to run the core's timers (message TTL, x-expires)."""
+        if self.timer_handle is not None:
+            self.timer_handle.cancel()
+        self.timer_at = when
+        delay = max(0.0, when - self.broker.clock())
+        self.timer_handle = asyncio.get_running_loop().call_later(delay, self.run_timers)
+
+    def run_timers(self) -> None:
+        self.timer_handle = None
+        self.timer_at = None
+        self.broker.run_timers()
+        self.after_input()
 
     async def write_batches(self) -> None:
         """Commit the core's batches one at a time; while one is written, the next one fills."""
@@ -173,6 +192,8 @@ class BrokerServer:
         """Close every connection (320 CONNECTION_FORCED), commit the last batch, close the store."""
         if self.server is not None:
             self.server.close()
+        if self.timer_handle is not None:
+            self.timer_handle.cancel()
         for protocol in list(self.protocols):
             if protocol.connection is not None:
                 protocol.connection.close_by_broker("shutdown")

@@ -23,6 +23,9 @@ CREATE TABLE IF NOT EXISTS queues (
 CREATE TABLE IF NOT EXISTS bindings (
     exchange TEXT NOT NULL, queue TEXT NOT NULL, routing_key TEXT NOT NULL, arguments BLOB NOT NULL,
     PRIMARY KEY (exchange, queue, routing_key, arguments));
+CREATE TABLE IF NOT EXISTS exchange_bindings (
+    source TEXT NOT NULL, destination TEXT NOT NULL, routing_key TEXT NOT NULL, arguments BLOB NOT NULL,
+    PRIMARY KEY (source, destination, routing_key, arguments));
 CREATE TABLE IF NOT EXISTS messages (
     queue TEXT NOT NULL, seq INTEGER NOT NULL, exchange TEXT NOT NULL, routing_key TEXT NOT NULL,
     properties BLOB NOT NULL, body BLOB NOT NULL, redelivered INTEGER NOT NULL DEFAULT 0,
@@ -35,6 +38,8 @@ SQL = {
     "q+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?)",
     "b+": "INSERT OR IGNORE INTO bindings VALUES (?, ?, ?, ?)",
     "b-": "DELETE FROM bindings WHERE exchange = ? AND queue = ? AND routing_key = ? AND arguments = ?",
+    "e+": "INSERT OR IGNORE INTO exchange_bindings VALUES (?, ?, ?, ?)",
+    "e-": "DELETE FROM exchange_bindings WHERE source = ? AND destination = ? AND routing_key = ? AND arguments = ?",
     "m+": "INSERT OR REPLACE INTO messages (queue, seq, exchange, routing_key, properties, body) VALUES (?, ?, ?, ?, ?, ?)",
     "m-": "DELETE FROM messages WHERE queue = ? AND seq = ?",
 }
@@ -51,6 +56,7 @@ class Recovered:
     exchanges: list[tuple[str, str, bool, bool, dict]] = field(default_factory=list)
     queues: list[tuple[str, bool, dict]] = field(default_factory=list)
     bindings: list[tuple[str, str, str, dict]] = field(default_factory=list)
+    exchange_bindings: list[tuple[str, str, str, dict]] = field(default_factory=list)  # (source, destination, ...)
     # (queue, seq, exchange, routing key, properties, body, redelivered)
     messages: list[tuple[str, int, str, str, bytes, bytes, bool]] = field(default_factory=list)
     clean: bool = True
@@ -84,6 +90,10 @@ class Store:
         state.bindings = [
             (exchange, queue, routing_key, decode_table(arguments))
             for exchange, queue, routing_key, arguments in db.execute("SELECT * FROM bindings")
+        ]
+        state.exchange_bindings = [
+            (source, destination, routing_key, decode_table(arguments))
+            for source, destination, routing_key, arguments in db.execute("SELECT * FROM exchange_bindings")
         ]
         state.messages = [
             (queue, seq, exchange, routing_key, bytes(properties), bytes(body), bool(redelivered) or not state.clean)
@@ -125,6 +135,8 @@ class Store:
         elif kind == "x-":
             db.executemany("DELETE FROM exchanges WHERE name = ?", rows)
             db.executemany("DELETE FROM bindings WHERE exchange = ?", rows)
+            db.executemany("DELETE FROM exchange_bindings WHERE source = ? OR destination = ?",
+                           [(row[0], row[0]) for row in rows])
         elif kind == "q-":
             db.executemany("DELETE FROM queues WHERE name = ?", rows)
             db.executemany("DELETE FROM bindings WHERE queue = ?", rows)

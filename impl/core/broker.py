@@ -9,14 +9,18 @@ when publisher confirms and tx.commit-ok frames waiting on that batch are releas
 from __future__ import annotations
 
 import base64
+import heapq
+import itertools
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from pamqp import encode
 
 from impl.core.exchanges import EXCHANGE_TYPES, Exchange
-from impl.core.messages import Message, QueuedMessage
+from impl.core.messages import Message, QueuedMessage, dead_lettered
 from impl.core.queues import Queue
+from impl.core.ttl import deadline, message_ttl
 
 if TYPE_CHECKING:
     from impl.core.channel import Channel
@@ -56,6 +60,15 @@ class Batch:
         return [op for op in self.ops if op is not None]
 
 
+def automatic_deaths(message: Message) -> set[str]:
+    """The queues a dead-lettered message died in with no client rejection on the way (RabbitMQ breaks
+    such cycles by dropping the message instead of dead-lettering it into them again)."""
+    deaths = message.headers().get("x-death") or []
+    if any(isinstance(d, dict) and d.get("reason") == "rejected" for d in deaths):
+        return set()
+    return {d.get("queue") for d in deaths if isinstance(d, dict)}
+
+
 def random_name(prefix: str) -> str:
     """A server-generated name like RabbitMQ's: amq.gen-XXXXXXXXXXXXXXXXXXXXXX."""
     return prefix + base64.urlsafe_b64encode(os.urandom(16)).decode("ascii").rstrip("=")
@@ -72,6 +85,9 @@ class Broker:
         self.dirty: set["Connection"] = set()
         self.batch = Batch()
         self.next_connection_id = 1
+        self.clock = time.monotonic  # the core's only clock: message TTL and queue expiry (impl.core.ttl)
+        self.timers: list[tuple[float, int, Queue]] = []  # (when, tie-breaker, queue): a heap
+        self.timer_numbers = itertools.count()
         for name, kind in PREDECLARED_EXCHANGES:
             self.exchanges[name] = Exchange(name, kind, True, False, False, {})
 
@@ -132,6 +148,28 @@ class Broker:
         else:
             self.batch.ops.append(("m-", queue.name, qm.seq))
 
+    # --- timers (message TTL, x-expires) ----------------------------------------------------------
+
+    def schedule(self, when: float, queue: Queue) -> None:
+        """Call queue.on_timer once the clock reaches `when`."""
+        heapq.heappush(self.timers, (when, next(self.timer_numbers), queue))
+
+    def next_timer(self) -> float | None:
+        """When the owner must next call run_timers (on the clock of `self.clock`), None if never."""
+        timers = self.timers
+        while timers and timers[0][2].deleted:
+            heapq.heappop(timers)
+        return timers[0][0] if timers else None
+
+    def run_timers(self, now: float | None = None) -> None:
+        """Run every timer that is due: expire messages at queue heads, delete unused queues."""
+        now = self.clock() if now is None else now
+        timers = self.timers
+        while timers and timers[0][0] <= now:
+            _, _, queue = heapq.heappop(timers)
+            if not queue.deleted:
+                queue.on_timer(now)
+
     # --- exchanges ----------------------------------------------------------------------------
 
     def declare_exchange(
@@ -146,6 +184,10 @@ class Broker:
 
     def delete_exchange(self, exchange: Exchange) -> None:
         del self.exchanges[exchange.name]
+        exchange.exchange_bindings.clear()
+        for source in list(self.exchanges.values()):  # bindings to the deleted exchange go too
+            if source.exchange_bindings.pop(exchange.name, None) is not None:
+                self._exchange_lost_binding(source)
         for queue_name in list(exchange.bindings):
             queue = exchange.queues[queue_name]
             for routing_key, frozen in exchange.unbind_queue(queue):
@@ -212,6 +254,18 @@ class Broker:
                 self.batch.ops.append(("b-", exchange.name, queue.name, routing_key, encode_table(arguments)))
             self._exchange_lost_binding(exchange)
 
+    def bind_exchange(self, destination: Exchange, source: Exchange, routing_key: str, arguments: dict) -> None:
+        """exchange.bind: messages routed by `source` also go through `destination`."""
+        if source.bind_exchange(destination, routing_key, arguments) and source.durable and destination.durable:
+            self.batch.ops.append(("e+", source.name, destination.name, routing_key, encode_table(arguments)))
+
+    def unbind_exchange(self, destination_name: str, source: Exchange, routing_key: str, arguments: dict) -> None:
+        """exchange.unbind; the source may then be auto-deleted."""
+        if source.unbind_exchange(destination_name, routing_key, arguments):
+            if source.durable:
+                self.batch.ops.append(("e-", source.name, destination_name, routing_key, encode_table(arguments)))
+            self._exchange_lost_binding(source)
+
     def _exchange_lost_binding(self, exchange: Exchange) -> None:
         if exchange.auto_delete and not exchange.has_bindings() and exchange.name in self.exchanges:
             self.delete_exchange(exchange)
@@ -219,29 +273,61 @@ class Broker:
     # --- publishing ---------------------------------------------------------------------------
 
     def route(self, exchange_name: str, message: Message) -> list[Queue]:
-        """The queues a message reaches (RT-1); the default exchange routes by queue name."""
+        """The queues a message reaches (RT-1); the default exchange routes by queue name. Through
+        exchange-to-exchange bindings, chains and cycles included, each exchange routes the message once
+        and each queue gets it once, as in RabbitMQ."""
         if exchange_name == "":
             queue = self.queues.get(message.routing_key)
             return [queue] if queue is not None else []
         exchange = self.exchanges.get(exchange_name)
         if exchange is None:
             return []
-        return exchange.route(message.routing_key, message.headers)
+        queues = exchange.route(message.routing_key, message.headers)
+        if not exchange.exchange_bindings:
+            return queues
+        return self.route_through_exchanges(exchange, message, queues)
+
+    def route_through_exchanges(self, source: Exchange, message: Message, queues: list[Queue]) -> list[Queue]:
+        """Follow exchange-to-exchange bindings breadth first, visiting each exchange once."""
+        seen_exchanges = {source.name}
+        seen_queues = {id(q) for q in queues}
+        result = list(queues)
+        frontier = [source]
+        while frontier:
+            next_frontier = []
+            for exchange in frontier:
+                for destination in exchange.route_to_exchanges(message.routing_key, message.headers):
+                    if destination.name in seen_exchanges or destination.name not in self.exchanges:
+                        continue
+                    seen_exchanges.add(destination.name)
+                    next_frontier.append(destination)
+                    for queue in destination.route(message.routing_key, message.headers):
+                        if id(queue) not in seen_queues:
+                            seen_queues.add(id(queue))
+                            result.append(queue)
+            frontier = next_frontier
+        return result
 
     def dead_letter(self, qm: QueuedMessage, reason: str) -> None:
-        """A message rejected without requeue leaves its queue, through the queue's dead-letter exchange
-        when it has one (ACK-6)."""
-        from impl.core.messages import dead_lettered
+        """A message rejected without requeue (ACK-6), expired or dropped by a length limit leaves its queue,
+        through the queue's dead-letter exchange when it has one."""
+        qm.queue.forget(qm)
+        self.dead_letter_message(qm.queue, qm.message, reason)
 
-        queue = qm.queue
-        queue.forget(qm)
+    def dead_letter_message(self, queue: Queue, message: Message, reason: str) -> None:
+        """Publish a copy of a message that leaves `queue` to the queue's dead-letter exchange, if any (a
+        queue that refuses the copy drops it: dead-lettering is at most once, as in RabbitMQ)."""
         exchange_name = queue.dead_letter_exchange
         if exchange_name is None or exchange_name not in self.exchanges:
             return
-        copy = dead_lettered(qm.message, queue.name, reason, exchange_name, queue.dead_letter_routing_key)
+        copy = dead_lettered(message, queue.name, reason, exchange_name, queue.dead_letter_routing_key)
+        cycle = automatic_deaths(copy)
         for target in self.route(exchange_name, copy):
-            target.enqueue(copy)
-            target.dispatch()
+            if target.name in cycle:  # it would die there again without a client's rejection: dropped
+                continue
+            if target.enqueue(copy) is not None:
+                target.dispatch(copy.published_at)
+                target.drop_over_limit()
 
     # --- recovery -----------------------------------------------------------------------------
 
@@ -260,14 +346,25 @@ class Broker:
             queue = self.queues.get(queue_name)
             if exchange is not None and queue is not None and exchange.bind(queue, routing_key, arguments):
                 queue.bindings.add((exchange_name, routing_key, freeze(arguments)))
+        for source_name, destination_name, routing_key, arguments in state.exchange_bindings:
+            source, destination = self.exchanges.get(source_name), self.exchanges.get(destination_name)
+            if source is not None and destination is not None:
+                source.bind_exchange(destination, routing_key, arguments)
         for queue_name, seq, exchange, routing_key, properties_raw, body, redelivered in state.messages:
             queue = self.queues.get(queue_name)
             if queue is None:
                 continue
-            message = Message(exchange, routing_key, properties_raw, body, True)
+            message = Message(exchange, routing_key, properties_raw, body, True, message_ttl(properties_raw))
             qm = QueuedMessage(seq, message, queue, redelivered=redelivered, on_disk=True)
+            if queue.message_ttl is not None or message.ttl is not None:  # TTLs count again from recovery
+                message.published_at = self.clock()
+                qm.deadline = deadline(message.published_at, queue.message_ttl, message.ttl)
+                queue.expiring = True
             queue.ready.append(qm)
             queue.next_seq = max(queue.next_seq, seq + 1)
+        for queue in self.queues.values():  # timers of recovered queues: TTL at the heads, x-expires
+            queue.schedule_head()
+            queue.touch()
 
     def delivered_on_disk(self) -> list[tuple[str, int]]:
         """(queue, publication number) of every message on disk that has been delivered before: a clean

@@ -18,6 +18,8 @@ from impl.core.errors import Refused, vhost_resource
 from impl.core.exchanges import EXCHANGE_TYPES
 from impl.core.frames import ContentHeader, encode_confirm, encode_content, encode_deliver, encode_get_ok
 from impl.core.messages import PERSISTENT, Message, QueuedMessage
+from impl.core.queue_arguments import check_consumer_arguments, check_queue_arguments
+from impl.core.ttl import message_ttl
 
 if TYPE_CHECKING:
     from impl.core.connection import Connection
@@ -139,6 +141,7 @@ class Channel:
         self.global_unacked = 0
         self.publish_seq = 0  # PC-1
         self.to_confirm: list[int] = []
+        self.to_nack: list[int] = []  # publishes a queue refused (reject-publish), nacked with the next flush
         self.waiting_for_disk: deque[int] = deque()
         self.tx_publishes: list[tuple[Message, bool]] = []
         self.tx_settlements: list[tuple[str, list[Delivery], bool]] = []
@@ -192,7 +195,9 @@ class Channel:
         self.content_header = None
         self.content_parts = []
         properties_raw, delivery_mode = header.properties_raw, header.delivery_mode
-        message = Message(exchange, routing_key, properties_raw, body, delivery_mode == PERSISTENT)
+        message = Message(
+            exchange, routing_key, properties_raw, body, delivery_mode == PERSISTENT, message_ttl(properties_raw)
+        )
         self.publish(message, mandatory)
 
     # --- publishing (PC-*, TX-2, RT-*) --------------------------------------------------------
@@ -205,30 +210,39 @@ class Channel:
         if self.mode == MODE_CONFIRM:
             self.publish_seq += 1
             seq = self.publish_seq
-        on_disk = self.route_and_enqueue(message, mandatory)
+        on_disk, refused = self.route_and_enqueue(message, mandatory)
         if seq:
-            if on_disk:  # PC-5: confirmed once the batch holding it is committed
+            if refused:  # a queue at its length limit refused it (reject-publish): basic.nack
+                self.to_nack.append(seq)
+                self.connection.confirm_due(self)
+            elif on_disk:  # PC-5: confirmed once the batch holding it is committed
                 self.waiting_for_disk.append(seq)
                 self.broker.after_commit(self, "confirm", seq)
             else:  # PC-4 and transient messages: confirmed now, after any basic.return
                 self.to_confirm.append(seq)
                 self.connection.confirm_due(self)
 
-    def route_and_enqueue(self, message: Message, mandatory: bool) -> bool:
+    def route_and_enqueue(self, message: Message, mandatory: bool) -> tuple[bool, bool]:
         """Route a message, enqueue a copy in each queue (RT-2), return it if unroutable and mandatory
-        (RT-3); whether any copy went to disk."""
+        (RT-3); whether any copy went to disk, and whether any queue refused it (length limit)."""
         queues = self.broker.route(message.exchange, message)
         if not queues:
             if mandatory:
                 self.send_return(message)
-            return False
-        on_disk = False
+            return False, False
+        on_disk = refused = False
         for queue in queues:
-            if queue.enqueue(message).on_disk:
+            qm = queue.enqueue(message)
+            if qm is None:
+                refused = True
+            elif qm.on_disk:
                 on_disk = True
+        published_at = message.published_at
         for queue in queues:
-            queue.dispatch()
-        return on_disk
+            queue.dispatch(published_at)
+            if queue.limits is not None:
+                queue.drop_over_limit()
+        return on_disk, refused
 
     def send_return(self, message: Message) -> None:
         self.send(
@@ -263,14 +277,17 @@ class Channel:
     def flush_confirms(self) -> None:
         """Send the confirms that are due: one basic.ack multiple=true for those below every confirm still
         waiting for the disk (PC-3), single acks for the others (PC-7)."""
+        out = []
+        if self.to_nack:  # before any ack multiple=true that would cover them
+            out = [encode_confirm(self.number, tag, False, positive=False) for tag in sorted(self.to_nack)]
+            self.to_nack = []
         tags = sorted(self.to_confirm)
         self.to_confirm = []
-        if not tags or not self.is_open:
+        if not self.is_open or not (tags or out):
             return
         floor = self.waiting_for_disk[0] if self.waiting_for_disk else None
         below = tags if floor is None else [t for t in tags if t < floor]
         above = [] if floor is None else [t for t in tags if t > floor]
-        out = []
         if below:
             out.append(encode_confirm(self.number, below[-1], len(below) > 1))
         for tag in above:
@@ -431,16 +448,15 @@ class Channel:
     def on_exchange_declare(self, m: commands.Exchange.Declare) -> None:
         name, kind = m.exchange, m.exchange_type
         broker = self.broker
+        if name == "":
+            raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
         if m.passive:
-            if name:
-                self.find_exchange(name)
+            self.find_exchange(name)
             if not m.nowait:
                 self.send(commands.Exchange.DeclareOk())
             return
-        if name == "":
-            raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
         if kind not in EXCHANGE_TYPES:
-            raise Refused(errors.COMMAND_INVALID, f"invalid exchange type '{kind}'")
+            raise Refused(errors.COMMAND_INVALID, f"unknown exchange type '{kind}'")
         check_name("exchange", name)
         existing = broker.exchanges.get(name)
         if existing is None:
@@ -481,13 +497,31 @@ class Channel:
         if not m.nowait:
             self.send(commands.Exchange.DeleteOk())
 
-    def on_exchange_bind(self, m: Any) -> None:
-        raise Refused(errors.NOT_IMPLEMENTED, "exchange-to-exchange bindings are not supported")
+    def on_exchange_bind(self, m: commands.Exchange.Bind) -> None:
+        """Exchange-to-exchange binding: messages routed by the source also go through the destination."""
+        if m.source == "" or m.destination == "":
+            raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
+        source = self.find_exchange(m.source)  # RabbitMQ names a missing source first
+        destination = self.find_exchange(m.destination)
+        self.broker.bind_exchange(destination, source, m.routing_key, dict(m.arguments or {}))
+        if not m.nowait:
+            self.send(commands.Exchange.BindOk())
+
+    def on_exchange_unbind(self, m: commands.Exchange.Unbind) -> None:
+        """Remove an exchange-to-exchange binding; unbinding what does not exist succeeds."""
+        if m.source == "" or m.destination == "":
+            raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
+        source = self.broker.exchanges.get(m.source)
+        if source is not None:
+            self.broker.unbind_exchange(m.destination, source, m.routing_key, dict(m.arguments or {}))
+        if not m.nowait:
+            self.send(commands.Exchange.UnbindOk())
 
     def on_queue_declare(self, m: commands.Queue.Declare) -> None:
         broker = self.broker
         if m.passive:
             queue = self.find_queue(self.queue_name(m.queue))
+            queue.touch()  # a passive declare renews x-expires too, as in RabbitMQ
             self.last_queue = queue.name
             if not m.nowait:
                 self.send(
@@ -501,6 +535,7 @@ class Channel:
         check_name("queue", name)
         if m.queue.startswith("amq."):
             raise Refused(errors.ACCESS_REFUSED, f"queue name '{name}' contains reserved prefix 'amq.*'")
+        check_queue_arguments(name, arguments)
         for arg in STRING_QUEUE_ARGUMENTS:
             if arg in arguments and not isinstance(arguments[arg], (str, bytes)):
                 raise Refused(
@@ -519,6 +554,7 @@ class Channel:
             if bool(m.exclusive) != (queue.exclusive_owner is not None):
                 raise Refused(errors.RESOURCE_LOCKED, locked_text(name))
             self.check_queue_equivalence(queue, m, arguments)
+        queue.touch()
         self.last_queue = name
         if not m.nowait:
             self.send(
@@ -570,10 +606,12 @@ class Channel:
         name = self.queue_name(m.queue)
         if m.exchange == "":
             raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
-        queue = self.find_queue(name)
+        queue = self.broker.queues.get(name)  # unbinding what does not exist succeeds, as in RabbitMQ
         exchange = self.broker.exchanges.get(m.exchange)
-        if exchange is not None:
-            self.broker.unbind(exchange, queue, m.routing_key, dict(m.arguments or {}))
+        if queue is not None:
+            self.check_exclusive(queue)
+            if exchange is not None:
+                self.broker.unbind(exchange, queue, m.routing_key, dict(m.arguments or {}))
         self.send(commands.Queue.UnbindOk())
 
     def on_queue_purge(self, m: commands.Queue.Purge) -> None:
@@ -609,6 +647,8 @@ class Channel:
 
     def on_basic_consume(self, m: Basic.Consume) -> None:
         queue = self.find_queue(self.queue_name(m.queue))
+        if m.arguments:
+            check_consumer_arguments(m.arguments)
         tag = m.consumer_tag or random_name("amq.ctag-")
         if tag in self.consumers:
             raise Refused(errors.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
@@ -640,6 +680,10 @@ class Channel:
 
     def on_basic_get(self, m: Basic.Get) -> None:
         queue = self.find_queue(self.queue_name(m.queue))
+        if queue.expires is not None:
+            queue.touch()
+        if queue.expiring:  # never an expired message
+            queue.expire_head(self.broker.clock())
         if not queue.ready:
             self.send(Basic.GetEmpty())  # DS-2
             return
@@ -651,6 +695,8 @@ class Channel:
             encode_get_ok(self.number, tag, qm.redelivered, message.exchange, message.routing_key, len(queue.ready))
             + encode_content(self.number, message.properties_raw, message.body, self.connection.frame_max)
         )
+        if queue.expiring:
+            queue.schedule_head()
         if m.no_ack:
             queue.forget(qm)
         else:
@@ -699,7 +745,7 @@ class Channel:
         settlements, self.tx_settlements = self.tx_settlements, []
         on_disk = False
         for message, mandatory in publishes:  # TX-6: returns go out before commit-ok
-            if self.route_and_enqueue(message, mandatory):
+            if self.route_and_enqueue(message, mandatory)[0]:
                 on_disk = True
         for kind, deliveries, requeue in settlements:
             self.apply_settlement(kind, deliveries, requeue)
@@ -742,7 +788,7 @@ HANDLERS: dict[type, Callable[[Channel, Any], None]] = {
     commands.Exchange.Declare: Channel.on_exchange_declare,
     commands.Exchange.Delete: Channel.on_exchange_delete,
     commands.Exchange.Bind: Channel.on_exchange_bind,
-    commands.Exchange.Unbind: Channel.on_exchange_bind,
+    commands.Exchange.Unbind: Channel.on_exchange_unbind,
     commands.Queue.Declare: Channel.on_queue_declare,
     commands.Queue.Bind: Channel.on_queue_bind,
     commands.Queue.Unbind: Channel.on_queue_unbind,

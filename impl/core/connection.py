@@ -40,7 +40,7 @@ MIN_FRAME_MAX = 4096
 SERVER_PROPERTIES = {
     "capabilities": {
         "publisher_confirms": True,
-        "exchange_exchange_bindings": False,
+        "exchange_exchange_bindings": True,
         "basic.nack": True,
         "consumer_cancel_notify": True,
         "connection.blocked": False,
@@ -315,14 +315,18 @@ class Connection:
             return True
 
     def channel_method(self, number: int, method: Any) -> None:
-        if number > self.channel_max:
-            self.fail(
-                Fault(errors.CHANNEL_ERROR, f"channel number {number} exceeds channel_max", *method_ids(method))
-            )
-            return
         channel = self.channels.get(number)
         if channel is None:
             if isinstance(method, commands.Channel.Open):
+                if len(self.channels) >= self.channel_max:  # channel_max bounds open channels, not numbers
+                    self.fail(
+                        Fault(
+                            errors.NOT_ALLOWED,
+                            f"number of channels opened ({len(self.channels)}) has reached the negotiated "
+                            f"channel_max ({self.channel_max})",
+                        )
+                    )
+                    return
                 self.channels[number] = Channel(self, number)
                 self.send_method(number, commands.Channel.OpenOk())
             elif not isinstance(method, commands.Channel.CloseOk):
@@ -417,6 +421,8 @@ class Connection:
             self.abort()
         elif isinstance(method, (commands.Connection.Blocked, commands.Connection.Unblocked)):
             return
+        elif isinstance(method, commands.Connection.UpdateSecret) and channel_number == 0:
+            self.send_method(0, commands.Connection.UpdateSecretOk())  # PLAIN credentials: nothing expires
         elif channel_number != 0:
             self.fail(Fault(errors.COMMAND_INVALID, "unimplemented method", *method_ids(method)))
         else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from impl.core.routing import headers_match, topic_matches
+from impl.core.routing import binding_matches, headers_match, topic_matches
 
 if TYPE_CHECKING:
     from impl.core.queues import Queue
@@ -39,6 +39,38 @@ class Exchange:
         self.bindings: dict[str, dict[BindingKey, dict]] = {}
         self.queues: dict[str, "Queue"] = {}
         self.direct: dict[str, dict[str, "Queue"]] = {}
+        # exchange-to-exchange bindings with this exchange as source: destination name ->
+        # {(routing key, frozen arguments): (arguments, destination)}
+        self.exchange_bindings: dict[str, dict[BindingKey, tuple[dict, "Exchange"]]] = {}
+
+    def bind_exchange(self, destination: "Exchange", routing_key: str, arguments: dict) -> bool:
+        """Add an exchange-to-exchange binding from this exchange; False when it already existed."""
+        per_destination = self.exchange_bindings.setdefault(destination.name, {})
+        key = (routing_key, freeze(arguments))
+        if key in per_destination:
+            return False
+        per_destination[key] = (arguments, destination)
+        return True
+
+    def unbind_exchange(self, destination_name: str, routing_key: str, arguments: dict) -> bool:
+        """Remove an exchange-to-exchange binding; False when there was none."""
+        per_destination = self.exchange_bindings.get(destination_name)
+        key = (routing_key, freeze(arguments))
+        if not per_destination or key not in per_destination:
+            return False
+        del per_destination[key]
+        if not per_destination:
+            del self.exchange_bindings[destination_name]
+        return True
+
+    def route_to_exchanges(self, routing_key: str, headers: Any) -> list["Exchange"]:
+        """The exchanges this exchange passes a message on to through its exchange-to-exchange bindings."""
+        return [
+            destination
+            for per_destination in self.exchange_bindings.values()
+            for (binding_key, _), (arguments, destination) in per_destination.items()
+            if binding_matches(self.kind, binding_key, arguments, routing_key, headers)
+        ]
 
     def bind(self, queue: "Queue", routing_key: str, arguments: dict) -> bool:
         """Add a binding; False when it already existed."""
@@ -82,7 +114,8 @@ class Exchange:
         return list(per_queue)
 
     def has_bindings(self) -> bool:
-        return bool(self.bindings)
+        """Whether this exchange is the source of any binding (to a queue or an exchange)."""
+        return bool(self.bindings) or bool(self.exchange_bindings)
 
     def route(self, routing_key: str, headers: Any) -> list["Queue"]:
         """The queues a message published with this routing key reaches."""

@@ -14,14 +14,24 @@ PERSISTENT = 2
 class Message:
     """What a publisher sent: routing information, encoded properties and body."""
 
-    __slots__ = ("exchange", "routing_key", "properties_raw", "body", "persistent")
+    __slots__ = ("exchange", "routing_key", "properties_raw", "body", "persistent", "ttl", "published_at")
 
-    def __init__(self, exchange: str, routing_key: str, properties_raw: bytes, body: bytes, persistent: bool) -> None:
+    def __init__(
+        self,
+        exchange: str,
+        routing_key: str,
+        properties_raw: bytes,
+        body: bytes,
+        persistent: bool,
+        ttl: int | None = None,
+    ) -> None:
         self.exchange = exchange
         self.routing_key = routing_key
         self.properties_raw = properties_raw
         self.body = body
         self.persistent = persistent
+        self.ttl = ttl  # milliseconds from the `expiration` property (impl.core.ttl), None without one
+        self.published_at: float | None = None  # set when a queue first needs it for a deadline
 
     def headers(self) -> dict[str, Any]:
         return decode_properties(self.properties_raw).headers or {}
@@ -29,9 +39,10 @@ class Message:
 
 class QueuedMessage:
     """A message's copy in one queue, with its publication number there (RQ-1) and the redelivered flag
-    its next delivery carries (RQ-2). `on_disk` is true when the store holds (or will hold) this copy."""
+    its next delivery carries (RQ-2). `on_disk` is true when the store holds (or will hold) this copy;
+    `deadline` is when it expires in this queue (impl.core.ttl), None when it does not."""
 
-    __slots__ = ("seq", "message", "queue", "redelivered", "on_disk")
+    __slots__ = ("seq", "message", "queue", "redelivered", "on_disk", "deadline")
 
     def __init__(self, seq: int, message: Message, queue: Any, redelivered: bool = False, on_disk: bool = False):
         self.seq = seq
@@ -39,6 +50,7 @@ class QueuedMessage:
         self.queue = queue
         self.redelivered = redelivered
         self.on_disk = on_disk
+        self.deadline: float | None = None
 
     def __lt__(self, other: "QueuedMessage") -> bool:
         return self.seq < other.seq

@@ -1,8 +1,9 @@
-"""Routing keys and binding keys: topic pattern matching (RT-1)."""
+"""Routing keys and binding keys: topic pattern matching, header matching, one binding's match (RT-1)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 
 @lru_cache(maxsize=65536)
@@ -30,3 +31,14 @@ def headers_match(binding_arguments: dict, headers: dict) -> bool:
     if mode == "any":
         return any(k in headers and (v is None or headers[k] == v) for k, v in wanted)
     return all(k in headers and (v is None or headers[k] == v) for k, v in wanted)
+
+
+def binding_matches(kind: str, binding_key: str, arguments: dict, routing_key: str, headers: Any) -> bool:
+    """Whether one binding of an exchange of this kind matches a message (exchange-to-exchange routing)."""
+    if kind == "direct":
+        return binding_key == routing_key
+    if kind == "fanout":
+        return True
+    if kind == "topic":
+        return topic_matches(binding_key, routing_key)
+    return headers_match(arguments, headers() if callable(headers) else (headers or {}))

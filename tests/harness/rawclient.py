@@ -451,6 +451,25 @@ class RawConnection:
     def basic_ack(self, channel: int, delivery_tag: int, *, multiple: bool = False) -> None:
         self.send(channel, commands.Basic.Ack(delivery_tag=delivery_tag, multiple=multiple))
 
+    def confirms(self, channel: int, seqs: range | list[int], timeout: float | None = None) -> dict[int, str]:
+        """Read publisher confirms on `channel` until every sequence number in `seqs` is settled: a map
+        seq -> "ack" or "nack" (PC-3: multiple=true settles every still-unsettled seq up to its tag).
+        A seq confirmed twice, or a confirm for a seq never published, is a ProtocolViolation (PC-2)."""
+        wanted = set(seqs)
+        outcome: dict[int, str] = {}
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while not wanted <= outcome.keys():
+            command = self.expect(channel, commands.Basic.Ack, commands.Basic.Nack,
+                                  timeout=max(0.0, deadline - time.monotonic()))
+            kind = "ack" if isinstance(command.method, commands.Basic.Ack) else "nack"
+            tag, multiple = int(command.method.delivery_tag), bool(command.method.multiple)
+            covered = [s for s in wanted if s <= tag and s not in outcome] if multiple else [tag]
+            if not multiple and (tag in outcome or tag not in wanted):
+                raise ProtocolViolation(f"{self.label}: {kind} for seq {tag}, already {outcome.get(tag)}")
+            for seq in covered:
+                outcome[seq] = kind
+        return outcome
+
     # -- internals -----------------------------------------------------------------------------------
 
     def _end_of_stream(self) -> None:
