@@ -243,14 +243,20 @@ class Queue:
         ready = self.ready
         consumers = self.consumers
         while ready and consumers:
-            for _ in range(len(consumers)):
-                consumer = consumers[0]
-                consumers.rotate(-1)
-                if consumer.has_room():
-                    consumer.channel.deliver(consumer, ready.pop_head())
-                    break
-            else:
+            if not self.hand_out_head():
                 return
+
+    def hand_out_head(self) -> bool:
+        """The head goes to the next consumer with room, which moves to the back (DS-1); False when no
+        consumer has room."""
+        consumers = self.consumers
+        for _ in range(len(consumers)):
+            consumer = consumers[0]
+            consumers.rotate(-1)
+            if consumer.has_room():
+                consumer.channel.deliver(consumer, self.ready.pop_head())
+                return True
+        return False
 
     def dispatch_expiring(self, published_at: float | None) -> None:
         """dispatch for a queue whose messages may expire: an expired head is never delivered; after a
@@ -260,15 +266,7 @@ class Queue:
         consumers = self.consumers
         while True:
             self.expire_head(now, inclusive=False)
-            if not ready or not consumers:
-                break
-            for _ in range(len(consumers)):
-                consumer = consumers[0]
-                consumers.rotate(-1)
-                if consumer.has_room():
-                    consumer.channel.deliver(consumer, ready.pop_head())
-                    break
-            else:
+            if not ready or not consumers or not self.hand_out_head():
                 break
         if published_at is not None:
             self.expire_head(now)
