@@ -207,10 +207,11 @@ def test_parse_error_names_the_line(line, message):
 # ---------------------------------------------------------------- rule citations
 
 def semantics_path() -> Path:
-    for path in (Path("/work/shared/SEMANTICS.md"), REPO.parent / "shared" / "SEMANTICS.md"):
-        if path.exists():
-            return path
-    raise AssertionError("SEMANTICS.md not found in /work/shared or ../shared")
+    """SEMANTICS.md in ../shared/, beside the repository (where CI and every developer have it)."""
+    path = REPO.parent / "shared" / "SEMANTICS.md"
+    if not path.exists():
+        raise AssertionError(f"SEMANTICS.md not found at {path} (../shared/ beside the repository)")
+    return path
 
 
 def semantics_ids() -> list:
