@@ -70,6 +70,6 @@ def _observe(observations: dict, before, after, action, labels) -> None:
             if old.status != CONN_DOWN and new.status == CONN_DOWN:
                 observations[c].append(("lost",))
         return
-    if kind in (A.ClientReceive,) or isinstance(action, A.ClientAction):
+    if isinstance(action, A.ClientAction):            # ClientReceive included
         for wire in labels:
             observations[wire.conn].append(("sent" if wire.to_broker else "received", wire.frame))
