@@ -39,9 +39,11 @@ class ClientPublish(ClientAction):
     routing_key: int
     mandatory: bool
     persistent: bool
+    immediate: bool = False                       # RabbitMQ refuses it (540)
 
     def __str__(self) -> str:
-        flags = "".join((" mandatory" if self.mandatory else "", " persistent" if self.persistent else ""))
+        flags = "".join((" mandatory" if self.mandatory else "", " persistent" if self.persistent else "",
+                         " immediate" if self.immediate else ""))
         return f"publish to exchange {EXCHANGE_NAMES[self.exchange]!r} key {queue_name(self.routing_key)}{flags}"
 
 
@@ -52,9 +54,12 @@ class ClientConsume(ClientAction):
     queue: int
     consumer_tag: int
     no_ack: bool
+    exclusive: bool = False
 
     def __str__(self) -> str:
-        return f"consume {queue_name(self.queue)} as ctag {self.consumer_tag} ({'automatic' if self.no_ack else 'manual'} ack)"
+        mode = "automatic" if self.no_ack else "manual"
+        return f"consume {queue_name(self.queue)} as ctag {self.consumer_tag} ({mode} ack" + \
+            (", exclusive)" if self.exclusive else ")")
 
 
 @dataclass(frozen=True)
@@ -118,9 +123,11 @@ class ClientQos(ClientAction):
 
     prefetch_count: int
     global_: bool
+    prefetch_size: int = 0                        # RabbitMQ refuses any other (540)
 
     def __str__(self) -> str:
-        return f"qos prefetch={self.prefetch_count} global={self.global_}"
+        size = f" prefetch_size={self.prefetch_size}" if self.prefetch_size else ""
+        return f"qos prefetch={self.prefetch_count} global={self.global_}{size}"
 
 
 @dataclass(frozen=True)
@@ -189,6 +196,29 @@ class ClientBindQueue(ClientAction):
 
 
 @dataclass(frozen=True)
+class ClientPurgeQueue(ClientAction):
+    """queue.purge: the queue's ready messages are dropped."""
+
+    queue: int
+
+    def __str__(self) -> str:
+        return f"purge {queue_name(self.queue)}"
+
+
+@dataclass(frozen=True)
+class ClientDeleteQueue(ClientAction):
+    """queue.delete, optionally only if it has no consumers (if_unused) or no ready message (if_empty)."""
+
+    queue: int
+    if_unused: bool
+    if_empty: bool
+
+    def __str__(self) -> str:
+        flags = "".join((" if-unused" if self.if_unused else "", " if-empty" if self.if_empty else ""))
+        return f"delete {queue_name(self.queue)}{flags}"
+
+
+@dataclass(frozen=True)
 class ClientChannelClose(ClientAction):
     """channel.close by the client (RQ-4)."""
 
@@ -213,8 +243,20 @@ class ClientConnectionClose(ClientAction):
 
 
 @dataclass(frozen=True)
+class ClientChannelCloseOk(ClientAction):
+    """channel.close-ok written by a client that answers a channel.close itself (a recorded raw client;
+    client libraries answer as they read it: ``ClientReceive``), or sends one out of turn."""
+
+    def __str__(self) -> str:
+        return "channel.close-ok"
+
+
+@dataclass(frozen=True)
 class ClientConnect(ClientAction):
-    """A new connection in this slot, with its channels open (the handshake is not modelled)."""
+    """A new connection in this slot (the handshake is not modelled), its channels open, or closed
+    until the client opens them (recorded traces, where the client's channel.open is observed)."""
+
+    channels_open: bool = True
 
     def __str__(self) -> str:
         return "connect"
@@ -222,7 +264,11 @@ class ClientConnect(ClientAction):
 
 @dataclass(frozen=True)
 class ClientReceive(ClientAction):
-    """The client reads the oldest frame in flight to it on channel ``ch`` (0: the connection's own)."""
+    """The client reads the oldest frame in flight to it on channel ``ch`` (0: the connection's own).
+    A client library answers a channel.close with close-ok as it reads it; with ``answer`` false the
+    client answers (or not) with a step of its own (``ClientChannelCloseOk``)."""
+
+    answer: bool = True
 
     def __str__(self) -> str:
         return f"receive the next frame of channel {self.ch}" if self.ch else "receive the next connection frame"
@@ -239,6 +285,18 @@ class BrokerTakeFrame(Action):
     def __str__(self) -> str:
         where = f"c{self.conn}.ch{self.ch}" if self.ch else f"c{self.conn} (connection)"
         return f"take the next frame from {where}"
+
+
+@dataclass(frozen=True)
+class BrokerCloseOk(Action):
+    """channel.close-ok for a channel the client closed, once the channel is gone; frames the client
+    sent on it in between were dropped (ER-1)."""
+
+    conn: int
+    ch: int
+
+    def __str__(self) -> str:
+        return f"channel.close-ok on c{self.conn}.ch{self.ch}"
 
 
 @dataclass(frozen=True)

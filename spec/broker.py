@@ -5,25 +5,28 @@
 from __future__ import annotations
 
 from .frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CANCEL_OK, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_DELIVER,
-    BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_QOS_OK,
-    BASIC_RECOVER, BASIC_RECOVER_OK, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
-    CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT, CONFIRM_SELECT_OK, CONNECTION_CLOSE,
-    CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE, NO_ROUTE, NOT_FOUND, NOT_IMPLEMENTED,
-    PRECONDITION_FAILED, QUEUE_BIND, QUEUE_BIND_OK, QUEUE_DECLARE, QUEUE_DECLARE_OK,
-    R_CONFIRM_TO_TX, R_LOCKED, R_NO_EXCHANGE, R_NO_QUEUE, R_NOT_TX,
-    R_RECOVER_NO_REQUEUE, R_TX_TO_CONFIRM, R_UNKNOWN_TAG, RESOURCE_LOCKED,
+    ACCESS_REFUSED, BASIC_ACK, BASIC_CANCEL, BASIC_CANCEL_OK, BASIC_CONSUME, BASIC_CONSUME_OK,
+    BASIC_DELIVER, BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
+    BASIC_QOS_OK, BASIC_RECOVER, BASIC_RECOVER_OK, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE,
+    CHANNEL_CLOSE_OK, CHANNEL_ERROR, CHANNEL_OPEN, CHANNEL_OPEN_OK, COMMAND_INVALID, CONFIRM_SELECT,
+    CONFIRM_SELECT_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE,
+    NO_ROUTE, NOT_ALLOWED, NOT_FOUND, NOT_IMPLEMENTED, PRECONDITION_FAILED, QUEUE_BIND, QUEUE_BIND_OK,
+    QUEUE_DECLARE, QUEUE_DECLARE_OK, QUEUE_DELETE, QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK,
+    R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_EXPECTED_OPEN, R_IMMEDIATE, R_IN_USE, R_LOCKED, R_NO_EXCHANGE,
+    R_NO_QUEUE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
+    R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG, RESOURCE_LOCKED,
     TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK,
 )
 from .state import (
-    CH_CLOSED, CH_CLOSING, CH_OPEN, CLOSED_CHANNEL, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
-    EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_ROLLBACK_KEPT, EV_TX_RETURN, MODE_CONFIRM,
+    CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CLOSED_CHANNEL, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
+    EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_ROLLBACK_KEPT, EV_TX_RETURN, FATE_PURGED, MODE_CONFIRM,
     MODE_TX, NEW_CHANNEL, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE, Consumer, Pending, State,
     Unacked, add_sorted, conn_channels, conn_to_broker, conn_to_client, put, with_conn,
 )
 from . import network
 from .storage import (
-    close_channel, close_connection, enqueue, forget_waits, settle, with_channel, with_queue,
+    add_fates, close_channel, close_connection, delete_queue, drop_consumer, enqueue, forget_waits, settle,
+    with_channel, with_queue,
 )
 
 
@@ -77,28 +80,46 @@ def take_frame(state: State, c: int, ch: int) -> State:
         state = close_connection(state, c)
         return send(state, c, (CONNECTION_CLOSE_OK, 0))
     channel = state.conns[c].channels[ch - 1]
+    status = channel.status
+    if status == CH_OPEN:
+        if method == CHANNEL_OPEN:
+            return connection_error(state, c, CHANNEL_ERROR, R_SECOND_OPEN, 0)
+        if method == CHANNEL_CLOSE_OK:
+            return connection_error(state, c, COMMAND_INVALID, R_UNIMPLEMENTED, 0)
+        return HANDLERS[method](state, c, ch, channel, frame)
+    if status == CH_CLOSED:
+        if method == CHANNEL_OPEN:
+            state = with_channel(state, c, ch, NEW_CHANNEL)
+            return send(state, c, (CHANNEL_OPEN_OK, ch))
+        return connection_error(state, c, CHANNEL_ERROR, R_EXPECTED_OPEN, 0)      # never opened, or closed
+    # Closing (ER-1): the channel ignores every frame until it is gone, and it is not gone yet.
     if method == CHANNEL_OPEN:
-        state = with_channel(state, c, ch, NEW_CHANNEL)
-        return send(state, c, (CHANNEL_OPEN_OK, ch))
-    if channel.status == CH_CLOSING:
-        # ER-1: until close-ok arrives, every other frame on the channel is ignored.
+        return connection_error(state, c, CHANNEL_ERROR, R_SECOND_OPEN, 0)
+    if status == CH_CLOSING:
         if method == CHANNEL_CLOSE_OK:
             return with_channel(state, c, ch, CLOSED_CHANNEL)
-        return state
-    if channel.status != CH_OPEN:
-        return state
-    return HANDLERS[method](state, c, ch, channel, frame)
+        if method == CHANNEL_CLOSE:                         # both ends closed at once: answer it
+            return send(state, c, (CHANNEL_CLOSE_OK, ch))
+    return state
 
 
 def _channel_close(state, c, ch, channel, frame):
-    """channel.close from the client: RQ-4, then close-ok."""
-    state = close_channel(state, c, ch, CH_CLOSED)
+    """channel.close from the client: RQ-4 at once; close-ok follows (``close_ok``), and frames the
+    client sent in between are dropped."""
+    return close_channel(state, c, ch, CH_ENDING)
+
+
+def close_ok(state: State, c: int, ch: int) -> State:
+    """BrokerCloseOk: the channel the client closed is gone; channel.close-ok goes out."""
+    state = with_channel(state, c, ch, CLOSED_CHANNEL)
     return send(state, c, (CHANNEL_CLOSE_OK, ch))
 
 
 def _publish(state, c, ch, channel, frame):
     """basic.publish: PC-9 on a missing exchange; held back in tx mode (TX-2); numbered in confirm mode (PC-1)."""
-    _, _, exchange, routing_key, mandatory, persistent, msg = frame
+    _, _, exchange, routing_key, mandatory, persistent, msg, immediate = frame
+    if immediate:
+        return connection_error(state, c, NOT_IMPLEMENTED, R_IMMEDIATE, 0)
     if exchange not in (DEFAULT_EXCHANGE, FANOUT_EXCHANGE):
         return channel_error(state, c, ch, NOT_FOUND, R_NO_EXCHANGE, exchange)     # PC-9, TX-5
     if channel.mode == MODE_TX:
@@ -142,8 +163,18 @@ def _settle_frame(state, c, ch, channel, tag, multiple, kind):
     if channel.mode == MODE_TX:
         return with_channel(state, c, ch, channel._replace(
             unacked=rest, tx_settles=channel.tx_settles + tuple((kind, u) for u in settled)))
-    state = with_channel(state, c, ch, channel._replace(unacked=rest))
+    state = with_channel(state, c, ch, released(channel._replace(unacked=rest), settled))
     return settle(state, settled, kind)
+
+
+def released(channel, settled):
+    """The channel after settling ``settled``: the global limit counts its consumer deliveries off
+    (PF-3). As in RabbitMQ's limiter, basic.get deliveries are never counted off, and a count that
+    is 0 stays 0."""
+    if not channel.global_limit:
+        return channel
+    n = sum(1 for u in settled if u.consumer)
+    return channel._replace(volume=max(0, channel.volume - n)) if n else channel
 
 
 def _ack(state, c, ch, channel, frame):
@@ -161,13 +192,22 @@ def _reject(state, c, ch, channel, frame):
 
 
 def _qos(state, c, ch, channel, frame):
-    """basic.qos: global=false for consumers started later, global=true for the channel (PF-2)."""
-    count, global_ = frame[2], frame[3]
-    if global_:
+    """basic.qos (PF-2), as RabbitMQ 3.10.8 does it: global=false sets the limit of consumers started
+    later AND removes the channel's global limit; global=true with n > 0 limits the channel, its count
+    starting, when the channel had no global limit, at every outstanding delivery, basic.get ones
+    included; global=true with 0 removes the global limit. prefetch_size is not implemented (540)."""
+    count, global_, size = frame[2], frame[3], frame[4]
+    if size:
+        return connection_error(state, c, NOT_IMPLEMENTED, R_PREFETCH_SIZE, size)
+    if global_ and count:
         outstanding = sum(1 for u in channel.unacked if u.consumer)
-        channel = channel._replace(global_limit=count, qos_excess=outstanding if 0 < count < outstanding else 0)
+        volume = channel.volume if channel.global_limit else len(channel.unacked)
+        channel = channel._replace(global_limit=count, volume=volume,
+                                   qos_excess=outstanding if count < outstanding else 0)
     else:
-        channel = channel._replace(prefetch=count)
+        channel = channel._replace(global_limit=0, volume=0, qos_excess=0)
+        if not global_:
+            channel = channel._replace(prefetch=count)
     return send(with_channel(state, c, ch, channel), c, (BASIC_QOS_OK, ch))
 
 
@@ -183,14 +223,19 @@ def _queue_usable(state, c, ch, q):
 
 def _consume(state, c, ch, channel, frame):
     """basic.consume: the consumer joins the queue's round-robin (DS-1) with the channel's per-consumer limit (PF-2)."""
-    q, tag, no_ack = frame[2], frame[3], frame[4]
+    q, tag, no_ack, exclusive = frame[2], frame[3], frame[4], frame[5]
+    if any(k.tag == tag for k in channel.consumers):
+        return connection_error(state, c, NOT_ALLOWED, R_TAG_REUSED, tag)
     refused = _queue_usable(state, c, ch, q)
     if refused is not None:
         return refused
+    queue = state.queues[q]
+    if queue.exclusive or (exclusive and queue.ring):
+        return channel_error(state, c, ch, ACCESS_REFUSED, R_EXCLUSIVE_USE, q)
     channel = channel._replace(consumers=add_sorted(channel.consumers, Consumer(tag, q, no_ack, channel.prefetch)))
     state = with_channel(state, c, ch, channel)
-    queue = state.queues[q]
-    state = with_queue(state, q, queue._replace(ring=queue.ring + ((c, ch, tag),)))
+    state = with_queue(state, q, queue._replace(ring=queue.ring + ((c, ch, tag),),
+                                                exclusive=(c, ch, tag) if exclusive else ()))
     return send(state, c, (BASIC_CONSUME_OK, ch, tag))
 
 
@@ -199,12 +244,19 @@ def _cancel(state, c, ch, channel, frame):
     tag = frame[2]
     for consumer in channel.consumers:
         if consumer.tag == tag:
-            queue = state.queues[consumer.queue]
-            state = with_queue(state, consumer.queue, queue._replace(
-                ring=tuple(r for r in queue.ring if r != (c, ch, tag))))
-            channel = channel._replace(consumers=tuple(k for k in channel.consumers if k.tag != tag))
-            state = with_channel(state, c, ch, channel)
+            state = with_queue(state, consumer.queue, drop_consumer(state.queues[consumer.queue], (c, ch, tag)))
+            state = with_channel(state, c, ch, without_consumer(channel, tag))
     return send(state, c, (BASIC_CANCEL_OK, ch, tag))
+
+
+def without_consumer(channel, tag: int):
+    """The channel once consumer ``tag`` is gone. Its outstanding deliveries stay outstanding, marked
+    as a former consumer's (-tag): the global limit still counts them off when settled, and a later
+    consumer with the same tag starts with none of its own (PF-2)."""
+    unacked = tuple(u._replace(consumer=-tag) if u.consumer == tag else u for u in channel.unacked)
+    settles = tuple((k, u._replace(consumer=-tag)) if u.consumer == tag else (k, u) for k, u in channel.tx_settles)
+    return channel._replace(consumers=tuple(k for k in channel.consumers if k.tag != tag),
+                            unacked=unacked, tx_settles=settles)
 
 
 def _get(state, c, ch, channel, frame):
@@ -239,6 +291,8 @@ def hand_over(state: State, c: int, ch: int, q: int, entry, no_ack: bool, consum
     else:
         channel = channel._replace(next_tag=tag + 1, unacked=channel.unacked + (
             Unacked(tag, q, entry.key, entry.msg, entry.redelivered, entry.persistent, consumer),))
+        if consumer and channel.global_limit:
+            channel = channel._replace(volume=channel.volume + 1)     # the global limit counts it (PF-3)
         state = with_conn(state, c, conn_channels(conn, put(conn.channels, ch - 1, channel)))
     return state._replace(delivered=add_sorted(state.delivered, (q, entry.key)))
 
@@ -247,7 +301,7 @@ def _recover(state, c, ch, channel, frame):
     """basic.recover: requeue=true requeues every outstanding delivery (RQ-5); requeue=false is 540."""
     if not frame[2]:
         return connection_error(state, c, NOT_IMPLEMENTED, R_RECOVER_NO_REQUEUE, 0)
-    state = with_channel(state, c, ch, channel._replace(unacked=()))
+    state = with_channel(state, c, ch, released(channel._replace(unacked=()), channel.unacked))
     state = settle(state, channel.unacked, SETTLE_REQUEUE)
     return send(state, c, (BASIC_RECOVER_OK, ch))
 
@@ -277,6 +331,9 @@ def _tx_commit(state, c, ch, channel, frame):
         state = state._replace(events=state.events | EV_COMMIT_WITH_ACKS)
     for kind, unacked in channel.tx_settles:
         state = settle(state, (unacked,), kind)
+    if channel.tx_settles:
+        state = with_channel(state, c, ch, released(state.conns[c].channels[ch - 1],
+                                                    tuple(u for _, u in channel.tx_settles)))
     waits = []
     group = []
     for exchange, routing_key, mandatory, persistent, msg in channel.tx_pubs:
@@ -331,38 +388,65 @@ def _queue_bind(state, c, ch, channel, frame):
     return send(state, c, (QUEUE_BIND_OK, ch))
 
 
+def _queue_purge(state, c, ch, channel, frame):
+    """queue.purge: the ready copies are gone; outstanding deliveries stay outstanding."""
+    q = frame[2]
+    refused = _queue_usable(state, c, ch, q)
+    if refused is not None:
+        return refused
+    queue = state.queues[q]
+    state = with_queue(state, q, queue._replace(ready=()))
+    state = add_fates(state, ((q, e.key, FATE_PURGED, e.msg, e.persistent) for e in queue.ready))
+    state = forget_waits(state, ((q, e.key) for e in queue.ready))
+    return send(state, c, (QUEUE_PURGE_OK, ch, len(queue.ready)))
+
+
+def _queue_delete(state, c, ch, channel, frame):
+    """queue.delete: a missing queue is no error; if_unused refuses a queue with consumers (basic.get
+    deliveries do not count), if_empty one with ready copies (outstanding ones do not count). The
+    queue goes with its ready copies, durably; its outstanding deliveries stay outstanding and can
+    still be settled; each consumer's client gets basic.cancel, after delete-ok on this channel."""
+    q, if_unused, if_empty = frame[2], frame[3], frame[4]
+    if q >= len(state.queues) or not state.queues[q].exists:
+        return send(state, c, (QUEUE_DELETE_OK, ch, 0))
+    queue = state.queues[q]
+    if queue.owner and queue.owner != c + 1:
+        return channel_error(state, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
+    if if_empty and queue.ready:                            # RabbitMQ checks if_empty first
+        return channel_error(state, c, ch, PRECONDITION_FAILED, R_NOT_EMPTY, q)
+    if if_unused and queue.ring:
+        return channel_error(state, c, ch, PRECONDITION_FAILED, R_IN_USE, q)
+    state = send(delete_queue(state, q), c, (QUEUE_DELETE_OK, ch, len(queue.ready)))
+    for c2, ch2, tag in queue.ring:
+        state = with_channel(state, c2, ch2, without_consumer(state.conns[c2].channels[ch2 - 1], tag))
+        state = send(state, c2, (BASIC_CANCEL, ch2, tag))
+    return state
+
+
 HANDLERS = {
-    CHANNEL_CLOSE: _channel_close, CHANNEL_CLOSE_OK: lambda state, c, ch, channel, frame: state,
+    CHANNEL_CLOSE: _channel_close,
     BASIC_PUBLISH: _publish, BASIC_ACK: _ack, BASIC_NACK: _nack, BASIC_REJECT: _reject,
     BASIC_QOS: _qos, BASIC_CONSUME: _consume, BASIC_CANCEL: _cancel, BASIC_GET: _get,
     BASIC_RECOVER: _recover, CONFIRM_SELECT: _confirm_select, TX_SELECT: _tx_select,
     TX_COMMIT: _tx_commit, TX_ROLLBACK: _tx_rollback, QUEUE_DECLARE: _queue_declare,
-    QUEUE_BIND: _queue_bind,
+    QUEUE_BIND: _queue_bind, QUEUE_PURGE: _queue_purge, QUEUE_DELETE: _queue_delete,
 }
 
 
 def has_room(state: State, c: int, ch: int, consumer) -> bool:
-    """Whether a consumer may take one more delivery (AM-2: none in automatic mode; PF-1, PF-2, PF-3)."""
-    if consumer.no_ack:
-        return True
+    """Whether a consumer may take one more delivery (PF-1, PF-2, PF-3). The channel's global limit
+    stops every consumer once its count is reached, automatic-mode ones too, though their deliveries
+    are never counted (RabbitMQ's limiter); a per-consumer limit counts the consumer's own outstanding
+    manual-mode deliveries, those held back by a transaction included (AM-2: none in automatic mode)."""
     channel = state.conns[c].channels[ch - 1]
-    if consumer.limit or channel.global_limit:
-        mine = held = 0
-        for u in channel.unacked:
-            if u.consumer:
-                held += 1
-                if u.consumer == consumer.tag:
-                    mine += 1
-        for _, u in channel.tx_settles:        # held back by a transaction: not settled yet
-            if u.consumer:
-                held += 1
-                if u.consumer == consumer.tag:
-                    mine += 1
-        if consumer.limit and mine >= consumer.limit:
-            return False
-        if channel.global_limit and held >= channel.global_limit:
-            return False
-    return True
+    if channel.global_limit and channel.volume >= channel.global_limit:
+        return False
+    if consumer.no_ack or not consumer.limit:
+        return True
+    tag = consumer.tag
+    mine = sum(1 for u in channel.unacked if u.consumer == tag)
+    mine += sum(1 for _, u in channel.tx_settles if u.consumer == tag)
+    return mine < consumer.limit
 
 
 def next_consumer(state: State, q: int):

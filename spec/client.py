@@ -8,8 +8,8 @@ from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK,
     BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
     CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT, CONNECTION_CLOSE, CONNECTION_CLOSE_OK,
-    MSG_STRIDE, QUEUE_BIND, QUEUE_DECLARE, R_NORMAL, REPLY_SUCCESS, TX_COMMIT, TX_ROLLBACK,
-    TX_SELECT, Wire,
+    MSG_STRIDE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, R_NORMAL, REPLY_SUCCESS,
+    TX_COMMIT, TX_ROLLBACK, TX_SELECT, Wire,
 )
 from . import actions as A
 from . import network
@@ -46,7 +46,7 @@ def publish(state: State, a) -> tuple[State, tuple]:
         view = view._replace(pub_seq=view.pub_seq + 1)
     elif view.mode == MODE_TX:
         view = view._replace(tx_dirty=True)
-    frame = (BASIC_PUBLISH, a.ch, a.exchange, a.routing_key, a.mandatory, a.persistent, msg)
+    frame = (BASIC_PUBLISH, a.ch, a.exchange, a.routing_key, a.mandatory, a.persistent, msg, a.immediate)
     return write(state, a.conn, a.ch, frame, view)
 
 
@@ -66,7 +66,7 @@ def settle_frame(state: State, c: int, ch: int, frame: tuple, tag: int, multiple
     return write(state, c, ch, frame, settle_view(client_view(state, c, ch), tag, multiple))
 
 
-def receive(state: State, c: int, ch: int) -> tuple[State, tuple]:
+def receive(state: State, c: int, ch: int, answer: bool = True) -> tuple[State, tuple]:
     """ClientReceive: the client reads the oldest frame in flight to it on channel ch (channels reach
     the client in any interleaving: ``spec.network``) and reacts as a client library does."""
     conn = state.conns[c]
@@ -99,10 +99,18 @@ def receive(state: State, c: int, ch: int) -> tuple[State, tuple]:
     if method == CHANNEL_CLOSE:
         conn = conn._replace(clients=put(conn.clients, ch - 1, CLOSED_CLIENT))
         state = state._replace(conns=put(state.conns, c, conn))
+        if not answer:
+            return state, label
         state, sent = write(state, c, ch, (CHANNEL_CLOSE_OK, ch))
         return state, label + sent
     if method == CHANNEL_CLOSE_OK:
+        if conn.clients[ch - 1].status != C_CLOSING:
+            return state, label             # both ends closed at once: the channel is already closed
         return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, CLOSED_CLIENT))), label
+    if method == BASIC_CANCEL:              # the broker cancelled a consumer: its queue was deleted
+        view = conn.clients[ch - 1]
+        view = view._replace(consumers=tuple(t for t in view.consumers if t != frame[2]))
+        return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, view))), label
     if method == CHANNEL_OPEN_OK:
         return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, NEW_CLIENT))), label
     if method in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK):
@@ -127,14 +135,14 @@ def client_step(state: State, a) -> tuple[State, tuple]:
     view = client_view(state, c, ch) if ch else None
     if kind is A.ClientConsume:
         view = view._replace(consumers=tuple(sorted(view.consumers + (a.consumer_tag,))))
-        return write(state, c, ch, (BASIC_CONSUME, ch, a.queue, a.consumer_tag, a.no_ack), view)
+        return write(state, c, ch, (BASIC_CONSUME, ch, a.queue, a.consumer_tag, a.no_ack, a.exclusive), view)
     if kind is A.ClientCancel:
         view = view._replace(consumers=tuple(t for t in view.consumers if t != a.consumer_tag))
         return write(state, c, ch, (BASIC_CANCEL, ch, a.consumer_tag), view)
     if kind is A.ClientGet:
         return write(state, c, ch, (BASIC_GET, ch, a.queue, a.no_ack))
     if kind is A.ClientQos:
-        return write(state, c, ch, (BASIC_QOS, ch, a.prefetch_count, a.global_))
+        return write(state, c, ch, (BASIC_QOS, ch, a.prefetch_count, a.global_, a.prefetch_size))
     if kind is A.ClientRecover:
         return write(state, c, ch, (BASIC_RECOVER, ch, a.requeue), view._replace(held=()))
     if kind is A.ClientConfirmSelect:
@@ -154,9 +162,15 @@ def client_step(state: State, a) -> tuple[State, tuple]:
     if kind is A.ClientBindQueue:
         view = view._replace(setup=view.setup | (1 << (16 + a.queue)))
         return write(state, c, ch, (QUEUE_BIND, ch, a.queue, 1), view)
+    if kind is A.ClientPurgeQueue:
+        return write(state, c, ch, (QUEUE_PURGE, ch, a.queue))
+    if kind is A.ClientDeleteQueue:
+        return write(state, c, ch, (QUEUE_DELETE, ch, a.queue, a.if_unused, a.if_empty))
     if kind is A.ClientChannelClose:
         view = CLOSED_CLIENT._replace(status=C_CLOSING)
         return write(state, c, ch, (CHANNEL_CLOSE, ch, REPLY_SUCCESS, R_NORMAL, 0), view)
+    if kind is A.ClientChannelCloseOk:
+        return write(state, c, ch, (CHANNEL_CLOSE_OK, ch))
     if kind is A.ClientChannelOpen:
         return write(state, c, ch, (CHANNEL_OPEN, ch), CLOSED_CLIENT._replace(status=C_OPENING))
     if kind is A.ClientConnectionClose:

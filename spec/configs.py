@@ -19,6 +19,7 @@ class ConfigError(ValueError):
 BOUNDS: dict[str, tuple[int, int]] = {
     "messages": (0, 12), "requeues": (0, 6), "closes": (0, 3), "reconnects": (0, 3), "losses": (0, 1),
     "crashes": (0, 2), "failures": (0, 3), "bad": (0, 3), "qos": (0, 3), "gets": (0, 6), "cancels": (0, 2),
+    "admin": (0, 3),
     "max_states": (1, 100_000_000),
 }
 
@@ -45,6 +46,8 @@ class Config:
     qos: int = 0
     gets: int = 0
     cancels: int = 0
+    admin: int = 0                                      # queue.purge and queue.delete
+    channels_open: bool = True                          # False: channels start closed; clients open them
     deadlock_is_error: bool = True
     properties: tuple[str, ...] = ()                    # () means every property in the registry
     max_states: int = 5_000_000
@@ -118,6 +121,21 @@ _configs = [
            roles={(0, 1): Role(publish=((FANOUT_EXCHANGE, 0),), declare=(Q1,), bind=(Q1,)),
                   (1, 1): Role(consume=((Q0, False), (Q1, False)), reject=(False,), ack=True)}),
     # Hazards: each of these must be exhibited (DESIGN.md, "hazards").
+    Config("queue_admin", "purge and delete (if-unused, if-empty) of a queue another connection consumes",
+           connections=2, channels=2, messages=2, admin=2, requeues=1,
+           roles={(0, 1): Role(publish=TO_Q0),
+                  (0, 2): Role(consume=((Q0, False),), reject=(True,)),
+                  (1, 1): Role(purge=(Q0,), delete=((Q0, True, False), (Q0, False, False)), declare=(Q0,))}),
+    Config("global_prefetch", "a global limit over basic.get deliveries and an automatic-mode consumer",
+           channels=2, messages=2, qos=2, gets=1, queues=(QueueSpec(), QueueSpec()),
+           roles={(0, 1): Role(publish=((DEFAULT_EXCHANGE, Q0), (DEFAULT_EXCHANGE, Q1))),
+                  (0, 2): Role(get=((Q0, False),), qos=((1, True), (0, False)),
+                               consume=((Q1, False), (Q0, True)), ack=True)}),
+    Config("protocol_errors", "frames refused with a connection error, exclusive consumers, concurrent channels",
+           connections=2, channels=2, messages=2, bad=1, reconnects=1,
+           roles={(0, 1): Role(publish=TO_Q0, protocol_errors=True, consume=((Q0, False),), ack=True),
+                  (0, 2): Role(get=((Q0, True),)),
+                  (1, 1): Role(consume=((Q0, False),), exclusive=True, ack=True)}, gets=1),
     Config("hazard_auto_ack_loss", "AM-2: an automatic-mode delivery is lost with its connection",
            connections=2, messages=1, reconnects=1, losses=1, category="hazard",
            properties=("auto_ack_never_loses",),
@@ -168,6 +186,9 @@ EXPECT: dict[str, tuple[str, ...]] = {
     "tx_ack": ("multiple_ack_settles_several", "commit_applied_acks", "rollback_kept_outstanding"),
     "crash": ("persistent_never_lost", "acked_never_redelivered", "recovered_after_crash", "confirm_multiple"),
     "routing": ("exclusive_queue_locked", "dead_lettered", "fanout_copies", "requeued_in_place"),
+    "queue_admin": ("queue_purged", "deleted_queue_cancels_consumer", "delete_refused", "requeued_in_place"),
+    "global_prefetch": ("global_limit_counts_gets", "auto_delivered", "get_empty"),
+    "protocol_errors": ("protocol_error_closes_connection", "exclusive_consumer_refused", "auto_delivered"),
     "hazard_auto_ack_loss": ("auto_ack_never_loses",),
     "hazard_unconfirmed_lost": ("persistent_never_lost",),
     "hazard_ack_resurrected": ("acked_never_redelivered",),

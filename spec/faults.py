@@ -64,11 +64,12 @@ def fsync(state: State, q: int, key: int, msg: int, write: bool) -> State:
     return state._replace(disk=tuple(r for r in state.disk if (r[0], r[1]) != (q, key)))
 
 
-def reset_connection(state: State, c: int, status: int) -> State:
-    """Connection slot c with nothing in flight and its channels in their initial state for ``status``."""
+def reset_connection(state: State, c: int, status: int, channels_open: bool = True) -> State:
+    """Connection slot c with nothing in flight and its channels in their initial state for ``status``
+    (closed when the connection is down, or when the client opens them itself)."""
     conn = state.conns[c]
     n = len(conn.channels)
-    if status == CONN_DOWN:
+    if status == CONN_DOWN or not channels_open:
         channels, clients = (CLOSED_CHANNEL,) * n, (CLOSED_CLIENT,) * n
     else:
         channels, clients = (NEW_CHANNEL,) * n, (NEW_CLIENT,) * n
@@ -96,7 +97,7 @@ def crash(state: State) -> State:
         lost.extend((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
     for c in range(len(state.conns)):
         state = reset_connection(state, c, CONN_DOWN)
-    queues = tuple(queue._replace(ready=(), ring=(), exists=queue.exists and queue.durable, owner=0)
+    queues = tuple(queue._replace(ready=(), ring=(), exists=queue.exists and queue.durable, owner=0, exclusive=())
                    for queue in state.queues)
     state = state._replace(broker_up=False, queues=queues, bindings=tuple(
         b for b in state.bindings if queues[b].exists))
@@ -110,7 +111,8 @@ def restart(state: State) -> State:
     by_queue: dict = {}
     for q, k, m in state.disk:
         by_queue.setdefault(q, []).append(Entry(k, m, True, True))
-    queues = tuple(queue._replace(ready=tuple(sorted(by_queue.get(q, ())))) for q, queue in enumerate(state.queues))
+    queues = tuple(queue._replace(ready=tuple(sorted(by_queue.get(q, ())))) if queue.exists else queue
+                   for q, queue in enumerate(state.queues))
     events = state.events | (EV_RECOVERED if state.disk else 0)
     return state._replace(broker_up=True, queues=queues, events=events)
 

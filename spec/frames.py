@@ -23,7 +23,7 @@ MSG_STRIDE = 1 << 32
  BASIC_PUBLISH, BASIC_RETURN, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_GET_EMPTY,
  BASIC_ACK, BASIC_REJECT, BASIC_NACK, BASIC_RECOVER, BASIC_RECOVER_OK,
  CONFIRM_SELECT, CONFIRM_SELECT_OK, TX_SELECT, TX_SELECT_OK, TX_COMMIT, TX_COMMIT_OK,
- TX_ROLLBACK, TX_ROLLBACK_OK) = range(1, 36)
+ TX_ROLLBACK, TX_ROLLBACK_OK, QUEUE_PURGE, QUEUE_PURGE_OK, QUEUE_DELETE, QUEUE_DELETE_OK) = range(1, 40)
 
 METHOD_NAMES = {
     CHANNEL_OPEN: "channel.open", CHANNEL_OPEN_OK: "channel.open-ok",
@@ -41,17 +41,22 @@ METHOD_NAMES = {
     CONFIRM_SELECT: "confirm.select", CONFIRM_SELECT_OK: "confirm.select-ok",
     TX_SELECT: "tx.select", TX_SELECT_OK: "tx.select-ok", TX_COMMIT: "tx.commit",
     TX_COMMIT_OK: "tx.commit-ok", TX_ROLLBACK: "tx.rollback", TX_ROLLBACK_OK: "tx.rollback-ok",
+    QUEUE_PURGE: "queue.purge", QUEUE_PURGE_OK: "queue.purge-ok",
+    QUEUE_DELETE: "queue.delete", QUEUE_DELETE_OK: "queue.delete-ok",
 }
 METHOD_CODES = {name: code for code, name in METHOD_NAMES.items()}
 
-# The fields each method carries in the model, in order (after the channel number).
+# The fields each method carries in the model, in order (after the channel number). basic.cancel
+# goes both ways: from the client, and from the broker to a consumer whose queue was deleted.
 FIELDS: dict[int, tuple[str, ...]] = {
     QUEUE_DECLARE: ("queue", "durable", "exclusive"), QUEUE_DECLARE_OK: ("queue",),
     QUEUE_BIND: ("queue", "exchange"),
-    BASIC_QOS: ("prefetch_count", "global"),
-    BASIC_CONSUME: ("queue", "consumer_tag", "no_ack"), BASIC_CONSUME_OK: ("consumer_tag",),
+    QUEUE_PURGE: ("queue",), QUEUE_PURGE_OK: ("message_count",),
+    QUEUE_DELETE: ("queue", "if_unused", "if_empty"), QUEUE_DELETE_OK: ("message_count",),
+    BASIC_QOS: ("prefetch_count", "global", "prefetch_size"),
+    BASIC_CONSUME: ("queue", "consumer_tag", "no_ack", "exclusive"), BASIC_CONSUME_OK: ("consumer_tag",),
     BASIC_CANCEL: ("consumer_tag",), BASIC_CANCEL_OK: ("consumer_tag",),
-    BASIC_PUBLISH: ("exchange", "routing_key", "mandatory", "persistent", "msg"),
+    BASIC_PUBLISH: ("exchange", "routing_key", "mandatory", "persistent", "msg", "immediate"),
     BASIC_RETURN: ("reply_code", "msg"),
     BASIC_DELIVER: ("consumer_tag", "delivery_tag", "redelivered", "msg"),
     BASIC_GET: ("queue", "no_ack"),
@@ -63,15 +68,21 @@ FIELDS: dict[int, tuple[str, ...]] = {
     CONNECTION_CLOSE: ("reply_code", "reason", "detail"),
 }
 
+# Trailing fields a trace may leave out when they are 0 (they are written only when set): the
+# publish flag immediate, prefetch_size, and the exclusive flag of basic.consume.
+OPTIONAL_BY_METHOD = {BASIC_PUBLISH: "immediate", BASIC_QOS: "prefetch_size", BASIC_CONSUME: "exclusive"}
+
 # Reply codes (AMQP 0-9-1, ER-2).
 NO_ROUTE = 312
 ACCESS_REFUSED, NOT_FOUND, RESOURCE_LOCKED, PRECONDITION_FAILED = 403, 404, 405, 406
-CHANNEL_ERROR, NOT_ALLOWED, NOT_IMPLEMENTED = 504, 530, 540
+COMMAND_INVALID, CHANNEL_ERROR, NOT_ALLOWED, NOT_IMPLEMENTED = 503, 504, 530, 540
 REPLY_SUCCESS = 200
 
 # Reasons: which error it is, so that the text can be rendered (detail is the one integer it names).
 (R_NORMAL, R_UNKNOWN_TAG, R_TX_TO_CONFIRM, R_CONFIRM_TO_TX, R_NOT_TX, R_NO_EXCHANGE, R_NO_QUEUE,
- R_LOCKED, R_RECOVER_NO_REQUEUE) = range(9)
+ R_LOCKED, R_RECOVER_NO_REQUEUE, R_TAG_REUSED, R_PREFETCH_SIZE, R_IMMEDIATE, R_EXPECTED_OPEN,
+ R_SECOND_OPEN, R_UNIMPLEMENTED, R_IN_USE, R_NOT_EMPTY, R_EXCLUSIVE_USE) = range(18)
+REASONS = 18
 
 # Exchanges of the model (RT-1): 0 the default exchange, 1 a fanout exchange, 2 one that is never declared.
 DEFAULT_EXCHANGE, FANOUT_EXCHANGE, MISSING_EXCHANGE = 0, 1, 2
@@ -104,9 +115,29 @@ def reply_text(code: int, reason: int, detail: int) -> str:
         return f"NOT_FOUND - no queue '{queue_name(detail)}' in vhost '/'"
     if reason == R_LOCKED:
         return (f"RESOURCE_LOCKED - cannot obtain exclusive access to locked queue "
-                f"'{queue_name(detail)}' in vhost '/'")
+                f"'{queue_name(detail)}' in vhost '/'. It could be originally declared on another "
+                f"connection or the exclusive property value does not match that of the original "
+                f"declaration.")
     if reason == R_RECOVER_NO_REQUEUE:
         return "NOT_IMPLEMENTED - requeue=false"
+    if reason == R_TAG_REUSED:
+        return f"NOT_ALLOWED - attempt to reuse consumer tag '{detail}'"
+    if reason == R_PREFETCH_SIZE:
+        return f"NOT_IMPLEMENTED - prefetch_size!=0 ({detail})"
+    if reason == R_IMMEDIATE:
+        return "NOT_IMPLEMENTED - immediate=true"
+    if reason == R_EXPECTED_OPEN:
+        return "CHANNEL_ERROR - expected 'channel.open'"
+    if reason == R_SECOND_OPEN:
+        return "CHANNEL_ERROR - second 'channel.open' seen"
+    if reason == R_UNIMPLEMENTED:
+        return "COMMAND_INVALID - unimplemented method"
+    if reason == R_IN_USE:
+        return f"PRECONDITION_FAILED - queue '{queue_name(detail)}' in vhost '/' in use"
+    if reason == R_NOT_EMPTY:
+        return f"PRECONDITION_FAILED - queue '{queue_name(detail)}' in vhost '/' not empty"
+    if reason == R_EXCLUSIVE_USE:
+        return f"ACCESS_REFUSED - queue '{queue_name(detail)}' in vhost '/' in exclusive use"
     return "OK" if code == REPLY_SUCCESS else str(code)
 
 
@@ -115,7 +146,10 @@ def frame_text(frame: tuple) -> str:
     method, ch, *values = frame
     names = FIELDS.get(method, ())
     parts = [f"ch={ch}"]
+    optional = OPTIONAL_BY_METHOD.get(method)
     for name, value in zip(names, values):
+        if name == optional and not value:
+            continue                        # written only when set
         if name == "msg":
             value = msg_name(value)
         elif name == "queue":
@@ -125,7 +159,7 @@ def frame_text(frame: tuple) -> str:
         elif name == "routing_key":
             value = repr(queue_name(value))
         elif name in ("redelivered", "multiple", "requeue", "no_ack", "mandatory", "persistent",
-                      "global", "durable", "exclusive"):
+                      "global", "durable", "exclusive", "immediate", "if_unused", "if_empty"):
             value = bool(value)
         elif name == "reason":
             continue

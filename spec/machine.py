@@ -15,8 +15,8 @@ from . import broker, client, faults, network
 from .frames import Wire
 from .roles import IDLE
 from .state import (
-    C_CLOSED, C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX, NEW_CHANNEL,
-    NEW_CLIENT, Conn, Queue, State, Used, with_used,
+    C_CLOSED, C_OPEN, CH_ENDING, CH_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_UP, MODE_CONFIRM,
+    MODE_NONE, MODE_TX, NEW_CHANNEL, NEW_CLIENT, Conn, Queue, State, Used, with_used,
 )
 
 BAD_TAG = 1000      # a delivery tag no configuration ever issues (ACK-4: "never issued")
@@ -35,12 +35,14 @@ def _act(cls, *args):
 
 
 def initial_states(config) -> tuple[State, ...]:
-    """Every connection up with all its channels open; the configuration's queues and bindings exist."""
+    """Every connection up with all its channels open (or all closed, for a configuration whose
+    clients open them: ``channels_open``); the configuration's queues and bindings exist."""
     fifos = network.empty(config.channels)
-    conns = tuple(Conn(CONN_UP, False, 0, fifos, fifos, (), (NEW_CHANNEL,) * config.channels,
-                       (NEW_CLIENT,) * config.channels) for _ in range(config.connections))
+    channel, view = (NEW_CHANNEL, NEW_CLIENT) if config.channels_open else (CLOSED_CHANNEL, CLOSED_CLIENT)
+    conns = tuple(Conn(CONN_UP, False, 0, fifos, fifos, (), (channel,) * config.channels,
+                       (view,) * config.channels) for _ in range(config.connections))
     queues = tuple(Queue(spec.declared, spec.durable and not spec.exclusive, 0, spec.dead_letter + 1,
-                         (), 0, ()) for spec in config.queues)
+                         (), 0, (), ()) for spec in config.queues)
     return (State(True, conns, queues, tuple(sorted(config.bindings)), (), Used(), (), (), (), (), 0),)
 
 
@@ -65,6 +67,8 @@ def enabled(state: State, config) -> tuple:
                 continue
             for ch, channel in enumerate(conn.channels, start=1):
                 if channel.status != CH_OPEN:
+                    if channel.status == CH_ENDING:
+                        out.append(_act(A.BrokerCloseOk, c, ch))
                     continue
                 if channel.unconfirmed:
                     for p in channel.unconfirmed:
@@ -87,7 +91,7 @@ def enabled(state: State, config) -> tuple:
             out.append(_act(A.ClientReceive, c, ch))
         if conn.status == CONN_DOWN:
             if up:
-                out.append(_act(A.ClientConnect, c, 0))
+                out.append(_act(A.ClientConnect, c, 0, config.channels_open))
             continue
         if conn.status != CONN_UP:
             continue
@@ -134,7 +138,7 @@ def _client_actions(out, state, config, c, ch, view, role, messages_left) -> Non
                     out.append(_act(A.ClientPublish, c, ch, exchange, routing_key, mandatory, persistent))
     for i, (q, no_ack) in enumerate(role.consume, start=1):
         if i not in view.consumers:
-            out.append(_act(A.ClientConsume, c, ch, q, i, no_ack))
+            out.append(_act(A.ClientConsume, c, ch, q, i, no_ack, role.exclusive))
     if role.cancel and used.cancels < config.cancels:
         for tag in view.consumers:
             out.append(_act(A.ClientCancel, c, ch, tag))
@@ -194,6 +198,22 @@ def _client_actions(out, state, config, c, ch, view, role, messages_left) -> Non
     for q in role.bind:
         if not view.setup & (1 << (16 + q)):
             out.append(_act(A.ClientBindQueue, c, ch, q))
+    if used.admin < config.admin:
+        for q in role.purge:
+            out.append(_act(A.ClientPurgeQueue, c, ch, q))
+        for q, if_unused, if_empty in role.delete:
+            out.append(_act(A.ClientDeleteQueue, c, ch, q, if_unused, if_empty))
+    if role.protocol_errors and bad_left:
+        # Frames RabbitMQ answers with a connection error (ER-1): publish immediate, a prefetch_size,
+        # a consumer tag the channel already uses, channel.open of an open channel, close-ok out of turn.
+        if role.publish and messages_left > 0:
+            exchange, routing_key = role.publish[0]
+            out.append(_act(A.ClientPublish, c, ch, exchange, routing_key, False, False, True))
+        out.append(_act(A.ClientQos, c, ch, 0, False, 1))
+        if view.consumers and role.consume:
+            out.append(_act(A.ClientConsume, c, ch, role.consume[0][0], view.consumers[0], role.consume[0][1]))
+        out.append(_act(A.ClientChannelOpen, c, ch))
+        out.append(_act(A.ClientChannelCloseOk, c, ch))
     if role.close and used.closes < config.closes:
         out.append(_act(A.ClientChannelClose, c, ch))
 
@@ -221,7 +241,21 @@ def _spend(state: State, action) -> State:
         if bad:
             used = used._replace(bad=used.bad + 1)
     elif kind is A.ClientQos:
-        used = used._replace(qos=used.qos + 1)
+        used = used._replace(qos=used.qos + 1, bad=used.bad + bool(action.prefetch_size))
+    elif kind is A.ClientPublish:
+        if not action.immediate:
+            return state
+        used = used._replace(bad=used.bad + 1)
+    elif kind is A.ClientConsume:
+        if action.consumer_tag not in state.conns[action.conn].clients[action.ch - 1].consumers:
+            return state
+        used = used._replace(bad=used.bad + 1)
+    elif kind in (A.ClientChannelCloseOk, A.ClientChannelOpen):
+        if state.conns[action.conn].clients[action.ch - 1].status == C_CLOSED:
+            return state
+        used = used._replace(bad=used.bad + 1)
+    elif kind in (A.ClientPurgeQueue, A.ClientDeleteQueue):
+        used = used._replace(admin=used.admin + 1)
     elif kind is A.ClientGet:
         used = used._replace(gets=used.gets + 1)
     elif kind is A.ClientCancel:
@@ -254,14 +288,15 @@ EFFECTS = {
     A.BrokerConfirm: lambda s, a: _broker_wrote(broker.confirm(s, a.conn, a.ch, a.seq, a.multiple), s),
     A.BrokerReturn: lambda s, a: _broker_wrote(broker.send_return(s, a.conn, a.ch), s),
     A.BrokerCommitOk: lambda s, a: _broker_wrote(broker.commit_ok(s, a.conn, a.ch), s),
+    A.BrokerCloseOk: lambda s, a: _broker_wrote(broker.close_ok(s, a.conn, a.ch), s),
     A.DiskFsync: lambda s, a: (faults.fsync(s, a.queue, a.key, a.msg, a.write), ()),
     A.BrokerQueueFail: lambda s, a: (faults.queue_fail(_spend(s, a), a.conn, a.ch, a.seq), ()),
     A.BrokerCrash: lambda s, a: (faults.crash(_spend(s, a)), ()),
     A.BrokerRestart: lambda s, a: (faults.restart(s), ()),
     A.NetworkLoss: lambda s, a: (faults.lose_connection(_spend(s, a), a.conn), ()),
     A.ClientPublish: lambda s, a: client.publish(s, a),
-    A.ClientReceive: lambda s, a: client.receive(s, a.conn, a.ch),
-    A.ClientConnect: lambda s, a: (faults.reset_connection(s, a.conn, CONN_UP), ()),
+    A.ClientReceive: lambda s, a: client.receive(s, a.conn, a.ch, a.answer),
+    A.ClientConnect: lambda s, a: (faults.reset_connection(s, a.conn, CONN_UP, a.channels_open), ()),
 }
 
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 from . import network
 from .faults import live_copies
 from .frames import (
-    BASIC_ACK, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_RETURN, CHANNEL_CLOSE,
-    CONNECTION_CLOSE, R_CONFIRM_TO_TX, R_LOCKED, R_NO_EXCHANGE, R_NOT_TX,
-    R_RECOVER_NO_REQUEUE, R_TX_TO_CONFIRM, R_UNKNOWN_TAG,
+    BASIC_ACK, BASIC_CANCEL, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_RETURN,
+    CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_IMMEDIATE, R_IN_USE, R_LOCKED,
+    R_NO_EXCHANGE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
+    R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG,
 )
 from .properties_api import Property
 from .state import (
     CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
     EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_RECOVERED, EV_REQUEUE_TWICE, EV_ROLLBACK_KEPT,
-    EV_TX_RETURN, FATE_ACKED, FATE_AUTO, FATE_DEAD_LETTERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH,
+    EV_TX_RETURN, FATE_ACKED, FATE_AUTO, FATE_DEAD_LETTERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH, FATE_PURGED,
     MODE_CONFIRM, MODE_TX, State,
 )
 
@@ -278,12 +279,13 @@ def confirm_and_tx_exclusive(state: State) -> bool:
 
 @always("ER-1", "RQ-4")
 def closed_channel_is_silent(state: State) -> bool:
-    """After the broker sends channel.close it sends nothing more on that channel, and a closing
-    channel holds no delivery and no consumer (they were requeued and stopped)."""
+    """After the broker sends channel.close it sends nothing more on that channel but the close-ok
+    answering a client's own channel.close (both ends closed at once), and a closing channel holds no
+    delivery and no consumer (they were requeued and stopped)."""
     for conn in state.conns:
         for fifo in conn.to_client:
             for i, frame in enumerate(fifo):
-                if frame[0] == CHANNEL_CLOSE and i != len(fifo) - 1:
+                if frame[0] == CHANNEL_CLOSE and any(f[0] != CHANNEL_CLOSE_OK for f in fifo[i + 1:]):
                     return False
         for channel in conn.channels:
             if channel.status != CH_OPEN and (channel.unacked or channel.consumers or channel.tx_settles):
@@ -495,6 +497,34 @@ _reach("dead_lettered", ("ACK-6",), _fate_recorded(FATE_DEAD_LETTERED),
        "A rejected message went to its queue's dead-letter queue.")
 _reach("fanout_copies", ("RT-1", "RT-2"), lambda s: _copies_in_two_queues(s),
        "One message has independent copies ready in two queues.")
+
+
+_reach("queue_purged", ("ER-3",), _fate_recorded(FATE_PURGED),
+       "queue.purge dropped a ready message (its outstanding deliveries stayed).")
+_reach("deleted_queue_cancels_consumer", ("DU-4",), _frame_sent(BASIC_CANCEL),
+       "queue.delete cancelled a consumer of another channel (basic.cancel from the broker).")
+_in_use_refused = _close_frame(CHANNEL_CLOSE, R_IN_USE)
+_not_empty_refused = _close_frame(CHANNEL_CLOSE, R_NOT_EMPTY)
+_reach("delete_refused", ("ER-1", "ER-2"), lambda s: _in_use_refused(s) or _not_empty_refused(s),
+       "queue.delete with if-unused or if-empty was refused with 406.")
+_reach("exclusive_consumer_refused", ("ER-2",), _close_frame(CHANNEL_CLOSE, R_EXCLUSIVE_USE),
+       "A consumer of a queue with an exclusive consumer was refused with 403.")
+_connection_refusals = [_close_frame(CONNECTION_CLOSE, r) for r in
+                        (R_IMMEDIATE, R_PREFETCH_SIZE, R_TAG_REUSED, R_SECOND_OPEN, R_UNIMPLEMENTED)]
+_reach("protocol_error_closes_connection", ("ER-1", "ER-2"), lambda s: any(f(s) for f in _connection_refusals),
+       "A frame RabbitMQ refuses (immediate, prefetch_size, a reused consumer tag, a second channel.open, "
+       "close-ok out of turn) closed the connection.")
+_reach("global_limit_counts_gets", ("PF-2", "PF-4"), lambda s: _global_full_of_gets(s),
+       "A channel's global limit is reached by basic.get deliveries counted when it was set.")
+
+
+def _global_full_of_gets(state: State) -> bool:
+    for conn in state.conns:
+        for channel in conn.channels:
+            if channel.global_limit and channel.volume >= channel.global_limit and \
+                    any(not u.consumer for u in channel.unacked):
+                return True
+    return False
 
 
 def _prefetch_full(state: State) -> bool:

@@ -42,6 +42,10 @@ class Role:
     mode_errors: bool = False                     # confirm.select on tx, tx.select on confirm, commit on none
     declare: tuple[int, ...] = ()                 # queues this channel declares
     bind: tuple[int, ...] = ()                    # queues this channel binds to the fanout exchange
+    exclusive: bool = False                       # its consumers are exclusive
+    purge: tuple[int, ...] = ()                   # queues it purges
+    delete: tuple[tuple[int, bool, bool], ...] = ()   # (queue, if_unused, if_empty) it deletes
+    protocol_errors: bool = False                 # frames refused with a connection error (ER-1)
     close: bool = False                           # closes and reopens the channel
     close_connection: bool = False                # closes and reopens its connection
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-# Broker-side channel status (ER-1).
-CH_CLOSED, CH_OPEN, CH_CLOSING = 0, 1, 2
+# Broker-side channel status (ER-1). CH_CLOSING: the broker closed it and waits for close-ok;
+# CH_ENDING: the client closed it and the broker has not sent close-ok yet. Frames the client sent
+# after the close are dropped in both (RabbitMQ's closing channel process ignores them).
+CH_CLOSED, CH_OPEN, CH_CLOSING, CH_ENDING = 0, 1, 2, 3
 # Client-side channel status.
 C_CLOSED, C_OPEN, C_CLOSING, C_OPENING = 0, 1, 2, 3
 # Channel modes (PC-8: a channel is in at most one of confirm and tx mode).
@@ -23,11 +25,12 @@ CONN_DOWN, CONN_UP, CONN_CLOSING = 0, 1, 2
 
 # Fates: how a copy of a message left the broker for good (ghost).
 (FATE_ACKED, FATE_AUTO, FATE_DROPPED, FATE_DEAD_LETTERED, FATE_LOST_CRASH, FATE_LOST_AUTOACK,
- FATE_QUEUE_FAILED, FATE_QUEUE_DELETED) = range(1, 9)
+ FATE_QUEUE_FAILED, FATE_QUEUE_DELETED, FATE_PURGED) = range(1, 10)
 FATE_NAMES = {FATE_ACKED: "acknowledged", FATE_AUTO: "delivered in automatic mode",
               FATE_DROPPED: "dropped", FATE_DEAD_LETTERED: "dead-lettered",
               FATE_LOST_CRASH: "lost in a crash", FATE_LOST_AUTOACK: "lost in flight (automatic mode)",
-              FATE_QUEUE_FAILED: "refused by its queue", FATE_QUEUE_DELETED: "deleted with its queue"}
+              FATE_QUEUE_FAILED: "refused by its queue", FATE_QUEUE_DELETED: "deleted with its queue",
+              FATE_PURGED: "purged"}
 
 # Events (ghost bits) that reachability properties look for.
 EV_MULTIPLE_ACK = 1 << 0        # one client ack/nack settled two or more deliveries (ACK-2)
@@ -60,6 +63,7 @@ class Queue(NamedTuple):
     ready: tuple                    # Entry, sorted by key
     enqueued: int                   # copies ever enqueued; the next key is enqueued + 1
     ring: tuple                     # (conn, ch, consumer_tag) in round-robin order (DS-1)
+    exclusive: tuple                # (conn, ch, consumer_tag) of its exclusive consumer; () for none
 
 
 class Unacked(NamedTuple):
@@ -103,6 +107,7 @@ class Channel(NamedTuple):
     consumers: tuple                # Consumer, sorted by tag
     prefetch: int                   # limit for consumers started later (basic.qos global=false)
     global_limit: int               # basic.qos global=true; 0 = none
+    volume: int                     # deliveries the global limit counts (RabbitMQ's limiter volume, PF-2)
     qos_excess: int                 # ghost: outstanding consumer deliveries when the global limit was set (PF-5)
     publish_seq: int                # PC-1
     unconfirmed: tuple              # Pending, sorted by seq
@@ -165,6 +170,7 @@ class Used(NamedTuple):
     qos: int = 0
     gets: int = 0
     cancels: int = 0
+    admin: int = 0                  # queue.purge and queue.delete
 
 
 class State(NamedTuple):
@@ -183,7 +189,7 @@ class State(NamedTuple):
     events: int                     # ghost: EV_* bits
 
 
-NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, (), (), (), (), (), (), False)
+NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, 0, (), (), (), (), (), (), False)
 CLOSED_CHANNEL = NEW_CHANNEL._replace(status=CH_CLOSED)
 NEW_CLIENT = ClientChannel(C_OPEN, MODE_NONE, (), (), (), 0, (), 0, 0, False, 0, False)
 CLOSED_CLIENT = NEW_CLIENT._replace(status=C_CLOSED)

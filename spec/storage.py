@@ -27,7 +27,7 @@ def enqueue(state: State, q: int, msg: int, persistent: bool) -> tuple[State, in
     queue = state.queues[q]
     key = queue.enqueued + 1
     queue = Queue(queue.exists, queue.durable, queue.owner, queue.dead_letter,
-                  queue.ready + (Entry(key, msg, False, bool(persistent)),), key, queue.ring)
+                  queue.ready + (Entry(key, msg, False, bool(persistent)),), key, queue.ring, queue.exclusive)
     return with_queue(state, q, queue), key
 
 
@@ -99,7 +99,8 @@ def settle(state: State, unacked, kind: int) -> State:
         return requeue(state, unacked)
     fates = []
     for u in unacked:
-        target = state.queues[u.queue].dead_letter - 1
+        source = state.queues[u.queue]
+        target = source.dead_letter - 1 if source.exists else -1    # a deleted queue dead-letters nothing
         if target >= 0 and state.queues[target].exists:
             state, _ = enqueue(state, target, u.msg, u.persistent)
             fates.append((u.queue, u.key, FATE_DEAD_LETTERED, u.msg, u.persistent))
@@ -116,9 +117,7 @@ def close_channel(state: State, c: int, ch: int, status: int) -> State:
     channel = state.conns[c].channels[ch - 1]
     queues = state.queues
     for consumer in channel.consumers:
-        queue = queues[consumer.queue]
-        queues = put(queues, consumer.queue, queue._replace(
-            ring=tuple(r for r in queue.ring if r != (c, ch, consumer.tag))))
+        queues = put(queues, consumer.queue, drop_consumer(queues[consumer.queue], (c, ch, consumer.tag)))
     state = state._replace(queues=queues)
     state = with_channel(state, c, ch, CLOSED_CHANNEL._replace(status=status))
     outstanding = tuple(sorted(channel.unacked + tuple(u for _, u in channel.tx_settles)))
@@ -143,11 +142,19 @@ def close_connection(state: State, c: int) -> State:
     return state._replace(conns=put(state.conns, c, conn._replace(broker_closed=True, to_broker=to_broker)))
 
 
+def drop_consumer(queue: Queue, consumer: tuple) -> Queue:
+    """Queue without the consumer ``(conn, ch, tag)`` in its round-robin, nor as its exclusive consumer."""
+    return queue._replace(ring=tuple(r for r in queue.ring if r != consumer),
+                          exclusive=() if queue.exclusive == consumer else queue.exclusive)
+
+
 def delete_queue(state: State, q: int) -> State:
-    """Queue q is deleted with its ready copies (DU-4)."""
+    """Queue q is deleted with its ready copies (DU-4, queue.delete); the deletion is durable at once,
+    so its records leave the disk with it. Its consumers are not told here."""
     queue = state.queues[q]
     gone = tuple((q, e.key, FATE_QUEUE_DELETED, e.msg, e.persistent) for e in queue.ready)
-    state = with_queue(state, q, queue._replace(exists=False, ready=(), ring=(), owner=0))
-    state = state._replace(bindings=tuple(b for b in state.bindings if b != q))
+    state = with_queue(state, q, queue._replace(exists=False, durable=False, ready=(), ring=(), owner=0, exclusive=()))
+    state = state._replace(bindings=tuple(b for b in state.bindings if b != q),
+                           disk=tuple(r for r in state.disk if r[0] != q))
     state = add_fates(state, gone)
     return forget_waits(state, ((g[0], g[1]) for g in gone))

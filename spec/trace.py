@@ -37,18 +37,18 @@ from . import broker, faults, machine, network
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
     BASIC_RECOVER, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_OPEN, CONFIRM_SELECT,
-    CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT,
+    CHANNEL_CLOSE_OK, CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT,
     frame_text,
 )
-from .state import C_CLOSED, CH_OPEN, CONN_DOWN, CONN_UP
+from .state import CH_OPEN, CONN_DOWN, CONN_UP
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
 INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
-            A.DiskFsync, A.BrokerQueueFail, A.BrokerCrash, A.BrokerRestart)
+            A.BrokerCloseOk, A.DiskFsync, A.BrokerQueueFail, A.BrokerCrash, A.BrokerRestart)
 
 # Internal steps the checker takes from ``machine.enabled``; fsync, crash and restart it makes itself.
 _FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
-         A.BrokerQueueFail)
+         A.BrokerCloseOk, A.BrokerQueueFail)
 # Broker frames that no other step depends on: never sent when the client does not read them.
 _UNREAD_USELESS = (BASIC_ACK, BASIC_NACK, BASIC_RETURN)
 
@@ -56,14 +56,14 @@ ACCEPTED, REJECTED, INCONCLUSIVE = "accepted", "rejected", "inconclusive"
 
 # How an observed client frame becomes the client action that writes it.
 _CLIENT_ACTIONS = {
-    BASIC_PUBLISH: lambda c, f: A.ClientPublish(c, f[1], f[2], f[3], bool(f[4]), bool(f[5])),
-    BASIC_CONSUME: lambda c, f: A.ClientConsume(c, f[1], f[2], f[3], bool(f[4])),
+    BASIC_PUBLISH: lambda c, f: A.ClientPublish(c, f[1], f[2], f[3], bool(f[4]), bool(f[5]), bool(f[7])),
+    BASIC_CONSUME: lambda c, f: A.ClientConsume(c, f[1], f[2], f[3], bool(f[4]), bool(f[5])),
     BASIC_CANCEL: lambda c, f: A.ClientCancel(c, f[1], f[2]),
     BASIC_GET: lambda c, f: A.ClientGet(c, f[1], f[2], bool(f[3])),
     BASIC_ACK: lambda c, f: A.ClientAck(c, f[1], f[2], bool(f[3])),
     BASIC_NACK: lambda c, f: A.ClientNack(c, f[1], f[2], bool(f[3]), bool(f[4])),
     BASIC_REJECT: lambda c, f: A.ClientReject(c, f[1], f[2], bool(f[3])),
-    BASIC_QOS: lambda c, f: A.ClientQos(c, f[1], f[2], bool(f[3])),
+    BASIC_QOS: lambda c, f: A.ClientQos(c, f[1], f[2], bool(f[3]), f[4]),
     BASIC_RECOVER: lambda c, f: A.ClientRecover(c, f[1], bool(f[2])),
     CONFIRM_SELECT: lambda c, f: A.ClientConfirmSelect(c, f[1]),
     TX_SELECT: lambda c, f: A.ClientTxSelect(c, f[1]),
@@ -71,6 +71,9 @@ _CLIENT_ACTIONS = {
     TX_ROLLBACK: lambda c, f: A.ClientTxRollback(c, f[1]),
     QUEUE_DECLARE: lambda c, f: A.ClientDeclareQueue(c, f[1], f[2], bool(f[3]), bool(f[4])),
     QUEUE_BIND: lambda c, f: A.ClientBindQueue(c, f[1], f[2]),
+    QUEUE_PURGE: lambda c, f: A.ClientPurgeQueue(c, f[1], f[2]),
+    QUEUE_DELETE: lambda c, f: A.ClientDeleteQueue(c, f[1], f[2], bool(f[3]), bool(f[4])),
+    CHANNEL_CLOSE_OK: lambda c, f: A.ClientChannelCloseOk(c, f[1]),
     CHANNEL_CLOSE: lambda c, f: A.ClientChannelClose(c, f[1]),
     CHANNEL_OPEN: lambda c, f: A.ClientChannelOpen(c, f[1]),
     CONNECTION_CLOSE: lambda c, f: A.ClientConnectionClose(c, 0),
@@ -196,7 +199,7 @@ class _Plan:
         return useful
 
 
-def _apply_client(state, c: int, obs: tuple, pending: tuple):
+def _apply_client(state, c: int, obs: tuple, pending: tuple, channels_open: bool = True):
     """Match observation ``obs`` on connection c against a client step. Returns (state, labels still
     to be matched) or None. ``pending`` are labels a previous client step produced that the next
     observations must match (a close-ok the client library sent by itself)."""
@@ -206,7 +209,7 @@ def _apply_client(state, c: int, obs: tuple, pending: tuple):
         return (state, pending[1:]) if obs == pending[0] else None
     if kind == "connect":
         if conn.status == CONN_DOWN and state.broker_up:
-            return machine.step(state, A.ClientConnect(c, 0))[0], ()
+            return machine.step(state, A.ClientConnect(c, 0, channels_open))[0], ()
         return None
     if kind == "lost":
         if conn.status == CONN_DOWN:
@@ -217,8 +220,10 @@ def _apply_client(state, c: int, obs: tuple, pending: tuple):
         fifos = conn.to_client
         if ch >= len(fifos) or not network.can_move(fifos, ch) or fifos[ch][0] != obs[1]:
             return None
-        state, labels = machine.step(state, A.ClientReceive(c, ch))
-        return state, tuple(("sent" if w.to_broker else "received", w.frame) for w in labels[1:])
+        # The client's own answers are observations of their own: a channel.close-ok it sends (and
+        # every frame it sends before that), and the connection.close-ok it may send once closed.
+        state, _ = machine.step(state, A.ClientReceive(c, ch, False))
+        return state, ()
     if kind == "sent":
         if conn.status == CONN_DOWN:
             return state, ()                    # written into a connection that is already gone
@@ -232,10 +237,6 @@ def _apply_client(state, c: int, obs: tuple, pending: tuple):
         if ch > len(conn.clients):
             return None
         action = make(c, frame)
-        if ch:
-            view = conn.clients[ch - 1]
-            if (frame[0] == CHANNEL_OPEN) != (view.status == C_CLOSED):
-                return None
         state, labels = machine.step(state, action)
         if not labels or labels[0].frame != frame:
             return None
@@ -376,7 +377,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
             _push_internal(stack, state, pos, pend, doubt, config, plan)
         for c in range(len(obs)):               # pushed last, tried first: progress before detours
             if pos[c] < len(obs[c]):
-                result = _apply_client(state, c, obs[c][pos[c]], pend[c])
+                result = _apply_client(state, c, obs[c][pos[c]], pend[c], config.channels_open)
                 if result is not None:
                     nstate, npend = result
                     stack.append((nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:],

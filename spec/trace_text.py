@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 
-from .frames import CHANNEL_CLOSE, CONNECTION_CLOSE, EXCHANGE_NAMES, FIELDS, METHOD_CODES, MSG_STRIDE, reply_text
+from .frames import (
+    CHANNEL_CLOSE, CONNECTION_CLOSE, EXCHANGE_NAMES, FIELDS, METHOD_CODES, MSG_STRIDE, OPTIONAL_BY_METHOD,
+    REASONS, reply_text,
+)
 
 _FRAME = re.compile(r"^\s*([a-z]+\.[a-z-]+)\((.*)\)\s*$")
 _QUEUE = re.compile(r"^'?q(\d+)'?$")
@@ -69,6 +72,17 @@ def _split(args: str) -> list:
     return parts
 
 
+def reply_reason(code: int, text: str, truncated: bool = False) -> tuple[int, int]:
+    """The (reason, detail) that ``reply_text`` renders as ``text`` with this reply code; with
+    ``truncated``, one whose rendering starts with ``text`` (a broker cuts texts to 255 bytes)."""
+    for reason in range(REASONS):
+        for detail in [0] + [int(n) for n in re.findall(r"\d+", text)] + list(range(len(EXCHANGE_NAMES))):
+            rendered = reply_text(code, reason, detail)
+            if rendered == text or (truncated and rendered.startswith(text)):
+                return reason, detail
+    raise ValueError(f"unknown reply text {text!r}")
+
+
 def parse_frame(text: str) -> tuple:
     """The frame that ``frame_text`` prints as ``text`` (e.g. ``basic.ack(ch=1, delivery_tag=2, multiple=False)``)."""
     m = _FRAME.match(text)
@@ -80,19 +94,16 @@ def parse_frame(text: str) -> tuple:
         name, _, raw = part.partition("=")
         values[name.strip()] = raw.strip()
     names = ("reply_code", "text") if method in (CHANNEL_CLOSE, CONNECTION_CLOSE) else FIELDS.get(method, ())
+    optional = OPTIONAL_BY_METHOD.get(method)
+    if optional is not None:
+        values.setdefault(optional, "0")
     missing = [name for name in ("ch",) + tuple(names) if name not in values]
     if missing:
         raise ValueError(f"{m.group(1)} lacks field {', '.join(missing)}")
     ch = int(values.pop("ch"))
     if method in (CHANNEL_CLOSE, CONNECTION_CLOSE):
         code = int(values["reply_code"])
-        text_value = _unquote(values["text"])
-        for reason in range(9):
-            for detail in [0] + [int(n) for n in re.findall(r"\d+", text_value)] + \
-                    list(range(len(EXCHANGE_NAMES))):
-                if reply_text(code, reason, detail) == text_value:
-                    return (method, ch, code, reason, detail)
-        raise ValueError(f"unknown reply text {text_value!r}")
+        return (method, ch, code) + reply_reason(code, _unquote(values["text"]))
     return (method, ch) + tuple(_value(name, values[name]) for name in FIELDS.get(method, ()))
 
 

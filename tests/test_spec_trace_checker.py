@@ -160,7 +160,7 @@ def test_parse_reads_what_frame_text_prints():
     """
     obs = trace.parse(text)
     assert obs == {
-        0: [("sent", (frames.BASIC_PUBLISH, 1, frames.FANOUT_EXCHANGE, 1, 1, 1, 1)), ("lost",), ("connect",)],
+        0: [("sent", (frames.BASIC_PUBLISH, 1, frames.FANOUT_EXCHANGE, 1, 1, 1, 1, 0)), ("lost",), ("connect",)],
         1: [("received", (frames.BASIC_DELIVER, 2, 1, 3, 1, 1))],
     }
 

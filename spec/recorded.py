@@ -1,0 +1,317 @@
+"""Recorded runs: frames a raw client recorded from a real broker, turned into a trace the spec judges.
+
+A recording is one sequence of *slots* (the spec's connections c0, c1, ...); each slot is the
+sequence of TCP connections a client made one after another in it (after a crash or a lost
+connection it connects again), and each of those is the list of commands that connection sent and
+received, in order: what ``tests.harness.rawclient.RawConnection.command_log()`` returns. Entries
+are read by duck typing (``direction``, ``kind``, ``channel``, ``method``, ``properties``, ``body``,
+with pamqp's method objects and their field names), so the spec stays free of dependencies.
+
+The real names become the model's (``from_recording``): queues are numbered in the order they are
+first named, consumer tags too (a server-chosen tag is read from its consume-ok), messages are named
+by their bodies (each publish's body must be unique), ``amq.fanout`` is the model's fanout exchange
+and any other named exchange one that does not exist; reply texts are rewritten with the model's
+names, so a text RabbitMQ writes must be one the spec renders (``spec.frames.reply_text``). What the
+model cannot say (passive declares, queue arguments, nowait, exchange declarations, ...) is refused
+with an ``Unsupported`` error naming the command. The configuration the trace needs is derived from
+it: the connections, channels (closed until the client opens them) and queues it uses, and budgets
+large enough for what it shows (crashes where connections were lost).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import trace
+from .configs import Config
+from .frames import (
+    BASIC_ACK, BASIC_CANCEL, BASIC_CANCEL_OK, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_DELIVER,
+    BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_QOS_OK,
+    BASIC_RECOVER, BASIC_RECOVER_OK, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
+    CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT, CONFIRM_SELECT_OK, CONNECTION_CLOSE,
+    CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, EXCHANGE_NAMES, FANOUT_EXCHANGE, MISSING_EXCHANGE,
+    MSG_STRIDE, QUEUE_BIND, QUEUE_BIND_OK, QUEUE_DECLARE, QUEUE_DECLARE_OK, QUEUE_DELETE,
+    QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK, R_NORMAL, REPLY_SUCCESS, TX_COMMIT, TX_COMMIT_OK,
+    TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK, queue_name,
+)
+from .roles import QueueSpec
+from .trace_text import reply_reason
+
+FANOUT_NAME = "amq.fanout"          # RabbitMQ declares it in every vhost: the model's fanout exchange
+
+# Connection-level methods of the handshake and keep-alive, which the model leaves out.
+_HANDSHAKE = {"Connection.Start", "Connection.StartOk", "Connection.Tune", "Connection.TuneOk",
+              "Connection.Open", "Connection.OpenOk", "Connection.Secure", "Connection.SecureOk",
+              "Connection.Blocked", "Connection.Unblocked", "Connection.UpdateSecret",
+              "Connection.UpdateSecretOk"}
+
+
+class Unsupported(ValueError):
+    """A recorded command the model cannot express; the message names it and says why."""
+
+
+@dataclass
+class Recorded:
+    """A recording as the spec reads it: observations per slot, the configuration they need, and the
+    real names behind the model's (for people reading a verdict)."""
+
+    observations: dict
+    config: Config
+    queues: dict = field(default_factory=dict)          # real queue name -> model queue index
+    consumer_tags: dict = field(default_factory=dict)   # real consumer tag -> model tag
+    messages: dict = field(default_factory=dict)        # body -> model message id
+
+    def size(self) -> int:
+        return sum(len(v) for v in self.observations.values())
+
+    def check(self, max_nodes: int = 2_000_000) -> trace.Verdict:
+        """The spec's verdict on this recording."""
+        return trace.check(self.observations, self.config, max_nodes=max_nodes)
+
+    def text(self) -> str:
+        """The trace in the language of ``spec.trace_text``, with a legend of the real names."""
+        legend = [f"# {queue_name(q)} = {name!r}" for name, q in self.queues.items()]
+        legend += [f"# consumer tag {t} = {name!r}" for name, t in self.consumer_tags.items()]
+        lines = []
+        for c in sorted(self.observations):
+            lines += [f"c{c} {trace.observation_text(o)}" for o in self.observations[c]]
+        return "\n".join(legend + lines)
+
+
+def check_recording(slots, existing: dict | None = None, max_nodes: int = 2_000_000) -> trace.Verdict:
+    """The spec's verdict on a recording, in one call (``from_recording`` then ``Recorded.check``)."""
+    return from_recording(slots, existing).check(max_nodes)
+
+
+def from_recording(slots, existing: dict | None = None) -> Recorded:
+    """The trace and configuration of a recording (see the module's docstring). ``existing`` names the
+    queues that exist before the recording starts, with their flags: ``{"jobs": QueueSpec(durable=True)}``."""
+    reader = _Reader(existing or {})
+    slots = [[list(slot)] if _is_log(slot) else [list(log) for log in slot] for slot in slots]
+    for c, connections in enumerate(slots):     # messages are named first: any slot may receive them
+        for log in connections:
+            reader.name_publishes(c, log)
+    observations = {}
+    for c, connections in enumerate(slots):
+        seq: list = []
+        for n, log in enumerate(connections):
+            if n:
+                if not seq or (seq[-1][0] != "lost" and not _closed(seq[-1])):
+                    seq.append(("lost",))           # the client dropped it without a word
+                seq.append(("connect",))
+            seq.extend(reader.connection(c, log))
+        observations[c] = seq
+    return Recorded(observations, reader.config(len(observations), observations), dict(reader.queues),
+                    dict(reader.tags), dict(reader.bodies))
+
+
+def _closed(obs: tuple) -> bool:
+    """Whether an observation ends its connection with the close handshake."""
+    return obs[0] in ("sent", "received") and obs[1][0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK)
+
+
+def _is_log(value) -> bool:
+    """Whether ``value`` is one connection's log (a list of commands) rather than a list of logs."""
+    value = list(value)
+    return not value or hasattr(value[0], "direction")
+
+
+class _Reader:
+    """Reads command logs, naming queues, consumer tags and messages as it first meets them."""
+
+    def __init__(self, existing: dict) -> None:
+        self.queues: dict = {}
+        self.specs: dict = {}
+        self.tags: dict = {}
+        self.bodies: dict = {}
+        self.published: dict = {}       # slot -> publishes so far (names its next message)
+        self.channels = 1
+        self.losses: dict = {}          # slot -> connections that ended without a close handshake
+        self.nacks = 0
+        for name, spec in existing.items():
+            self.specs[self.queue(name)] = spec
+
+    # -- names ------------------------------------------------------------------------------------
+
+    def queue(self, name: str) -> int:
+        if name not in self.queues:
+            self.queues[name] = len(self.queues)
+        return self.queues[name]
+
+    def tag(self, name: str) -> int:
+        if name not in self.tags:
+            self.tags[name] = len(self.tags) + 1
+        return self.tags[name]
+
+    def message(self, body, where: str) -> int:
+        key = bytes(body or b"")
+        if key not in self.bodies:
+            raise Unsupported(f"{where}: carries a body no publish of the recording carried: {key!r}")
+        return self.bodies[key]
+
+    def name_publishes(self, c: int, log: list) -> None:
+        """Name the messages slot c publishes in this log: its n-th publish is m<c>.<n>."""
+        for i, entry in enumerate(log):
+            if entry.kind == "method" and entry.direction == "sent" and entry.method.name == "Basic.Publish":
+                body = bytes(entry.body or b"")
+                if body in self.bodies:
+                    raise Unsupported(f"c{c}, command {i + 1} (sent Basic.Publish): the body {body!r} was "
+                                      f"already published; bodies name messages")
+                n = self.published.get(c, 0) + 1
+                self.published[c] = n
+                self.bodies[body] = c * MSG_STRIDE + n
+
+    def exchange(self, name: str) -> int:
+        return DEFAULT_EXCHANGE if name == "" else FANOUT_EXCHANGE if name == FANOUT_NAME else MISSING_EXCHANGE
+
+    def text(self, code: int, text: str, where: str) -> tuple[int, int]:
+        """(reason, detail) of a reply text, once its real names are replaced by the model's."""
+        model = text
+        for name, q in sorted(self.queues.items(), key=lambda item: -len(item[0])):
+            model = model.replace(f"queue '{name}'", f"queue '{queue_name(q)}'")
+        for name, t in self.tags.items():
+            model = model.replace(f"consumer tag '{name}'", f"consumer tag '{t}'")
+        if model.startswith("NOT_FOUND - no exchange '") and model.split("'")[1] not in ("", FANOUT_NAME):
+            model = f"NOT_FOUND - no exchange '{EXCHANGE_NAMES[MISSING_EXCHANGE]}' in vhost '/'"
+        truncated = len(text.encode()) >= 255           # AMQP short strings end at 255 bytes: cut short
+        if truncated and model.endswith("..."):
+            model = model[:-3]
+        try:
+            return reply_reason(code, model, truncated)
+        except ValueError:
+            raise Unsupported(f"{where}: reply text {text!r} is not one the spec renders") from None
+
+    # -- commands ---------------------------------------------------------------------------------
+
+    def connection(self, c: int, log: list) -> list:
+        out: list = []
+        closed = False
+        for i, entry in enumerate(log):
+            where = f"c{c}, command {i + 1} ({entry.direction} {getattr(entry, 'name', entry.kind)})"
+            if entry.kind == "protocol-header":
+                continue
+            if entry.kind == "raw":
+                raise Unsupported(f"{where}: raw bytes (bad input) cannot be written as a trace")
+            if entry.kind == "eof":
+                if not closed:
+                    out.append(("lost",))
+                    self.losses[c] = self.losses.get(c, 0) + 1
+                closed = True
+                break
+            name = entry.method.name
+            if name in _HANDSHAKE:
+                continue
+            frame = self.frame(c, entry, log, i, where)
+            self.channels = max(self.channels, frame[1])
+            out.append(("sent" if entry.direction == "sent" else "received", frame))
+            if frame[0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK) and entry.direction == "received":
+                closed = True
+        return out
+
+    def frame(self, c: int, entry, log: list, i: int, where: str) -> tuple:
+        m, ch, name, sent = entry.method, entry.channel, entry.method.name, entry.direction == "sent"
+        if sent and getattr(m, "nowait", False):
+            raise Unsupported(f"{where}: nowait=True (the model always answers)")
+        if name == "Basic.Publish":
+            msg = self.bodies[bytes(entry.body or b"")]
+            exchange = self.exchange(m.exchange)
+            key = self.queue(m.routing_key) if exchange == DEFAULT_EXCHANGE else 0
+            persistent = getattr(entry.properties, "delivery_mode", None) == 2
+            return (BASIC_PUBLISH, ch, exchange, key, int(m.mandatory), int(persistent), msg, int(m.immediate))
+        if name == "Basic.Deliver":
+            return (BASIC_DELIVER, ch, self.tag(m.consumer_tag), m.delivery_tag, int(m.redelivered),
+                    self.message(entry.body, where))
+        if name == "Basic.GetOk":
+            return (BASIC_GET_OK, ch, m.delivery_tag, int(m.redelivered), self.message(entry.body, where),
+                    m.message_count)
+        if name == "Basic.Return":
+            return (BASIC_RETURN, ch, m.reply_code, self.message(entry.body, where))
+        if name in ("Basic.Ack", "Basic.Nack"):
+            if sent:
+                if name == "Basic.Ack":
+                    return (BASIC_ACK, ch, m.delivery_tag, int(m.multiple))
+                return (BASIC_NACK, ch, m.delivery_tag, int(m.multiple), int(m.requeue))
+            if name == "Basic.Nack":
+                self.nacks += 1
+                return (BASIC_NACK, ch, m.delivery_tag, int(m.multiple), 0)
+            return (BASIC_ACK, ch, m.delivery_tag, int(m.multiple))
+        if name == "Basic.Reject":
+            return (BASIC_REJECT, ch, m.delivery_tag, int(m.requeue))
+        if name == "Basic.Consume":
+            if m.no_local or m.arguments:
+                raise Unsupported(f"{where}: no_local and consumer arguments are outside the model")
+            tag = m.consumer_tag or self._server_tag(log, i, ch, where)
+            return (BASIC_CONSUME, ch, self.queue(m.queue), self.tag(tag), int(m.no_ack), int(m.exclusive))
+        if name == "Basic.ConsumeOk":
+            return (BASIC_CONSUME_OK, ch, self.tag(m.consumer_tag))
+        if name == "Basic.Cancel":
+            return (BASIC_CANCEL, ch, self.tag(m.consumer_tag))
+        if name == "Basic.CancelOk":
+            return (BASIC_CANCEL_OK, ch, self.tag(m.consumer_tag))
+        if name == "Basic.Get":
+            return (BASIC_GET, ch, self.queue(m.queue), int(m.no_ack))
+        if name == "Basic.GetEmpty":
+            return (BASIC_GET_EMPTY, ch)
+        if name == "Basic.Qos":
+            return (BASIC_QOS, ch, m.prefetch_count, int(m.global_), m.prefetch_size)
+        if name == "Basic.Recover":
+            return (BASIC_RECOVER, ch, int(m.requeue))
+        if name == "Queue.Declare":
+            if m.passive or m.auto_delete or m.arguments or not m.queue:
+                raise Unsupported(f"{where}: passive, auto-delete, server-named or argument-carrying "
+                                  f"declares are outside the model")
+            q = self.queue(m.queue)
+            self.specs.setdefault(q, QueueSpec(declared=False))
+            return (QUEUE_DECLARE, ch, q, int(m.durable), int(m.exclusive))
+        if name == "Queue.DeclareOk":
+            return (QUEUE_DECLARE_OK, ch, self.queue(m.queue))
+        if name == "Queue.Bind":
+            if m.exchange != FANOUT_NAME or m.arguments:
+                raise Unsupported(f"{where}: only bindings to {FANOUT_NAME!r}, without arguments, are modelled")
+            return (QUEUE_BIND, ch, self.queue(m.queue), FANOUT_EXCHANGE)
+        if name == "Queue.Purge":
+            return (QUEUE_PURGE, ch, self.queue(m.queue))
+        if name == "Queue.Delete":
+            return (QUEUE_DELETE, ch, self.queue(m.queue), int(m.if_unused), int(m.if_empty))
+        if name in ("Channel.Close", "Connection.Close"):
+            method = CHANNEL_CLOSE if name == "Channel.Close" else CONNECTION_CLOSE
+            if sent:
+                if m.reply_code != REPLY_SUCCESS:
+                    raise Unsupported(f"{where}: a client closes with reply code 200 in the model")
+                return (method, ch, REPLY_SUCCESS, R_NORMAL, 0)
+            return (method, ch, m.reply_code) + self.text(m.reply_code, m.reply_text, where)
+        if name in _COUNTED:
+            return (_COUNTED[name], ch, m.message_count)
+        simple = _SIMPLE.get(name)
+        if simple is None:
+            raise Unsupported(f"{where}: {name} is outside the model")
+        return (simple, ch)
+
+    def _server_tag(self, log: list, i: int, ch: int, where: str) -> str:
+        """The tag the server chose for a consume with an empty tag: the next consume-ok on its channel."""
+        for entry in log[i + 1:]:
+            if entry.kind == "method" and entry.channel == ch and entry.method.name == "Basic.ConsumeOk":
+                return entry.method.consumer_tag
+        raise Unsupported(f"{where}: an empty consumer tag whose consume-ok was not recorded")
+
+    # -- configuration ----------------------------------------------------------------------------
+
+    def config(self, slots: int, observations: dict) -> Config:
+        queues = tuple(self.specs.get(q, QueueSpec(declared=False)) for q in range(len(self.queues)))
+        crashes = max(self.losses.values(), default=0)
+        connects = max((sum(1 for o in seq if o[0] == "connect") for seq in observations.values()), default=0)
+        total = sum(self.published.values())
+        return Config("recorded", "a recorded run", connections=max(slots, 1), channels=self.channels,
+                      queues=queues or (QueueSpec(declared=False),), messages=total, requeues=total,
+                      crashes=crashes, reconnects=connects, failures=self.nacks, bad=0,
+                      channels_open=False, deadlock_is_error=False)
+
+
+_SIMPLE = {
+    "Channel.Open": CHANNEL_OPEN, "Channel.OpenOk": CHANNEL_OPEN_OK, "Channel.CloseOk": CHANNEL_CLOSE_OK,
+    "Connection.CloseOk": CONNECTION_CLOSE_OK, "Queue.BindOk": QUEUE_BIND_OK, "Basic.QosOk": BASIC_QOS_OK,
+    "Basic.RecoverOk": BASIC_RECOVER_OK, "Confirm.Select": CONFIRM_SELECT,
+    "Confirm.SelectOk": CONFIRM_SELECT_OK, "Tx.Select": TX_SELECT, "Tx.SelectOk": TX_SELECT_OK,
+    "Tx.Commit": TX_COMMIT, "Tx.CommitOk": TX_COMMIT_OK, "Tx.Rollback": TX_ROLLBACK,
+    "Tx.RollbackOk": TX_ROLLBACK_OK,
+}
+_COUNTED = {"Queue.PurgeOk": QUEUE_PURGE_OK, "Queue.DeleteOk": QUEUE_DELETE_OK}

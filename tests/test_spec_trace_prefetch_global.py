@@ -1,0 +1,116 @@
+"""The channel-wide (global) prefetch limit as RabbitMQ 3.10.8 applies it (docs/rabbitmq-3.10.8-
+observations.md, section B), where the spec used to be more permissive: the limit counts basic.get
+deliveries outstanding when it was set and never counts them off; it stops automatic-mode consumers
+too; and basic.qos(global=false) removes it. Each is accepted as RabbitMQ does it, and the delivery
+the old spec allowed is rejected."""
+from __future__ import annotations
+
+from spec.roles import QueueSpec
+from tests.test_spec_trace_methods import get
+from tests.test_spec_trace_queue import consume, deliver, qos
+from tests.test_spec_tracekit import accepted, cfg, pub, rejected_at
+
+TWO_QUEUES = cfg(queues=(QueueSpec(durable=True), QueueSpec(durable=True)))
+
+
+def ack(tag: int, ch: int = 2) -> str:
+    return f"c0 sent basic.ack(ch={ch}, delivery_tag={tag}, multiple=False)"
+
+
+# Two basic.get deliveries outstanding when qos(2, global) is set: the limit is reached at once.
+GETS_FIRST = f"""
+{pub(1)}
+{pub(2)}
+{pub(3, key='q1')}
+{pub(4, key='q1')}
+{get(2, 1, 'm0.1', 1)}
+{get(2, 2, 'm0.2', 0)}
+{qos(2, True)}
+{consume(queue='q1')}
+{ack(1)}
+{ack(2)}
+"""
+
+
+def test_get_deliveries_count_toward_a_global_limit_set_after_them():
+    accepted(GETS_FIRST, TWO_QUEUES)
+    # Even with both gets acknowledged the consumer gets nothing: their acks are never counted off.
+    rejected_at(GETS_FIRST + deliver(3, "m0.3") + "  # REJECTED", config=TWO_QUEUES)
+    # Raising the limit to 3 makes room for exactly one delivery.
+    raised = GETS_FIRST + qos(3, True) + "\n" + deliver(3, "m0.3")
+    accepted(raised, TWO_QUEUES)
+    rejected_at(raised + "\n" + deliver(4, "m0.4") + "  # REJECTED", config=TWO_QUEUES)
+
+
+def test_gets_after_a_global_limit_are_neither_limited_nor_counted():
+    accepted(f"""
+    {pub(1)}
+    {pub(2)}
+    {pub(3)}
+    {qos(2, True)}
+    {get(2, 1, 'm0.1', 2)}
+    {get(2, 2, 'm0.2', 1)}
+    {get(2, 3, 'm0.3', 0)}
+    """)
+
+
+AUTO_BLOCKED = f"""
+{pub(1)}
+{pub(2, key='q1')}
+{pub(3, key='q1')}
+{qos(1, True)}
+{consume(queue='q0', ctag=1)}
+{deliver(1, 'm0.1', ctag=1)}
+{consume(queue='q1', ctag=2, no_ack=True)}
+"""
+
+
+def test_a_global_limit_stops_automatic_mode_consumers_too():
+    accepted(AUTO_BLOCKED, TWO_QUEUES)
+    rejected_at(AUTO_BLOCKED + deliver(2, "m0.2", ctag=2) + "  # REJECTED", config=TWO_QUEUES)
+    # Once the manual delivery is acknowledged, the automatic consumer takes everything: its
+    # deliveries are never counted.
+    accepted(AUTO_BLOCKED + ack(1) + "\n" + deliver(2, "m0.2", ctag=2) + "\n" + deliver(3, "m0.3", ctag=2),
+             TWO_QUEUES)
+
+
+# qos(3, global) then qos(2, per consumer): the second removes the first.
+UNLIMIT = f"""
+{pub(1)}
+{pub(2)}
+{pub(3)}
+{pub(4, key='q1')}
+{pub(5, key='q1')}
+{pub(6, key='q1')}
+{qos(3, True)}
+{qos(2, False)}
+{consume(queue='q0', ctag=1)}
+{consume(queue='q1', ctag=2)}
+{deliver(1, 'm0.1', ctag=1)}
+{deliver(2, 'm0.2', ctag=1)}
+{deliver(3, 'm0.4', ctag=2)}
+{deliver(4, 'm0.5', ctag=2)}
+"""
+
+
+def test_qos_per_consumer_removes_the_global_limit():
+    accepted(UNLIMIT, TWO_QUEUES)
+    # Each consumer still has its own limit of 2.
+    rejected_at(UNLIMIT + deliver(5, "m0.3", ctag=1) + "  # REJECTED", config=TWO_QUEUES)
+    # In the other order both limits apply: the fourth delivery is over the global 3.
+    both = UNLIMIT.replace(qos(3, True) + "\n" + qos(2, False), qos(2, False) + "\n" + qos(3, True))
+    rejected_at(both.replace(deliver(4, "m0.5", ctag=2), deliver(4, "m0.5", ctag=2) + "  # REJECTED"),
+                config=TWO_QUEUES)
+
+
+def test_qos_zero_global_releases_deliveries_at_once():
+    text = f"""
+    {pub(1)}
+    {pub(2)}
+    {qos(1, True)}
+    {consume()}
+    {deliver(1, 'm0.1')}
+    {qos(0, True)}
+    {deliver(2, 'm0.2')}
+    """
+    accepted(text)
