@@ -627,13 +627,15 @@ class Channel:
         if queue is not None:
             self.check_exclusive(queue)
             where = vhost_resource("queue", name)
-            if m.if_unused and queue.consumers:
-                raise Refused(errors.PRECONDITION_FAILED, where + " in use")
-            if m.if_empty and queue.ready:
+            if m.if_empty and queue.ready:  # unacked messages do not count; checked first, as in RabbitMQ
                 raise Refused(errors.PRECONDITION_FAILED, where + " not empty")
-            count = self.broker.delete_queue(queue)
-        if not m.nowait:
+            if m.if_unused and queue.consumers:  # basic.get deliveries do not count
+                raise Refused(errors.PRECONDITION_FAILED, where + " in use")
+            count = len(queue.ready)
+        if not m.nowait:  # before the basic.cancel the deletion sends to the queue's consumers
             self.send(commands.Queue.DeleteOk(message_count=count))
+        if queue is not None:
+            self.broker.delete_queue(queue)
 
     def on_basic_qos(self, m: Basic.Qos) -> None:
         if m.prefetch_size:
@@ -647,12 +649,12 @@ class Channel:
         self.wake_consumer_queues()
 
     def on_basic_consume(self, m: Basic.Consume) -> None:
+        tag = m.consumer_tag or random_name("amq.ctag-")
+        if tag in self.consumers:  # before the queue is looked up, as in RabbitMQ
+            raise Refused(errors.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
         queue = self.find_queue(self.queue_name(m.queue))
         if m.arguments:
             check_consumer_arguments(m.arguments)
-        tag = m.consumer_tag or random_name("amq.ctag-")
-        if tag in self.consumers:
-            raise Refused(errors.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
         if queue.consumers and (m.exclusive or any(c.exclusive for c in queue.consumers)):
             raise Refused(errors.ACCESS_REFUSED, vhost_resource("queue", queue.name) + " in exclusive use")
         consumer = Consumer(tag, self, queue, bool(m.no_ack), self.consumer_prefetch, bool(m.exclusive))
@@ -670,6 +672,8 @@ class Channel:
             consumer.queue.remove_consumer(consumer)
 
     def on_basic_publish(self, m: Basic.Publish) -> None:
+        if m.immediate:  # RabbitMQ refuses it before anything else: a connection error
+            raise Refused(errors.NOT_IMPLEMENTED, "immediate=true")
         if m.exchange:
             exchange = self.find_exchange(m.exchange)
             if exchange.internal:
