@@ -125,12 +125,11 @@ def test_publish_immediate_is_not_implemented_and_enqueues_nothing(connect, mand
     assert ready(owner, 1, queue) == 0
 
 
-@pytest.mark.parametrize(
-    "method, method_id", [(C.Basic.Recover(requeue=False), 110), (C.Basic.RecoverAsync(requeue=False), 100)]
-)
+@pytest.mark.filterwarnings("ignore:This command is deprecated:DeprecationWarning")  # basic.recover-async
+@pytest.mark.parametrize("method, method_id", [(C.Basic.Recover, 110), (C.Basic.RecoverAsync, 100)])
 def test_recover_without_requeue_is_not_implemented_RQ_5(connect, method, method_id):
     conn = connect(1)
-    conn.send(1, method)
+    conn.send(1, method(requeue=False))
     assert shapes(until_quiet(conn)) == [connection_close(540, "NOT_IMPLEMENTED - requeue=false", 60, method_id)]
 
 
@@ -260,6 +259,27 @@ def test_delete_if_empty_allows_only_unacked_messages_and_they_can_still_be_sett
     conn.send(2, C.Basic.Reject(delivery_tag=2, requeue=True))
     probe(conn, 2)
     assert until_quiet(conn) == []
+
+
+def test_a_rejected_delivery_of_a_deleted_queue_is_not_dead_lettered_ACK_6(connect):
+    """The deleted queue is gone with its dead-letter settings: nack(requeue=false) drops the message."""
+    conn = connect(1)
+    dead = prefilled(conn, 0)
+    queue = name()
+    conn.queue_declare(1, queue, exclusive=True,
+                       arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dead})
+    conn.publish(1, b"m1", routing_key=queue)
+    conn.publish(1, b"m2", routing_key=queue)
+    wait_ready(conn, 1, queue, 2)
+    conn.basic_get(1, queue)
+    conn.send(1, C.Basic.Nack(delivery_tag=1, requeue=False))
+    wait_ready(conn, 1, dead, 1)  # dead-lettered while its queue exists
+    conn.basic_get(1, queue)
+    conn.rpc(1, C.Queue.Delete(queue=queue))
+    conn.send(1, C.Basic.Nack(delivery_tag=2, requeue=False))
+    probe(conn, 1)
+    assert until_quiet(conn) == []
+    assert ready(conn, 1, dead) == 1
 
 
 def test_delete_if_unused_ignores_get_deliveries(connect):
