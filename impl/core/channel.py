@@ -18,6 +18,7 @@ from impl.core.errors import Refused, vhost_resource
 from impl.core.exchanges import EXCHANGE_TYPES
 from impl.core.frames import ContentHeader, encode_confirm, encode_content, encode_deliver, encode_get_ok
 from impl.core.messages import PERSISTENT, Message, QueuedMessage
+from impl.core.prefetch import GlobalPrefetch
 from impl.core.queue_arguments import check_consumer_arguments, check_queue_arguments
 from impl.core.ttl import message_ttl
 
@@ -100,15 +101,12 @@ class Consumer:
         self.exclusive = exclusive
 
     def has_room(self) -> bool:
-        """Whether a delivery may go to this consumer now (PF-1, PF-2, PF-3; AM-2: no bound for no-ack)."""
+        """Whether a delivery may go to this consumer now (PF-1, PF-2, PF-3; AM-2: no per-consumer bound for
+        no-ack, but a reached global limit holds it back, as in RabbitMQ)."""
         channel = self.channel
-        if not channel.is_open:
+        if not channel.is_open or channel.global_prefetch.reached():  # a global limit holds no-ack ones too
             return False
-        if self.no_ack:
-            return True
-        if self.prefetch and self.unacked >= self.prefetch:
-            return False
-        return not channel.global_prefetch or channel.global_unacked < channel.global_prefetch
+        return self.no_ack or not self.prefetch or self.unacked < self.prefetch
 
 
 class Delivery:
@@ -136,9 +134,8 @@ class Channel:
         self.unacked: dict[int, Delivery] = {}
         self.unacked_order: deque[int] = deque()
         self.consumers: dict[str, Consumer] = {}
-        self.consumer_prefetch = 0
-        self.global_prefetch = 0
-        self.global_unacked = 0
+        self.consumer_prefetch = 0  # the bound of consumers started from now on (PF-2)
+        self.global_prefetch = GlobalPrefetch()
         self.publish_seq = 0  # PC-1
         self.to_confirm: list[int] = []
         self.to_nack: list[int] = []  # publishes a queue refused (reject-publish), nacked with the next flush
@@ -311,7 +308,7 @@ class Channel:
             self.unacked[tag] = Delivery(tag, qm, consumer)
             self.unacked_order.append(tag)
             consumer.unacked += 1
-            self.global_unacked += 1
+            self.global_prefetch.delivered()
 
     def consumer_cancelled_by_broker(self, consumer: Consumer) -> None:
         """The consumer's queue was deleted: forget the consumer and tell the client (basic.cancel)."""
@@ -343,17 +340,19 @@ class Channel:
                 taken.append(delivery)
         return taken
 
-    def release(self, deliveries: list[Delivery]) -> set["Queue"]:
-        """Free the prefetch room the deliveries held (PF-3); the queues that may now dispatch."""
-        wake: set[Queue] = set()
+    def release(self, deliveries: list[Delivery]) -> dict["Queue", None]:
+        """Free the prefetch room the deliveries held (PF-3); the queues that may now dispatch, in order:
+        the settled deliveries' queues first, then (under a global limit) the channel's other consumers'."""
+        wake: dict[Queue, None] = {}
         for delivery in deliveries:
             consumer = delivery.consumer
             if consumer is not None:
                 consumer.unacked -= 1
-                self.global_unacked -= 1
-                wake.add(consumer.queue)
+                wake[consumer.queue] = None
         if wake and self.global_prefetch:
-            wake.update(c.queue for c in self.consumers.values())
+            self.global_prefetch.settled(sum(1 for d in deliveries if d.consumer is not None))
+            for consumer in self.consumers.values():
+                wake[consumer.queue] = None
         return wake
 
     def apply_settlement(self, kind: str, deliveries: list[Delivery], requeue: bool) -> None:
@@ -365,10 +364,11 @@ class Channel:
             for delivery in deliveries:
                 queue = delivery.qm.queue
                 queue.requeue(delivery.qm)
-                wake.add(queue)
+                wake[queue] = None
         else:
             for delivery in deliveries:
-                self.broker.dead_letter(delivery.qm, "rejected")
+                if not delivery.qm.queue.deleted:  # a deleted queue dead-letters nothing, as in RabbitMQ
+                    self.broker.dead_letter(delivery.qm, "rejected")
         for queue in wake:
             if not queue.deleted:
                 queue.dispatch()
@@ -435,7 +435,7 @@ class Channel:
         return exchange
 
     def wake_consumer_queues(self) -> None:
-        for queue in {c.queue for c in self.consumers.values()}:
+        for queue in dict.fromkeys(c.queue for c in self.consumers.values()):
             queue.dispatch()
 
     # --- method handlers ----------------------------------------------------------------------
@@ -627,31 +627,34 @@ class Channel:
         if queue is not None:
             self.check_exclusive(queue)
             where = vhost_resource("queue", name)
-            if m.if_unused and queue.consumers:
-                raise Refused(errors.PRECONDITION_FAILED, where + " in use")
-            if m.if_empty and queue.ready:
+            if m.if_empty and queue.ready:  # unacked messages do not count; checked first, as in RabbitMQ
                 raise Refused(errors.PRECONDITION_FAILED, where + " not empty")
-            count = self.broker.delete_queue(queue)
-        if not m.nowait:
+            if m.if_unused and queue.consumers:  # basic.get deliveries do not count
+                raise Refused(errors.PRECONDITION_FAILED, where + " in use")
+            count = len(queue.ready)
+        if not m.nowait:  # before the basic.cancel the deletion sends to the queue's consumers
             self.send(commands.Queue.DeleteOk(message_count=count))
+        if queue is not None:
+            self.broker.delete_queue(queue)
 
     def on_basic_qos(self, m: Basic.Qos) -> None:
         if m.prefetch_size:
             raise Refused(errors.NOT_IMPLEMENTED, f"prefetch_size!=0 ({m.prefetch_size})")
         if m.global_:
-            self.global_prefetch = m.prefetch_count
-        else:
+            self.global_prefetch.set(m.prefetch_count, len(self.unacked))
+        else:  # RabbitMQ's unlimit: a per-consumer qos removes the channel-wide limit
             self.consumer_prefetch = m.prefetch_count
+            self.global_prefetch.remove()
         self.send(Basic.QosOk())
         self.wake_consumer_queues()
 
     def on_basic_consume(self, m: Basic.Consume) -> None:
+        tag = m.consumer_tag or random_name("amq.ctag-")
+        if tag in self.consumers:  # before the queue is looked up, as in RabbitMQ
+            raise Refused(errors.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
         queue = self.find_queue(self.queue_name(m.queue))
         if m.arguments:
             check_consumer_arguments(m.arguments)
-        tag = m.consumer_tag or random_name("amq.ctag-")
-        if tag in self.consumers:
-            raise Refused(errors.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
         if queue.consumers and (m.exclusive or any(c.exclusive for c in queue.consumers)):
             raise Refused(errors.ACCESS_REFUSED, vhost_resource("queue", queue.name) + " in exclusive use")
         consumer = Consumer(tag, self, queue, bool(m.no_ack), self.consumer_prefetch, bool(m.exclusive))
@@ -669,6 +672,8 @@ class Channel:
             consumer.queue.remove_consumer(consumer)
 
     def on_basic_publish(self, m: Basic.Publish) -> None:
+        if m.immediate:  # RabbitMQ refuses it before anything else: a connection error
+            raise Refused(errors.NOT_IMPLEMENTED, "immediate=true")
         if m.exchange:
             exchange = self.find_exchange(m.exchange)
             if exchange.internal:

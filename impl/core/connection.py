@@ -90,6 +90,7 @@ class Connection:
         self.output: list[bytes] = []
         self.channels: dict[int, Channel] = {}
         self.confirms_due: set[Channel] = set()
+        self.closed_by_client: list[Channel] = []  # channel.close received; close-ok goes with the next output
         self.frame_max = SERVER_FRAME_MAX
         self.channel_max = SERVER_CHANNEL_MAX
         self.heartbeat = 0
@@ -126,7 +127,9 @@ class Connection:
         self.write(encode_method(channel, method))
 
     def data_to_send(self) -> bytes:
-        """Everything to write to the socket now, confirms that fell due included."""
+        """Everything to write to the socket now, confirms that fell due and close-oks included."""
+        if self.closed_by_client:
+            self.finish_client_closes()
         if self.confirms_due:
             due = list(self.confirms_due)
             self.confirms_due.clear()
@@ -329,15 +332,16 @@ class Connection:
                     return
                 self.channels[number] = Channel(self, number)
                 self.send_method(number, commands.Channel.OpenOk())
-            elif not isinstance(method, commands.Channel.CloseOk):
+            else:  # close and close-ok too, as in RabbitMQ
                 self.fail(Fault(errors.CHANNEL_ERROR, "expected 'channel.open'", *method_ids(method)))
             return
-        if channel.closing:  # ER-1: everything but close and close-ok is ignored
+        if channel.closing:  # ER-1: ignored until close-ok, as RabbitMQ's closing channel does
             if isinstance(method, commands.Channel.CloseOk):
                 del self.channels[number]
-            elif isinstance(method, commands.Channel.Close):
-                del self.channels[number]
+            elif isinstance(method, commands.Channel.Close):  # answered, but the channel waits for close-ok
                 self.send_method(number, commands.Channel.CloseOk())
+            elif isinstance(method, commands.Channel.Open):
+                self.fail(Fault(errors.CHANNEL_ERROR, "second 'channel.open' seen", *method_ids(method)))
             return
         if channel.content_method is not None:
             expected = "content body" if channel.content_header is not None else "content header for class 60"
@@ -360,14 +364,10 @@ class Connection:
                 self.fail(Fault(refusal.kind, refusal.detail, *method_ids(method)), channel)
             return
         if isinstance(method, commands.Channel.Close):
-            channel.teardown()
-            del self.channels[channel.number]
-            self.send_method(channel.number, commands.Channel.CloseOk())
+            self.close_by_client(channel)
         elif isinstance(method, commands.Channel.Open):
             self.fail(Fault(errors.CHANNEL_ERROR, "second 'channel.open' seen", *method_ids(method)))
-        elif isinstance(method, commands.Channel.CloseOk):
-            return
-        else:
+        else:  # channel.close-ok on an open channel too, as in RabbitMQ
             self.fail(Fault(errors.COMMAND_INVALID, "unimplemented method", *method_ids(method)))
 
     # --- channel 0: handshake and connection methods ------------------------------------------
@@ -508,6 +508,23 @@ class Connection:
             ),
         )
         self.state = CLOSING
+
+    def close_by_client(self, channel: Channel) -> None:
+        """channel.close from the client: the channel closes now (RQ-4) but, as in RabbitMQ, stays closing
+        until its close-ok is sent with the next output, so frames that came with the close are ignored
+        and a channel.open among them is a second channel.open."""
+        channel.teardown()
+        channel.closing = True
+        self.closed_by_client.append(channel)
+        self.broker.dirty.add(self)
+
+    def finish_client_closes(self) -> None:
+        """Free the channels the client closed and send their close-oks (none after a connection error)."""
+        closed, self.closed_by_client = self.closed_by_client, []
+        for channel in closed:
+            if self.state == OPEN and self.channels.get(channel.number) is channel:
+                del self.channels[channel.number]
+                self.send_method(channel.number, commands.Channel.CloseOk())
 
     def close_by_broker(self, reason: str) -> None:
         """The broker shuts down: connection.close 320 CONNECTION_FORCED."""

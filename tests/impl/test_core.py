@@ -120,11 +120,13 @@ def test_round_robin_between_consumers_DS_1():
 
 
 def test_global_and_consumer_prefetch_both_apply_PF_2():
+    """The per-consumer qos comes first: a per-consumer qos after a global one removes the global limit,
+    as in RabbitMQ (tests/test_broker_rabbitmq_prefetch.py)."""
     broker = Broker()
     client = CoreClient(broker)
     client.send(1, C.Queue.Declare(queue="q"))
-    client.send(1, C.Basic.Qos(prefetch_count=3, global_=True))
     client.send(1, C.Basic.Qos(prefetch_count=2, global_=False))
+    client.send(1, C.Basic.Qos(prefetch_count=3, global_=True))
     for i in range(10):
         client.publish("q", b"%d" % i)
     client.send(1, C.Basic.Consume(queue="q", consumer_tag="a"))
