@@ -35,10 +35,11 @@ explore: $(STAMP)
 broker: $(STAMP)
 	$(PY) -m impl.server $(ARGS)
 
-## bench: explorer throughput, and broker throughput against RabbitMQ when installed.
+## bench: explorer throughput; trace checker time on long spec-made and RabbitMQ-recorded traces; broker throughput.
 bench: $(STAMP) rabbitmq
 	$(PY) -m spark_check.bench
 	$(PY) -m spark_check.trace_bench
+	$(PY) -m tests.bench.recorded_trace_bench --messages 250
 	$(PY) -m tests.bench.broker_bench
 
 ## rabbitmq: install the reference RabbitMQ 3.10.8 (Debian's rabbitmq-server) if it is missing.

@@ -15,7 +15,9 @@ names, so a text RabbitMQ writes must be one the spec renders (``spec.frames.rep
 model cannot say (passive declares, queue arguments, nowait, exchange declarations, ...) is refused
 with an ``Unsupported`` error naming the command. The configuration the trace needs is derived from
 it: the connections, channels (closed until the client opens them) and queues it uses, and budgets
-large enough for what it shows (crashes where connections were lost).
+large enough for what it shows (crashes where connections were lost). The entries' times (``at``, one
+clock for every connection of the recording) give the real-time order of the observations across
+connections, which the checker then follows (``spec.trace.check``'s ``order``).
 """
 from __future__ import annotations
 
@@ -56,6 +58,7 @@ class Recorded:
 
     observations: dict
     config: Config
+    order: tuple = ()                                   # real-time order: a slot index per observation
     queues: dict = field(default_factory=dict)          # real queue name -> model queue index
     consumer_tags: dict = field(default_factory=dict)   # real consumer tag -> model tag
     messages: dict = field(default_factory=dict)        # body -> model message id
@@ -65,7 +68,7 @@ class Recorded:
 
     def check(self, max_nodes: int = 2_000_000) -> trace.Verdict:
         """The spec's verdict on this recording."""
-        return trace.check(self.observations, self.config, max_nodes=max_nodes)
+        return trace.check(self.observations, self.config, max_nodes=max_nodes, order=self.order or None)
 
     def text(self) -> str:
         """The trace in the language of ``spec.trace_text``, with a legend of the real names."""
@@ -91,16 +94,23 @@ def from_recording(slots, existing: dict | None = None) -> Recorded:
         for log in connections:
             reader.name_publishes(c, log)
     observations = {}
+    stamps = []                                         # (time, slot, index) of every observation
     for c, connections in enumerate(slots):
         seq: list = []
         for n, log in enumerate(connections):
+            start = log[0].at if log else (stamps[-1][0] if stamps else 0.0)
             if n:
                 if not seq or (seq[-1][0] != "lost" and not _closed(seq[-1])):
                     seq.append(("lost",))           # the client dropped it without a word
+                    stamps.append((start, c, len(seq) - 1))
                 seq.append(("connect",))
-            seq.extend(reader.connection(c, log))
+                stamps.append((start, c, len(seq) - 1))
+            for obs, at in reader.connection(c, log):
+                seq.append(obs)
+                stamps.append((at, c, len(seq) - 1))
         observations[c] = seq
-    return Recorded(observations, reader.config(len(observations), observations), dict(reader.queues),
+    order = tuple(c for _, c, _ in sorted(stamps))
+    return Recorded(observations, reader.config(len(observations), observations), order, dict(reader.queues),
                     dict(reader.tags), dict(reader.bodies))
 
 
@@ -183,6 +193,7 @@ class _Reader:
     # -- commands ---------------------------------------------------------------------------------
 
     def connection(self, c: int, log: list) -> list:
+        """The observations of one connection's log, each with its time."""
         out: list = []
         closed = False
         for i, entry in enumerate(log):
@@ -193,7 +204,7 @@ class _Reader:
                 raise Unsupported(f"{where}: raw bytes (bad input) cannot be written as a trace")
             if entry.kind == "eof":
                 if not closed:
-                    out.append(("lost",))
+                    out.append((("lost",), entry.at))
                     self.losses[c] = self.losses.get(c, 0) + 1
                 closed = True
                 break
@@ -202,7 +213,7 @@ class _Reader:
                 continue
             frame = self.frame(c, entry, log, i, where)
             self.channels = max(self.channels, frame[1])
-            out.append(("sent" if entry.direction == "sent" else "received", frame))
+            out.append((("sent" if entry.direction == "sent" else "received", frame), entry.at))
             if frame[0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK) and entry.direction == "received":
                 closed = True
         return out

@@ -341,13 +341,23 @@ def _settle_doubt(before, after, action, doubt: frozenset) -> frozenset:
     return frozenset(keep)
 
 
-def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
-    """Whether some execution of the spec under ``config`` produces these per-connection observations."""
+def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) -> Verdict:
+    """Whether some execution of the spec under ``config`` produces these per-connection observations.
+
+    ``order``, when known, is the real-time order of the observations across connections: one
+    connection index per observation (a recording's timestamps give it, ``spec.recorded``). A client's
+    write happens before the broker can read it and its read after the broker wrote, so the real run
+    took its client steps in that order: the search then tries only that interleaving of the
+    connections' observations (the broker's own steps still go anywhere between them)."""
     for c in sorted(observations):
         if not 0 <= c < config.connections:
             raise ValueError(f"observations name connection c{c}, the configuration has {config.connections}")
     obs = tuple(tuple(observations.get(c, ())) for c in range(config.connections))
     total = sum(len(o) for o in obs)
+    if order is not None:
+        order = tuple(order)
+        if sorted(order) != sorted(c for c in range(len(obs)) for _ in obs[c]):
+            raise ValueError("order must name each connection once per observation of it")
     plan = _Plan(obs, config.channels)
     empty = ((),) * len(obs)
     stack = [(s, (0,) * len(obs), empty, frozenset()) for s in machine.initial_states(config)]
@@ -375,7 +385,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
                            reason=f"the search gave up after {max_nodes} spec states")
         if not any(pend):                       # a close-ok the client sends by itself comes first
             _push_internal(stack, state, pos, pend, doubt, config, plan)
-        for c in range(len(obs)):               # pushed last, tried first: progress before detours
+        for c in (range(len(obs)) if order is None else (order[progress],)):   # pushed last, tried first
             if pos[c] < len(obs[c]):
                 result = _apply_client(state, c, obs[c][pos[c]], pend[c], config.channels_open)
                 if result is not None:

@@ -3,8 +3,8 @@
     python -m tests.bench.recorded_trace_bench [--messages 200] [--cuts 100,300,1000] [--broker rabbitmq|impl]
 
 The run is the issue's target: a publisher in confirm mode publishes persistent messages to a durable
-queue in batches of 10, waiting for their confirms; a consumer connection with two channels (prefetch 10
-each) acknowledges with multiple=true every few deliveries; the broker is killed (SIGKILL) half-way and
+queue one at a time (``--batch``), waiting for their confirms; a consumer connection with two channels (prefetch 10
+each) acknowledges each delivery with multiple=true (which also covers any earlier one); the broker is killed (SIGKILL) half-way and
 restarted, and both clients connect again and go on until every message is confirmed and drained. The
 recording (raw client, every frame) goes through ``spec.recorded``; the checker is timed on prefixes of
 the trace cut at whole steps near each asked size, and on the whole trace. Wall-clock times on this
@@ -13,6 +13,7 @@ machine; compare within one run.
 from __future__ import annotations
 
 import argparse
+import pickle
 import sys
 import tempfile
 import time
@@ -41,7 +42,7 @@ def _connect(broker) -> RawConnection:
     return RawConnection.connect(broker.host, broker.port, broker.user, broker.password)
 
 
-def record(broker, messages: int) -> list:
+def record(broker, messages: int, batch: int = 4) -> list:
     """Run the workload against ``broker`` (killed and restarted once); the recording's slots."""
     pub_logs, con_logs = [], []
     pub, con = _connect(broker), _connect(broker)
@@ -64,19 +65,20 @@ def record(broker, messages: int) -> list:
         _pump(con)
         for ch in (1, 2):
             tags = [c.method.delivery_tag for c in con.take_all(ch) if c.name == "Basic.Deliver"]
-            if tags and max(tags) > acked[ch]:
-                con.send(ch, commands.Basic.Ack(delivery_tag=max(tags), multiple=True))
-                acked[ch] = max(tags)
+            for tag in tags:
+                if tag > acked[ch]:
+                    con.send(ch, commands.Basic.Ack(delivery_tag=tag, multiple=True))
+                    acked[ch] = tag
 
     start()
     while sent < messages:
-        batch = min(10, messages - sent)
+        n = min(batch, messages - sent)
         frames = []
-        for i in range(batch):
+        for i in range(n):
             frames += pub.content_frames(1, commands.Basic.Publish(exchange="", routing_key=QUEUE),
                                          f"msg-{sent + i + 1}".encode(), persistent())
         pub.send_frames(frames)
-        sent += batch
+        sent += n
         _pump(pub)
         consume_some()
         if not killed and sent >= messages // 2:
@@ -121,25 +123,36 @@ def cut(slots: list, size: int) -> recorded.Recorded:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.recorded_trace_bench",
                                      description=__doc__.split("\n")[0])
-    parser.add_argument("--messages", type=int, default=200)
+    parser.add_argument("--messages", type=int, default=200, help="persistent publishes (200 give about 850 observations)")
     parser.add_argument("--cuts", default="100,300,1000", help="observation counts to time, comma-separated")
     parser.add_argument("--broker", choices=("rabbitmq", "impl"), default="rabbitmq")
+    parser.add_argument("--batch", type=int, default=1, help="publishes per write")
+    parser.add_argument("--save", type=Path, help="also write the recording (pickled command logs) here")
+    parser.add_argument("--load", type=Path, help="check a recording saved with --save instead of recording")
     parser.add_argument("--max-nodes", type=int, default=2_000_000)
     args = parser.parse_args(argv)
     try:
         cuts = [int(x) for x in args.cuts.split(",")]
     except ValueError:
         parser.error(f"--cuts must be whole numbers separated by commas, not {args.cuts!r}")
-    if args.messages < 2 or any(c < 1 for c in cuts):
-        parser.error("--messages must be at least 2 and every cut at least 1")
+    if args.messages < 2 or args.batch < 1 or any(c < 1 for c in cuts):
+        parser.error("--messages must be at least 2, --batch and every cut at least 1")
     console = Console()
-    broker = make_broker(args.broker, Path(tempfile.mkdtemp(prefix="recorded-bench-")))
-    broker.start()
-    try:
-        console.print(f"recording {args.messages} messages on {args.broker} (one SIGKILL half-way) ...")
-        slots = record(broker, args.messages)
-    finally:
-        broker.close()
+    if args.load:
+        try:
+            slots = pickle.loads(args.load.read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError) as error:
+            parser.error(f"cannot read the recording {args.load}: {error}")
+    else:
+        broker = make_broker(args.broker, Path(tempfile.mkdtemp(prefix="recorded-bench-")))
+        broker.start()
+        try:
+            console.print(f"recording {args.messages} messages on {args.broker} (one SIGKILL half-way) ...")
+            slots = record(broker, args.messages, args.batch)
+        finally:
+            broker.close()
+    if args.save:
+        args.save.write_bytes(pickle.dumps(slots))
     run = recorded.from_recording(slots)
     table = Table(title=f"trace checker on a recorded {args.broker} run ({run.size()} observations)")
     for column in ("observations", "verdict", "search nodes", "seconds"):
@@ -148,7 +161,7 @@ def main(argv=None) -> int:
     for size in sorted({min(c, run.size()) for c in cuts} | {run.size()}):
         part = cut(slots, size)
         start = time.perf_counter()
-        verdict = trace.check(part.observations, run.config, max_nodes=args.max_nodes)
+        verdict = trace.check(part.observations, run.config, max_nodes=args.max_nodes, order=part.order)
         seconds = time.perf_counter() - start
         failed |= verdict.status == trace.REJECTED
         table.add_row(f"{part.size():,}", verdict.status,
