@@ -397,7 +397,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
             crashed, ndoubt = _crash(state, doubt)          # a crash where one is useful is tried first of all
             stack.append((crashed, pos, pend, ndoubt))
     state, pos, pend, doubt = best_nodes[0]
-    c = next(i for i in range(len(obs)) if pos[i] < len(obs[i]))
+    c = next(i for i in range(len(obs)) if pos[i] < len(obs[i])) if order is None else order[best]
     return Verdict(REJECTED, best, total, c, pos[c], obs[c][pos[c]],
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
 

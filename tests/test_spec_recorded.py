@@ -113,3 +113,33 @@ def test_a_recorded_trace_the_broker_got_wrong_is_rejected():
     ]
     verdict = recorded.check_recording([[log]])
     assert verdict.status == trace.REJECTED and verdict.index == 9, verdict.explain()
+
+
+def test_the_real_time_order_across_connections_is_followed():
+    # c1 gets m0.1, which c0 publishes: fine in either interleaving of the two connections' observations,
+    # unless the recording shows the get-ok arriving before the publish was written.
+    observations = trace.parse("""
+    c0 sent basic.publish(ch=1, exchange='', routing_key='q0', mandatory=False, persistent=False, msg=m0.1)
+    c1 sent basic.get(ch=1, queue=q0, no_ack=True)
+    c1 received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.1, message_count=0)
+    """)
+    from tests.test_spec_tracekit import cfg
+    assert trace.check(observations, cfg()).ok
+    assert trace.check(observations, cfg(), order=(0, 1, 1)).ok
+    assert trace.check(observations, cfg(), order=(1, 0, 1)).ok
+    late = trace.check(observations, cfg(), order=(1, 1, 0))
+    assert late.status == trace.REJECTED and (late.conn, late.index) == (1, 1), late.explain()
+    with pytest.raises(ValueError, match="once per observation"):
+        trace.check(observations, cfg(), order=(0, 1))
+
+
+def test_a_recording_gives_the_real_time_order():
+    a = [entry("sent", commands.Channel.Open()), entry("received", commands.Channel.OpenOk())]
+    b = [entry("sent", commands.Channel.Open()), entry("received", commands.Channel.OpenOk())]
+    for i, e in enumerate(a):
+        e.at = 1.0 + 2 * i          # a at 1, 3; b at 2, 4
+    for i, e in enumerate(b):
+        e.at = 2.0 + 2 * i
+    run = recorded.from_recording([[a], [b]])
+    assert run.order == (0, 1, 0, 1)
+    assert run.check().ok
