@@ -18,14 +18,15 @@ from .frames import (
     TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK,
 )
 from .state import (
-    CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CLOSED_CHANNEL, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
+    CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
     EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_ROLLBACK_KEPT, EV_TX_RETURN, FATE_PURGED, MODE_CONFIRM,
     MODE_TX, NEW_CHANNEL, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE, Consumer, Pending, State,
     Unacked, add_sorted, conn_channels, conn_to_broker, conn_to_client, put, with_conn,
 )
 from . import network
 from .storage import (
-    add_fates, close_channel, close_connection, delete_queue, drop_consumer, enqueue, forget_waits, settle,
+    add_fates, close_channel, close_connection, delete_queue, drop_consumer, enqueue, finish_close, forget_waits,
+    settle,
     with_channel, with_queue,
 )
 
@@ -97,7 +98,7 @@ def take_frame(state: State, c: int, ch: int) -> State:
         return connection_error(state, c, CHANNEL_ERROR, R_SECOND_OPEN, 0)
     if status == CH_CLOSING:
         if method == CHANNEL_CLOSE_OK:
-            return with_channel(state, c, ch, CLOSED_CHANNEL)
+            return finish_close(state, c, ch)
         if method == CHANNEL_CLOSE:                         # both ends closed at once: answer it
             return send(state, c, (CHANNEL_CLOSE_OK, ch))
     return state
@@ -111,8 +112,7 @@ def _channel_close(state, c, ch, channel, frame):
 
 def close_ok(state: State, c: int, ch: int) -> State:
     """BrokerCloseOk: the channel the client closed is gone; channel.close-ok goes out."""
-    state = with_channel(state, c, ch, CLOSED_CHANNEL)
-    return send(state, c, (CHANNEL_CLOSE_OK, ch))
+    return send(finish_close(state, c, ch), c, (CHANNEL_CLOSE_OK, ch))
 
 
 def _publish(state, c, ch, channel, frame):

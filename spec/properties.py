@@ -16,7 +16,7 @@ from .frames import (
 )
 from .properties_api import Property
 from .state import (
-    CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
+    CH_CLOSED, CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
     EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_RECOVERED, EV_REQUEUE_TWICE, EV_ROLLBACK_KEPT,
     EV_TX_RETURN, FATE_ACKED, FATE_AUTO, FATE_DEAD_LETTERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH, FATE_PURGED,
     MODE_CONFIRM, MODE_TX, State,
@@ -280,15 +280,17 @@ def confirm_and_tx_exclusive(state: State) -> bool:
 @always("ER-1", "RQ-4")
 def closed_channel_is_silent(state: State) -> bool:
     """After the broker sends channel.close it sends nothing more on that channel but the close-ok
-    answering a client's own channel.close (both ends closed at once), and a closing channel holds no
-    delivery and no consumer (they were requeued and stopped)."""
+    answering a client's own channel.close (both ends closed at once), and a channel that is not open
+    holds no consumer and no consumer delivery (they were stopped and requeued); a closing one may
+    still hold basic.get deliveries of queues it did not consume from, a closed one nothing."""
     for conn in state.conns:
         for fifo in conn.to_client:
             for i, frame in enumerate(fifo):
                 if frame[0] == CHANNEL_CLOSE and any(f[0] != CHANNEL_CLOSE_OK for f in fifo[i + 1:]):
                     return False
         for channel in conn.channels:
-            if channel.status != CH_OPEN and (channel.unacked or channel.consumers or channel.tx_settles):
+            if channel.status != CH_OPEN and (channel.consumers or channel.tx_settles or any(
+                    u.consumer or channel.status == CH_CLOSED for u in channel.unacked)):
                 return False
     return True
 

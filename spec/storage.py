@@ -111,20 +111,33 @@ def settle(state: State, unacked, kind: int) -> State:
 
 
 def close_channel(state: State, c: int, ch: int, status: int) -> State:
-    """The broker closes channel (c, ch): its consumers stop, and every outstanding delivery, including
-    those held back by an open transaction, is requeued (RQ-4); unconfirmed publishes are never
-    confirmed (PC-9); held-back publishes are dropped (TX-2)."""
+    """The broker closes channel (c, ch): its consumers stop; unconfirmed publishes are never
+    confirmed (PC-9); held-back publishes are dropped (TX-2); every outstanding delivery, including
+    those held back by an open transaction, is requeued (RQ-4). As in RabbitMQ 3.10.8, a channel that
+    is only closing (``status`` CH_CLOSING or CH_ENDING, waiting for a close-ok) gives back at once the
+    deliveries its consumers took and those of queues it consumes from, and keeps a basic.get
+    delivery of any other queue until it is gone (``finish_close``)."""
     channel = state.conns[c].channels[ch - 1]
     queues = state.queues
+    consumed = set()
     for consumer in channel.consumers:
+        consumed.add(consumer.queue)
         queues = put(queues, consumer.queue, drop_consumer(queues[consumer.queue], (c, ch, consumer.tag)))
     state = state._replace(queues=queues)
-    state = with_channel(state, c, ch, CLOSED_CHANNEL._replace(status=status))
     outstanding = tuple(sorted(channel.unacked + tuple(u for _, u in channel.tx_settles)))
+    kept = () if status == CH_CLOSED else tuple(u for u in outstanding if not u.consumer and u.queue not in consumed)
+    state = with_channel(state, c, ch, CLOSED_CHANNEL._replace(status=status, unacked=kept,
+                                                               next_tag=channel.next_tag if kept else 1))
+    outstanding = tuple(u for u in outstanding if u not in kept)
     if outstanding:
         state = state._replace(events=state.events | EV_CHANNEL_REQUEUE)
         state = requeue(state, outstanding)
     return state
+
+
+def finish_close(state: State, c: int, ch: int) -> State:
+    """A closing channel is gone: what it still held is requeued (RQ-4)."""
+    return close_channel(state, c, ch, CH_CLOSED)
 
 
 def close_connection(state: State, c: int) -> State:

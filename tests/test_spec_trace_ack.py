@@ -368,11 +368,13 @@ def test_unknown_tag_wrong_reply_text_rejected_ACK_4():
 
 
 def test_unknown_tag_error_applies_nothing_so_both_are_requeued_ACK_4():
-    # ack(5, multiple) on tags 1, 2: had it settled 1 and 2, the queue would be empty.
+    # ack(5, multiple) on tags 1, 2: had it settled 1 and 2, the queue would be empty. (The gets come
+    # back when the close-ok reaches the broker, so the get goes on the same channel, after it.)
     bad = ACK4.split(gets(2, ch=1, redelivered=True))[0] + \
-        "c0 sent basic.get(ch=1, queue=q0, no_ack=False)\nc0 received basic.get-empty(ch=1)  # REJECTED\n"
+        "c0 sent channel.open(ch=2)\nc0 received channel.open-ok(ch=2)\n" + \
+        "c0 sent basic.get(ch=2, queue=q0, no_ack=False)\nc0 received basic.get-empty(ch=2)  # REJECTED\n"
     rejected_at(bad, allowed=(
-        "received basic.get-ok(ch=1, delivery_tag=1, redelivered=True, msg=m0.1, message_count=1)",), exact=True)
+        "received basic.get-ok(ch=2, delivery_tag=1, redelivered=True, msg=m0.1, message_count=1)",), exact=True)
 
 
 def test_tag_of_another_channel_is_unknown_ACK_4():

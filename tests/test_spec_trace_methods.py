@@ -317,3 +317,28 @@ def test_frames_after_a_broker_close_are_dropped():
     c0 sent channel.open(ch=1)
     c0 received channel.open-ok(ch=1)
     """)
+
+
+def test_a_closing_channel_keeps_get_deliveries_of_queues_it_does_not_consume_until_close_ok():
+    # RabbitMQ 3.10.8: the consumer's delivery comes back at the channel error, the get delivery of
+    # another queue only when the client's close-ok arrives.
+    text = f"""
+    {pub(1)}
+    {pub(2, key='q1')}
+    {get(1, 1, 'm0.1', 0)}
+    {consume(ch=1, queue='q1')}
+    {deliver(2, 'm0.2', ch=1)}
+    c0 sent basic.ack(ch=1, delivery_tag=9, multiple=False)
+    c0 received channel.close(ch=1, reply_code=406, text='PRECONDITION_FAILED - unknown delivery tag 9')
+    {get_empty(2)}
+    {get(2, 1, 'm0.2', 0, redelivered=True, queue='q1')}
+    c0 sent channel.close-ok(ch=1)
+    c0 sent channel.open(ch=1)
+    c0 received channel.open-ok(ch=1)
+    {get(1, 1, 'm0.1', 0, redelivered=True)}
+    """
+    accepted(text, TWO_QUEUES)
+    # Once the close-ok is in, the get delivery is back.
+    rejected_at(text.replace("c0 received channel.open-ok(ch=1)\n    " + get(1, 1, 'm0.1', 0, redelivered=True),
+                             "c0 received channel.open-ok(ch=1)\n    " + get_empty(1) + "  # REJECTED"),
+                config=TWO_QUEUES)

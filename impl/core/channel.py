@@ -393,8 +393,11 @@ class Channel:
 
     # --- closing ------------------------------------------------------------------------------
 
-    def teardown(self) -> None:
-        """The channel closes (ER-1): consumers go, outstanding deliveries are requeued (RQ-4)."""
+    def teardown(self, closing: bool = False) -> None:
+        """The channel closes (ER-1): consumers go, outstanding deliveries are requeued (RQ-4). A channel
+        that is only closing (it waits for a close-ok), as in RabbitMQ 3.10.8, gives back at once what
+        its consumers took and what came from the queues it consumes, and keeps the basic.get deliveries
+        of other queues until it is gone (``requeue_outstanding`` then)."""
         if not self.is_open:
             return
         self.is_open = False
@@ -405,7 +408,21 @@ class Channel:
         self.consumers.clear()
         for consumer in consumers:
             consumer.queue.remove_consumer(consumer)
-        self.requeue_outstanding()
+        if not closing:
+            self.requeue_outstanding()
+            return
+        consumed = {consumer.queue for consumer in consumers}
+        for _, held, _ in self.tx_settlements:      # held back by the transaction: outstanding again
+            for delivery in held:
+                self.unacked[delivery.tag] = delivery
+        self.tx_settlements = []
+        self.unacked_order = sorted(self.unacked)
+        now = [self.unacked[t] for t in self.unacked_order
+               if self.unacked[t].consumer is not None or self.unacked[t].qm.queue in consumed]
+        for delivery in now:
+            del self.unacked[delivery.tag]
+        self.unacked_order = [t for t in self.unacked_order if t in self.unacked]
+        self.apply_settlement("requeue", now, True)
 
     # --- queue and exchange lookups -----------------------------------------------------------
 

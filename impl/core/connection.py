@@ -337,6 +337,7 @@ class Connection:
             return
         if channel.closing:  # ER-1: ignored until close-ok, as RabbitMQ's closing channel does
             if isinstance(method, commands.Channel.CloseOk):
+                channel.requeue_outstanding()                   # the basic.get deliveries it kept
                 del self.channels[number]
             elif isinstance(method, commands.Channel.Close):  # answered, but the channel waits for close-ok
                 self.send_method(number, commands.Channel.CloseOk())
@@ -491,7 +492,7 @@ class Connection:
         if self.state in (CLOSING, CLOSED):
             return
         if not fault.is_connection_error and channel is not None:
-            channel.teardown()
+            channel.teardown(closing=True)
             channel.closing = True
             self.send_method(
                 channel.number,
@@ -513,7 +514,7 @@ class Connection:
         """channel.close from the client: the channel closes now (RQ-4) but, as in RabbitMQ, stays closing
         until its close-ok is sent with the next output, so frames that came with the close are ignored
         and a channel.open among them is a second channel.open."""
-        channel.teardown()
+        channel.teardown(closing=True)
         channel.closing = True
         self.closed_by_client.append(channel)
         self.broker.dirty.add(self)
@@ -523,6 +524,7 @@ class Connection:
         closed, self.closed_by_client = self.closed_by_client, []
         for channel in closed:
             if self.state == OPEN and self.channels.get(channel.number) is channel:
+                channel.requeue_outstanding()                   # the basic.get deliveries it kept
                 del self.channels[channel.number]
                 self.send_method(channel.number, commands.Channel.CloseOk())
 
@@ -537,6 +539,7 @@ class Connection:
         self.torn_down = True
         for channel in list(self.channels.values()):
             channel.teardown()
+            channel.requeue_outstanding()                       # a closing channel's kept deliveries
         self.confirms_due.clear()
         broker = self.broker
         for queue in [q for q in broker.queues.values() if q.exclusive_owner is self]:

@@ -347,3 +347,23 @@ SCENARIOS: dict[str, tuple[str, Callable, bool]] = {
     "purge_and_delete": ("queue admin", purge_and_delete, False),
     "channels_concurrent": ("channels", channels_concurrent, False),
 }
+
+
+def closing_channel_keeps_gets(broker, q: str) -> list:
+    """RQ-4 as RabbitMQ does it: a channel closed by an error gives back at once the deliveries of
+    queues it consumes from, and a basic.get delivery of another queue only once the client's close-ok
+    arrives (in between, another channel finds that queue empty)."""
+    qc = q + "-c"
+    c = Client(broker)
+    c.step(open_(1), open_(2), declare(2, q), declare(2, qc))
+    c.step(publish(2, q, b"o1"), publish(2, qc, b"o2"))
+    c.step(get(1, q), consume(1, qc, "k"))
+    c.step(ack(1, 99))
+    c.step(get(2, q), get(2, qc, no_ack=True))
+    c.step(close_ok(1))
+    c.step(get(2, q, no_ack=True))
+    c.step(delete(2, q), delete(2, qc))
+    return [[c.log()]]
+
+
+SCENARIOS["closing_channel_keeps_gets"] = ("RQ, ER", closing_channel_keeps_gets, False)
