@@ -6,6 +6,7 @@ that says how to install it, never a skip.
 - `rabbitmq_node`: one node for the whole session; tests use their own queue names and leave it running.
 - `impl_broker`: a fresh impl.server per test, with its own data directory.
 - `impl_broker_module`: one impl.server shared by the tests of a module.
+- `broker`, `conn`: for tests run on both brokers, impl then RabbitMQ (a connection with channel 1 open).
 - `broker_factory`: makes brokers of either kind that the test may kill and restart; all are closed at
   the end of the test.
 """
@@ -91,6 +92,23 @@ def raw_connect() -> Iterator[Callable[..., RawConnection]]:
     finally:
         for conn in opened:
             conn.close(timeout=1.0)
+
+
+@pytest.fixture(params=["impl", "rabbitmq"])
+def broker(request: pytest.FixtureRequest) -> Broker:
+    """For tests run on both brokers: the module's impl broker, then the session's RabbitMQ node."""
+    return request.getfixturevalue("impl_broker_module" if request.param == "impl" else "rabbitmq_node")
+
+
+@pytest.fixture
+def conn(broker: Broker) -> Iterator[RawConnection]:
+    """For tests run on both brokers: a raw connection to ``broker`` with channel 1 open."""
+    connection = RawConnection.connect(broker.host, broker.port, broker.user, broker.password)
+    connection.channel_open(1)
+    try:
+        yield connection
+    finally:
+        connection.close(timeout=2.0)
 
 
 @pytest.fixture

@@ -18,14 +18,7 @@ from pamqp import commands as C
 from tests.harness.brokers import Broker
 from tests.harness.rawclient import PROTOCOL_HEADER, ChannelClosed, ConnectionClosed, RawConnection
 
-KINDS = ["impl", "rabbitmq"]
 DEADLINE = 10.0
-
-
-@pytest.fixture(params=KINDS)
-def broker(request: pytest.FixtureRequest) -> Broker:
-    """The shared impl broker of this module, or the session's RabbitMQ node."""
-    return request.getfixturevalue("impl_broker_module" if request.param == "impl" else "rabbitmq_node")
 
 
 @pytest.fixture

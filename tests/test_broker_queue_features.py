@@ -11,29 +11,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from pamqp import commands as C
 
 from impl.core import queue_arguments
-from tests.harness.brokers import Broker
 from tests.harness.rawclient import ChannelClosed, ConnectionClosed, RawConnection, transient
 
-KINDS = ["impl", "rabbitmq"]
 DEADLINE = 10.0  # seconds to wait for a condition that must come
-
-
-@pytest.fixture(params=KINDS)
-def conn(request: pytest.FixtureRequest) -> Iterator[RawConnection]:
-    """A raw connection with channel 1 open, to the shared impl broker or the session's RabbitMQ node."""
-    broker: Broker = request.getfixturevalue("impl_broker_module" if request.param == "impl" else "rabbitmq_node")
-    connection = RawConnection.connect(broker.host, broker.port, broker.user, broker.password)
-    connection.channel_open(1)
-    try:
-        yield connection
-    finally:
-        connection.close(timeout=2.0)
 
 
 def name() -> str:

@@ -19,13 +19,6 @@ from tests.harness.brokers import Broker
 from tests.harness.rawclient import ChannelClosed, RawConnection
 from tests.harness.wire import shape, shapes, until_quiet, wait_ready
 
-KINDS = ["impl", "rabbitmq"]
-
-
-@pytest.fixture(params=KINDS)
-def broker(request: pytest.FixtureRequest) -> Broker:
-    """The shared impl broker of this module, or the session's RabbitMQ node."""
-    return request.getfixturevalue("impl_broker_module" if request.param == "impl" else "rabbitmq_node")
 
 
 @pytest.fixture

@@ -11,28 +11,13 @@ Where RabbitMQ races (which consumer wins a freed place), the test accepts every
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from pamqp import commands as C
 
-from tests.harness.brokers import Broker
 from tests.harness.rawclient import RawConnection
 from tests.harness.wire import deliveries, until_quiet, wait_ready
 
-KINDS = ["impl", "rabbitmq"]
-
-
-@pytest.fixture(params=KINDS)
-def conn(request: pytest.FixtureRequest) -> Iterator[RawConnection]:
-    """A raw connection with channel 1 open, to the shared impl broker or the session's RabbitMQ node."""
-    broker: Broker = request.getfixturevalue("impl_broker_module" if request.param == "impl" else "rabbitmq_node")
-    connection = RawConnection.connect(broker.host, broker.port, broker.user, broker.password)
-    connection.channel_open(1)
-    try:
-        yield connection
-    finally:
-        connection.close(timeout=2.0)
 
 
 def prefilled(conn: RawConnection, count: int, label: str) -> str:

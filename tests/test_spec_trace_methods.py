@@ -209,7 +209,7 @@ def test_an_exclusive_consumer_locks_out_other_consumers_but_not_get():
     c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False, exclusive=True)
     {channel_error(1, 403, "ACCESS_REFUSED - queue 'q0' in vhost '/' in exclusive use")}
     """)
-    rejected_at(f"""
+    rejected_at("""
     c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False, exclusive=True)
     c0 received basic.consume-ok(ch=1, consumer_tag=1)
     c0 sent basic.consume(ch=2, queue=q0, consumer_tag=2, no_ack=False)
