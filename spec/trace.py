@@ -40,7 +40,7 @@ from .frames import (
     CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT,
     frame_text,
 )
-from .state import C_CLOSED, CH_OPEN, CONN_DOWN, CONN_UP
+from .state import C_CLOSED, CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
 INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
@@ -51,6 +51,9 @@ _FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.
          A.BrokerQueueFail)
 # Broker frames that no other step depends on: never sent when the client does not read them.
 _UNREAD_USELESS = (BASIC_ACK, BASIC_NACK, BASIC_RETURN)
+# Client frames whose taking changes what a crash can leave only through copies (``_crash``).
+_TAKEN_AT_CRASH = frozenset((BASIC_PUBLISH, BASIC_ACK, BASIC_NACK, BASIC_REJECT, BASIC_CONSUME, BASIC_QOS,
+                             BASIC_CANCEL, CONFIRM_SELECT))
 
 ACCEPTED, REJECTED, INCONCLUSIVE = "accepted", "rejected", "inconclusive"
 
@@ -285,13 +288,79 @@ def _disk_bound(state, plan: _Plan, pos: tuple):
 
 def _crash(state, doubt: frozenset):
     """BrokerCrash with the disk holding every pending write and no pending removal; returns the state
-    and the doubtful copies, (queue, key, was a pending write), whose fate a later observation decides."""
+    and the doubtful copies, (queue, key, was a pending write), whose fate a later observation decides.
+
+    First the broker takes every frame in flight to it whose effect reaches the disk only through
+    copies (``_TAKEN_AT_CRASH``): a taken publish leaves a doubtful copy where an untaken one leaves
+    none, a taken settlement leaves a doubtful copy where an untaken one leaves it as it was, and a
+    doubtful copy can be found missing wherever the missing one shows. So crashing after these takes
+    allows everything crashing before them does, and crash states reached by different takes are one."""
+    state = _kept_on_disk(_taken_before_crash(state))
+    for conn in state.conns:                # automatic-mode deliveries in flight left memory when sent
+        if conn.auto:
+            on_disk = {(q, k) for q, k, _ in state.disk}
+            records = [(q, k, m) for _, _, q, k, m, p in conn.auto
+                       if p and state.queues[q].durable and (q, k) not in on_disk]
+            if records:
+                state = state._replace(disk=tuple(sorted(set(state.disk).union(records))))
     pending = faults.pending_disk(state)
     for q, k, m, write in pending:
         if write:
             state = faults.fsync(state, q, k, m, True)
     state = machine.step(state, A.BrokerCrash())[0]
     return state, doubt | frozenset((q, k, write) for q, k, _, write in pending)
+
+
+def _taken_before_crash(state):
+    """The state after the broker took, on every channel, the frames at the head of its FIFO whose
+    method is in ``_TAKEN_AT_CRASH`` (each channel in order, TX-7 respected)."""
+    progress = True
+    while progress:
+        progress = False
+        for c, conn in enumerate(state.conns):
+            if conn.broker_closed:
+                continue
+            for ch in range(1, len(conn.to_broker)):
+                while True:
+                    conn = state.conns[c]
+                    fifo = conn.to_broker[ch]
+                    if not fifo or fifo[0][0] not in _TAKEN_AT_CRASH or conn.channels[ch - 1].commit_pending:
+                        break
+                    state = machine.step(state, A.BrokerTakeFrame(c, ch))[0]
+                    progress = True
+    return state
+
+
+def _kept_on_disk(state):
+    """The state with a disk record for every persistent copy of a durable queue that left memory since
+    the last call (the ghost ``fates``) without being written: the disk may have written it before it
+    left and not yet removed it (PC-5, TX-8). The record is a pending removal, so a crash leaves the copy
+    doubtful. Adding it after the step is the same as an fsync just before it: nothing else reads it."""
+    fates = state.fates
+    if not fates:
+        return state
+    on_disk = {(q, k) for q, k, _ in state.disk}
+    queues = state.queues
+    records = [(q, k, m) for q, k, fate, m, persistent in fates
+               if persistent and fate != FATE_LOST_CRASH and queues[q].durable and (q, k) not in on_disk]
+    if not records:
+        return state
+    return state._replace(disk=tuple(sorted(state.disk + tuple(records))))
+
+
+def _canonical(state, crashes_left: bool):
+    """The state as the search keys it: disk records kept for copies that left memory (``_kept_on_disk``),
+    no disk at all once the broker is up and no crash can happen (only a restart reads it), and the ghost variables and the
+    budgets no step the checker takes is guarded by reset: none of them changes what can be observed."""
+    state = _kept_on_disk(state)
+    used = state.used
+    disk = state.disk if crashes_left else ()
+    if not (state.fates or state.delivered or state.confirmed_msgs or state.tx_groups or state.events
+            or used.requeues or used.closes or used.reconnects or used.bad or used.qos or used.gets
+            or used.cancels or disk is not state.disk):
+        return state
+    return state._replace(disk=disk, fates=(), delivered=(), confirmed_msgs=(), tx_groups=(), events=0,
+                          used=used._replace(requeues=0, closes=0, reconnects=0, bad=0, qos=0, gets=0, cancels=0))
 
 
 def _droppable(state, doubt: frozenset):
@@ -355,12 +424,12 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
     best_nodes: list = []
     explored = 0
     while stack:
-        node = stack.pop()
-        state, pos, pend, doubt = node
-        key = (hash(state), pos, pend, doubt)
-        if key in seen:
+        state, pos, pend, doubt = stack.pop()
+        state = _canonical(state, not state.broker_up or state.used.crashes < config.crashes)
+        node = (state, pos, pend, doubt)
+        if node in seen:
             continue
-        seen.add(key)
+        seen.add(node)
         explored += 1
         progress = sum(pos)
         if progress == total:
@@ -374,16 +443,27 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
                            reason=f"the search gave up after {max_nodes} spec states")
         if not any(pend):                       # a close-ok the client sends by itself comes first
             _push_internal(stack, state, pos, pend, doubt, config, plan)
-        for c in range(len(obs)):               # pushed last, tried first: progress before detours
+        # Client steps are pushed last, so tried first: progress before detours. A lost connection is
+        # tried after the others, since a crash may yet explain it; a crash, where one is useful and
+        # no connection still up sends anything first, is tried first of all.
+        sending = False
+        later = []
+        for c in range(len(obs)):
             if pos[c] < len(obs[c]):
-                result = _apply_client(state, c, obs[c][pos[c]], pend[c])
+                ob = obs[c][pos[c]]
+                result = _apply_client(state, c, ob, pend[c])
                 if result is not None:
                     nstate, npend = result
-                    stack.append((nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:],
-                                  pend[:c] + (npend,) + pend[c + 1:], doubt))
-        if not any(pend) and state.broker_up and state.used.crashes < config.crashes \
+                    child = (nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt)
+                    if ob[0] == "lost":
+                        stack.append(child)
+                    else:
+                        later.append(child)
+                    sending = sending or (ob[0] == "sent" and state.conns[c].status != CONN_DOWN)
+        stack.extend(later)
+        if not any(pend) and not sending and state.broker_up and state.used.crashes < config.crashes \
                 and plan.crash_useful(state, pos):
-            crashed, ndoubt = _crash(state, doubt)          # a crash where one is useful is tried first of all
+            crashed, ndoubt = _crash(state, doubt)
             stack.append((crashed, pos, pend, ndoubt))
     state, pos, pend, doubt = best_nodes[0]
     c = next(i for i in range(len(obs)) if pos[i] < len(obs[i]))
