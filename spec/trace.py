@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from . import actions as A
 from . import broker, faults, machine, network
 from .frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
-    BASIC_RECOVER, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_OPEN, CONFIRM_SELECT,
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
+    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_OPEN, CONFIRM_SELECT,
     CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT,
     frame_text,
 )
@@ -378,18 +378,30 @@ def _droppable(state, doubt: frozenset):
             yield q, k, write
 
 
-def _deliveries(state, q: int, doubt: frozenset):
+def _deliveries(state, q: int, doubt: frozenset, plan: _Plan, pos: tuple):
     """BrokerDeliver from queue q with its doubtful head copies decided on the way: for each i, the first
-    i doubtful heads are found missing and the next copy is delivered (the observed delivery tells which
-    i). Returns (state before the delivery, doubt left) pairs; a copy delivered is no longer doubtful."""
-    out = [(state, doubt)]
+    i doubtful heads are found missing and the next copy is delivered. Returns (state before the
+    delivery, doubt left) pairs; a copy delivered is no longer doubtful. When the consumer next in turn
+    reads a delivery next, only the i that brings its message to the head is kept (the rest would not
+    fit), and none when it reads something else first. Dropping copies changes neither the consumers
+    nor their room, so the delivery stays enabled while the queue has a copy (``machine.enabled``)."""
+    c, ch, _ = broker.next_consumer(state, q)
+    want = plan.next_read(c, pos[c], ch, len(state.conns[c].to_client[ch]))
+    if want is not None and want[0] != BASIC_DELIVER:
+        return []
+    out = []
     while True:
         ready = state.queues[q].ready
-        head = next((d for d in doubt if d[0] == q and ready and d[1] == ready[0].key), None) if ready else None
+        if not ready:
+            return out
+        if want is None:
+            out.append((state, doubt))
+        elif ready[0].msg == want[5]:
+            return [(state, doubt)]
+        head = next((d for d in doubt if d[0] == q and d[1] == ready[0].key), None)
         if head is None:
             return out
         state, doubt = faults.drop_recovered(state, *head), doubt - {head}
-        out.append((state, doubt))
 
 
 def _settle_doubt(before, after, action, doubt: frozenset) -> frozenset:
@@ -441,34 +453,52 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
         if explored >= max_nodes:
             return Verdict(INCONCLUSIVE, best, total, explored=explored,
                            reason=f"the search gave up after {max_nodes} spec states")
-        if not any(pend):                       # a close-ok the client sends by itself comes first
-            _push_internal(stack, state, pos, pend, doubt, config, plan)
-        # Client steps are pushed last, so tried first: progress before detours. A lost connection is
-        # tried after the others, since a crash may yet explain it; a crash, where one is useful and
-        # no connection still up sends anything first, is tried first of all.
-        sending = False
-        later = []
+        forced = _forced_client_step(state, pos, pend, doubt, obs)
+        if forced is not None:
+            stack.append(forced)
+            continue
+        # What is pushed last is tried first: a crash where one is useful, then connects, then broker
+        # steps, then lost connections (a crash may yet explain them) while a crash can still happen.
+        crashes_left = state.used.crashes < config.crashes
+        lost, connects = [], []
         for c in range(len(obs)):
             if pos[c] < len(obs[c]):
-                ob = obs[c][pos[c]]
-                result = _apply_client(state, c, ob, pend[c])
+                result = _apply_client(state, c, obs[c][pos[c]], pend[c])
                 if result is not None:
                     nstate, npend = result
                     child = (nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt)
-                    if ob[0] == "lost":
-                        stack.append(child)
-                    else:
-                        later.append(child)
-                    sending = sending or (ob[0] == "sent" and state.conns[c].status != CONN_DOWN)
-        stack.extend(later)
-        if not any(pend) and not sending and state.broker_up and state.used.crashes < config.crashes \
-                and plan.crash_useful(state, pos):
+                    (lost if obs[c][pos[c]][0] == "lost" and crashes_left else connects).append(child)
+        stack.extend(lost)
+        if not any(pend):                       # a close-ok the client sends by itself comes first
+            _push_internal(stack, state, pos, pend, doubt, config, plan)
+        stack.extend(connects)
+        if not any(pend) and state.broker_up and crashes_left and plan.crash_useful(state, pos):
             crashed, ndoubt = _crash(state, doubt)
             stack.append((crashed, pos, pend, ndoubt))
     state, pos, pend, doubt = best_nodes[0]
     c = next(i for i in range(len(obs)) if pos[i] < len(obs[i]))
     return Verdict(REJECTED, best, total, c, pos[c], obs[c][pos[c]],
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
+
+
+def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: tuple):
+    """The node after the first client step that sends or receives the next observation of its
+    connection, when there is one: then it is the only step tried (partial-order reduction). Exact:
+    such a step stays possible whatever else happens until it is taken (the broker never takes back a
+    frame it wrote, nor reads what a client has yet to send), and it commutes with every broker step
+    and every other connection's step (a client reads the head of a FIFO the broker writes at the
+    tail, and sends at the tail of one the broker reads at the head); and every execution that
+    explains the trace takes it. The one step it does not commute with, a crash, is never tried while
+    a live connection still reads (``_Plan.crash_useful``) and allows less after a send than before
+    it (``_crash``). Lost connections and connects decide between explanations and are searched."""
+    for c, seq in enumerate(obs):
+        p = pos[c]
+        if p < len(seq) and (pend[c] or seq[p][0] in ("sent", "received")):
+            result = _apply_client(state, c, seq[p], pend[c])
+            if result is not None:
+                nstate, npend = result
+                return nstate, pos[:c] + (p + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt
+    return None
 
 
 def _push_internal(stack, state, pos, pend, doubt, config, plan: _Plan | None) -> None:
@@ -491,11 +521,10 @@ def _push_internal(stack, state, pos, pend, doubt, config, plan: _Plan | None) -
     for action in reversed(machine.enabled(state, config)):
         kind = type(action)
         if kind is A.BrokerDeliver and doubt:
-            for before, left in _deliveries(state, action.queue, doubt):
-                if action in machine.enabled(before, config):
-                    nstate, _ = machine.step(before, action)
-                    if plan.fits(state, nstate, pos):
-                        stack.append((nstate, pos, pend, _settle_doubt(before, nstate, action, left)))
+            for before, left in _deliveries(state, action.queue, doubt, plan, pos):
+                nstate, _ = machine.step(before, action)
+                if plan.fits(state, nstate, pos):
+                    stack.append((nstate, pos, pend, _settle_doubt(before, nstate, action, left)))
         elif kind in _FREE:
             nstate, _ = machine.step(state, action)
             if plan.fits(state, nstate, pos):
