@@ -256,14 +256,17 @@ def _synced(state, pairs) -> object:
     return state
 
 
-def _disk_bound(state, plan: _Plan, pos: tuple):
-    """Confirms and commit-oks that the client reads next and that wait only for the disk: each with
-    the fsyncs it needs made first (the state after the fsyncs, and the action)."""
+def _owed(state, plan: _Plan, pos: tuple):
+    """Confirms and commit-oks that a client reads next and that the spec allows once the disk has
+    written what they wait for: each with those fsyncs made first (the state after the fsyncs, and
+    the action). The guards are ``machine.enabled``'s for BrokerConfirm and BrokerCommitOk."""
+    if not state.broker_up:
+        return
     for c, conn in enumerate(state.conns):
         if conn.broker_closed or conn.status == CONN_DOWN:
             continue
         for ch, channel in enumerate(conn.channels, start=1):
-            if channel.status != CH_OPEN or not (channel.unconfirmed or channel.committing):
+            if channel.status != CH_OPEN or not (channel.unconfirmed or channel.commit_pending):
                 continue
             want = plan.next_read(c, pos[c], ch, len(conn.to_client[ch]))
             if want is None:
@@ -271,10 +274,7 @@ def _disk_bound(state, plan: _Plan, pos: tuple):
             if want[0] in (BASIC_ACK, BASIC_NACK) and channel.unconfirmed:
                 seq, multiple = want[2], bool(want[3])
                 covered = [p for p in channel.unconfirmed if (p.seq <= seq if multiple else p.seq == seq)]
-                pairs = [w for p in covered for w in p.waits]
-                if not pairs:
-                    continue                    # nothing to write: machine.enabled offers it as it is
-                synced = _synced(state, pairs)
+                synced = _synced(state, [w for p in covered for w in p.waits])
                 channel = synced.conns[c].channels[ch - 1]
                 if multiple:
                     fine = seq == broker.confirm_prefix(channel)
@@ -282,8 +282,22 @@ def _disk_bound(state, plan: _Plan, pos: tuple):
                     fine = any(p.seq == seq and broker.ready_to_confirm(p) for p in channel.unconfirmed)
                 if fine:
                     yield synced, A.BrokerConfirm(c, ch, seq, multiple)
-            elif want[0] == TX_COMMIT_OK and channel.committing and channel.commit_pending:
+            elif want[0] == TX_COMMIT_OK and channel.commit_pending:
                 yield _synced(state, channel.committing), A.BrokerCommitOk(c, ch)
+
+
+def _forced_owed(state, plan: _Plan, pos: tuple):
+    """The state after the first confirm or commit-ok of ``_owed`` whose frame is the one its client
+    reads next, when there is one: then it is the only step tried (partial-order reduction). Exact:
+    every explanation of the trace writes that frame, and with no other step writing on that channel
+    before it (its client reads this frame next); it touches only its own channel's publishes and the
+    disk, so it commutes with every step that can come before it there and disables none of them; and
+    no crash, the one step that allows more before an fsync than after, is tried while a client reads."""
+    for synced, action in _owed(state, plan, pos):
+        nstate, _ = machine.step(synced, action)
+        if plan.fits(state, nstate, pos):
+            return nstate
+    return None
 
 
 def _crash(state, doubt: frozenset):
@@ -453,7 +467,10 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
         if explored >= max_nodes:
             return Verdict(INCONCLUSIVE, best, total, explored=explored,
                            reason=f"the search gave up after {max_nodes} spec states")
-        forced = _forced_client_step(state, pos, pend, doubt, obs)
+        forced = _forced_client_step(state, pos, pend, doubt, obs, state.used.crashes < config.crashes)
+        if forced is None and not any(pend):
+            owed = _forced_owed(state, plan, pos)
+            forced = None if owed is None else (owed, pos, pend, doubt)
         if forced is not None:
             stack.append(forced)
             continue
@@ -481,24 +498,37 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
 
 
-def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: tuple):
-    """The node after the first client step that sends or receives the next observation of its
-    connection, when there is one: then it is the only step tried (partial-order reduction). Exact:
-    such a step stays possible whatever else happens until it is taken (the broker never takes back a
-    frame it wrote, nor reads what a client has yet to send), and it commutes with every broker step
-    and every other connection's step (a client reads the head of a FIFO the broker writes at the
-    tail, and sends at the tail of one the broker reads at the head); and every execution that
-    explains the trace takes it. The one step it does not commute with, a crash, is never tried while
-    a live connection still reads (``_Plan.crash_useful``) and allows less after a send than before
-    it (``_crash``). Lost connections and connects decide between explanations and are searched."""
+def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: tuple, crashes_left: bool):
+    """The node after the first client step of ``_forced``, when there is one: then it is the only step
+    tried (partial-order reduction). Exact: such a step stays possible whatever else happens until it
+    is taken, it commutes with every broker step and every other connection's step, and every
+    execution that explains the trace takes it; so some explanation takes it first."""
     for c, seq in enumerate(obs):
         p = pos[c]
-        if p < len(seq) and (pend[c] or seq[p][0] in ("sent", "received")):
+        if p < len(seq) and _forced(state.conns[c], seq[p], pend[c], crashes_left):
             result = _apply_client(state, c, seq[p], pend[c])
             if result is not None:
                 nstate, npend = result
                 return nstate, pos[:c] + (p + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt
     return None
+
+
+def _forced(conn, ob: tuple, pending: tuple, crashes_left: bool) -> bool:
+    """Whether the client step of observation ``ob`` is one the search takes as soon as it can:
+    - sending or receiving (or the close-ok a client library owes): the client reads the head of a FIFO
+      the broker only appends to, and sends at the tail of one the broker only takes the head of. The
+      one step a send does not commute with, a crash, allows at least as much after it (``_crash``),
+      and no crash is tried while a live connection still reads (``_Plan.crash_useful``);
+    - a lost connection already down (nothing happens);
+    - connecting again once no crash can happen: no broker step touches a connection that is down.
+    A lost connection still up (which a crash may explain instead) and a connect before a crash
+    decide between explanations, and are searched."""
+    kind = ob[0]
+    if pending or kind in ("sent", "received"):
+        return True
+    if kind == "lost":
+        return conn.status == CONN_DOWN
+    return kind == "connect" and not crashes_left
 
 
 def _push_internal(stack, state, pos, pend, doubt, config, plan: _Plan | None) -> None:
@@ -514,10 +544,6 @@ def _push_internal(stack, state, pos, pend, doubt, config, plan: _Plan | None) -
     if state.broker_up:
         for q, k, write in _droppable(state, doubt):
             stack.append((faults.drop_recovered(state, q, k, write), pos, pend, doubt - {(q, k, write)}))
-        for synced, action in _disk_bound(state, plan, pos):
-            nstate, _ = machine.step(synced, action)
-            if plan.fits(state, nstate, pos):
-                stack.append((nstate, pos, pend, doubt))
     for action in reversed(machine.enabled(state, config)):
         kind = type(action)
         if kind is A.BrokerDeliver and doubt:
