@@ -467,7 +467,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
         if explored >= max_nodes:
             return Verdict(INCONCLUSIVE, best, total, explored=explored,
                            reason=f"the search gave up after {max_nodes} spec states")
-        forced = _forced_client_step(state, pos, pend, doubt, obs, state.used.crashes < config.crashes)
+        forced = _forced_client_step(state, pos, pend, doubt, obs, plan, state.used.crashes < config.crashes)
         if forced is None and not any(pend):
             owed = _forced_owed(state, plan, pos)
             forced = None if owed is None else (owed, pos, pend, doubt)
@@ -498,14 +498,15 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
 
 
-def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: tuple, crashes_left: bool):
+def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: tuple, plan: _Plan,
+                        crashes_left: bool):
     """The node after the first client step of ``_forced``, when there is one: then it is the only step
     tried (partial-order reduction). Exact: such a step stays possible whatever else happens until it
     is taken, it commutes with every broker step and every other connection's step, and every
     execution that explains the trace takes it; so some explanation takes it first."""
     for c, seq in enumerate(obs):
         p = pos[c]
-        if p < len(seq) and _forced(state.conns[c], seq[p], pend[c], crashes_left):
+        if p < len(seq) and _forced(state.conns[c], seq[p], pend[c], crashes_left and not plan.reads_ahead[c][p]):
             result = _apply_client(state, c, seq[p], pend[c])
             if result is not None:
                 nstate, npend = result
@@ -513,22 +514,27 @@ def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: t
     return None
 
 
-def _forced(conn, ob: tuple, pending: tuple, crashes_left: bool) -> bool:
-    """Whether the client step of observation ``ob`` is one the search takes as soon as it can:
-    - sending or receiving (or the close-ok a client library owes): the client reads the head of a FIFO
-      the broker only appends to, and sends at the tail of one the broker only takes the head of. The
-      one step a send does not commute with, a crash, allows at least as much after it (``_crash``),
-      and no crash is tried while a live connection still reads (``_Plan.crash_useful``);
+def _forced(conn, ob: tuple, pending: tuple, may_crash_first: bool) -> bool:
+    """Whether the client step of observation ``ob`` is one the search takes as soon as it can
+    (``may_crash_first``: a crash may still come before it, which drops this connection):
+    - receiving, or the close-ok a client library owes: the client reads the head of a FIFO the broker
+      only appends to, and no crash is tried while a live connection still reads (``_Plan.crash_useful``);
+    - sending: the client appends to a FIFO the broker only takes the head of. A crash allows at least
+      as much after a send as before it (``_crash``), except after a publish, which names the next
+      message (``Conn.published``) where a publish into a connection already down does not; so a
+      publish a crash may come before is searched both ways;
     - a lost connection already down (nothing happens);
     - connecting again once no crash can happen: no broker step touches a connection that is down.
     A lost connection still up (which a crash may explain instead) and a connect before a crash
     decide between explanations, and are searched."""
     kind = ob[0]
-    if pending or kind in ("sent", "received"):
+    if pending or kind == "received":
         return True
+    if kind == "sent":
+        return not (may_crash_first and ob[1][0] == BASIC_PUBLISH and conn.status == CONN_UP)
     if kind == "lost":
         return conn.status == CONN_DOWN
-    return kind == "connect" and not crashes_left
+    return kind == "connect" and not may_crash_first
 
 
 def _push_internal(stack, state, pos, pend, doubt, config, plan: _Plan | None) -> None:

@@ -132,3 +132,20 @@ def test_more_crash_runs_of_the_standard_configurations_are_accepted(name):
         run = simulate.random_run(config, seed, max_steps=2000)
         verdict = trace.check(run.observations, config, max_nodes=200_000)
         assert verdict.ok, f"{name} seed {seed}: {verdict.explain()}"
+
+
+def test_publish_into_a_connection_a_crash_dropped_names_no_message():
+    # A publish the client writes after the crash, before it sees the connection lost, reaches no broker
+    # and takes no message number: the next connection's first publish is m0.1 again. The search must
+    # not take such a publish before every crash it could follow.
+    text = f"""
+    {pub(1, persistent=True)}
+    c0 lost
+    c0 connect
+    {pub(1, persistent=True)}  AGAIN
+    c0 sent basic.get(ch=1, queue=q0, no_ack=False)
+    c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.1, message_count=0)
+    """
+    accepted(text.replace("  AGAIN", ""), CRASHING)
+    # Without a crash the connection was lost with the broker up, which took m0.1: the next is m0.2.
+    rejected_at(text.replace("  AGAIN", "  # REJECTED"), allowed=("sent (any client frame)",))
