@@ -15,18 +15,25 @@ do anything a real client does; the broker is free to make any choice the spec a
 when it does what the spec does not allow.
 
 The search is exact, and made to scale by never trying what the observations already rule out
-(``_Plan``):
+(``_Plan``), and by trying one order of steps that commute (partial-order reduction):
+- a client step that sends or receives the next observation of its connection is taken as soon as
+  it can be, and nothing else is tried there (``_forced``); so are a confirm or commit-ok that its
+  client reads next (``_forced_owed``). Broker steps are branched on only where every client waits;
 - a broker step that writes a frame onto a channel is kept only when that frame is the one the
   client reads next on that channel (each channel is a FIFO: ``spec.network``), or when the client
   reads nothing more there (a frame then unread is one in flight when the connection dropped or the
   recording stopped); an unread confirm or return is never tried, since nothing can depend on it;
 - the disk is written lazily: an fsync is made when a confirm or tx.commit-ok the client reads needs
-  it (PC-5, TX-7), and at a crash the disk is taken to hold every pending write and no pending
+  it (PC-5, TX-7), a copy that leaves memory unwritten keeps a record as if written just before
+  (``_kept_on_disk``), and at a crash the disk is taken to hold every pending write and no pending
   removal; each copy so recovered whose pending change may have gone either way stays *doubtful*
   and is dropped (the write never reached the disk, or the removal did) when the broker would
   otherwise hand it out (DU-2, TX-8, PC-10). Every choice of the eager disk is one of these;
 - a crash is tried only where no connection still up will read anything more before it drops, and
-  only when a later connection of some client could see its effects.
+  only when a later connection of some client could see its effects; it comes after the broker took
+  the frames in flight whose taking can only add to what the crash leaves (``_crash``);
+- states are compared without their ghost variables and the budgets no step taken here is guarded
+  by, and without the disk once no crash can come (``_canonical``).
 """
 from __future__ import annotations
 
@@ -428,11 +435,9 @@ def _settle_doubt(before, after, action, doubt: frozenset) -> frozenset:
         frame = before.conns[action.conn].to_broker[action.ch][0]
         if frame[0] == BASIC_GET:
             counted = frame[2]
-    keep = set()
-    for q, k, write in doubt:
-        if q != counted and any(e.key == k for e in after.queues[q].ready):
-            keep.add((q, k, write))
-    return frozenset(keep)
+    ready = [{e.key for e in queue.ready} for queue in after.queues]
+    keep = frozenset(d for d in doubt if d[0] != counted and d[1] in ready[d[0]])
+    return doubt if len(keep) == len(doubt) else keep
 
 
 def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
@@ -474,28 +479,33 @@ def check(observations: dict, config, max_nodes: int = 2_000_000) -> Verdict:
         if forced is not None:
             stack.append(forced)
             continue
-        # What is pushed last is tried first: a crash where one is useful, then connects, then broker
-        # steps, then lost connections (a crash may yet explain them) while a crash can still happen.
-        crashes_left = state.used.crashes < config.crashes
-        lost, connects = [], []
-        for c in range(len(obs)):
-            if pos[c] < len(obs[c]):
-                result = _apply_client(state, c, obs[c][pos[c]], pend[c])
-                if result is not None:
-                    nstate, npend = result
-                    child = (nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt)
-                    (lost if obs[c][pos[c]][0] == "lost" and crashes_left else connects).append(child)
-        stack.extend(lost)
-        if not any(pend):                       # a close-ok the client sends by itself comes first
-            _push_internal(stack, state, pos, pend, doubt, config, plan)
-        stack.extend(connects)
-        if not any(pend) and state.broker_up and crashes_left and plan.crash_useful(state, pos):
-            crashed, ndoubt = _crash(state, doubt)
-            stack.append((crashed, pos, pend, ndoubt))
+        _push_choices(stack, state, pos, pend, doubt, obs, config, plan)
     state, pos, pend, doubt = best_nodes[0]
     c = next(i for i in range(len(obs)) if pos[i] < len(obs[i]))
     return Verdict(REJECTED, best, total, c, pos[c], obs[c][pos[c]],
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
+
+
+def _push_choices(stack, state, pos, pend, doubt, obs, config, plan: _Plan) -> None:
+    """Push every way on from a node where no step is forced (every client waits). What is pushed last
+    is tried first: a crash where one is useful, then connects, then broker steps, then lost
+    connections (a crash may yet explain them) while a crash can still happen."""
+    crashes_left = state.used.crashes < config.crashes
+    lost, connects = [], []
+    for c in range(len(obs)):
+        if pos[c] < len(obs[c]):
+            result = _apply_client(state, c, obs[c][pos[c]], pend[c])
+            if result is not None:
+                nstate, npend = result
+                child = (nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt)
+                (lost if obs[c][pos[c]][0] == "lost" and crashes_left else connects).append(child)
+    stack.extend(lost)
+    if not any(pend):                       # a close-ok the client sends by itself comes first
+        _push_internal(stack, state, pos, pend, doubt, config, plan)
+    stack.extend(connects)
+    if not any(pend) and state.broker_up and crashes_left and plan.crash_useful(state, pos):
+        crashed, ndoubt = _crash(state, doubt)
+        stack.append((crashed, pos, pend, ndoubt))
 
 
 def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: tuple, plan: _Plan,

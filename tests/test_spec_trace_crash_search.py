@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from spark_check import trace_bench
 from spark_check.trace_bench import BENCH
 from spec import configs, frames, simulate, trace
 from spec.roles import QueueSpec
@@ -149,3 +150,9 @@ def test_publish_into_a_connection_a_crash_dropped_names_no_message():
     accepted(text.replace("  AGAIN", ""), CRASHING)
     # Without a crash the connection was lost with the broker up, which took m0.1: the next is m0.2.
     rejected_at(text.replace("  AGAIN", "  # REJECTED"), allowed=("sent (any client frame)",))
+
+
+def test_bench_runs_and_reports_every_trace_accepted(capsys):
+    assert trace_bench.main(["--sizes", "40,60", "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "growth with the trace's length" in out and out.count("accepted") >= 4
