@@ -15,18 +15,25 @@ do anything a real client does; the broker is free to make any choice the spec a
 when it does what the spec does not allow.
 
 The search is exact, and made to scale by never trying what the observations already rule out
-(``_Plan``):
+(``_Plan``), and by trying one order of steps that commute (partial-order reduction):
+- a client step that sends or receives the next observation of its connection is taken as soon as
+  it can be, and nothing else is tried there (``_forced``); so are a confirm or commit-ok that its
+  client reads next (``_forced_owed``). Broker steps are branched on only where every client waits;
 - a broker step that writes a frame onto a channel is kept only when that frame is the one the
   client reads next on that channel (each channel is a FIFO: ``spec.network``), or when the client
   reads nothing more there (a frame then unread is one in flight when the connection dropped or the
   recording stopped); an unread confirm or return is never tried, since nothing can depend on it;
 - the disk is written lazily: an fsync is made when a confirm or tx.commit-ok the client reads needs
-  it (PC-5, TX-7), and at a crash the disk is taken to hold every pending write and no pending
+  it (PC-5, TX-7), a copy that leaves memory unwritten keeps a record as if written just before
+  (``_kept_on_disk``), and at a crash the disk is taken to hold every pending write and no pending
   removal; each copy so recovered whose pending change may have gone either way stays *doubtful*
   and is dropped (the write never reached the disk, or the removal did) when the broker would
   otherwise hand it out (DU-2, TX-8, PC-10). Every choice of the eager disk is one of these;
 - a crash is tried only where no connection still up will read anything more before it drops, and
-  only when a later connection of some client could see its effects.
+  only when a later connection of some client could see its effects; it comes after the broker took
+  the frames in flight whose taking can only add to what the crash leaves (``_crash``);
+- states are compared without their ghost variables and the budgets no step taken here is guarded
+  by, and without the disk once no crash can come (``_canonical``).
 """
 from __future__ import annotations
 
@@ -35,12 +42,12 @@ from dataclasses import dataclass, field
 from . import actions as A
 from . import broker, faults, machine, network
 from .frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
-    BASIC_RECOVER, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_OPEN, CONFIRM_SELECT,
-    CHANNEL_CLOSE_OK, CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT,
-    frame_text,
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
+    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN,
+    CONFIRM_SELECT, CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT,
+    TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
-from .state import CH_OPEN, CONN_DOWN, CONN_UP
+from .state import CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
 INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
@@ -51,6 +58,9 @@ _FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.
          A.BrokerCloseOk, A.BrokerQueueFail)
 # Broker frames that no other step depends on: never sent when the client does not read them.
 _UNREAD_USELESS = (BASIC_ACK, BASIC_NACK, BASIC_RETURN)
+# Client frames whose taking changes what a crash can leave only through copies (``_crash``).
+_TAKEN_AT_CRASH = frozenset((BASIC_PUBLISH, BASIC_ACK, BASIC_NACK, BASIC_REJECT, BASIC_CONSUME, BASIC_QOS,
+                             BASIC_CANCEL, CONFIRM_SELECT))
 
 ACCEPTED, REJECTED, INCONCLUSIVE = "accepted", "rejected", "inconclusive"
 
@@ -254,14 +264,17 @@ def _synced(state, pairs) -> object:
     return state
 
 
-def _disk_bound(state, plan: _Plan, pos: tuple):
-    """Confirms and commit-oks that the client reads next and that wait only for the disk: each with
-    the fsyncs it needs made first (the state after the fsyncs, and the action)."""
+def _owed(state, plan: _Plan, pos: tuple):
+    """Confirms and commit-oks that a client reads next and that the spec allows once the disk has
+    written what they wait for: each with those fsyncs made first (the state after the fsyncs, and
+    the action). The guards are ``machine.enabled``'s for BrokerConfirm and BrokerCommitOk."""
+    if not state.broker_up:
+        return
     for c, conn in enumerate(state.conns):
         if conn.broker_closed or conn.status == CONN_DOWN:
             continue
         for ch, channel in enumerate(conn.channels, start=1):
-            if channel.status != CH_OPEN or not (channel.unconfirmed or channel.committing):
+            if channel.status != CH_OPEN or not (channel.unconfirmed or channel.commit_pending):
                 continue
             want = plan.next_read(c, pos[c], ch, len(conn.to_client[ch]))
             if want is None:
@@ -269,10 +282,7 @@ def _disk_bound(state, plan: _Plan, pos: tuple):
             if want[0] in (BASIC_ACK, BASIC_NACK) and channel.unconfirmed:
                 seq, multiple = want[2], bool(want[3])
                 covered = [p for p in channel.unconfirmed if (p.seq <= seq if multiple else p.seq == seq)]
-                pairs = [w for p in covered for w in p.waits]
-                if not pairs:
-                    continue                    # nothing to write: machine.enabled offers it as it is
-                synced = _synced(state, pairs)
+                synced = _synced(state, [w for p in covered for w in p.waits])
                 channel = synced.conns[c].channels[ch - 1]
                 if multiple:
                     fine = seq == broker.confirm_prefix(channel)
@@ -280,13 +290,41 @@ def _disk_bound(state, plan: _Plan, pos: tuple):
                     fine = any(p.seq == seq and broker.ready_to_confirm(p) for p in channel.unconfirmed)
                 if fine:
                     yield synced, A.BrokerConfirm(c, ch, seq, multiple)
-            elif want[0] == TX_COMMIT_OK and channel.committing and channel.commit_pending:
+            elif want[0] == TX_COMMIT_OK and channel.commit_pending:
                 yield _synced(state, channel.committing), A.BrokerCommitOk(c, ch)
+
+
+def _forced_owed(state, plan: _Plan, pos: tuple):
+    """The state after the first confirm or commit-ok of ``_owed`` whose frame is the one its client
+    reads next, when there is one: then it is the only step tried (partial-order reduction). Exact:
+    every explanation of the trace writes that frame, and with no other step writing on that channel
+    before it (its client reads this frame next); it touches only its own channel's publishes and the
+    disk, so it commutes with every step that can come before it there and disables none of them; and
+    no crash, the one step that allows more before an fsync than after, is tried while a client reads."""
+    for synced, action in _owed(state, plan, pos):
+        nstate, _ = machine.step(synced, action)
+        if plan.fits(state, nstate, pos):
+            return nstate
+    return None
 
 
 def _crash(state, doubt: frozenset):
     """BrokerCrash with the disk holding every pending write and no pending removal; returns the state
-    and the doubtful copies, (queue, key, was a pending write), whose fate a later observation decides."""
+    and the doubtful copies, (queue, key, was a pending write), whose fate a later observation decides.
+
+    First the broker takes every frame in flight to it whose effect reaches the disk only through
+    copies (``_TAKEN_AT_CRASH``): a taken publish leaves a doubtful copy where an untaken one leaves
+    none, a taken settlement leaves a doubtful copy where an untaken one leaves it as it was, and a
+    doubtful copy can be found missing wherever the missing one shows. So crashing after these takes
+    allows everything crashing before them does, and crash states reached by different takes are one."""
+    state = _kept_on_disk(_taken_before_crash(state))
+    for conn in state.conns:                # automatic-mode deliveries in flight left memory when sent
+        if conn.auto:
+            on_disk = {(q, k) for q, k, _ in state.disk}
+            records = [(q, k, m) for _, _, q, k, m, p in conn.auto
+                       if p and state.queues[q].durable and (q, k) not in on_disk]
+            if records:
+                state = state._replace(disk=tuple(sorted(set(state.disk).union(records))))
     pending = faults.pending_disk(state)
     for q, k, m, write in pending:
         if write:
@@ -295,33 +333,98 @@ def _crash(state, doubt: frozenset):
     return state, doubt | frozenset((q, k, write) for q, k, _, write in pending)
 
 
+def _taken_before_crash(state):
+    """The state after the broker took, on every channel, the frames at the head of its FIFO whose
+    method is in ``_TAKEN_AT_CRASH`` (each channel in order, TX-7 respected)."""
+    progress = True
+    while progress:
+        progress = False
+        for c, conn in enumerate(state.conns):
+            if conn.broker_closed:
+                continue
+            for ch in range(1, len(conn.to_broker)):
+                while True:
+                    conn = state.conns[c]
+                    fifo = conn.to_broker[ch]
+                    if not fifo or fifo[0][0] not in _TAKEN_AT_CRASH or conn.channels[ch - 1].commit_pending:
+                        break
+                    state = machine.step(state, A.BrokerTakeFrame(c, ch))[0]
+                    progress = True
+    return state
+
+
+def _kept_on_disk(state):
+    """The state with a disk record for every persistent copy of a durable queue that left memory since
+    the last call (the ghost ``fates``) without being written: the disk may have written it before it
+    left and not yet removed it (PC-5, TX-8). The record is a pending removal, so a crash leaves the copy
+    doubtful. Adding it after the step is the same as an fsync just before it: nothing else reads it."""
+    fates = state.fates
+    if not fates:
+        return state
+    on_disk = {(q, k) for q, k, _ in state.disk}
+    queues = state.queues
+    records = [(q, k, m) for q, k, fate, m, persistent in fates
+               if persistent and fate != FATE_LOST_CRASH and queues[q].durable and (q, k) not in on_disk]
+    if not records:
+        return state
+    return state._replace(disk=tuple(sorted(state.disk + tuple(records))))
+
+
+def _canonical(state, crashes_left: bool):
+    """The state as the search keys it: disk records kept for copies that left memory (``_kept_on_disk``),
+    no disk at all once the broker is up and no crash can happen (only a restart reads it), and the ghost variables and the
+    budgets no step the checker takes is guarded by reset: none of them changes what can be observed."""
+    state = _kept_on_disk(state)
+    used = state.used
+    disk = state.disk if crashes_left else ()
+    if not (state.fates or state.delivered or state.confirmed_msgs or state.tx_groups or state.events
+            or used.requeues or used.closes or used.reconnects or used.bad or used.qos or used.gets
+            or used.cancels or disk is not state.disk):
+        return state
+    return state._replace(disk=disk, fates=(), delivered=(), confirmed_msgs=(), tx_groups=(), events=0,
+                          used=used._replace(requeues=0, closes=0, reconnects=0, bad=0, qos=0, gets=0, cancels=0))
+
+
 def _droppable(state, doubt: frozenset):
     """Doubtful copies that may be found missing now: any of a queue that a channel's next frame asks a
-    basic.get of (its get-ok tells how many are ready). Deliveries decide their own (``_deliveries``)."""
+    basic.get, a purge or a delete of (the reply tells how many are ready). Deliveries decide their own
+    (``_deliveries``)."""
     if not doubt:
         return
     getting = set()
     for conn in state.conns:
         for fifo in conn.to_broker:
-            if fifo and fifo[0][0] == BASIC_GET:
+            if fifo and fifo[0][0] in (BASIC_GET, QUEUE_PURGE, QUEUE_DELETE):
                 getting.add(fifo[0][2])
     for q, k, write in sorted(doubt):
         if q in getting:
             yield q, k, write
 
 
-def _deliveries(state, q: int, doubt: frozenset):
+def _deliveries(state, q: int, doubt: frozenset, plan: _Plan, pos: tuple):
     """BrokerDeliver from queue q with its doubtful head copies decided on the way: for each i, the first
-    i doubtful heads are found missing and the next copy is delivered (the observed delivery tells which
-    i). Returns (state before the delivery, doubt left) pairs; a copy delivered is no longer doubtful."""
-    out = [(state, doubt)]
+    i doubtful heads are found missing and the next copy is delivered. Returns (state before the
+    delivery, doubt left) pairs; a copy delivered is no longer doubtful. When the consumer next in turn
+    reads a delivery next, only the i that brings its message to the head is kept (the rest would not
+    fit), and none when it reads something else first. Dropping copies changes neither the consumers
+    nor their room, so the delivery stays enabled while the queue has a copy (``machine.enabled``)."""
+    c, ch, _ = broker.next_consumer(state, q)
+    want = plan.next_read(c, pos[c], ch, len(state.conns[c].to_client[ch]))
+    if want is not None and want[0] != BASIC_DELIVER:
+        return []
+    out = []
     while True:
         ready = state.queues[q].ready
-        head = next((d for d in doubt if d[0] == q and ready and d[1] == ready[0].key), None) if ready else None
+        if not ready:
+            return out
+        if want is None:
+            out.append((state, doubt))
+        elif ready[0].msg == want[5]:
+            return [(state, doubt)]
+        head = next((d for d in doubt if d[0] == q and d[1] == ready[0].key), None)
         if head is None:
             return out
         state, doubt = faults.drop_recovered(state, *head), doubt - {head}
-        out.append((state, doubt))
 
 
 def _settle_doubt(before, after, action, doubt: frozenset) -> frozenset:
@@ -334,11 +437,9 @@ def _settle_doubt(before, after, action, doubt: frozenset) -> frozenset:
         frame = before.conns[action.conn].to_broker[action.ch][0]
         if frame[0] == BASIC_GET:
             counted = frame[2]
-    keep = set()
-    for q, k, write in doubt:
-        if q != counted and any(e.key == k for e in after.queues[q].ready):
-            keep.add((q, k, write))
-    return frozenset(keep)
+    ready = [{e.key for e in queue.ready} for queue in after.queues]
+    keep = frozenset(d for d in doubt if d[0] != counted and d[1] in ready[d[0]])
+    return doubt if len(keep) == len(doubt) else keep
 
 
 def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) -> Verdict:
@@ -366,12 +467,12 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
     best_nodes: list = []
     explored = 0
     while stack:
-        node = stack.pop()
-        state, pos, pend, doubt = node
-        key = (hash(state), pos, pend, doubt)
-        if key in seen:
+        state, pos, pend, doubt = stack.pop()
+        state = _canonical(state, not state.broker_up or state.used.crashes < config.crashes)
+        node = (state, pos, pend, doubt)
+        if node in seen:
             continue
-        seen.add(key)
+        seen.add(node)
         explored += 1
         progress = sum(pos)
         if progress == total:
@@ -383,23 +484,82 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
         if explored >= max_nodes:
             return Verdict(INCONCLUSIVE, best, total, explored=explored,
                            reason=f"the search gave up after {max_nodes} spec states")
-        if not any(pend):                       # a close-ok the client sends by itself comes first
-            _push_internal(stack, state, pos, pend, doubt, config, plan)
-        for c in (range(len(obs)) if order is None else (order[progress],)):   # pushed last, tried first
-            if pos[c] < len(obs[c]):
-                result = _apply_client(state, c, obs[c][pos[c]], pend[c], config.channels_open)
-                if result is not None:
-                    nstate, npend = result
-                    stack.append((nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:],
-                                  pend[:c] + (npend,) + pend[c + 1:], doubt))
-        if not any(pend) and state.broker_up and state.used.crashes < config.crashes \
-                and plan.crash_useful(state, pos):
-            crashed, ndoubt = _crash(state, doubt)          # a crash where one is useful is tried first of all
-            stack.append((crashed, pos, pend, ndoubt))
+        eligible = range(len(obs)) if order is None else (order[progress],)
+        forced = _forced_client_step(state, pos, pend, doubt, obs, plan, state.used.crashes < config.crashes,
+                                     eligible, config.channels_open)
+        if forced is None and not any(pend):
+            owed = _forced_owed(state, plan, pos)
+            forced = None if owed is None else (owed, pos, pend, doubt)
+        if forced is not None:
+            stack.append(forced)
+            continue
+        _push_choices(stack, state, pos, pend, doubt, obs, config, plan, eligible)
     state, pos, pend, doubt = best_nodes[0]
     c = next(i for i in range(len(obs)) if pos[i] < len(obs[i])) if order is None else order[best]
     return Verdict(REJECTED, best, total, c, pos[c], obs[c][pos[c]],
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
+
+
+def _push_choices(stack, state, pos, pend, doubt, obs, config, plan: _Plan, eligible) -> None:
+    """Push every way on from a node where no step is forced (every client waits). What is pushed last
+    is tried first: a crash where one is useful, then connects, then broker steps, then lost
+    connections (a crash may yet explain them) while a crash can still happen."""
+    crashes_left = state.used.crashes < config.crashes
+    lost, connects = [], []
+    for c in eligible:                      # every connection, or the one a real-time order names
+        if pos[c] < len(obs[c]):
+            result = _apply_client(state, c, obs[c][pos[c]], pend[c], config.channels_open)
+            if result is not None:
+                nstate, npend = result
+                child = (nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt)
+                (lost if obs[c][pos[c]][0] == "lost" and crashes_left else connects).append(child)
+    stack.extend(lost)
+    if not any(pend):                       # a close-ok the client sends by itself comes first
+        _push_internal(stack, state, pos, pend, doubt, config, plan)
+    stack.extend(connects)
+    if not any(pend) and state.broker_up and crashes_left and plan.crash_useful(state, pos):
+        crashed, ndoubt = _crash(state, doubt)
+        stack.append((crashed, pos, pend, ndoubt))
+
+
+def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: tuple, plan: _Plan,
+                        crashes_left: bool, eligible, channels_open: bool = True):
+    """The node after the first client step of ``_forced``, when there is one: then it is the only step
+    tried (partial-order reduction). Exact: such a step stays possible whatever else happens until it
+    is taken, it commutes with every broker step and every other connection's step, and every
+    execution that explains the trace takes it; so some explanation takes it first."""
+    for c in eligible:
+        seq = obs[c]
+        p = pos[c]
+        if p < len(seq) and _forced(state.conns[c], seq[p], pend[c], crashes_left and not plan.reads_ahead[c][p]):
+            result = _apply_client(state, c, seq[p], pend[c], channels_open)
+            if result is not None:
+                nstate, npend = result
+                return nstate, pos[:c] + (p + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt
+    return None
+
+
+def _forced(conn, ob: tuple, pending: tuple, may_crash_first: bool) -> bool:
+    """Whether the client step of observation ``ob`` is one the search takes as soon as it can
+    (``may_crash_first``: a crash may still come before it, which drops this connection):
+    - receiving, or the close-ok a client library owes: the client reads the head of a FIFO the broker
+      only appends to, and no crash is tried while a live connection still reads (``_Plan.crash_useful``);
+    - sending: the client appends to a FIFO the broker only takes the head of. A crash allows at least
+      as much after a send as before it (``_crash``), except after a publish, which names the next
+      message (``Conn.published``) where a publish into a connection already down does not; so a
+      publish a crash may come before is searched both ways;
+    - a lost connection already down (nothing happens);
+    - connecting again once no crash can happen: no broker step touches a connection that is down.
+    A lost connection still up (which a crash may explain instead) and a connect before a crash
+    decide between explanations, and are searched."""
+    kind = ob[0]
+    if pending or kind == "received":
+        return True
+    if kind == "sent":
+        return not (may_crash_first and ob[1][0] == BASIC_PUBLISH and conn.status == CONN_UP)
+    if kind == "lost":
+        return conn.status == CONN_DOWN
+    return kind == "connect" and not may_crash_first
 
 
 def _push_internal(stack, state, pos, pend, doubt, config, plan: _Plan | None) -> None:
@@ -415,18 +575,13 @@ def _push_internal(stack, state, pos, pend, doubt, config, plan: _Plan | None) -
     if state.broker_up:
         for q, k, write in _droppable(state, doubt):
             stack.append((faults.drop_recovered(state, q, k, write), pos, pend, doubt - {(q, k, write)}))
-        for synced, action in _disk_bound(state, plan, pos):
-            nstate, _ = machine.step(synced, action)
-            if plan.fits(state, nstate, pos):
-                stack.append((nstate, pos, pend, doubt))
     for action in reversed(machine.enabled(state, config)):
         kind = type(action)
         if kind is A.BrokerDeliver and doubt:
-            for before, left in _deliveries(state, action.queue, doubt):
-                if action in machine.enabled(before, config):
-                    nstate, _ = machine.step(before, action)
-                    if plan.fits(state, nstate, pos):
-                        stack.append((nstate, pos, pend, _settle_doubt(before, nstate, action, left)))
+            for before, left in _deliveries(state, action.queue, doubt, plan, pos):
+                nstate, _ = machine.step(before, action)
+                if plan.fits(state, nstate, pos):
+                    stack.append((nstate, pos, pend, _settle_doubt(before, nstate, action, left)))
         elif kind in _FREE:
             nstate, _ = machine.step(state, action)
             if plan.fits(state, nstate, pos):
