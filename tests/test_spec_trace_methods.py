@@ -342,3 +342,18 @@ def test_a_closing_channel_keeps_get_deliveries_of_queues_it_does_not_consume_un
     rejected_at(text.replace("c0 received channel.open-ok(ch=1)\n    " + get(1, 1, 'm0.1', 0, redelivered=True),
                              "c0 received channel.open-ok(ch=1)\n    " + get_empty(1) + "  # REJECTED"),
                 config=TWO_QUEUES)
+
+
+def test_purge_after_a_crash_counts_what_the_disk_kept_either_way():
+    # An unconfirmed persistent message may or may not have reached the disk before the crash (PC-10).
+    text = f"""
+    {pub(1, persistent=True)}
+    c0 lost
+    c0 connect
+    c0 sent queue.purge(ch=1, queue=q0)
+    c0 received queue.purge-ok(ch=1, message_count=N)
+    {get_empty(1)}
+    """
+    for n in (0, 1):
+        accepted(text.replace("N", str(n)), cfg(crashes=1))
+    rejected_at(text.replace("message_count=N)", "message_count=2)  # REJECTED"), config=cfg(crashes=1))
