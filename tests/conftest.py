@@ -6,7 +6,7 @@ that says how to install it, never a skip.
 - `rabbitmq_node`: one node for the whole session; tests use their own queue names and leave it running.
 - `impl_broker`: a fresh impl.server per test, with its own data directory.
 - `impl_broker_module`: one impl.server shared by the tests of a module.
-- `broker`, `conn`: for tests run on both brokers, impl then RabbitMQ (a connection with channel 1 open).
+- `broker`, `conn`, `connect`: for tests run on both brokers, impl then RabbitMQ (a connection with channel 1 open).
 - `broker_factory`: makes brokers of either kind that the test may kill and restart; all are closed at
   the end of the test.
 """
@@ -109,6 +109,26 @@ def conn(broker: Broker) -> Iterator[RawConnection]:
         yield connection
     finally:
         connection.close(timeout=2.0)
+
+
+@pytest.fixture
+def connect(broker: Broker) -> Iterator[Callable[..., RawConnection]]:
+    """For tests run on both brokers: connect(*channels, **kw) opens a raw connection to ``broker`` (kw
+    as ``RawConnection.connect`` takes them) with those channels open; all are closed after the test."""
+    opened: list[RawConnection] = []
+
+    def make(*channels: int, **kwargs: object) -> RawConnection:
+        conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, **kwargs)
+        opened.append(conn)
+        for channel in channels:
+            conn.channel_open(channel)
+        return conn
+
+    try:
+        yield make
+    finally:
+        for conn in opened:
+            conn.close(timeout=2.0)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,21 +19,6 @@ from tests.harness.brokers import Broker
 from tests.harness.rawclient import PROTOCOL_HEADER, ChannelClosed, ConnectionClosed, RawConnection
 
 DEADLINE = 10.0
-
-
-@pytest.fixture
-def connect(broker: Broker) -> Iterator[Callable[..., RawConnection]]:
-    """connect(**kw): a raw connection to the broker under test; all closed after the test."""
-    opened: list[RawConnection] = []
-
-    def make(**kwargs: object) -> RawConnection:
-        conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, **kwargs)
-        opened.append(conn)
-        return conn
-
-    yield make
-    for conn in opened:
-        conn.close(timeout=2.0)
 
 
 def name() -> str:

@@ -17,6 +17,7 @@ from pamqp import commands as C
 
 from impl.core import queue_arguments
 from tests.harness.rawclient import ChannelClosed, ConnectionClosed, RawConnection, transient
+from tests.harness.wire import wait_ready
 
 DEADLINE = 10.0  # seconds to wait for a condition that must come
 
@@ -49,17 +50,6 @@ def get_one(conn: RawConnection, queue: str, channel: int = 1):
         if isinstance(reply.method, C.Basic.GetOk):
             return reply
         assert time.monotonic() < deadline, f"nothing arrived in {queue}"
-        time.sleep(0.02)
-
-
-def wait_count(conn: RawConnection, queue: str, expected: int, channel: int = 1) -> None:
-    """Poll queue.declare(passive) until the queue holds `expected` ready messages."""
-    deadline = time.monotonic() + DEADLINE
-    while True:
-        count = conn.queue_declare(channel, queue, passive=True).message_count
-        if count == expected:
-            return
-        assert time.monotonic() < deadline, f"{queue} still holds {count} messages, not {expected}"
         time.sleep(0.02)
 
 
@@ -199,7 +189,7 @@ def test_per_message_expiration_zero_and_the_smaller_ttl_wins(conn):
     conn.publish(1, b"zero", routing_key=queue, properties=transient(expiration="0"))
     conn.publish(1, b"short", routing_key=queue, properties=transient(expiration="100"))
     conn.publish(1, b"long", routing_key=queue, properties=transient(expiration="600000"))
-    wait_count(conn, queue, 1)  # queue TTL 60 s beats the message's 600 s; 0 and 100 ms expire
+    wait_ready(conn, 1, queue, 1, DEADLINE)  # queue TTL 60 s beats the message's 600 s; 0 and 100 ms expire
     assert ready_bodies(conn, queue) == [b"long"]
 
 

@@ -10,32 +10,13 @@ between channels is a race, the test accepts the orders RabbitMQ showed.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
 
 import pytest
 from pamqp import commands as C
 
-from tests.harness.brokers import Broker
 from tests.harness.rawclient import ChannelClosed, RawConnection
 from tests.harness.wire import shape, shapes, until_quiet, wait_ready
 
-
-
-@pytest.fixture
-def connect(broker: Broker) -> Iterator[Callable[..., RawConnection]]:
-    """connect(*channels): a raw connection with those channels open; all closed after the test."""
-    opened: list[RawConnection] = []
-
-    def make(*channels: int) -> RawConnection:
-        conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password)
-        opened.append(conn)
-        for channel in channels:
-            conn.channel_open(channel)
-        return conn
-
-    yield make
-    for conn in opened:
-        conn.close(timeout=2.0)
 
 
 def name() -> str:
