@@ -99,46 +99,37 @@ def msg_name(msg: int) -> str:
     return f"m{msg // MSG_STRIDE}.{msg % MSG_STRIDE}"
 
 
+# The text RabbitMQ 3.10.8 writes for each reason: {n} is the detail as a number, {q} the queue it
+# names, {x} the exchange it names.
+REPLY_TEXTS = {
+    R_UNKNOWN_TAG: "PRECONDITION_FAILED - unknown delivery tag {n}",
+    R_TX_TO_CONFIRM: "PRECONDITION_FAILED - cannot switch from tx to confirm mode",
+    R_CONFIRM_TO_TX: "PRECONDITION_FAILED - cannot switch from confirm to tx mode",
+    R_NOT_TX: "PRECONDITION_FAILED - channel is not transactional",
+    R_NO_EXCHANGE: "NOT_FOUND - no exchange '{x}' in vhost '/'",
+    R_NO_QUEUE: "NOT_FOUND - no queue '{q}' in vhost '/'",
+    R_LOCKED: ("RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '{q}' in vhost '/'. It could "
+               "be originally declared on another connection or the exclusive property value does not match "
+               "that of the original declaration."),
+    R_RECOVER_NO_REQUEUE: "NOT_IMPLEMENTED - requeue=false",
+    R_TAG_REUSED: "NOT_ALLOWED - attempt to reuse consumer tag '{n}'",
+    R_PREFETCH_SIZE: "NOT_IMPLEMENTED - prefetch_size!=0 ({n})",
+    R_IMMEDIATE: "NOT_IMPLEMENTED - immediate=true",
+    R_EXPECTED_OPEN: "CHANNEL_ERROR - expected 'channel.open'",
+    R_SECOND_OPEN: "CHANNEL_ERROR - second 'channel.open' seen",
+    R_UNIMPLEMENTED: "COMMAND_INVALID - unimplemented method",
+    R_IN_USE: "PRECONDITION_FAILED - queue '{q}' in vhost '/' in use",
+    R_NOT_EMPTY: "PRECONDITION_FAILED - queue '{q}' in vhost '/' not empty",
+    R_EXCLUSIVE_USE: "ACCESS_REFUSED - queue '{q}' in vhost '/' in exclusive use",
+}
+
+
 def reply_text(code: int, reason: int, detail: int) -> str:
     """The reply text RabbitMQ 3.10.8 sends with a channel.close or connection.close."""
-    if reason == R_UNKNOWN_TAG:
-        return f"PRECONDITION_FAILED - unknown delivery tag {detail}"
-    if reason == R_TX_TO_CONFIRM:
-        return "PRECONDITION_FAILED - cannot switch from tx to confirm mode"
-    if reason == R_CONFIRM_TO_TX:
-        return "PRECONDITION_FAILED - cannot switch from confirm to tx mode"
-    if reason == R_NOT_TX:
-        return "PRECONDITION_FAILED - channel is not transactional"
-    if reason == R_NO_EXCHANGE:
-        return f"NOT_FOUND - no exchange '{EXCHANGE_NAMES.get(detail, detail)}' in vhost '/'"
-    if reason == R_NO_QUEUE:
-        return f"NOT_FOUND - no queue '{queue_name(detail)}' in vhost '/'"
-    if reason == R_LOCKED:
-        return (f"RESOURCE_LOCKED - cannot obtain exclusive access to locked queue "
-                f"'{queue_name(detail)}' in vhost '/'. It could be originally declared on another "
-                f"connection or the exclusive property value does not match that of the original "
-                f"declaration.")
-    if reason == R_RECOVER_NO_REQUEUE:
-        return "NOT_IMPLEMENTED - requeue=false"
-    if reason == R_TAG_REUSED:
-        return f"NOT_ALLOWED - attempt to reuse consumer tag '{detail}'"
-    if reason == R_PREFETCH_SIZE:
-        return f"NOT_IMPLEMENTED - prefetch_size!=0 ({detail})"
-    if reason == R_IMMEDIATE:
-        return "NOT_IMPLEMENTED - immediate=true"
-    if reason == R_EXPECTED_OPEN:
-        return "CHANNEL_ERROR - expected 'channel.open'"
-    if reason == R_SECOND_OPEN:
-        return "CHANNEL_ERROR - second 'channel.open' seen"
-    if reason == R_UNIMPLEMENTED:
-        return "COMMAND_INVALID - unimplemented method"
-    if reason == R_IN_USE:
-        return f"PRECONDITION_FAILED - queue '{queue_name(detail)}' in vhost '/' in use"
-    if reason == R_NOT_EMPTY:
-        return f"PRECONDITION_FAILED - queue '{queue_name(detail)}' in vhost '/' not empty"
-    if reason == R_EXCLUSIVE_USE:
-        return f"ACCESS_REFUSED - queue '{queue_name(detail)}' in vhost '/' in exclusive use"
-    return "OK" if code == REPLY_SUCCESS else str(code)
+    template = REPLY_TEXTS.get(reason)
+    if template is None:
+        return "OK" if code == REPLY_SUCCESS else str(code)
+    return template.format(n=detail, q=queue_name(detail), x=EXCHANGE_NAMES.get(detail, detail))
 
 
 def frame_text(frame: tuple) -> str:

@@ -209,22 +209,19 @@ class _Plan:
         return useful
 
 
-def _apply_client(state, c: int, obs: tuple, pending: tuple, channels_open: bool = True):
-    """Match observation ``obs`` on connection c against a client step. Returns (state, labels still
-    to be matched) or None. ``pending`` are labels a previous client step produced that the next
-    observations must match (a close-ok the client library sent by itself)."""
+def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
+    """Match observation ``obs`` on connection c against a client step: the state after it, or None.
+    A client's answers (a close-ok) are observations of their own."""
     conn = state.conns[c]
     kind = obs[0]
-    if pending:
-        return (state, pending[1:]) if obs == pending[0] else None
     if kind == "connect":
         if conn.status == CONN_DOWN and state.broker_up:
-            return machine.step(state, A.ClientConnect(c, 0, channels_open))[0], ()
+            return machine.step(state, A.ClientConnect(c, 0, channels_open))[0]
         return None
     if kind == "lost":
         if conn.status == CONN_DOWN:
-            return state, ()
-        return machine.step(state, A.NetworkLoss(c))[0], ()
+            return state
+        return machine.step(state, A.NetworkLoss(c))[0]
     if kind == "received":
         ch = obs[1][1]
         fifos = conn.to_client
@@ -233,10 +230,10 @@ def _apply_client(state, c: int, obs: tuple, pending: tuple, channels_open: bool
         # The client's own answers are observations of their own: a channel.close-ok it sends (and
         # every frame it sends before that), and the connection.close-ok it may send once closed.
         state, _ = machine.step(state, A.ClientReceive(c, ch, False))
-        return state, ()
+        return state
     if kind == "sent":
         if conn.status == CONN_DOWN:
-            return state, ()                    # written into a connection that is already gone
+            return state                        # written into a connection that is already gone
         if conn.status != CONN_UP:
             return None
         frame = obs[1]
@@ -250,7 +247,7 @@ def _apply_client(state, c: int, obs: tuple, pending: tuple, channels_open: bool
         state, labels = machine.step(state, action)
         if not labels or labels[0].frame != frame:
             return None
-        return state, ()
+        return state
     raise ValueError(f"unknown observation kind {kind!r}")
 
 
@@ -460,16 +457,15 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
         if sorted(order) != sorted(c for c in range(len(obs)) for _ in obs[c]):
             raise ValueError("order must name each connection once per observation of it")
     plan = _Plan(obs, config.channels)
-    empty = ((),) * len(obs)
-    stack = [(s, (0,) * len(obs), empty, frozenset()) for s in machine.initial_states(config)]
+    stack = [(s, (0,) * len(obs), frozenset()) for s in machine.initial_states(config)]
     seen = set()
     best = -1
     best_nodes: list = []
     explored = 0
     while stack:
-        state, pos, pend, doubt = stack.pop()
+        state, pos, doubt = stack.pop()
         state = _canonical(state, not state.broker_up or state.used.crashes < config.crashes)
-        node = (state, pos, pend, doubt)
+        node = (state, pos, doubt)
         if node in seen:
             continue
         seen.add(node)
@@ -485,22 +481,22 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
             return Verdict(INCONCLUSIVE, best, total, explored=explored,
                            reason=f"the search gave up after {max_nodes} spec states")
         eligible = range(len(obs)) if order is None else (order[progress],)
-        forced = _forced_client_step(state, pos, pend, doubt, obs, plan, state.used.crashes < config.crashes,
+        forced = _forced_client_step(state, pos, doubt, obs, plan, state.used.crashes < config.crashes,
                                      eligible, config.channels_open)
-        if forced is None and not any(pend):
+        if forced is None:
             owed = _forced_owed(state, plan, pos)
-            forced = None if owed is None else (owed, pos, pend, doubt)
+            forced = None if owed is None else (owed, pos, doubt)
         if forced is not None:
             stack.append(forced)
             continue
-        _push_choices(stack, state, pos, pend, doubt, obs, config, plan, eligible)
-    state, pos, pend, doubt = best_nodes[0]
+        _push_choices(stack, state, pos, doubt, obs, config, plan, eligible)
+    state, pos, doubt = best_nodes[0]
     c = next(i for i in range(len(obs)) if pos[i] < len(obs[i])) if order is None else order[best]
     return Verdict(REJECTED, best, total, c, pos[c], obs[c][pos[c]],
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
 
 
-def _push_choices(stack, state, pos, pend, doubt, obs, config, plan: _Plan, eligible) -> None:
+def _push_choices(stack, state, pos, doubt, obs, config, plan: _Plan, eligible) -> None:
     """Push every way on from a node where no step is forced (every client waits). What is pushed last
     is tried first: a crash where one is useful, then connects, then broker steps, then lost
     connections (a crash may yet explain them) while a crash can still happen."""
@@ -508,21 +504,19 @@ def _push_choices(stack, state, pos, pend, doubt, obs, config, plan: _Plan, elig
     lost, connects = [], []
     for c in eligible:                      # every connection, or the one a real-time order names
         if pos[c] < len(obs[c]):
-            result = _apply_client(state, c, obs[c][pos[c]], pend[c], config.channels_open)
-            if result is not None:
-                nstate, npend = result
-                child = (nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt)
+            nstate = _apply_client(state, c, obs[c][pos[c]], config.channels_open)
+            if nstate is not None:
+                child = (nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:], doubt)
                 (lost if obs[c][pos[c]][0] == "lost" and crashes_left else connects).append(child)
     stack.extend(lost)
-    if not any(pend):                       # a close-ok the client sends by itself comes first
-        _push_internal(stack, state, pos, pend, doubt, config, plan)
+    _push_internal(stack, state, pos, doubt, config, plan)
     stack.extend(connects)
-    if not any(pend) and state.broker_up and crashes_left and plan.crash_useful(state, pos):
+    if state.broker_up and crashes_left and plan.crash_useful(state, pos):
         crashed, ndoubt = _crash(state, doubt)
-        stack.append((crashed, pos, pend, ndoubt))
+        stack.append((crashed, pos, ndoubt))
 
 
-def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: tuple, plan: _Plan,
+def _forced_client_step(state, pos: tuple, doubt: frozenset, obs: tuple, plan: _Plan,
                         crashes_left: bool, eligible, channels_open: bool = True):
     """The node after the first client step of ``_forced``, when there is one: then it is the only step
     tried (partial-order reduction). Exact: such a step stays possible whatever else happens until it
@@ -531,18 +525,17 @@ def _forced_client_step(state, pos: tuple, pend: tuple, doubt: frozenset, obs: t
     for c in eligible:
         seq = obs[c]
         p = pos[c]
-        if p < len(seq) and _forced(state.conns[c], seq[p], pend[c], crashes_left and not plan.reads_ahead[c][p]):
-            result = _apply_client(state, c, seq[p], pend[c], channels_open)
-            if result is not None:
-                nstate, npend = result
-                return nstate, pos[:c] + (p + 1,) + pos[c + 1:], pend[:c] + (npend,) + pend[c + 1:], doubt
+        if p < len(seq) and _forced(state.conns[c], seq[p], crashes_left and not plan.reads_ahead[c][p]):
+            nstate = _apply_client(state, c, seq[p], channels_open)
+            if nstate is not None:
+                return nstate, pos[:c] + (p + 1,) + pos[c + 1:], doubt
     return None
 
 
-def _forced(conn, ob: tuple, pending: tuple, may_crash_first: bool) -> bool:
+def _forced(conn, ob: tuple, may_crash_first: bool) -> bool:
     """Whether the client step of observation ``ob`` is one the search takes as soon as it can
     (``may_crash_first``: a crash may still come before it, which drops this connection):
-    - receiving, or the close-ok a client library owes: the client reads the head of a FIFO the broker
+    - receiving: the client reads the head of a FIFO the broker
       only appends to, and no crash is tried while a live connection still reads (``_Plan.crash_useful``);
     - sending: the client appends to a FIFO the broker only takes the head of. A crash allows at least
       as much after a send as before it (``_crash``), except after a publish, which names the next
@@ -553,7 +546,7 @@ def _forced(conn, ob: tuple, pending: tuple, may_crash_first: bool) -> bool:
     A lost connection still up (which a crash may explain instead) and a connect before a crash
     decide between explanations, and are searched."""
     kind = ob[0]
-    if pending or kind == "received":
+    if kind == "received":
         return True
     if kind == "sent":
         return not (may_crash_first and ob[1][0] == BASIC_PUBLISH and conn.status == CONN_UP)
@@ -562,58 +555,51 @@ def _forced(conn, ob: tuple, pending: tuple, may_crash_first: bool) -> bool:
     return kind == "connect" and not may_crash_first
 
 
-def _push_internal(stack, state, pos, pend, doubt, config, plan: _Plan | None) -> None:
+def _push_internal(stack, state, pos, doubt, config, plan: _Plan | None) -> None:
     """Push the unobserved steps worth trying from this node (see the module docstring). Without a
     plan (the diagnosis of a rejection), every enabled step is pushed as the spec has it."""
     if plan is None:
         for action in machine.enabled(state, config):
             if isinstance(action, INTERNAL):
-                stack.append((machine.step(state, action)[0], pos, pend, doubt))
+                stack.append((machine.step(state, action)[0], pos, doubt))
         return
     # The stack is last in, first out: what is pushed last is tried first. A real broker takes frames
     # and delivers promptly, so those go last; which is tried first changes speed, never the verdict.
     if state.broker_up:
         for q, k, write in _droppable(state, doubt):
-            stack.append((faults.drop_recovered(state, q, k, write), pos, pend, doubt - {(q, k, write)}))
+            stack.append((faults.drop_recovered(state, q, k, write), pos, doubt - {(q, k, write)}))
     for action in reversed(machine.enabled(state, config)):
         kind = type(action)
         if kind is A.BrokerDeliver and doubt:
             for before, left in _deliveries(state, action.queue, doubt, plan, pos):
                 nstate, _ = machine.step(before, action)
                 if plan.fits(state, nstate, pos):
-                    stack.append((nstate, pos, pend, _settle_doubt(before, nstate, action, left)))
+                    stack.append((nstate, pos, _settle_doubt(before, nstate, action, left)))
         elif kind in _FREE:
             nstate, _ = machine.step(state, action)
             if plan.fits(state, nstate, pos):
-                stack.append((nstate, pos, pend, _settle_doubt(state, nstate, action, doubt)))
+                stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt)))
         elif kind is A.BrokerRestart:
-            stack.append((machine.step(state, action)[0], pos, pend, doubt))
+            stack.append((machine.step(state, action)[0], pos, doubt))
 
 
 def _allowed(nodes, c: int, config, limit: int = 8, budget: int = 20_000) -> list:
-    """What the client of connection c could have observed next from these furthest search nodes: the
-    frame its library owes (a close-ok) when there is one, else what the broker could have in flight
-    to it after any unobserved steps, and whether it could send or connect. The search behind it is
+    """What the client of connection c could have observed next from these furthest search nodes: what
+    the broker could have in flight to it after any unobserved steps, and whether it could send or connect. The search behind it is
     the spec's own, unpruned, and bounded by ``budget`` states (a diagnosis, not a verdict)."""
     stack = list(nodes)
     visited = set()
     reached = []
     while stack and len(visited) < budget:
         node = stack.pop()
-        key = (hash(node[0]), node[1], node[2], node[3])
+        key = (hash(node[0]), node[1], node[2])
         if key in visited:
             continue
         visited.add(key)
         reached.append(node)
-        if not any(node[2]):
-            _push_internal(stack, node[0], node[1], node[2], node[3], config, None)
+        _push_internal(stack, node[0], node[1], node[2], config, None)
     seen = []
-    for state, _, pend, _ in reached:
-        if pend[c]:
-            text = observation_text(pend[c][0])
-            if text not in seen:
-                seen.append(text)
-            continue
+    for state, _, _ in reached:
         conn = state.conns[c]
         for ch in network.movable(conn.to_client):
             text = f"received {frame_text(conn.to_client[ch][0])}"
