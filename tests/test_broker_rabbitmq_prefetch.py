@@ -221,9 +221,14 @@ def test_global_qos_zero_releases_deliveries_while_the_limit_is_held_PF_5(conn):
     assert got(conn) == [("C", t, b"q1-%d" % t) for t in range(3, 7)]
 
 
-def test_recover_fills_the_global_window_again_and_requeues_gets_RQ_5(conn):
-    """B8c: qos(2, global), one get and two consumer deliveries outstanding; basic.recover redelivers
-    the consumer's two (new tags, redelivered) and puts the get back in its queue."""
+def test_recover_fills_the_global_window_again_and_requeues_gets_RQ_5(conn, broker):
+    """B8c: qos(2, global), one get and two consumer deliveries outstanding; basic.recover requeues
+    the consumer's two and puts the get back in its queue; the window of 2 fills again (new tags).
+
+    impl redelivers the two requeued copies. RabbitMQ usually does too, but its queue process handles
+    the limiter's `resume` at a higher priority than the channel's `requeue` (gen_server2
+    prioritise_cast), so the window can fill with q2-3 and q2-4, or q2-3 and q2-1, before the requeued
+    copies are back (seen once in CI; README, deliberate differences)."""
     q1, q2 = prefilled(conn, 4, "q1"), prefilled(conn, 4, "q2")
     conn.basic_qos(1, 2, global_=True)
     assert conn.basic_get(1, q1).method.delivery_tag == 1
@@ -231,7 +236,12 @@ def test_recover_fills_the_global_window_again_and_requeues_gets_RQ_5(conn):
     assert got(conn) == [("C", 2, b"q2-1"), ("C", 3, b"q2-2")]
     conn.rpc(1, C.Basic.Recover(requeue=True))
     redelivered = until_quiet(conn, channel=1)
-    assert deliveries(redelivered) == [("C", 4, b"q2-1"), ("C", 5, b"q2-2")]
-    assert all(c.method.redelivered for c in redelivered)
+    outcomes = [[b"q2-1", b"q2-2"]]
+    if broker.kind == "rabbitmq":
+        outcomes += [[b"q2-3", b"q2-4"], [b"q2-3", b"q2-1"]]
+    bodies = [body for _, _, body in deliveries(redelivered)]
+    assert bodies in outcomes
+    assert [(c, t) for c, t, _ in deliveries(redelivered)] == [("C", 4), ("C", 5)]
+    assert [c.method.redelivered for c in redelivered] == [b in (b"q2-1", b"q2-2") for b in bodies]
     again = conn.basic_get(1, q1)
     assert (again.method.delivery_tag, again.method.redelivered, again.body) == (6, True, b"q1-1")
