@@ -1,0 +1,100 @@
+"""Setup files (spark_check.setup_file): a good file reads into a Setup and a spec configuration; every
+mistake is one SetupError naming the file's line."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_check.setup_file import SetupError, key_lines, parse_setup, read_setup
+from spark_check.setup_model import to_config
+from spec.frames import DEFAULT_EXCHANGE
+from spec.machine import enabled, initial_states
+
+WORK_QUEUE = """\
+# a work queue with manual acks
+[queues.jobs]
+durable = true
+dead_letter = "jobs.dead"
+
+[queues."jobs.dead"]
+durable = true
+
+[[publishers]]
+name = "web"
+queue = "jobs"
+confirms = true
+persistent = true
+messages = 2
+
+[[consumers]]
+name = "worker"
+queue = "jobs"
+acks = "manual"
+prefetch = 1
+on_failure = "nack-drop"
+
+[faults]
+broker_crash = true
+"""
+
+
+def test_a_good_file_reads_into_its_setup():
+    setup = parse_setup(WORK_QUEUE, "work.toml")
+    assert [(q.name, q.durable, q.dead_letter) for q in setup.queues] == [("jobs", True, "jobs.dead"),
+                                                                          ("jobs.dead", True, "")]
+    (publisher,) = setup.publishers
+    assert (publisher.name, publisher.queue, publisher.confirms, publisher.persistent, publisher.messages) == \
+        ("web", "jobs", True, True, 2)
+    (consumer,) = setup.consumers
+    assert (consumer.acks, consumer.prefetch, consumer.on_failure) == ("manual", 1, "nack-drop")
+    assert setup.faults.broker_crash and not setup.faults.network_loss
+
+
+def test_key_lines_follow_tables_arrays_and_quoted_names():
+    lines = key_lines(WORK_QUEUE)
+    assert lines[("queues", "jobs")] == 2
+    assert lines[("queues", "jobs.dead", "durable")] == 7
+    assert lines[("publishers", 0, "confirms")] == 12
+    assert lines[("consumers", 0, "on_failure")] == 21
+
+
+def test_the_setup_becomes_a_spec_configuration_of_roles_and_bounds():
+    config = to_config(parse_setup(WORK_QUEUE, "work.toml"))
+    assert (config.connections, config.channels, config.messages, config.crashes) == (2, 1, 2, 1)
+    assert [(q.durable, q.dead_letter) for q in config.queues] == [(True, 1), (True, -1)]
+    publisher, consumer = config.roles[(0, 1)], config.roles[(1, 1)]
+    assert (publisher.publish, publisher.confirm, publisher.persistent) == (((DEFAULT_EXCHANGE, 0),), True, (True,))
+    assert (consumer.consume, consumer.ack, consumer.nack, consumer.qos) == (((0, False),), True, (False,), ((1, False),))
+    state = initial_states(config)[0]
+    assert enabled(state, config), "the configuration has something to do"
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("[queues.jobs]\ndurable = yes\n", 2, "not valid TOML"),
+    ("[queues.jobs]\ndurible = true\n[[publishers]]\nqueue = \"jobs\"\n", 2, "unknown key 'durible'"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobz\"\n", 3, "'jobz', which is not a queue"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nconfirms = true\ntransactions = true\n", 5, "PC-8"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nmessages = 9\n", 4, "out of range (1 to 4)"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\n[[consumers]]\nqueue = \"jobs\"\nacks = \"auto\"\n", 6,
+     "must be one of 'manual', 'automatic'"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\n[[consumers]]\nqueue = \"jobs\"\nacks = \"automatic\"\n"
+     "on_failure = \"nack-requeue\"\n", 7, "cannot nack (AM-1)"),
+    ("[queues.jobs]\nexclusive = true\n[[publishers]]\nqueue = \"jobs\"\n[[consumers]]\nqueue = \"jobs\"\n"
+     "[[consumers]]\nqueue = \"jobs\"\n", 8, "DU-4"),
+    ("[queues.jobs]\ndead_letter = \"nowhere\"\n[[publishers]]\nqueue = \"jobs\"\n", 2, "'nowhere'"),
+    ("[queues.jobs]\n[faults]\nbroker_crash = 1\n[[publishers]]\nqueue = \"jobs\"\n", 3, "true or false"),
+    ("[queues.jobs]\n[[consumers]]\nqueue = \"jobs\"\n", 0, "at least one [[publishers]]"),
+    ("[[publishers]]\nqueue = \"jobs\"\n", 0, "at least one queue"),
+    ("[queues.jobs]\n[[publishers]]\nroute = \"jobs\"\n", 3, "unknown key 'route'"),
+])
+def test_each_mistake_is_one_error_with_its_line(text, line, words):
+    with pytest.raises(SetupError) as error:
+        parse_setup(text, "my.toml")
+    assert error.value.line == line
+    assert words in str(error.value)
+    assert str(error.value).startswith(f"my.toml:{line}: " if line else "my.toml: ")
+
+
+def test_an_unreadable_file_is_a_setup_error(tmp_path):
+    with pytest.raises(SetupError, match="cannot read the file"):
+        read_setup(tmp_path / "absent.toml")
