@@ -1,6 +1,7 @@
 """The broker's side of the rules: what it does with each frame it takes, and its own moves
 (deliver, confirm, return, commit-ok). Everything that changes broker-held state lives here or in
-``spec.storage`` (copies, requeue, settle) ; guards live in ``spec.machine.enabled``.
+``spec.storage`` (copies, requeue, settle). Each broker action has its precondition here, beside its
+effect (``can_*``); ``spec.machine.enabled`` is built from them.
 """
 from __future__ import annotations
 
@@ -531,3 +532,73 @@ def commit_ok(state: State, c: int, ch: int) -> State:
     state = with_channel(state, c, ch, channel._replace(commit_pending=False))
     return send(state, c, (TX_COMMIT_OK, ch))
 
+
+
+# ---------------------------------------------------------------- preconditions
+# Each broker action's precondition, beside its effect: the action may fire in ``state`` exactly when
+# it holds (``spec.machine.enabled`` asks these; the configuration only chooses which actions to try).
+
+
+def _open_broker_end(state: State, c: int) -> bool:
+    """The broker is up and has not closed its end of connection c."""
+    return state.broker_up and 0 <= c < len(state.conns) and not state.conns[c].broker_closed
+
+
+def _open_channel(state: State, c: int, ch: int):
+    """Broker channel (c, ch) if the broker end is up and the channel is open, else None."""
+    if not _open_broker_end(state, c) or not 1 <= ch <= len(state.conns[c].channels):
+        return None
+    channel = state.conns[c].channels[ch - 1]
+    return channel if channel.status == CH_OPEN else None
+
+
+def can_take_frame(state: State, a) -> bool:
+    """BrokerTakeFrame: a frame is in flight on that channel and may be taken now (``spec.network``),
+    and the channel does not wait for its commit to reach the disk (TX-7)."""
+    if not _open_broker_end(state, a.conn):
+        return False
+    conn = state.conns[a.conn]
+    if not 0 <= a.ch < len(conn.to_broker) or not network.can_move(conn.to_broker, a.ch):
+        return False
+    return not (a.ch and conn.channels[a.ch - 1].commit_pending)
+
+
+def can_deliver(state: State, a) -> bool:
+    """BrokerDeliver: the queue has a ready copy and some consumer has room for it (DS-1, PF-3)."""
+    if not state.broker_up or not 0 <= a.queue < len(state.queues):
+        return False
+    queue = state.queues[a.queue]
+    return bool(queue.ready and queue.ring) and next_consumer(state, a.queue) is not None
+
+
+def can_close_ok(state: State, a) -> bool:
+    """BrokerCloseOk: the client closed the channel and the broker has not answered yet (ER-1)."""
+    if not _open_broker_end(state, a.conn) or not 1 <= a.ch <= len(state.conns[a.conn].channels):
+        return False
+    return state.conns[a.conn].channels[a.ch - 1].status == CH_ENDING
+
+
+def can_confirm(state: State, a) -> bool:
+    """BrokerConfirm: the publish ``seq`` is ready to confirm (PC-5, PC-4); with multiple, ``seq`` is
+    the end of the longest ready run of one outcome covering two or more publishes (PC-3)."""
+    channel = _open_channel(state, a.conn, a.ch)
+    if channel is None or not channel.unconfirmed:
+        return False
+    if a.multiple:
+        return a.seq != 0 and a.seq == confirm_prefix(channel)
+    for p in channel.unconfirmed:
+        if p.seq == a.seq:
+            return ready_to_confirm(p)
+    return False
+
+
+def can_return(state: State, a) -> bool:
+    """BrokerReturn: an unroutable mandatory message waits for its basic.return (RT-3)."""
+    channel = _open_channel(state, a.conn, a.ch)
+    return channel is not None and bool(channel.returns)
+
+
+def can_commit_ok(state: State, a) -> bool:
+    """BrokerCommitOk: a commit is applied and every persistent copy it enqueued is on disk (TX-7)."""
+    channel = _open_channel(state, a.conn, a.ch)
+    return channel is not None and channel.commit_pending and not channel.committing

@@ -15,7 +15,7 @@ from . import actions as A
 from . import network
 from .faults import reset_connection
 from .state import (
-    C_CLOSING, C_OPEN, C_OPENING, CLOSED_CLIENT, CONN_CLOSING, CONN_DOWN, FATE_AUTO,
+    C_CLOSED, C_CLOSING, C_OPEN, C_OPENING, CLOSED_CLIENT, CONN_CLOSING, CONN_DOWN, CONN_UP, FATE_AUTO,
     FATE_LOST_AUTOACK, MODE_CONFIRM, MODE_TX, NEW_CLIENT, Conn, State, conn_clients, put, with_conn,
 )
 from .storage import add_fates
@@ -179,3 +179,67 @@ def client_step(state: State, a) -> tuple[State, tuple]:
         return write(state, c, 0, (CONNECTION_CLOSE, 0, REPLY_SUCCESS, R_NORMAL, 0))
     raise AssertionError(f"no client effect for {a!r}")
 
+
+
+# ---------------------------------------------------------------- preconditions
+# Each client action's precondition, beside its effect: what any client library may send at all.
+# Which of these a channel does try is its role's business (``spec.roles``, ``spec.machine``).
+
+
+def _view(state: State, c: int, ch: int):
+    """Client view of channel (c, ch) on a connection that is up, else None."""
+    if not 0 <= c < len(state.conns):
+        return None
+    conn = state.conns[c]
+    if conn.status != CONN_UP or not 1 <= ch <= len(conn.clients):
+        return None
+    return conn.clients[ch - 1]
+
+
+def can_use_channel(state: State, a) -> bool:
+    """A method on a channel: the connection is up and the client holds the channel open."""
+    view = _view(state, a.conn, a.ch)
+    return view is not None and view.status == C_OPEN
+
+
+def can_settle(state: State, a) -> bool:
+    """basic.ack / nack / reject: on an open channel, with any tag (one that is not outstanding is the
+    broker's to refuse: ACK-4)."""
+    return can_use_channel(state, a) and a.tag >= 0
+
+
+def can_cancel(state: State, a) -> bool:
+    """basic.cancel: of a consumer the client started on this channel."""
+    view = _view(state, a.conn, a.ch)
+    return view is not None and view.status == C_OPEN and a.consumer_tag in view.consumers
+
+
+def can_open_channel(state: State, a) -> bool:
+    """channel.open: of a closed channel, or (a protocol error, ER-1) of an open one."""
+    view = _view(state, a.conn, a.ch)
+    return view is not None and view.status in (C_CLOSED, C_OPEN)
+
+
+def can_send_close_ok(state: State, a) -> bool:
+    """channel.close-ok by the client: answering a channel.close it read, or out of turn (ER-1)."""
+    view = _view(state, a.conn, a.ch)
+    return view is not None and view.status in (C_CLOSED, C_OPEN)
+
+
+def can_close_connection(state: State, a) -> bool:
+    """connection.close: the connection is up."""
+    return a.ch == 0 and 0 <= a.conn < len(state.conns) and state.conns[a.conn].status == CONN_UP
+
+
+def can_connect(state: State, a) -> bool:
+    """A new connection in a slot that is down, to a broker that is up."""
+    return state.broker_up and a.ch == 0 and 0 <= a.conn < len(state.conns) and \
+        state.conns[a.conn].status == CONN_DOWN
+
+
+def can_receive(state: State, a) -> bool:
+    """The client reads: a frame is in flight to it on that channel and may be read now (``spec.network``)."""
+    if not 0 <= a.conn < len(state.conns):
+        return False
+    fifos = state.conns[a.conn].to_client
+    return 0 <= a.ch < len(fifos) and network.can_move(fifos, a.ch)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import network
 from .state import (
-    CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, EV_RECOVERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH,
+    CH_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, EV_RECOVERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH,
     FATE_QUEUE_FAILED, NEW_CHANNEL, NEW_CLIENT, Conn, Entry, State, put,
 )
 from .storage import add_fates, close_connection, forget_waits, with_channel
@@ -156,3 +156,41 @@ def drop_recovered(state: State, q: int, key: int, was_write: bool) -> State:
     if was_write:
         state = add_fates(state, ((q, key, FATE_LOST_CRASH, entry.msg, True),))
     return state
+
+
+# ---------------------------------------------------------------- preconditions
+# Each disk and fault action's precondition, beside its effect (``spec.machine.enabled`` asks these;
+# the configuration's budgets decide how many faults are tried).
+
+
+def can_fsync(state: State, a) -> bool:
+    """DiskFsync: the broker is up and this write (or removal) is pending (PC-5, TX-8)."""
+    return state.broker_up and (a.queue, a.key, a.msg, a.write) in pending_disk(state)
+
+
+def can_queue_fail(state: State, a) -> bool:
+    """BrokerQueueFail: the publish is unconfirmed on an open channel and a queue still holds a copy (PC-6)."""
+    if not state.broker_up or not 0 <= a.conn < len(state.conns):
+        return False
+    conn = state.conns[a.conn]
+    if conn.broker_closed or not 1 <= a.ch <= len(conn.channels):
+        return False
+    channel = conn.channels[a.ch - 1]
+    if channel.status != CH_OPEN:
+        return False
+    return any(p.seq == a.seq and failable(state, p) for p in channel.unconfirmed)
+
+
+def can_crash(state: State, a) -> bool:
+    """BrokerCrash: the broker is up."""
+    return state.broker_up
+
+
+def can_restart(state: State, a) -> bool:
+    """BrokerRestart: the broker is down."""
+    return not state.broker_up
+
+
+def can_lose_connection(state: State, a) -> bool:
+    """NetworkLoss: the broker is up and the connection is not already down."""
+    return state.broker_up and 0 <= a.conn < len(state.conns) and state.conns[a.conn].status != CONN_DOWN

@@ -2,8 +2,9 @@
 
 This is the interface every engine uses (spark_check, the trace checker, the Z3 agreement check):
 - ``initial_states(config)``: the states exploration starts from;
-- ``enabled(state, config)``: the actions enabled in a state, in a deterministic order; the
-  configuration's roles and budgets are guards here and nowhere else;
+- ``enabled(state, config)``: the actions enabled in a state, in a deterministic order: those the
+  configuration tries (``candidates``: roles and budgets, here and nowhere else) whose precondition
+  holds (``PRECONDITIONS``: one function per action, beside its effect);
 - ``step(state, action)``: the next state and the frames that crossed the wire (``Wire`` labels:
   what a client wrote, and what it read);
 - ``terminal_ok(state, config)``: whether a state with nothing enabled is a proper end.
@@ -15,7 +16,7 @@ from . import broker, client, faults, network
 from .frames import Wire
 from .roles import IDLE
 from .state import (
-    C_CLOSED, C_OPEN, CH_ENDING, CH_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_UP, MODE_CONFIRM,
+    C_CLOSED, C_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_UP, MODE_CONFIRM,
     MODE_NONE, MODE_TX, NEW_CHANNEL, NEW_CLIENT, Conn, Queue, State, Used, with_used,
 )
 
@@ -47,51 +48,50 @@ def initial_states(config) -> tuple[State, ...]:
 
 
 def enabled(state: State, config) -> tuple:
-    """The enabled actions: broker, disk, clients, then faults, each in index order."""
-    out = []
+    """The enabled actions: those the configuration tries (``candidates``) whose precondition holds
+    (``PRECONDITIONS``): broker, disk, clients, then faults, each in index order."""
+    pre = PRECONDITIONS
+    return tuple(a for a in candidates(state, config) if pre[type(a)](state, a))
+
+
+def precondition(state: State, action) -> bool:
+    """Whether ``action`` may fire in ``state``: its precondition, which stands beside its effect."""
+    return PRECONDITIONS[type(action)](state, action)
+
+
+def candidates(state: State, config):
+    """The actions the configuration tries in ``state``, in a deterministic order: every broker, disk
+    and network move, and what each client's role and the budgets let it try (the configuration's
+    choices live here and nowhere else; whether an action may fire is its precondition's business)."""
     used = state.used
-    up = state.broker_up
     conns = state.conns
-    if up:
-        for c, conn in enumerate(conns):
-            if conn.broker_closed:
-                continue
-            for ch in network.movable(conn.to_broker):
-                if not (ch and conn.channels[ch - 1].commit_pending):      # TX-7: the channel waits for its commit
-                    out.append(_act(A.BrokerTakeFrame, c, ch))
-        for q, queue in enumerate(state.queues):
-            if queue.ready and queue.ring and broker.next_consumer(state, q) is not None:
-                out.append(_act(A.BrokerDeliver, q))
-        for c, conn in enumerate(conns):
-            if conn.broker_closed:
-                continue
-            for ch, channel in enumerate(conn.channels, start=1):
-                if channel.status != CH_OPEN:
-                    if channel.status == CH_ENDING:
-                        out.append(_act(A.BrokerCloseOk, c, ch))
-                    continue
-                if channel.unconfirmed:
-                    for p in channel.unconfirmed:
-                        if broker.ready_to_confirm(p):
-                            out.append(_act(A.BrokerConfirm, c, ch, p.seq, False))
-                    prefix = broker.confirm_prefix(channel)
-                    if prefix:
-                        out.append(_act(A.BrokerConfirm, c, ch, prefix, True))
-                if channel.returns:
-                    out.append(_act(A.BrokerReturn, c, ch))
-                if channel.commit_pending and not channel.committing:
-                    out.append(_act(A.BrokerCommitOk, c, ch))
+    for c, conn in enumerate(conns):
+        for ch in range(len(conn.to_broker)):
+            yield _act(A.BrokerTakeFrame, c, ch)
+    for q in range(len(state.queues)):
+        yield _act(A.BrokerDeliver, q)
+    for c, conn in enumerate(conns):
+        for ch, channel in enumerate(conn.channels, start=1):
+            yield _act(A.BrokerCloseOk, c, ch)
+            if channel.unconfirmed:
+                for p in channel.unconfirmed:
+                    yield _act(A.BrokerConfirm, c, ch, p.seq, False)
+                prefix = broker.confirm_prefix(channel)
+                if prefix:
+                    yield _act(A.BrokerConfirm, c, ch, prefix, True)
+            yield _act(A.BrokerReturn, c, ch)
+            yield _act(A.BrokerCommitOk, c, ch)
+    if state.broker_up:
         for q, key, msg, write in faults.pending_disk(state):
-            out.append(_act(A.DiskFsync, q, key, msg, write))
+            yield _act(A.DiskFsync, q, key, msg, write)
     messages_left = config.messages
     for conn in conns:
         messages_left -= conn.published
     for c, conn in enumerate(conns):
-        for ch in network.movable(conn.to_client):
-            out.append(_act(A.ClientReceive, c, ch))
+        for ch in range(len(conn.to_client)):
+            yield _act(A.ClientReceive, c, ch)
         if conn.status == CONN_DOWN:
-            if up:
-                out.append(_act(A.ClientConnect, c, 0, config.channels_open))
+            yield _act(A.ClientConnect, c, 0, config.channels_open)
             continue
         if conn.status != CONN_UP:
             continue
@@ -100,36 +100,30 @@ def enabled(state: State, config) -> tuple:
             role = config.roles.get((c, ch), IDLE)
             closes_connection |= role.close_connection
             if view.status == C_CLOSED:
-                out.append(_act(A.ClientChannelOpen, c, ch))
+                yield _act(A.ClientChannelOpen, c, ch)
                 continue
             if view.status != C_OPEN:
                 continue
+            out: list = []
             _client_actions(out, state, config, c, ch, view, role, messages_left)
+            yield from out
         if closes_connection and used.reconnects < config.reconnects:
-            out.append(_act(A.ClientConnectionClose, c, 0))
-    if up:
-        if used.failures < config.failures:
-            for c, conn in enumerate(conns):
-                if conn.broker_closed:
-                    continue
-                for ch, channel in enumerate(conn.channels, start=1):
-                    if channel.status == CH_OPEN:
-                        for p in channel.unconfirmed:
-                            if faults.failable(state, p):
-                                out.append(_act(A.BrokerQueueFail, c, ch, p.seq))
-        if used.reconnects < config.reconnects and config.losses:
-            for c, conn in enumerate(conns):
-                if conn.status != CONN_DOWN:
-                    out.append(_act(A.NetworkLoss, c))
-        if used.crashes < config.crashes:
-            out.append(_act(A.BrokerCrash))
-    else:
-        out.append(_act(A.BrokerRestart))
-    return tuple(out)
+            yield _act(A.ClientConnectionClose, c, 0)
+    if used.failures < config.failures:
+        for c, conn in enumerate(conns):
+            for ch, channel in enumerate(conn.channels, start=1):
+                for p in channel.unconfirmed:
+                    yield _act(A.BrokerQueueFail, c, ch, p.seq)
+    if used.reconnects < config.reconnects and config.losses:
+        for c in range(len(conns)):
+            yield _act(A.NetworkLoss, c)
+    if used.crashes < config.crashes:
+        yield _act(A.BrokerCrash)
+    yield _act(A.BrokerRestart)
 
 
 def _client_actions(out, state, config, c, ch, view, role, messages_left) -> None:
-    """The actions the client of channel (c, ch) may take under its role and the budgets."""
+    """The actions the client of channel (c, ch) tries under its role and the budgets."""
     used = state.used
     if role.publish and messages_left > 0:
         for exchange, routing_key in role.publish:
@@ -297,6 +291,46 @@ EFFECTS = {
     A.ClientPublish: lambda s, a: client.publish(s, a),
     A.ClientReceive: lambda s, a: client.receive(s, a.conn, a.ch, a.answer),
     A.ClientConnect: lambda s, a: (faults.reset_connection(s, a.conn, CONN_UP, a.channels_open), ()),
+}
+
+
+# Each action's precondition, defined beside its effect (the guard and the effect read side by side;
+# ``model/`` mirrors both, one Z3 relation per action).
+PRECONDITIONS = {
+    A.BrokerTakeFrame: broker.can_take_frame,
+    A.BrokerDeliver: broker.can_deliver,
+    A.BrokerConfirm: broker.can_confirm,
+    A.BrokerReturn: broker.can_return,
+    A.BrokerCommitOk: broker.can_commit_ok,
+    A.BrokerCloseOk: broker.can_close_ok,
+    A.DiskFsync: faults.can_fsync,
+    A.BrokerQueueFail: faults.can_queue_fail,
+    A.BrokerCrash: faults.can_crash,
+    A.BrokerRestart: faults.can_restart,
+    A.NetworkLoss: faults.can_lose_connection,
+    A.ClientPublish: client.can_use_channel,
+    A.ClientReceive: client.can_receive,
+    A.ClientConnect: client.can_connect,
+    A.ClientConsume: client.can_use_channel,
+    A.ClientCancel: client.can_cancel,
+    A.ClientGet: client.can_use_channel,
+    A.ClientAck: client.can_settle,
+    A.ClientNack: client.can_settle,
+    A.ClientReject: client.can_settle,
+    A.ClientQos: client.can_use_channel,
+    A.ClientRecover: client.can_use_channel,
+    A.ClientConfirmSelect: client.can_use_channel,
+    A.ClientTxSelect: client.can_use_channel,
+    A.ClientTxCommit: client.can_use_channel,
+    A.ClientTxRollback: client.can_use_channel,
+    A.ClientDeclareQueue: client.can_use_channel,
+    A.ClientBindQueue: client.can_use_channel,
+    A.ClientPurgeQueue: client.can_use_channel,
+    A.ClientDeleteQueue: client.can_use_channel,
+    A.ClientChannelClose: client.can_use_channel,
+    A.ClientChannelOpen: client.can_open_channel,
+    A.ClientChannelCloseOk: client.can_send_close_ok,
+    A.ClientConnectionClose: client.can_close_connection,
 }
 
 

@@ -19,7 +19,7 @@ from .state import (
     CH_CLOSED, CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
     EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_RECOVERED, EV_REQUEUE_TWICE, EV_ROLLBACK_KEPT,
     EV_TX_RETURN, FATE_ACKED, FATE_AUTO, FATE_DEAD_LETTERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH, FATE_PURGED,
-    MODE_CONFIRM, MODE_TX, State,
+    MODE_CONFIRM, MODE_NONE, MODE_TX, State,
 )
 
 MAX_DELIVERY_TAG = 9223372036854775807
@@ -317,6 +317,22 @@ def down_broker_holds_only_disk(state: State) -> bool:
             return False
     return all(conn.status == CONN_DOWN and not any(conn.to_client) and not any(conn.to_broker)
                for conn in state.conns)
+
+
+@always("PC-8", "TX-1", "PC-1")
+def plain_channel_holds_nothing(state: State) -> bool:
+    """A channel is in one of the three modes, and one in neither confirm nor tx mode numbers no
+    publish and holds nothing back (the helper that makes confirm_and_tx_exclusive inductive: proofs/)."""
+    for conn in state.conns:
+        for channel in conn.channels:
+            mode = channel.mode
+            if mode == MODE_NONE:
+                if channel.publish_seq or channel.unconfirmed or channel.confirmed or channel.tx_pubs or \
+                        channel.tx_settles or channel.commit_pending:
+                    return False
+            elif mode != MODE_CONFIRM and mode != MODE_TX:
+                return False
+    return True
 
 
 ALWAYS = tuple(name for name, p in REGISTRY.items() if p.kind == "always")

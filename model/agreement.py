@@ -1,0 +1,186 @@
+"""Agreement of the Z3 model with ``spec/`` on concrete states: without it the proofs are about some
+other machine.
+
+For a spec state ``s`` and an action ``a`` of the configuration (``spec.machine.candidates``):
+- if ``a`` is enabled (``spec.machine.enabled``), with ``s2`` the state ``spec.machine.step`` computes,
+  Z3 proves that the relation of ``a`` relates ``abstract(s)`` to ``abstract(s2)`` and to nothing else
+  (one solver query: no ``y`` with ``R(abstract(s), y) != (y == abstract(s2))``);
+- if ``a`` is disabled, Z3 proves its guard false at ``abstract(s)``.
+The oracles are read from ``s`` (``oracles``); the relation is then evaluated on concrete values only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+from spec import actions as A
+from spec import broker, client, faults, machine
+from spec.frames import (
+    BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE,
+    CONNECTION_CLOSE, TX_COMMIT,
+)
+from spec.state import CONN_DOWN, MODE_TX
+
+from .actions import CHANNEL_ERR, CONNECTION_ERR, OK, RELATIONS, concrete, symbolic
+from .state import abstract, fresh, same
+
+
+def _val(v) -> z3.ExprRef:
+    return z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
+
+
+def _frame_oracles(state, a) -> dict:
+    """What BrokerTakeFrame reads outside the family: the frame, and the broker's answer to it."""
+    out = {"method": 0, "immediate": False, "exchange": 0, "verdict": OK, "settled": False, "size": 0,
+           "requeue": False, "waits": False}
+    conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
+    if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
+        return out
+    frame = conn.to_broker[a.ch][0]
+    m = out["method"] = frame[0]
+    if m == BASIC_PUBLISH:
+        out["exchange"], out["immediate"] = frame[2], bool(frame[7])
+    elif m == BASIC_QOS:
+        out["size"] = frame[4]
+    elif m == BASIC_RECOVER:
+        out["requeue"] = bool(frame[2])
+    channel = conn.channels[a.ch - 1] if a.ch else None
+    if m in (BASIC_ACK, BASIC_NACK, BASIC_REJECT) and channel is not None:
+        multiple = bool(frame[3]) if m != BASIC_REJECT else False
+        collected = broker._collect(channel, frame[2], multiple)                # ACK-1..4
+        out["settled"] = bool(collected and collected[0])
+        if collected is None:
+            out["verdict"] = CHANNEL_ERR
+    elif m == TX_COMMIT and channel is not None and channel.mode == MODE_TX:
+        # TX-7: the commit waits for the disk when one of its publishes is persistent and routed to a
+        # durable queue (what broker._tx_commit computes).
+        out["waits"] = any(persistent and state.queues[q].durable
+                           for exchange, key, _, persistent, _ in channel.tx_pubs
+                           for q in broker.route(state, exchange, key))
+    elif channel is not None and machine.precondition(state, a):
+        # Queue errors (NOT_FOUND, RESOURCE_LOCKED, if-unused, exclusive use, a reused consumer tag):
+        # the broker's answer, read from the frames it writes (ER-1).
+        _, labels = machine.step(state, a)
+        methods = {w.frame[0] for w in labels}
+        out["verdict"] = CONNECTION_ERR if CONNECTION_CLOSE in methods else \
+            CHANNEL_ERR if CHANNEL_CLOSE in methods else OK
+    return out
+
+
+def oracles(state, a) -> dict:
+    """The oracle values of action ``a`` in spec state ``state`` (``model.actions.ORACLES``)."""
+    kind = type(a)
+    if kind is A.BrokerTakeFrame:
+        return _frame_oracles(state, a)
+    if kind is A.BrokerDeliver:
+        return {"ready": broker.can_deliver(state, a)}
+    if kind is A.BrokerConfirm:
+        channel = _channel(state, a)
+        pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
+        return {"ready": bool(pend) and broker.ready_to_confirm(pend[0]),
+                "prefix": broker.confirm_prefix(channel) if channel else 0}
+    if kind is A.BrokerReturn:
+        channel = _channel(state, a)
+        return {"returns": bool(channel and channel.returns)}
+    if kind is A.BrokerCommitOk:
+        channel = _channel(state, a)
+        return {"written": bool(channel) and not channel.committing}
+    if kind is A.BrokerQueueFail:
+        channel = _channel(state, a)
+        return {"failable": bool(channel) and any(p.seq == a.seq and faults.failable(state, p)
+                                                  for p in channel.unconfirmed)}
+    if kind is A.DiskFsync:
+        return {"pending": faults.can_fsync(state, a)}
+    if kind is A.NetworkLoss:
+        return {"connected": 0 <= a.conn < len(state.conns) and state.conns[a.conn].status != CONN_DOWN}
+    if kind is A.ClientConnect:
+        return {"down": 0 <= a.conn < len(state.conns) and state.conns[a.conn].status == CONN_DOWN}
+    if kind is A.ClientReceive:
+        readable = client.can_receive(state, a)
+        return {"readable": readable, "method": state.conns[a.conn].to_client[a.ch][0][0] if readable else 0}
+    if kind in (A.BrokerCloseOk, A.BrokerCrash, A.BrokerRestart):
+        return {}
+    return {"may": machine.precondition(state, a)}
+
+
+def _channel(state, a):
+    if not 0 <= a.conn < len(state.conns) or not 1 <= a.ch <= len(state.conns[a.conn].channels):
+        return None
+    return state.conns[a.conn].channels[a.ch - 1]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one (state, action) check; ``problem`` is empty when the model agrees."""
+
+    action: object
+    enabled: bool
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+
+class Checker:
+    """Checks (state, action) pairs with one reused solver (push/pop per pair)."""
+
+    def __init__(self, timeout_ms: int = 10_000) -> None:
+        self.solver = z3.Solver()
+        self.solver.set("timeout", timeout_ms)
+        self.y = fresh("y")
+        self._symbolic: dict = {}
+
+    def _relation(self, cls: type):
+        """The relation of ``cls`` built once over symbolic x, fields and oracles (plugged in by substitution)."""
+        got = self._symbolic.get(cls)
+        if got is None:
+            x = fresh("x")
+            a, o = symbolic(cls, "a")
+            t = RELATIONS[cls](x, a, o)
+            y = self.y
+            formula = z3.And(t.guard, same(y, t.after))
+            got = self._symbolic[cls] = (x, a, o, t.guard, formula)
+        return got
+
+    def check(self, state, action, enabled: bool, x=None) -> Verdict:
+        """Whether the model agrees with the spec on ``action`` in ``state`` (enabled or not);
+        ``x`` is ``abstract(state)`` when the caller has it already."""
+        xs, a_sym, o_sym, guard, formula = self._relation(type(action))
+        o = oracles(state, action)
+        x = abstract(state) if x is None else x
+        a = concrete(action)
+        pairs = [(v, w) for (_, v), (_, w) in zip(xs.items(), x.items())]
+        pairs += [(a_sym[n], a[n]) for n in a_sym]
+        pairs += [(o_sym[n], _val(o[n])) for n in o_sym]
+        s = self.solver
+        s.push()
+        try:
+            if not enabled:
+                s.add(z3.substitute(guard, *pairs))
+                r = s.check()
+                return Verdict(action, False, "" if r == z3.unsat else f"guard not false in Z3 ({r})")
+            after = abstract(machine.step(state, action)[0])
+            y = self.y
+            s.add(z3.substitute(formula, *pairs) != same(y, after))
+            r = s.check()
+            if r == z3.unsat:
+                return Verdict(action, True)
+            if r == z3.sat:
+                s.pop()
+                s.push()
+                s.add(z3.substitute(formula, *pairs, *[(v, w) for (_, v), (_, w) in zip(y.items(), after.items())]))
+                holds = s.check() == z3.sat
+                why = "relation admits another successor" if holds else \
+                    "relation does not hold for the spec's successor"
+                return Verdict(action, True, why)
+            return Verdict(action, True, f"solver {r}")
+        finally:
+            s.pop()
+
+    def check_state(self, state, config) -> list[Verdict]:
+        """Every candidate action of ``config`` in ``state``: enabled ones and disabled ones."""
+        on = set(machine.enabled(state, config))
+        x = abstract(state)
+        return [self.check(state, a, a in on, x) for a in dict.fromkeys(machine.candidates(state, config))]

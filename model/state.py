@@ -1,0 +1,126 @@
+"""The Z3 state of the channel-modes family: what each channel's mode, publish numbering, confirms and
+held-back transaction are, for any number of connections, channels and publishes.
+
+A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
+an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
+concrete state when the model is checked against ``spec/`` and left free in the proofs.
+
+Why arrays: every field is a Z3 array indexed by unbounded integers (connection, channel, publish
+sequence number), updated with ``Store`` or ``Lambda``. The invariants are universally quantified over
+those indices, each a guarded formula in the array property fragment (index comparisons only, no
+arithmetic on array values under a quantifier), which Z3 decides by instantiation: no bound on
+connections, channels or publishes enters the encoding, and the obligations stay decidable and fast.
+Sequences would have kept order we do not need (publish numbers are their own order) and cost
+quantifier alternations.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Iterator
+
+import z3
+
+from spec.state import CH_CLOSED, MODE_NONE
+
+INT = z3.IntSort()
+BOOL = z3.BoolSort()
+
+
+@dataclass(frozen=True)
+class Z3State:
+    """One state of the family as Z3 terms (symbolic, or concrete from ``abstract``)."""
+
+    up: z3.BoolRef          # the broker is running
+    nch: z3.ArithRef        # channels per connection (rigid: a configuration constant)
+    bclosed: z3.ArrayRef    # c -> the broker has closed its end of connection c
+    cstat: z3.ArrayRef      # (c, ch) -> broker channel status CH_*
+    mode: z3.ArrayRef       # (c, ch) -> MODE_* (PC-8)
+    seq: z3.ArrayRef        # (c, ch) -> publish_seq (PC-1)
+    unconf: z3.ArrayRef     # (c, ch, s) -> publish s is unconfirmed (PC-2)
+    conf: z3.ArrayRef       # (c, ch, s) -> publish s was confirmed (ghost, PC-2)
+    held: z3.ArrayRef       # (c, ch) -> publishes or settlements held back by an open transaction (TX-2, TX-3)
+    pending: z3.ArrayRef    # (c, ch) -> a tx.commit waits for its commit-ok (TX-7)
+    tb: z3.ArrayRef         # (c, ch) -> frames in flight to the broker on channel ch (0: the connection's)
+
+    def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
+        for f in fields(self):
+            yield f.name, getattr(self, f.name)
+
+    def replace(self, **changes: z3.ExprRef) -> "Z3State":
+        values = dict(self.items())
+        values.update(changes)
+        return Z3State(**values)
+
+
+SORTS: dict[str, z3.SortRef] = {
+    "up": BOOL, "nch": INT,
+    "bclosed": z3.ArraySort(INT, BOOL),
+    "cstat": z3.ArraySort(INT, INT, INT), "mode": z3.ArraySort(INT, INT, INT), "seq": z3.ArraySort(INT, INT, INT),
+    "unconf": z3.ArraySort(INT, INT, INT, BOOL), "conf": z3.ArraySort(INT, INT, INT, BOOL),
+    "held": z3.ArraySort(INT, INT, BOOL), "pending": z3.ArraySort(INT, INT, BOOL), "tb": z3.ArraySort(INT, INT, INT),
+}
+
+# What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
+DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "unconf": False, "conf": False,
+            "held": False, "pending": False, "tb": 0}
+
+
+def fresh(prefix: str) -> Z3State:
+    """A symbolic state whose fields are new constants named ``prefix.field``."""
+    return Z3State(**{name: z3.Const(f"{prefix}.{name}", sort) for name, sort in SORTS.items()})
+
+
+def same(x: Z3State, y: Z3State) -> z3.BoolRef:
+    """The two states are equal, field by field (arrays extensionally)."""
+    return z3.And([a == b for (_, a), (_, b) in zip(x.items(), y.items())])
+
+
+def _const_array(name: str, arity: int) -> z3.ArrayRef:
+    """The array of ``name`` that maps every index to its default."""
+    default = DEFAULTS[name]
+    value = z3.BoolVal(default) if isinstance(default, bool) else z3.IntVal(default)
+    idx = [z3.Int(f"i{k}") for k in range(arity)]
+    return z3.Lambda(idx, value) if arity > 1 else z3.K(INT, value)
+
+
+def _array(name: str, arity: int, entries: dict) -> z3.ArrayRef:
+    """A concrete array: the default everywhere but at ``entries`` (index tuple -> value)."""
+    arr = _const_array(name, arity)
+    default = DEFAULTS[name]
+    for index, value in sorted(entries.items()):
+        if value != default:
+            arr = z3.Store(arr, *index, value)
+    return arr
+
+
+def project(state) -> dict:
+    """The family's fields of a spec ``State`` as plain Python values (index tuple -> value dicts)."""
+    out: dict = {name: {} for name in DEFAULTS}
+    nch = len(state.conns[0].channels) if state.conns else 0
+    for c, conn in enumerate(state.conns):
+        out["bclosed"][(c,)] = conn.broker_closed
+        for ch, fifo in enumerate(conn.to_broker):
+            out["tb"][(c, ch)] = len(fifo)
+        for ch, channel in enumerate(conn.channels, start=1):
+            out["cstat"][(c, ch)] = channel.status
+            out["mode"][(c, ch)] = channel.mode
+            out["seq"][(c, ch)] = channel.publish_seq
+            for p in channel.unconfirmed:
+                out["unconf"][(c, ch, p.seq)] = True
+            for s in channel.confirmed:
+                out["conf"][(c, ch, s)] = True
+            out["held"][(c, ch)] = bool(channel.tx_pubs or channel.tx_settles)
+            out["pending"][(c, ch)] = channel.commit_pending
+    out["up"] = state.broker_up
+    out["nch"] = nch
+    return out
+
+
+ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2}
+
+
+def abstract(state) -> Z3State:
+    """The abstraction function: a spec ``State`` as a concrete Z3 state of this family."""
+    values = project(state)
+    return Z3State(up=z3.BoolVal(values["up"]), nch=z3.IntVal(values["nch"]),
+                   **{name: _array(name, ARITY[name], values[name]) for name in ARITY})

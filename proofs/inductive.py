@@ -1,0 +1,143 @@
+"""Inductive proofs, for every size: Init => Inv, and Inv and Action => Inv' for every invariant of
+``model.invariants`` (helpers included, each proved the same way) and every spec action.
+
+Each obligation gets its own solver and time limit. An obligation assumes the invariant and its
+helpers before the step, the relation's guard, and nothing about the action's fields or oracles (so it
+holds for any frame, any tag, any queue outcome), and asks for a channel where the invariant fails
+after. ``proved``: no such channel (unsat); ``counterexample``: Z3 found one, shown as the two states
+of that channel; ``unknown``: the solver gave up or ran out of time.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import z3
+
+from model.actions import RELATIONS, symbolic
+from model.invariants import HELPERS, INVARIANTS, Invariant, init
+from model.state import Z3State, fresh
+
+PROVED, COUNTEREXAMPLE, UNKNOWN = "proved", "counterexample", "unknown"
+TIMEOUT_MS = 20_000
+
+
+@dataclass
+class Outcome:
+    """One obligation's result."""
+
+    invariant: str
+    action: str                 # an action class name, or "Init"
+    status: str
+    seconds: float
+    counterexample: list[str] = field(default_factory=list)     # lines: the channel before and after
+
+
+def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch) -> str:
+    ev = lambda e: model.eval(e, model_completion=True)   # noqa: E731
+    seq = ev(x.seq[c, ch]).as_long()
+    top = max(seq, 0) + 2
+    unconf = [s for s in range(0, top + 1) if z3.is_true(ev(x.unconf[c, ch, s]))]
+    conf = [s for s in range(0, top + 1) if z3.is_true(ev(x.conf[c, ch, s]))]
+    return (f"{label}: up={ev(x.up)} status={ev(x.cstat[c, ch])} mode={ev(x.mode[c, ch])} publish_seq={seq} "
+            f"unconfirmed={unconf} confirmed={conf} held={ev(x.held[c, ch])} commit_pending={ev(x.pending[c, ch])} "
+            f"frames_to_broker={ev(x.tb[c, ch])}")
+
+
+def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3State, c0, ch0,
+            started: float, extra: Iterable[str] = ()) -> Outcome:
+    result = solver.check()
+    seconds = time.perf_counter() - started
+    if result == z3.unsat:
+        return Outcome(inv.name, action, PROVED, seconds)
+    if result == z3.sat:
+        m = solver.model()
+        lines = [f"channel ({m.eval(c0, model_completion=True)}, {m.eval(ch0, model_completion=True)})", *extra]
+        if action != "Init":
+            lines.append(_channel_lines(m, "before", x, c0, ch0))
+        lines.append(_channel_lines(m, "after" if action != "Init" else "initial", y, c0, ch0))
+        return Outcome(inv.name, action, COUNTEREXAMPLE, seconds, lines)
+    return Outcome(inv.name, action, UNKNOWN, seconds, [solver.reason_unknown()])
+
+
+def prove_init(inv: Invariant, timeout_ms: int = TIMEOUT_MS) -> Outcome:
+    """Init => Inv."""
+    started = time.perf_counter()
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    x = fresh("x")
+    c0, ch0, s0 = z3.Ints("c0 ch0 s0")
+    solver.add(init(x), z3.Not(inv.at(x, c0, ch0, s0)))
+    return _decide(solver, inv, "Init", x, x, c0, ch0, started)
+
+
+# The frame methods a step may read (``o.method``): relations that read a frame are proved one method
+# at a time (each case in a solver of its own), then for every other method at once.
+_METHODS = tuple(range(1, 40))
+
+
+def prove_step(inv: Invariant, cls: type, helpers: Iterable[Invariant], timeout_ms: int = TIMEOUT_MS) -> Outcome:
+    """Inv and helpers and Action => Inv'. A relation that reads a frame is split by the frame's method,
+    each case in its own solver with the time limit; the obligation is proved when every case is."""
+    helpers = list(helpers)
+    _, o = symbolic(cls, "a")
+    if "method" not in o:
+        return _prove_step_case(inv, cls, helpers, timeout_ms, None)
+    started = time.perf_counter()
+    for m in _METHODS:
+        outcome = _prove_step_case(inv, cls, helpers, timeout_ms, m)
+        if outcome.status != PROVED:
+            outcome.seconds = time.perf_counter() - started
+            outcome.counterexample.insert(0, f"case: frame method {m}")
+            return outcome
+    outcome = _prove_step_case(inv, cls, helpers, timeout_ms, 0)
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def _prove_step_case(inv: Invariant, cls: type, helpers: list[Invariant], timeout_ms: int,
+                     method: int | None) -> Outcome:
+    """One case of a step obligation: ``method`` fixes the frame read (0: any method outside _METHODS)."""
+    started = time.perf_counter()
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    x = fresh("x")
+    a, o = symbolic(cls, "a")
+    t = RELATIONS[cls](x, a, o)
+    c0, ch0, s0 = z3.Ints("c0 ch0 s0")
+    hints = [i.at(x, c0, ch0, s0) for i in (inv, *helpers)]         # the hypotheses at the witness
+    solver.add(inv.holds(x), *[h.holds(x) for h in helpers], *hints, t.guard, z3.Not(inv.at(t.after, c0, ch0, s0)))
+    if method:
+        solver.add(o.method == method)
+    elif method == 0:
+        solver.add(*[o.method != m for m in _METHODS])
+    outcome = _decide(solver, inv, cls.__name__, x, t.after, c0, ch0, started)
+    if outcome.status == COUNTEREXAMPLE:
+        m = solver.model()
+        fields = ", ".join(f"{n}={m.eval(v, model_completion=True)}" for n, v in {**a, **o}.items())
+        outcome.counterexample.insert(1, f"{cls.__name__}({fields})")
+    return outcome
+
+
+def invariants_named(names: Iterable[str] = ()) -> list[Invariant]:
+    """The invariants to prove (all, helpers included, when ``names`` is empty); KeyError for an unknown one."""
+    known = {**INVARIANTS, **HELPERS}
+    chosen = list(names) or list(known)
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        raise KeyError(f"unknown invariant {unknown[0]!r}; known: {', '.join(known)}")
+    return [known[n] for n in chosen]
+
+
+def prove_all(invariants: Iterable[Invariant], actions: Iterable[type] | None = None,
+              timeout_ms: int = TIMEOUT_MS) -> list[Outcome]:
+    """Every obligation of these invariants: Init, then each action (all spec actions by default)."""
+    classes = list(actions) if actions is not None else sorted(RELATIONS, key=lambda k: k.__name__)
+    out = []
+    for inv in invariants:
+        helpers = [HELPERS[h] for h in inv.helpers]
+        out.append(prove_init(inv, timeout_ms))
+        for cls in classes:
+            out.append(prove_step(inv, cls, helpers, timeout_ms))
+    return out

@@ -1,0 +1,161 @@
+"""``python -m proofs.verify`` (``make verify``): every check, in order, and one summary table.
+
+Parts: ``explore`` (spark_check.verify over the standard configurations), ``agreement`` (the Z3 model
+against spec/ on a sample of reachable states), ``proofs`` (the inductive obligations, printed as a
+table invariant x action). ``--part`` runs one. Exits 1 on any failure or unknown, 2 on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+PARTS = ("explore", "agreement", "proofs")
+
+
+@dataclass
+class PartResult:
+    """One part's counts."""
+
+    part: str
+    checks: int
+    passed: int
+    failed: int
+    unknown: int
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and self.unknown == 0 and self.checks > 0
+
+
+def run_explore(console: Console) -> PartResult:
+    """spark_check.verify over spec.configs.STANDARD (counts pinned in its manifest)."""
+    from spark_check.bundle import load_spec
+    from spark_check.verify import verify
+    started = time.perf_counter()
+    bundle = load_spec()
+    configs = [bundle.config(n) for n in bundle.configs.STANDARD]
+    report = verify(bundle.model, configs, bundle.registry, console=console)
+    passed = sum(o.ok for o in report.outcomes)
+    return PartResult("explore", len(report.outcomes), passed, len(report.outcomes) - passed, 0,
+                      time.perf_counter() - started)
+
+
+def run_agreement(console: Console, walks: int = 60, length: int = 40, seed: int = 8) -> PartResult:
+    """model.agreement on every candidate action of the states of ``walks`` random executions."""
+    from model.agreement import Checker
+    from spec import configs, machine
+    started = time.perf_counter()
+    rng = random.Random(seed)
+    names = [n for n in configs.STANDARD if configs.get(n).category != "medium"]
+    checker = Checker()
+    checks = passed = 0
+    for w in range(walks):
+        config = configs.get(names[w % len(names)])
+        state = machine.initial_states(config)[0]
+        for _ in range(length):
+            for verdict in checker.check_state(state, config):
+                checks += 1
+                if verdict.ok:
+                    passed += 1
+                else:
+                    console.print(Text(f"agreement: {config.name}: {verdict.action!r}: {verdict.problem}", "red"))
+            enabled = machine.enabled(state, config)
+            if not enabled:
+                break
+            state = machine.step(state, rng.choice(enabled))[0]
+    return PartResult("agreement", checks, passed, checks - passed, 0, time.perf_counter() - started)
+
+
+def run_proofs(console: Console, invariants: Sequence[str] = (), actions: Sequence[str] = ()) -> PartResult:
+    """The inductive obligations, one table row per invariant, one column per action."""
+    from model.actions import RELATIONS
+    from proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, invariants_named, prove_all
+    started = time.perf_counter()
+    by_name = {cls.__name__: cls for cls in RELATIONS}
+    classes = [by_name[a] for a in actions] if actions else None
+    outcomes = prove_all(invariants_named(invariants), classes)
+    table = Table(title="inductive proofs (Init and every action)")
+    table.add_column("invariant")
+    for col in ("proved", "counterexample", "unknown", "seconds", "slowest obligation"):
+        table.add_column(col, justify="right" if col != "slowest obligation" else "left")
+    for name in dict.fromkeys(o.invariant for o in outcomes):
+        mine = [o for o in outcomes if o.invariant == name]
+        slow = max(mine, key=lambda o: o.seconds)
+        table.add_row(name, str(sum(o.status == PROVED for o in mine)),
+                      str(sum(o.status == COUNTEREXAMPLE for o in mine)), str(sum(o.status == UNKNOWN for o in mine)),
+                      f"{sum(o.seconds for o in mine):.2f}", f"{slow.action} {slow.seconds:.2f} s")
+    console.print(table)
+    for o in outcomes:
+        if o.status != PROVED:
+            console.print(Text(f"{o.invariant} x {o.action}: {o.status} ({o.seconds:.2f} s)", "bold red"))
+            for line in o.counterexample:
+                console.print(f"  {line}")
+    return PartResult("proofs", len(outcomes), sum(o.status == PROVED for o in outcomes),
+                      sum(o.status == COUNTEREXAMPLE for o in outcomes), sum(o.status == UNKNOWN for o in outcomes),
+                      time.perf_counter() - started)
+
+
+def print_summary(console: Console, results: Sequence[PartResult]) -> None:
+    table = Table(title="make verify")
+    for col in ("part", "checks", "passed", "failed", "unknown", "seconds", "verdict"):
+        table.add_column(col, justify="left" if col in ("part", "verdict") else "right")
+    for r in results:
+        table.add_row(r.part, f"{r.checks:,}", f"{r.passed:,}", f"{r.failed:,}", f"{r.unknown:,}",
+                      f"{r.seconds:.1f}", Text("PASS", "bold green") if r.ok else Text("FAIL", "bold red"))
+    console.print(table)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit code 2
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _Parser(prog="python -m proofs.verify", description=__doc__.splitlines()[0])
+    parser.add_argument("--part", action="append", default=[], metavar="PART",
+                        help=f"run only this part (repeatable): {', '.join(PARTS)}")
+    parser.add_argument("--invariant", action="append", default=[], metavar="NAME",
+                        help="proofs: only this invariant (repeatable)")
+    parser.add_argument("--action", action="append", default=[], metavar="NAME",
+                        help="proofs: only this action class (repeatable)")
+    args = parser.parse_args(argv)
+    from model.actions import RELATIONS
+    from proofs.inductive import invariants_named
+    for part in args.part:
+        if part not in PARTS:
+            parser.error(f"unknown part {part!r}; known: {', '.join(PARTS)}")
+    try:
+        invariants_named(args.invariant)
+    except KeyError as e:
+        parser.error(e.args[0])
+    names = sorted(cls.__name__ for cls in RELATIONS)
+    for action in args.action:
+        if action not in names:
+            parser.error(f"unknown action {action!r}; known: {', '.join(names)}")
+    console = Console()
+    results = []
+    for part in args.part or PARTS:
+        if part == "explore":
+            results.append(run_explore(console))
+        elif part == "agreement":
+            results.append(run_agreement(console))
+        else:
+            results.append(run_proofs(console, args.invariant, args.action))
+    print_summary(console, results)
+    ok = all(r.ok for r in results)
+    console.print(Text("verify: PASS" if ok else "verify: FAIL", "bold green" if ok else "bold red"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The Z3 model agrees with spec/ (model.agreement): on pairs (state, action) drawn by Hypothesis from
+states reachable in the standard configurations (at least 10,000 enabled and 10,000 disabled), each enabled action's relation holds for the successor
+spec.machine.step computes and for no other state, and each disabled action's guard is false."""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import z3
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from model import actions as M
+from model.agreement import Checker
+from spec import actions as A
+from spec import configs, machine
+
+SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
+PAIRS_WANTED = 10_000
+
+
+def _walk(config, choices):
+    """The states of one execution of ``config``, each next action chosen by ``choices``."""
+    state = machine.initial_states(config)[0]
+    yield state
+    for pick in choices:
+        enabled = machine.enabled(state, config)
+        if not enabled:
+            return
+        state = machine.step(state, enabled[pick % len(enabled)])[0]
+        yield state
+
+
+def test_agreement_on_ten_thousand_pairs():
+    checker = Checker()
+    seen = {"pairs": 0, "enabled": 0, "disabled": 0}
+    problems = []
+
+    @settings(max_examples=400, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(SMALL), st.lists(st.integers(0, 1 << 16), min_size=5, max_size=45))
+    def check_execution(name, choices):
+        config = configs.get(name)
+        for state in _walk(config, choices):
+            for verdict in checker.check_state(state, config):
+                seen["pairs"] += 1
+                seen["enabled" if verdict.enabled else "disabled"] += 1
+                if not verdict.ok:
+                    problems.append(f"{name}: {verdict.action!r}: {verdict.problem}")
+
+    started = time.perf_counter()
+    check_execution()
+    print(f"\nagreement: {seen['pairs']:,} pairs ({seen['enabled']:,} enabled, {seen['disabled']:,} disabled) "
+          f"in {time.perf_counter() - started:.1f} s")
+    assert not problems, problems[:5]
+    assert seen["enabled"] >= PAIRS_WANTED and seen["disabled"] >= PAIRS_WANTED
+
+
+def _first_state(config, want):
+    """A reachable state of ``config`` where some enabled action satisfies ``want`` (BFS)."""
+    frontier, seen = list(machine.initial_states(config)), set()
+    while frontier:
+        state = frontier.pop(0)
+        if state in seen:
+            continue
+        seen.add(state)
+        for a in machine.enabled(state, config):
+            if want(a):
+                return state, a
+            frontier.append(machine.step(state, a)[0])
+    raise AssertionError("no such state")
+
+
+def test_a_wrong_effect_is_caught(monkeypatch):
+    """PC-3: a confirm relation that forgets multiple=true disagrees with the spec."""
+    def confirm_one(x, a, o):
+        t = M.BrokerConfirm(x, a, o)
+        a2 = M.Terms({**a, "multiple": z3.BoolVal(False)})
+        return M.Transition(t.guard, M.BrokerConfirm(x, a2, o).after)
+    config = configs.get("confirms")
+    state, action = _first_state(config, lambda a: isinstance(a, A.BrokerConfirm) and a.multiple)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerConfirm, confirm_one)
+    verdict = Checker().check(state, action, True)
+    assert verdict.problem == "relation does not hold for the spec's successor"
+
+
+def test_a_weak_guard_is_caught(monkeypatch):
+    """ER-1: a close-ok relation without its guard is enabled where the spec's is not."""
+    config = configs.get("ack_basics")
+    state = machine.initial_states(config)[0]
+    action = A.BrokerCloseOk(0, 1)
+    assert action not in machine.enabled(state, config)
+    assert Checker().check(state, action, False).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerCloseOk,
+                        lambda x, a, o: M.Transition(z3.BoolVal(True), M.BrokerCloseOk(x, a, o).after))
+    assert Checker().check(state, action, False).problem.startswith("guard not false")
+
+
+def test_a_nondeterministic_relation_is_caught(monkeypatch):
+    """A relation that leaves a field free admits another successor: the uniqueness half fails."""
+    def loose_restart(x, a, o):
+        t = M.BrokerRestart(x, a, o)
+        return M.Transition(t.guard, t.after.replace(seq=z3.Array("free", z3.IntSort(), z3.IntSort(), z3.IntSort())))
+    config = configs.get("hazard_unconfirmed_lost")
+    state, action = _first_state(config, lambda a: isinstance(a, A.BrokerRestart))
+    monkeypatch.setitem(M.RELATIONS, A.BrokerRestart, loose_restart)
+    assert Checker().check(state, action, True).problem == "relation admits another successor"
+
+
+def test_every_action_has_a_relation_and_a_precondition():
+    classes = M.action_classes()
+    assert set(classes) == set(M.RELATIONS) == set(machine.PRECONDITIONS)
+    for cls in classes:
+        assert M.RELATIONS[cls].__name__ in (cls.__name__, "_client_writes"), cls
+        assert {f.name for f in dataclasses.fields(cls)} == set(M.param_sorts(cls))
