@@ -141,16 +141,33 @@ def _publish(state, c, ch, channel, frame):
     return with_channel(state, c, ch, channel)
 
 
-def _collect(channel, tag: int, multiple: bool):
-    """The outstanding deliveries a settlement names (ACK-1..3), or None if the tag is not outstanding (ACK-4)."""
-    unacked = channel.unacked
+def settled_tags(outstanding: tuple[int, ...], tag: int, multiple: bool) -> tuple[int, ...] | None:
+    """The outstanding tags a basic.ack / nack / reject settles (ACK-1, ACK-2, ACK-3), or None when
+    ``tag`` is not outstanding (ACK-4). A channel's tags are distinct and in delivery order.
+
+    pre: all(a < b for a, b in zip(outstanding, outstanding[1:]))
+    post: (__return__ is None) == (tag not in outstanding and not (multiple and tag == 0))
+    post: __return__ is None or all(t in outstanding for t in __return__)
+    post: __return__ is None or multiple or __return__ == (tag,)
+    post: __return__ is None or not multiple or tag == 0 or __return__ == tuple(t for t in outstanding if t <= tag)
+    post: __return__ is None or not (multiple and tag == 0) or __return__ == outstanding
+    """
     if multiple and tag == 0:
-        return unacked, ()                                                          # ACK-3
-    if not any(u.tag == tag for u in unacked):
-        return None
+        return outstanding                                                          # ACK-3
+    if tag not in outstanding:
+        return None                                                                 # ACK-4
     if multiple:
-        return tuple(u for u in unacked if u.tag <= tag), tuple(u for u in unacked if u.tag > tag)  # ACK-2
-    return tuple(u for u in unacked if u.tag == tag), tuple(u for u in unacked if u.tag != tag)     # ACK-1
+        return tuple(t for t in outstanding if t <= tag)                            # ACK-2
+    return (tag,)                                                                   # ACK-1
+
+
+def _collect(channel, tag: int, multiple: bool):
+    """The outstanding deliveries a settlement names and those it leaves (``settled_tags``), or None."""
+    unacked = channel.unacked
+    tags = settled_tags(tuple(u.tag for u in unacked), tag, multiple)
+    if tags is None:
+        return None
+    return tuple(u for u in unacked if u.tag in tags), tuple(u for u in unacked if u.tag not in tags)
 
 
 def _settle_frame(state, c, ch, channel, tag, multiple, kind):
@@ -354,13 +371,27 @@ def _tx_commit(state, c, ch, channel, frame):
     return send(with_channel(state, c, ch, channel), c, (TX_COMMIT_OK, ch))
 
 
+def rollback_outstanding(outstanding: tuple[int, ...], held: tuple[int, ...]) -> tuple[int, ...]:
+    """The tags outstanding after tx.rollback: the held-back settlements are dropped, so the deliveries
+    they named are outstanding again, beside those never settled, in tag order (TX-3, TX-4).
+
+    pre: len(set(outstanding + held)) == len(outstanding) + len(held)
+    post: set(__return__) == set(outstanding) | set(held)
+    post: len(__return__) == len(outstanding) + len(held)
+    post: all(a < b for a, b in zip(__return__, __return__[1:]))
+    """
+    return tuple(sorted(outstanding + held))
+
+
 def _tx_rollback(state, c, ch, channel, frame):
     """tx.rollback: held-back publishes are dropped, held-back settlements undone (TX-2, TX-3, TX-4)."""
     if channel.mode != MODE_TX:
         return channel_error(state, c, ch, PRECONDITION_FAILED, R_NOT_TX, 0)       # TX-10
     if channel.tx_settles:
         state = state._replace(events=state.events | EV_ROLLBACK_KEPT)
-    unacked = tuple(sorted(channel.unacked + tuple(u for _, u in channel.tx_settles)))
+    by_tag = {u.tag: u for u in channel.unacked + tuple(u for _, u in channel.tx_settles)}
+    tags = rollback_outstanding(tuple(u.tag for u in channel.unacked), tuple(u.tag for _, u in channel.tx_settles))
+    unacked = tuple(by_tag[t] for t in tags)
     state = with_channel(state, c, ch, channel._replace(unacked=unacked, tx_pubs=(), tx_settles=()))
     return send(state, c, (TX_ROLLBACK_OK, ch))
 
@@ -447,7 +478,23 @@ def has_room(state: State, c: int, ch: int, consumer) -> bool:
     tag = consumer.tag
     mine = sum(1 for u in channel.unacked if u.consumer == tag)
     mine += sum(1 for _, u in channel.tx_settles if u.consumer == tag)
-    return mine < consumer.limit
+    return prefetch_room(consumer.limit, mine) > 0
+
+
+def prefetch_room(limit: int, outstanding: int) -> int:
+    """How many more deliveries a prefetch limit leaves room for, given ``outstanding`` counted ones
+    (PF-1): -1 when unbounded (limit 0); never negative otherwise, even when lowering the limit left
+    more outstanding than it allows (PF-5: nothing is taken back).
+
+    pre: limit >= 0 and outstanding >= 0
+    post: (__return__ == -1) == (limit == 0)
+    post: limit == 0 or 0 <= __return__ <= limit
+    post: limit == 0 or (__return__ > 0) == (outstanding < limit)
+    post: limit == 0 or outstanding >= limit or __return__ + outstanding == limit
+    """
+    if not limit:
+        return -1
+    return max(0, limit - outstanding)
 
 
 def next_consumer(state: State, q: int):
@@ -499,10 +546,27 @@ def confirm_prefix(channel) -> int:
     return best if count >= 2 else 0
 
 
+def confirm_covers(unconfirmed: tuple[int, ...], seq: int, multiple: bool) -> tuple[int, ...]:
+    """The publish sequence numbers a basic.ack / basic.nack from the broker confirms (PC-3): with
+    multiple, exactly the still-unconfirmed ones <= seq; without, seq alone if it is unconfirmed.
+    Nothing confirmed already is confirmed again (PC-2).
+
+    pre: all(a < b for a, b in zip(unconfirmed, unconfirmed[1:]))
+    post: all(s in unconfirmed for s in __return__)
+    post: all(s <= seq for s in __return__)
+    post: not multiple or all(s in __return__ for s in unconfirmed if s <= seq)
+    post: multiple or __return__ == ((seq,) if seq in unconfirmed else ())
+    """
+    if multiple:
+        return tuple(s for s in unconfirmed if s <= seq)
+    return (seq,) if seq in unconfirmed else ()
+
+
 def confirm(state: State, c: int, ch: int, seq: int, multiple: bool) -> State:
     """BrokerConfirm: basic.ack (or basic.nack, PC-6) for one publish or, with multiple, every one up to seq (PC-3)."""
     channel = state.conns[c].channels[ch - 1]
-    covered = tuple(p for p in channel.unconfirmed if (p.seq <= seq if multiple else p.seq == seq))
+    seqs = confirm_covers(tuple(p.seq for p in channel.unconfirmed), seq, multiple)
+    covered = tuple(p for p in channel.unconfirmed if p.seq in seqs)
     nack = covered[0].nack
     channel = channel._replace(
         unconfirmed=tuple(p for p in channel.unconfirmed if p not in covered),

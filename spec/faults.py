@@ -87,12 +87,26 @@ def lose_connection(state: State, c: int) -> State:
     return reset_connection(add_fates(state, lost), c, CONN_DOWN)
 
 
+def lost_in_crash(live: tuple[tuple[int, int], ...], on_disk: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """The copies, as (queue, key), a crash loses: every live one whose record is not on disk. A crash
+    keeps exactly what is on disk (DU-2, PC-10), records of copies acknowledged since included (TX-8).
+
+    pre: len(set(live)) == len(live)
+    post: all(c in live and c not in on_disk for c in __return__)
+    post: all(c in __return__ or c in on_disk for c in live)
+    post: len(set(__return__)) == len(__return__)
+    """
+    disk = set(on_disk)
+    return tuple(c for c in live if c not in disk)
+
+
 def crash(state: State) -> State:
     """BrokerCrash: every connection drops, and everything only in memory is gone: transient
     messages, copies not yet written, held-back transactions (DU-2, PC-10, TX-9). Disk records stay,
     including those of copies acknowledged since their last fsync (TX-8)."""
-    on_disk = {(q, k) for q, k, _ in state.disk}
-    lost = [(q, k, FATE_LOST_CRASH, m, p) for (q, k), (m, p) in live_copies(state).items() if (q, k) not in on_disk]
+    live = live_copies(state)
+    gone = lost_in_crash(tuple(live), tuple((q, k) for q, k, _ in state.disk))
+    lost = [(q, k, FATE_LOST_CRASH) + live[(q, k)] for q, k in gone]
     for conn in state.conns:
         lost.extend((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
     for c in range(len(state.conns)):

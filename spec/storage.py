@@ -65,6 +65,23 @@ def forget_waits(state: State, pairs) -> State:
     return state if conns is state.conns else with_conns(state, conns)
 
 
+def requeue_position(keys: tuple[int, ...], key: int) -> int:
+    """Where a requeued copy goes back among a queue's ready copies, given their enqueue keys: its
+    original place, so the queue stays in enqueue order (RQ-1). Searched from the tail, as a copy
+    usually goes back near it.
+
+    pre: all(a < b for a, b in zip(keys, keys[1:]))
+    pre: key not in keys
+    post: 0 <= __return__ <= len(keys)
+    post: all(k < key for k in keys[:__return__])
+    post: all(k > key for k in keys[__return__:])
+    """
+    i = len(keys)
+    while i and keys[i - 1] > key:
+        i -= 1
+    return i
+
+
 def requeue(state: State, unacked) -> State:
     """Put copies back at their original place among the ready ones, marked redelivered (RQ-1, RQ-2, RQ-6)."""
     events = state.events
@@ -79,9 +96,7 @@ def requeue(state: State, unacked) -> State:
             events |= EV_REQUEUE_TWICE
         ready = queue.ready
         entry = Entry(u.key, u.msg, True, u.persistent)
-        i = len(ready)
-        while i and ready[i - 1].key > u.key:
-            i -= 1
+        i = requeue_position(tuple(e.key for e in ready), u.key)
         queues = put(queues, u.queue, queue._replace(ready=ready[:i] + (entry,) + ready[i:]))
     state = state._replace(queues=queues, events=events)
     if gone:

@@ -1,0 +1,43 @@
+"""The CrossHair runner is itself tested: it finds the bug planted in a copy of ``settled_tags``
+(``tests/fixtures/crosshair_planted.py``), the counterexample it reports really breaks ACK-2, and
+it finds none on the real function."""
+from __future__ import annotations
+
+import ast
+import re
+
+from proofs.contracts import check, conditions_of
+from spec.broker import settled_tags
+from tests.fixtures import crosshair_planted
+
+PLANTED = "tests.fixtures.crosshair_planted.settled_tags"
+# The postcondition the planted bug breaks: a multiple ack settles exactly the outstanding tags <= tag.
+ACK2_POST = "__return__ == tuple(t for t in outstanding if t <= tag)"
+
+
+def _line_of(text: str) -> int:
+    lines = open(crosshair_planted.__file__).read().splitlines()
+    return next(i for i, line in enumerate(lines, start=1) if text in line)
+
+
+def test_crosshair_finds_the_planted_bug():
+    outcome = check(PLANTED, per_condition_timeout=2.0)
+    assert outcome.conditions == 5
+    assert not outcome.other, outcome.other
+    assert len(outcome.counterexamples) == 1, outcome.counterexamples
+    found = outcome.counterexamples[0]
+    assert found.startswith(f"line {_line_of(ACK2_POST)}: false when calling settled_tags("), found
+    # The arguments CrossHair chose, as the literal tuple after the function's name.
+    outstanding, tag, multiple = ast.literal_eval(re.search(r"calling settled_tags(\(.*\)) \(which returns", found)[1])
+    assert multiple and tag != 0
+    # Replayed, the counterexample settles a tag above ``tag``; the real function does not.
+    assert any(t > tag for t in crosshair_planted.settled_tags(outstanding, tag, multiple))
+    assert settled_tags(outstanding, tag, multiple) == tuple(t for t in outstanding if t <= tag)
+    assert not outcome.ok
+
+
+def test_crosshair_finds_nothing_on_the_real_function():
+    outcome = check("spec.broker.settled_tags", per_condition_timeout=1.0)
+    assert outcome.conditions == conditions_of(PLANTED) == 5
+    assert outcome.counterexamples == [] and outcome.other == []
+    assert outcome.reported == 5 and outcome.ok
