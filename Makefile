@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 ## verify: explore every standard configuration, check the Z3 model against the spec, prove the
-## invariants for every size; one summary table. PART=explore|agreement|proofs runs one part.
+## invariants for every size, run CrossHair over the spec's contracts; one summary table.
+## PART=explore|agreement|proofs|crosshair runs one part.
 PART ?=
 verify: $(STAMP)
 	$(PY) -m proofs.verify $(if $(PART),--part $(PART))
