@@ -112,7 +112,6 @@ def check_all(targets: Sequence[str] = tuple(t for t, _ in CONTRACTS), jobs: int
 
 def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
-    from rich.table import Table
     parser = argparse.ArgumentParser(prog="python -m proofs.contracts", description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="*", help="functions to check (default: every one in CONTRACTS)")
     parser.add_argument("--per-condition-timeout", type=float, default=PER_CONDITION_TIMEOUT)
