@@ -34,7 +34,7 @@ def run(argv, capsys):
         (["explore", "manual", "--bound", "queues=1"], "unknown bound 'queues'"),
         (["explore", "manual", "--bound", "messages"], "--bound expects NAME=VALUE"),
         (["explore", "manual", "--property", "no_such_property"], "unknown property 'no_such_property'"),
-        (["explore", "manual", "--engine", "warp"], "unknown engine 'warp'; available: local"),
+        (["explore", "manual", "--engine", "warp"], "unknown engine 'warp'; available: local, spark"),
         (["explore", "manual", "--max-states", "0"], "--max-states must be positive"),
         (["explore", "manual", "--max-states", "many"], "invalid int value"),
         (["explore", "manual", "--json", "/no/such/dir/out.json"], "no such directory"),
