@@ -79,6 +79,9 @@ class Engine(ABC):
         ``action_types`` lists every action class, so that coverage can name those that never fired.
         """
 
+    def prepare(self, model: Model, config: Any, properties: Sequence[Property]) -> None:
+        """Check, before any work, what only this engine can refuse; ValueError (one line). Nothing by default."""
+
     def close(self) -> None:
         """Release what the engine holds between explorations (a Spark session); nothing by default."""
 

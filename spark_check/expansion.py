@@ -76,6 +76,12 @@ class Expander:
         self._false_preds = [f for _, f in self._on_false]
         self._true_preds = [f for _, f in self._on_true]
 
+    def set_undecided(self, undecided: Sequence[int]) -> None:
+        """Check exactly these properties from now on (an executor learns it from the driver each level)."""
+        if list(undecided) != self.undecided:
+            self.undecided = list(undecided)
+            self._refresh()
+
     def retire(self, decided: Sequence[int]) -> None:
         """Stop checking properties already decided."""
         gone = set(decided)
