@@ -16,6 +16,8 @@ from rich.table import Table
 
 from .bundle import InputError, SpecBundle, load_module, load_spec
 from .engine import ENGINES, Engine, ExplorationResult, engine_named
+from .chart import write_charts
+from .checkpoint import check_writable
 from .manifest import manifest_check
 from .report import ProgressDisplay, print_result, result_json
 
@@ -85,6 +87,10 @@ def build_parser() -> OneLineParser:
     explore.add_argument("--property", action="extend", nargs="+", default=[], metavar="NAME",
                          help="check these properties instead of the configuration's own")
     explore.add_argument("--json", metavar="FILE", help="also write the full result as JSON")
+    explore.add_argument("--chart", metavar="DIR",
+                         help="write each counterexample as a message-sequence chart (SVG) in DIR")
+    explore.add_argument("--chart-witnesses", action="store_true",
+                         help="with --chart, also chart the witness of each sometimes property")
     explore.add_argument("--max-states", type=int, metavar="N", help="state cap (default: the configuration's)")
     explore.add_argument("--show-state", action="store_true", help="print the final state of each trace")
     explore.add_argument("--exact", action="store_true",
@@ -143,6 +149,11 @@ def command_explore(args: argparse.Namespace, out: Console) -> int:
         folder = os.path.dirname(os.path.abspath(args.json))
         if not os.path.isdir(folder):
             raise InputError(f"--json: no such directory {folder!r}")
+    if args.chart:
+        try:
+            check_writable(args.chart)
+        except ValueError as e:
+            raise InputError(str(e).replace("checkpoint directory", "--chart directory")) from None
     bounds = parse_bounds(args.bound)
     bundle = bundle_for(args.model)
     config = bundle.config(args.config, bounds)
@@ -165,6 +176,9 @@ def command_explore(args: argparse.Namespace, out: Console) -> int:
     )
     engine.close()
     print_result(out, result, args.show_state)
+    if args.chart:
+        for path in write_charts(result, args.chart, witnesses=args.chart_witnesses):
+            out.print(f"chart: {path}")
     pinned = None if args.model or args.bound or args.property else manifest_check(result)
     if pinned:
         out.print(pinned, style="red" if "!=" in pinned else "green")

@@ -8,6 +8,7 @@ i.e. a top-level function), the configuration (a plain frozen dataclass) and the
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import pickle
 import uuid
@@ -56,6 +57,7 @@ class Portable:
             built = _EXPANDERS[self.token] = Expander(
                 self.resolve_model(), self.config, self.resolve_properties(),
                 reduction=reduction_named(self.reductions))
+            gc.freeze()     # the model and configuration are never garbage: stop the collector scanning them
         return built
 
     def modules(self) -> set[str]:
