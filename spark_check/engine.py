@@ -119,16 +119,16 @@ class LocalEngine(Engine):
         started = time.perf_counter()
         expander = Expander(model, config, properties, exact=self.exact,
                             reduction=reduction_named(self.reductions))
-        outcome = self._search(expander, config, properties, max_states, stop_on_violation, progress, started)
-        parent = self._parent
-        self._parent = {}
+        outcome, parent = self._search(expander, config, properties, max_states, stop_on_violation, progress,
+                                       started)
         seconds = time.perf_counter() - started
         return assemble(self.name, expander, outcome, lambda fps: {f: parent[f] for f in fps}, seconds=seconds,
                         action_types=action_types, exact=self.exact, reductions=self.reductions)
 
     def _search(self, expander: Expander, config: Any, properties: Sequence[Property], max_states: int | None,
-                stop_on_violation: bool, progress: ProgressCallback | None, started: float) -> SearchOutcome:
-        """The BFS itself; leaves the parent map in ``self._parent`` for trace replay."""
+                stop_on_violation: bool, progress: ProgressCallback | None,
+                started: float) -> tuple[SearchOutcome, dict[Any, Any]]:
+        """The BFS itself: what it established, and the parent map for trace replay."""
         cap = config.max_states if max_states is None else max_states
         deadlock_is_error = bool(config.deadlock_is_error)
         fingerprint = expander.fingerprint
@@ -140,7 +140,6 @@ class LocalEngine(Engine):
         # Fingerprint -> parent fingerprint; an initial state is its own parent. The keys are the visited
         # set: one hash table instead of two, so each new state costs one lookup and one insertion.
         parent: dict[Any, Any] = {}
-        self._parent = parent
         frontier: list[Any] = []
         frontier_fps: list[Any] = []
         for state in expander.initial_states():
@@ -211,7 +210,7 @@ class LocalEngine(Engine):
         out.depth = depth
         out.transitions = transitions
         out.coverage = {t.__name__: n for t, n in type_counts.items()}
-        return out
+        return out, parent
 
 
 try:  # The C helper behind Counter.update, without update's Python-level dispatch.

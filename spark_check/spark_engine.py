@@ -188,7 +188,7 @@ class SparkEngine(Engine):
     def session(self) -> Any:
         """The Spark session, started on first use and kept for the next exploration."""
         if self._session is None:
-            self._session = spark_session(self.master, self.partitions or 0 or 8,
+            self._session = spark_session(self.master, self.partitions or 8,
                                           self.driver_memory or ("2g" if is_local(self.master) else None))
             if self.partitions is None:
                 parallelism = self._session.sparkContext.defaultParallelism
