@@ -28,6 +28,7 @@ class SearchOutcome:
     error: str | None = None
     error_fp: Any = None
     stopped: bool = False
+    timings: dict[str, float] = field(default_factory=dict)       # where the time went (engine-specific)
 
 
 class TraceBuilder:
@@ -163,4 +164,5 @@ def assemble(
         exact=exact,
         error_trace=error_trace,
         reductions=tuple(reductions),
+        timings=dict(outcome.timings),
     )

@@ -105,6 +105,10 @@ def print_bench(console: Console, results: Sequence[ExplorationResult]) -> None:
             row.append(f"{r.states_per_second / base.states_per_second:.2f}" if base and base.seconds else "-")
         table.add_row(*row)
     console.print(table)
+    for r in results:
+        if r.timings:
+            spent = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in r.timings.items())
+            console.print(f"{r.config} ({r.engine}): {r.seconds:.1f} s in all; {spent} (task times summed over tasks)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -85,6 +85,7 @@ class ExplorationResult:
     exact: bool = False
     error_trace: Trace | None = None
     reductions: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def states_per_second(self) -> float:

@@ -82,12 +82,19 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[A
     transitions = deadlocks = expanded = 0
     first_deadlock: int | None = None
     error: tuple[str, int] | None = None
+    clock = time.perf_counter
+    python = pickling = 0.0         # seconds in this function: all of it, and pickling successors
+    task_started = clock()
     schema = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("state", pa.binary())])
 
     def successors_batch(fps: list, parents: list, actions: list, states: list) -> Any:
+        nonlocal pickling
+        started = clock()
+        blobs = [dumps(s, 5) for s in states]
+        pickling += clock() - started
         return pa.RecordBatch.from_arrays(
             [pa.array(fps, pa.int64()), pa.array(parents, pa.int64()), pa.array(actions, pa.int32()),
-             pa.array(states, pa.binary())], schema=schema)
+             pa.array(blobs, pa.binary())], schema=schema)
 
     for batch in batches:
         if error is not None:
@@ -96,6 +103,7 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[A
         out_parent: list[int] = []
         out_action: list[int] = []
         out_state: list[bytes] = []
+        started = clock()
         for fp, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
             state = loads(blob)
             seen.add(fp)
@@ -120,19 +128,24 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[A
                     out_fp.append(h)
                     out_parent.append(fp)
                     out_action.append(i)
-                    out_state.append(dumps(succ, 5))
+                    out_state.append(succ)
             except Exception as e:  # noqa: BLE001 - reported as the driver's error, with the trace to ``state``
                 error = (diagnose(expander, state, e), fp)
                 break
             if len(out_fp) >= BATCH_ROWS:
+                python += clock() - started
                 yield successors_batch(out_fp, out_parent, out_action, out_state)
+                started = clock()
                 out_fp, out_parent, out_action, out_state = [], [], [], []
+        python += clock() - started
         if out_fp:
             yield successors_batch(out_fp, out_parent, out_action, out_state)
     counts = {
         "decided_at": decided_at, "deadlocks": deadlocks, "first_deadlock": first_deadlock,
         "coverage": {t.__name__: n for t, n in types.items()}, "transitions": transitions,
         "error": error, "expanded": expanded,
+        "seconds": {"python: expand, check, unpickle": python, "python: pickle successors": pickling,
+                    "python task (wall)": clock() - task_started},
     }
     tally.add({TaskContext.get().partitionId(): counts})
 
@@ -282,7 +295,10 @@ class _LevelRun:
                 visited = spark.read.schema(LEVEL_SCHEMA).parquet(*self.store.paths(range(level + 1))).select("fp")
                 fresh = (expanded.select("fp", "parent", "action", "state")
                          .dropDuplicates(["fp"]).join(visited, "fp", "left_anti"))
+                job_started = time.perf_counter()
                 fresh.write.mode("overwrite").parquet(self.store.level_path(level + 1))
+                out.timings["level jobs (wall)"] = out.timings.get("level jobs (wall)", 0.0) + (
+                    time.perf_counter() - job_started)
                 self._merge(out, list(tally.value.values()), level)
                 violated = any(self.is_always[i] for i in out.decided_at) or (config.deadlock_is_error and out.deadlocks)
                 size = self.store.rows(level + 1, spark)
@@ -327,6 +343,8 @@ class _LevelRun:
         """Add one level's per-task counts to the outcome: the smallest fingerprint decides, so the
         result does not depend on how states fell into tasks."""
         for c in counts:
+            for name, seconds in c["seconds"].items():
+                out.timings[name] = out.timings.get(name, 0.0) + seconds
             out.transitions += c["transitions"]
             out.deadlocks += c["deadlocks"]
             for name, n in c["coverage"].items():
