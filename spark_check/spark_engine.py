@@ -229,6 +229,7 @@ class SparkEngine(Engine):
         described = portable(model, config, properties, self.reductions)
         expander = described.expander()
         spark = self.session()
+        session_seconds = time.perf_counter() - started
         ship_code(spark, described.modules())
         directory = self.resume or self.checkpoint
         temporary = directory is None
@@ -240,11 +241,51 @@ class SparkEngine(Engine):
                             properties, started)
             outcome = run.search(config, max_states, stop_on_violation, progress, resume=bool(self.resume))
             seconds = run.seconds()
-            return assemble(self.name, expander, outcome, run.parent_lookup(), seconds=seconds,
-                            action_types=action_types, reductions=self.reductions)
+            result = assemble(self.name, expander, outcome, run.parent_lookup(), seconds=seconds,
+                              action_types=action_types, reductions=self.reductions)
+            result.timings["session start (wall)"] = session_seconds
+            result.timings["traces rebuilt (wall)"] = run.seconds() - seconds
+            return result
         finally:
             if temporary:
                 shutil.rmtree(directory, ignore_errors=True)
+
+
+class VisitedSet:
+    """The visited fingerprints, cached on the executors in a few chunks, each hash-partitioned by
+    fingerprint like the deduplicated successors: the anti-join then moves no visited fingerprint (no
+    shuffle, and no broadcast through the driver). Every level adds a chunk; past ``MERGE_AT`` chunks they
+    are merged into one (an LSM tree's merge, so each fingerprint is re-partitioned O(log) times)."""
+
+    MERGE_AT = 8
+
+    def __init__(self, spark: Any, partitions: int) -> None:
+        self.spark = spark
+        self.partitions = partitions
+        self.chunks: list[Any] = []
+
+    def add(self, level: Any) -> None:
+        """Add a level's (or several levels') rows."""
+        self.chunks.append(level.select("fp").repartition(self.partitions, "fp").persist())   # cached on first use
+        if len(self.chunks) > self.MERGE_AT:
+            merged = self.chunks[0]
+            for c in self.chunks[1:]:
+                merged = merged.union(c)
+            merged = merged.repartition(self.partitions, "fp").persist()
+            merged.count()
+            self.release()
+            self.chunks = [merged]
+
+    def unseen(self, candidates: Any) -> Any:
+        """The candidate rows whose fingerprint is in no chunk."""
+        for chunk in self.chunks:
+            candidates = candidates.join(chunk, "fp", "left_anti")
+        return candidates
+
+    def release(self) -> None:
+        for chunk in self.chunks:
+            chunk.unpersist()
+        self.chunks = []
 
 
 class _LevelRun:
@@ -285,6 +326,8 @@ class _LevelRun:
             if out.error is not None:
                 return out
         spark = self.spark
+        visited = VisitedSet(spark, int(spark.conf.get("spark.sql.shuffle.partitions")))
+        visited.add(spark.read.schema(LEVEL_SCHEMA).parquet(*self.store.paths(range(level + 1))))
         try:
             while True:
                 undecided = tuple(i for i in range(len(self.is_always)) if i not in out.decided_at)
@@ -292,9 +335,7 @@ class _LevelRun:
                 frontier = spark.read.schema(LEVEL_SCHEMA).parquet(self.store.level_path(level)).select("fp", "state")
                 expanded = frontier.mapInArrow(partial(expand_level, (self.described, undecided, tally)),
                                                EXPANDED_SCHEMA)
-                visited = spark.read.schema(LEVEL_SCHEMA).parquet(*self.store.paths(range(level + 1))).select("fp")
-                fresh = (expanded.select("fp", "parent", "action", "state")
-                         .dropDuplicates(["fp"]).join(visited, "fp", "left_anti"))
+                fresh = visited.unseen(expanded.select("fp", "parent", "action", "state").dropDuplicates(["fp"]))
                 job_started = time.perf_counter()
                 fresh.write.mode("overwrite").parquet(self.store.level_path(level + 1))
                 out.timings["level jobs (wall)"] = out.timings.get("level jobs (wall)", 0.0) + (
@@ -308,6 +349,7 @@ class _LevelRun:
                     self._record(out, level)
                     break
                 level += 1
+                visited.add(spark.read.schema(LEVEL_SCHEMA).parquet(self.store.level_path(level)))
                 self.level_sizes.append(size)
                 out.distinct_states += size
                 out.depth = level + 1
@@ -320,6 +362,8 @@ class _LevelRun:
                     break
         except KeyboardInterrupt:
             out.error = f"interrupted at depth {out.depth} after {out.distinct_states:,} distinct states"
+        finally:
+            visited.release()
         return out
 
     def _write_initial_level(self, cap: int) -> tuple[SearchOutcome, int]:

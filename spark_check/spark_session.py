@@ -101,6 +101,9 @@ def spark_session(master: str | None, partitions: int, driver_memory: str | None
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "4096",
         "spark.sql.parquet.compression.codec": "lz4_raw",
+        # The visited set is joined where it lies, never broadcast (a broadcast goes through the driver).
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+        "spark.sql.join.preferSortMergeJoin": "false",
     }
     if driver_memory and not under_spark_submit():
         settings["spark.driver.memory"] = driver_memory
