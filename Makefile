@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: setup verify test explore broker bench rabbitmq clean
+.PHONY: setup verify test explore broker bench rabbitmq java clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,22 +25,23 @@ verify: $(STAMP)
 
 ## test: the test suite (spec rules, trace checker, explorer, broker interop, crash and bad-input tests).
 ## Some tests run against a real RabbitMQ 3.10.8, installed here when missing.
-test: $(STAMP) rabbitmq
+test: $(STAMP) rabbitmq java
 	$(PY) -m pytest -q
 
-## explore: explore one configuration (CONFIG=name, ENGINE=local|spark, ARGS=extra flags).
+## explore: explore one configuration (CONFIG=name, ENGINE=local|spark, MASTER=Spark master URL, ARGS=extra flags).
 CONFIG ?= small
 ENGINE ?= local
-explore: $(STAMP)
-	$(PY) -m spark_check explore $(CONFIG) --engine $(ENGINE) $(ARGS)
+MASTER ?=
+explore: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
+	$(PY) -m spark_check explore $(CONFIG) --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) $(ARGS)
 
 ## broker: run the reference broker on 127.0.0.1:5672.
 broker: $(STAMP)
 	$(PY) -m impl.server $(ARGS)
 
 ## bench: explorer throughput; trace checker time on long spec-made and RabbitMQ-recorded traces; broker throughput.
-bench: $(STAMP) rabbitmq
-	$(PY) -m spark_check.bench
+bench: $(STAMP) rabbitmq java
+	$(PY) -m spark_check.bench --engines local,spark --master local[2]
 	$(PY) -m spark_check.trace_bench
 	$(PY) -m tests.bench.recorded_trace_bench --messages 250
 	$(PY) -m tests.bench.broker_bench
@@ -48,6 +49,10 @@ bench: $(STAMP) rabbitmq
 ## rabbitmq: install the reference RabbitMQ 3.10.8 (Debian's rabbitmq-server) if it is missing.
 rabbitmq:
 	@test -x /usr/lib/rabbitmq/bin/rabbitmq-server || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q rabbitmq-server)
+
+## java: install Debian's JRE (the Spark engine runs on it) if java is missing.
+java:
+	@command -v java >/dev/null 2>&1 || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q default-jre-headless)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -16,6 +16,9 @@ from rich.table import Table
 
 from .bundle import InputError, SpecBundle, load_module, load_spec
 from .engine import ENGINES, Engine, ExplorationResult, engine_named
+from .chart import write_charts
+from .checkpoint import check_writable
+from .manifest import manifest_check
 from .report import ProgressDisplay, print_result, result_json
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -40,6 +43,31 @@ def parse_bounds(items: Sequence[str]) -> dict[str, str]:
     return bounds
 
 
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """--engine and --master, shared by explore, verify and bench."""
+    parser.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))} (default local)")
+    parser.add_argument("--master", metavar="URL",
+                        help="spark engine: Spark master (local[*] by default; spark://HOST:PORT, yarn, k8s://...)")
+
+
+def build_engine(name: str, *, master: str | None = None, exact: bool = False, checkpoint: str | None = None,
+                 resume: str | None = None) -> Engine:
+    """The engine the command line asks for; InputError (one line) for options it cannot take, an
+    unreachable master or a checkpoint directory that cannot be written, before any work starts."""
+    options: dict[str, Any] = {"exact": exact}
+    spark_only = {"--master": master, "--checkpoint": checkpoint, "--resume": resume}
+    if name == "spark":
+        options.update(master=master, checkpoint=checkpoint, resume=resume)
+    else:
+        given = [flag for flag, value in spark_only.items() if value]
+        if given:
+            raise InputError(f"{given[0]} is for the spark engine (add --engine spark)")
+    try:
+        return engine_named(name, **options)
+    except ValueError as e:
+        raise InputError(str(e).splitlines()[0]) from None
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m spark_check", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="{explore,list}")
@@ -50,12 +78,19 @@ def build_parser() -> OneLineParser:
 
     explore = commands.add_parser("explore", parents=[common], help="explore one configuration")
     explore.add_argument("config", help="configuration name (see `list`)")
-    explore.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))}")
+    add_engine_arguments(explore)
+    explore.add_argument("--checkpoint", metavar="DIR",
+                         help="spark engine: keep the level store (visited set, frontier, parent links) in DIR")
+    explore.add_argument("--resume", metavar="DIR", help="spark engine: continue the run checkpointed in DIR")
     explore.add_argument("--bound", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
                          help="override a bound of the configuration")
     explore.add_argument("--property", action="extend", nargs="+", default=[], metavar="NAME",
                          help="check these properties instead of the configuration's own")
     explore.add_argument("--json", metavar="FILE", help="also write the full result as JSON")
+    explore.add_argument("--chart", metavar="DIR",
+                         help="write each counterexample as a message-sequence chart (SVG) in DIR")
+    explore.add_argument("--chart-witnesses", action="store_true",
+                         help="with --chart, also chart the witness of each sometimes property")
     explore.add_argument("--max-states", type=int, metavar="N", help="state cap (default: the configuration's)")
     explore.add_argument("--show-state", action="store_true", help="print the final state of each trace")
     explore.add_argument("--exact", action="store_true",
@@ -106,20 +141,27 @@ def run_engine(
 
 def command_explore(args: argparse.Namespace, out: Console) -> int:
     # Every input is checked before any exploration starts.
-    try:
-        engine = engine_named(args.engine, exact=args.exact)
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    engine = build_engine(args.engine, master=args.master, exact=args.exact, checkpoint=args.checkpoint,
+                          resume=args.resume)
     if args.max_states is not None and args.max_states < 1:
         raise InputError(f"--max-states must be positive, not {args.max_states}")
     if args.json:
         folder = os.path.dirname(os.path.abspath(args.json))
         if not os.path.isdir(folder):
             raise InputError(f"--json: no such directory {folder!r}")
+    if args.chart:
+        try:
+            check_writable(args.chart)
+        except ValueError as e:
+            raise InputError(str(e).replace("checkpoint directory", "--chart directory")) from None
     bounds = parse_bounds(args.bound)
     bundle = bundle_for(args.model)
     config = bundle.config(args.config, bounds)
     properties = bundle.properties(config, args.property)
+    try:
+        engine.prepare(bundle.model, config, properties)
+    except ValueError as e:
+        raise InputError(str(e).splitlines()[0]) from None
 
     err = Console(stderr=True)
     show = err.is_terminal if args.progress is None else args.progress
@@ -132,7 +174,14 @@ def command_explore(args: argparse.Namespace, out: Console) -> int:
         stop_on_violation=args.stop_on_violation,
         progress_console=err if show else None,
     )
+    engine.close()
     print_result(out, result, args.show_state)
+    if args.chart:
+        for path in write_charts(result, args.chart, witnesses=args.chart_witnesses):
+            out.print(f"chart: {path}")
+    pinned = None if args.model or args.bound or args.property else manifest_check(result)
+    if pinned:
+        out.print(pinned, style="red" if "!=" in pinned else "green")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result_json(result), f, indent=2)

@@ -21,11 +21,10 @@ from rich.text import Text
 from spec.properties_api import Property
 
 from .bundle import InputError, action_types_of, load_module, load_spec, properties_for
-from .cli import OneLineParser, output_console
+from .cli import OneLineParser, add_engine_arguments, build_engine, output_console
 from .engine import Engine, ExplorationResult, LocalEngine, Model
+from .manifest import MANIFEST, compare, pins_of, read_manifest, write_manifest
 from .report import ProgressDisplay, print_trace
-
-MANIFEST = Path(__file__).with_name("manifest.json")
 
 
 @dataclass
@@ -65,37 +64,6 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return all(o.ok for o in self.outcomes)
-
-
-def read_manifest(path: Path) -> dict[str, dict[str, int]]:
-    """The pinned counts per configuration (empty when there is no manifest yet)."""
-    if not path.exists():
-        return {}
-    return json.loads(path.read_text(encoding="utf-8")).get("configs", {})
-
-
-def write_manifest(path: Path, pins: Mapping[str, Mapping[str, int]]) -> None:
-    data = {
-        "about": "Distinct states and depth (BFS levels) per configuration, pinned by "
-                 "`python -m spark_check.verify --update-manifest`; verify fails when they change.",
-        "configs": {name: dict(pins[name]) for name in sorted(pins)},
-    }
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-
-
-def pins_of(result: ExplorationResult) -> dict[str, int]:
-    return {"distinct_states": result.distinct_states, "depth": result.depth}
-
-
-def compare(result: ExplorationResult, pinned: Mapping[str, int] | None) -> list[str]:
-    """How ``result`` differs from its manifest entry, one phrase per figure."""
-    if pinned is None:
-        return ["no manifest entry (run with --update-manifest)"]
-    out = []
-    for key, value in pins_of(result).items():
-        if pinned.get(key) != value:
-            out.append(f"manifest {key.replace('_', ' ')} {pinned.get(key)} != {value}")
-    return out
 
 
 def verify(
@@ -185,19 +153,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--manifest", type=Path, default=MANIFEST, help=argparse.SUPPRESS)
     parser.add_argument("--model", metavar="MODULE", help=argparse.SUPPRESS)
     parser.add_argument("--no-progress", action="store_true", help="never show progress")
+    add_engine_arguments(parser)
     args = parser.parse_args(argv)
     try:
+        engine = build_engine(args.engine, master=args.master)
         bundle = load_module(args.model) if args.model else load_spec()
         names = args.configs or list(bundle.configs.STANDARD)
         configs = [bundle.config(n) for n in names]
         for c in configs:
-            bundle.properties(c)
-    except InputError as e:
-        sys.stderr.write(f"spark_check.verify: error: {e}\n")
+            engine.prepare(bundle.model, c, bundle.properties(c))
+    except (InputError, ValueError) as e:
+        sys.stderr.write(f"spark_check.verify: error: {str(e).splitlines()[0]}\n")
         return 2
     err = Console(stderr=True)
-    report = verify(bundle.model, configs, bundle.registry, args.manifest, update=args.update_manifest,
-                    console=output_console(), progress=err.is_terminal and not args.no_progress)
+    try:
+        report = verify(bundle.model, configs, bundle.registry, args.manifest, update=args.update_manifest,
+                        engine=engine, console=output_console(), progress=err.is_terminal and not args.no_progress)
+    finally:
+        engine.close()
     return 0 if report.ok else 1
 
 

@@ -34,10 +34,16 @@ def run(argv, capsys):
         (["explore", "manual", "--bound", "queues=1"], "unknown bound 'queues'"),
         (["explore", "manual", "--bound", "messages"], "--bound expects NAME=VALUE"),
         (["explore", "manual", "--property", "no_such_property"], "unknown property 'no_such_property'"),
-        (["explore", "manual", "--engine", "warp"], "unknown engine 'warp'; available: local"),
+        (["explore", "manual", "--engine", "warp"], "unknown engine 'warp'; available: local, spark"),
         (["explore", "manual", "--max-states", "0"], "--max-states must be positive"),
         (["explore", "manual", "--max-states", "many"], "invalid int value"),
         (["explore", "manual", "--json", "/no/such/dir/out.json"], "no such directory"),
+        (["explore", "manual", "--master", "local[2]"], "--master is for the spark engine"),
+        (["explore", "manual", "--engine", "spark", "--exact"], "--exact keeps states in one process"),
+        (["explore", "manual", "--engine", "spark", "--master", "mesos-ish"], "is not a Spark master URL"),
+        (["explore", "manual", "--engine", "spark", "--master", "spark://127.0.0.1:1"],
+         "the Spark master spark://127.0.0.1:1 cannot be reached (127.0.0.1:1: Connection refused)"),
+        (["explore", "nope", "--engine", "spark"], "unknown configuration 'nope'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_any_work(argv, message, capsys):
@@ -105,3 +111,33 @@ def test_list_names_configurations_and_properties(capsys):
     code, out, _ = run(["list"], capsys)
     assert code == 0
     assert "autoack_lenient" in out and "autoack_loses_messages" in out and "* manual" in out
+
+
+def test_a_checkpoint_directory_that_cannot_be_written_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    code, out, err = run(["explore", "manual", "--engine", "spark", "--checkpoint", str(blocker / "ckpt")], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("spark_check: error: checkpoint directory ") and "cannot be written: Not a directory" in err
+
+
+def test_resume_needs_a_checkpoint_of_the_same_exploration(tmp_path, capsys):
+    from spark_check.assembly import SearchOutcome
+    from spark_check.checkpoint import LevelStore, identity
+    from tests import toy_model as toy
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = run(["explore", "manual", "--engine", "spark", "--resume", str(empty)], capsys)
+    assert code == 2 and "holds no checkpoint (progress.json is missing)" in err
+
+    other = tmp_path / "other"
+    other.mkdir()
+    config = toy.get("manual").override({"messages": "3"})
+    ident = identity(toy, config, [toy.REGISTRY[n] for n in config.properties], ())
+    LevelStore(str(other)).write_progress(ident, 4, SearchOutcome(), [1, 2, 3, 4, 5], {}, 1.0)
+    code, out, err = run(["explore", "manual", "--engine", "spark", "--resume", str(other)], capsys)
+    assert code == 2 and out == ""
+    assert "holds another exploration: bounds messages=3 (now 2)" in err
+    code, _, err = run(["explore", "autoack", "--engine", "spark", "--resume", str(other)], capsys)
+    assert code == 2 and "holds another exploration: config 'manual', not 'autoack'" in err

@@ -162,8 +162,8 @@ def test_fingerprints_are_the_same_in_every_process():
 
 def test_engine_interface():
     assert isinstance(engine_named("local"), Engine)
-    with pytest.raises(ValueError, match="unknown engine 'spark'"):
-        engine_named("spark")
+    with pytest.raises(ValueError, match="unknown engine 'warp'; available: local, spark"):
+        engine_named("warp")
 
 
 def test_action_classes_are_found_without_an_actions_list():

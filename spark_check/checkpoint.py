@@ -1,0 +1,151 @@
+"""The Spark engine's level store, which is also its checkpoint.
+
+Each BFS level is one Parquet directory ``levels/level=N`` of rows (fingerprint, parent fingerprint,
+action index, pickled state): the visited set is the ``fp`` column of every level, the parent links its
+``parent`` and ``action`` columns, and the frontier the last level's ``fp`` and ``state``. After a level
+is written, ``progress.json`` records what the driver knows (counts, coverage, decided properties,
+deadlocks) and the last complete level, replaced atomically. A run killed at any moment resumes from
+the last level that ``progress.json`` names: a half-written level after it is ignored and rewritten.
+``identity`` names the exploration (model, configuration and its bounds, properties, reductions), and
+a resume refuses a directory written by another.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from .assembly import SearchOutcome, bounds_of
+
+FORMAT = 1
+PROGRESS = "progress.json"
+
+
+def identity(model: Any, config: Any, properties: Sequence[Any], reductions: Sequence[str]) -> dict[str, Any]:
+    """What makes two explorations the same one, as JSON data."""
+    name = getattr(model, "__name__", type(model).__name__)
+    return {
+        "model": name,
+        "config": config.name,
+        "bounds": bounds_of(config),
+        "roles": repr(getattr(config, "roles", None)),
+        "properties": [p.name for p in properties],
+        "reductions": list(reductions),
+    }
+
+
+def _local(path: str) -> str | None:
+    """The local path of ``path`` ("file:" URLs and plain paths); None for other file systems."""
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return None if "://" in path else path
+
+
+def check_writable(directory: str) -> None:
+    """ValueError (one line) when ``directory`` cannot be created or written (local paths only; a cluster
+    file system such as hdfs:// is checked by Spark itself)."""
+    local = _local(directory)
+    if local is None:
+        return
+    try:
+        os.makedirs(local, exist_ok=True)
+        probe = os.path.join(local, ".write-test")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.remove(probe)
+    except OSError as e:
+        raise ValueError(f"checkpoint directory {directory!r} cannot be written: {e.strerror or e}") from None
+
+
+def read_progress(directory: str) -> dict[str, Any]:
+    """The progress record of a checkpoint; ValueError (one line) when there is none."""
+    local = _local(directory)
+    if local is None:
+        raise ValueError(f"--resume needs a local directory, not {directory!r}")
+    path = Path(local) / PROGRESS
+    if not path.is_file():
+        raise ValueError(f"resume directory {directory!r} holds no checkpoint ({PROGRESS} is missing)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"resume directory {directory!r}: {PROGRESS} cannot be read: {e}") from None
+    if data.get("format") != FORMAT:
+        raise ValueError(f"resume directory {directory!r} was written by another version (format {data.get('format')})")
+    return data
+
+
+def check_same(directory: str, data: dict[str, Any], wanted: dict[str, Any]) -> None:
+    """ValueError naming the first difference between the checkpoint's exploration and this one."""
+    had = data["identity"]
+    for key in ("model", "config", "bounds", "roles", "properties", "reductions"):
+        if had.get(key) != wanted[key]:
+            if key == "bounds":
+                diff = sorted(k for k in wanted[key] if had[key].get(k) != wanted[key][k])
+                what = ", ".join(f"{k}={had[key].get(k)} (now {wanted[key][k]})" for k in diff)
+            else:
+                what = f"{had.get(key)!r}, not {wanted[key]!r}"
+            raise ValueError(f"resume directory {directory!r} holds another exploration: {key} {what}")
+
+
+class LevelStore:
+    """The Parquet directories of one exploration, and its progress record."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory.rstrip("/")
+
+    def level_path(self, level: int) -> str:
+        return f"{self.directory}/levels/level={level}"
+
+    def paths(self, levels: range | Sequence[int]) -> list[str]:
+        return [self.level_path(n) for n in levels]
+
+    def rows(self, level: int, spark: Any) -> int:
+        """Rows written in a level: summed from the Parquet footers when the store is local (no Spark
+        job), else counted by Spark."""
+        local = _local(self.level_path(level))
+        if local is None:
+            return spark.read.parquet(self.level_path(level)).count()
+        import pyarrow.parquet as pq
+
+        return sum(pq.read_metadata(str(f)).num_rows for f in Path(local).glob("*.parquet"))
+
+    def drop_levels_after(self, level: int) -> None:
+        """Remove levels a killed run wrote beyond its last recorded one."""
+        local = _local(self.directory)
+        if local is None:
+            return
+        root = Path(local) / "levels"
+        if root.is_dir():
+            for child in root.iterdir():
+                if child.name.startswith("level=") and int(child.name[len("level="):]) > level:
+                    shutil.rmtree(child, ignore_errors=True)
+
+    def write_progress(self, ident: dict[str, Any], level: int, outcome: SearchOutcome, levels: list[int],
+                       level_of: dict[str, int], seconds: float) -> None:
+        """Record, atomically, that ``level`` is complete and what the driver knows so far."""
+        local = _local(self.directory)
+        if local is None:
+            return
+        data = {
+            "format": FORMAT,
+            "identity": ident,
+            "level": level,
+            "level_sizes": levels,
+            "level_of": level_of,
+            "seconds": seconds,
+            "outcome": {k: (v if k != "decided_at" else {str(i): f for i, f in v.items()})
+                        for k, v in asdict(outcome).items()},
+        }
+        tmp = Path(local) / (PROGRESS + ".tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, Path(local) / PROGRESS)
+
+
+def outcome_from(data: dict[str, Any]) -> SearchOutcome:
+    """The ``SearchOutcome`` a progress record holds."""
+    raw = dict(data["outcome"])
+    raw["decided_at"] = {int(i): f for i, f in raw["decided_at"].items()}
+    return SearchOutcome(**raw)

@@ -1,0 +1,175 @@
+"""What exploration does to one state, the same code in every engine.
+
+An engine only moves states around (a Python list for ``LocalEngine``, Spark partitions for
+``SparkEngine``); what happens to each state is ``Expander.expand``: the properties the state decides,
+the actions enabled in it, its successors, and whether it is a deadlock. It depends on the state alone
+(and on which properties are still undecided, which the engine tells it between levels), so an executor
+computes exactly what the driver would.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Sequence
+
+from spec.properties_api import Property
+
+
+class Expansion(NamedTuple):
+    """One state expanded: undecided properties it decides (indices), enabled actions, successors (one per
+    edge, in the model's order), and whether nothing is enabled where something should be."""
+
+    decided: tuple[int, ...]
+    actions: tuple[Any, ...]
+    successors: list[Any]
+    deadlocked: bool
+
+
+class Edge(NamedTuple):
+    """One edge of the explored graph, for trace replay: the model steps it takes (action, frames) and
+    where it leads. Without a reduction an edge is one step."""
+
+    steps: tuple[tuple[Any, tuple[Any, ...]], ...]
+    target: Any
+
+
+def the_state(state: Any) -> Any:
+    """The exact "fingerprint": the state itself (no collisions, much more memory)."""
+    return state
+
+
+class Expander:
+    """Expands states of one model and configuration, checking the still undecided ``properties``.
+
+    ``fingerprint`` names a state in the visited set: ``hash`` (64 bits, the same in every process since
+    states hold no strings), or ``the_state`` for an exact visited set. A reduction (spark_check.reductions)
+    replaces the successor function and the fingerprint; verdicts must not change (README).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        config: Any,
+        properties: Sequence[Property],
+        *,
+        exact: bool = False,
+        reduction: Any = None,
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.properties = tuple(properties)
+        self.reduction = reduction
+        self._enabled = model.enabled
+        self._step = model.step
+        self._terminal_ok = model.terminal_ok
+        if reduction is not None:
+            reduction.bind(model, config)
+            self.fingerprint: Callable[[Any], Any] = reduction.fingerprint if not exact else reduction.canonical
+        else:
+            self.fingerprint = the_state if exact else hash
+        self.undecided: list[int] = list(range(len(self.properties)))
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Rebuild the predicate lists of the per-state check from ``undecided``."""
+        props = self.properties
+        self._on_false = [(i, props[i].holds) for i in self.undecided if props[i].kind != "sometimes"]
+        self._on_true = [(i, props[i].holds) for i in self.undecided if props[i].kind == "sometimes"]
+        self._false_preds = [f for _, f in self._on_false]
+        self._true_preds = [f for _, f in self._on_true]
+
+    def set_undecided(self, undecided: Sequence[int]) -> None:
+        """Check exactly these properties from now on (an executor learns it from the driver each level)."""
+        if list(undecided) != self.undecided:
+            self.undecided = list(undecided)
+            self._refresh()
+
+    def retire(self, decided: Sequence[int]) -> None:
+        """Stop checking properties already decided."""
+        gone = set(decided)
+        if gone & set(self.undecided):
+            self.undecided = [i for i in self.undecided if i not in gone]
+            self._refresh()
+
+    def decides(self, state: Any) -> tuple[int, ...]:
+        """The undecided properties ``state`` decides: always and hazard by a false predicate, sometimes by
+        a true one. The common case (none) costs one call per predicate."""
+        for f in self._false_preds:
+            if not f(state):
+                break
+        else:
+            for f in self._true_preds:
+                if f(state):
+                    break
+            else:
+                return ()
+        return tuple(sorted([i for i, f in self._on_false if not f(state)] + [i for i, f in self._on_true if f(state)]))
+
+    def successors(self, state: Any, actions: tuple[Any, ...]) -> list[Any]:
+        """The successor along each edge out of ``state``."""
+        if self.reduction is not None:
+            return self.reduction.successors(state, actions)
+        step = self._step
+        return [step(state, a)[0] for a in actions]
+
+    def expand(self, state: Any) -> Expansion:
+        """Everything exploration learns from ``state``."""
+        decided = self.decides(state)
+        actions = self._enabled(state, self.config)
+        if not actions:
+            return Expansion(decided, actions, [], not self._terminal_ok(state, self.config))
+        return Expansion(decided, actions, self.successors(state, actions), False)
+
+    def edges(self, state: Any) -> list[Edge]:
+        """The edges out of ``state`` with the steps each takes, in the order of ``expand``'s successors."""
+        actions = self._enabled(state, self.config)
+        if self.reduction is not None:
+            return self.reduction.edges(state, actions)
+        out = []
+        for a in actions:
+            succ, frames = self._step(state, a)
+            out.append(Edge(((a, frames),), succ))
+        return out
+
+    def initial_states(self) -> tuple[Any, ...]:
+        """The states exploration starts from."""
+        return tuple(self.model.initial_states(self.config))
+
+
+# The end of a diagnosis that names the expanded state; the engine replaces it by the step that led there.
+ON_EXPANDED_STATE = " on the state being expanded"
+
+
+def diagnose(expander: Expander, state: Any, error: Exception) -> str:
+    """Which call raised ``error`` while ``state`` was being expanded, as one line: the model is
+    deterministic, so calling again what the engine called finds the culprit."""
+    def describe(e: Exception) -> str:
+        return f"{type(e).__name__}: {e}".splitlines()[0]
+
+    if state is None:
+        return f"error during exploration: {describe(error)}"
+    model, config, properties = expander.model, expander.config, expander.properties
+    for p in properties:
+        try:
+            p.holds(state)
+        except Exception as e:  # noqa: BLE001
+            return f"property {p.name} raised {describe(e)}{ON_EXPANDED_STATE}"
+    try:
+        actions = model.enabled(state, config)
+    except Exception as e:  # noqa: BLE001
+        return f"model error: enabled() raised {describe(e)}"
+    for action in actions:
+        try:
+            succ = model.step(state, action)[0]
+            hash(succ)
+        except Exception as e:  # noqa: BLE001
+            return f"model error: step() of {type(action).__name__} ({action}) raised {describe(e)}"
+        for p in properties:
+            try:
+                p.holds(succ)
+            except Exception as e:  # noqa: BLE001
+                return f"property {p.name} raised {describe(e)} on the state after {type(action).__name__} ({action})"
+    if not actions:
+        try:
+            model.terminal_ok(state, config)
+        except Exception as e:  # noqa: BLE001
+            return f"model error: terminal_ok() raised {describe(e)}"
+    return f"error during exploration: {describe(error)}"

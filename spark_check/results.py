@@ -1,0 +1,142 @@
+"""What an exploration establishes, the same for every engine: figures, verdicts, traces, coverage."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One transition of a trace: who acted, what they did, and the frames that crossed the wire."""
+
+    number: int
+    actor: str
+    action: str
+    action_type: str
+    frames: tuple[str, ...]
+
+    def text(self) -> str:
+        """The step in one line: ``2. [broker] delivers m0 | frames: broker -> consumer: basic.deliver m0``."""
+        head = f"{self.number}. [{self.actor}] {self.action}"
+        return f"{head} | frames: {'; '.join(self.frames)}" if self.frames else head
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A shortest path from an initial state to the state that decided a property (or deadlocked)."""
+
+    steps: tuple[TraceStep, ...]
+    final_state: str
+
+    def lines(self) -> list[str]:
+        """Readable numbered steps, one string each; step 0 is the initial state."""
+        return ["0. initial state"] + [s.text() for s in self.steps]
+
+
+@dataclass(frozen=True)
+class PropertyResult:
+    """What exploration found out about one property.
+
+    ``found`` is Property.expectation_met's argument: for always and hazard, a reachable state where the
+    predicate is false; for sometimes, one where it is true. ``trace`` leads to that state.
+    """
+
+    name: str
+    kind: str
+    rules: tuple[str, ...]
+    doc: str
+    found: bool
+    passed: bool
+    decided: bool
+    trace: Trace | None
+
+    @property
+    def verdict(self) -> str:
+        """holds / VIOLATED, witnessed / NOT WITNESSED, found / NOT FOUND, or UNDECIDED (search cut short)."""
+        if not self.decided:
+            return "UNDECIDED"
+        if self.kind == "always":
+            return "VIOLATED" if self.found else "holds"
+        if self.kind == "sometimes":
+            return "witnessed" if self.found else "NOT WITNESSED"
+        return "found" if self.found else "NOT FOUND"
+
+
+@dataclass(frozen=True)
+class ExplorationResult:
+    """Everything one exploration of one configuration established, the same for every engine."""
+
+    config: str
+    engine: str
+    distinct_states: int
+    depth: int
+    transitions: int
+    seconds: float
+    complete: bool
+    error: str | None
+    properties: tuple[PropertyResult, ...]
+    deadlocks: int
+    deadlock_is_error: bool
+    deadlock_trace: Trace | None
+    coverage: dict[str, int]
+    never_fired: tuple[str, ...]
+    stopped_early: bool = False
+    bounds: dict[str, Any] = field(default_factory=dict)
+    exact: bool = False
+    error_trace: Trace | None = None
+    reductions: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def states_per_second(self) -> float:
+        """Distinct states found per second of wall-clock time."""
+        return self.distinct_states / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def collision_probability(self) -> float:
+        """TLC's optimistic estimate that two distinct states shared a 64-bit fingerprint: n^2 / 2^65
+        (0 when the visited set held the states themselves)."""
+        if self.exact:
+            return 0.0
+        n = self.distinct_states
+        return n * n / 2.0**65
+
+    @property
+    def deadlock_failed(self) -> bool:
+        """Whether a deadlock was reached that the configuration counts as an error."""
+        return self.deadlock_is_error and self.deadlocks > 0
+
+    @property
+    def ok(self) -> bool:
+        """Every property met its expectation, no erroneous deadlock, and the search ran to the end."""
+        return (
+            self.error is None
+            and self.complete
+            and not self.deadlock_failed
+            and all(p.passed for p in self.properties)
+        )
+
+
+def disagreements(a: ExplorationResult, b: ExplorationResult) -> list[str]:
+    """Where two explorations of one configuration (say by two engines) differ, one phrase each.
+
+    Engines must agree on counts, depth, deadlocks and every verdict, and their traces must be equally
+    short; the traces themselves may differ when several shortest ones exist.
+    """
+    out = []
+    for figure in ("distinct_states", "depth", "transitions", "deadlocks", "complete"):
+        if getattr(a, figure) != getattr(b, figure):
+            out.append(f"{figure}: {getattr(a, figure)} != {getattr(b, figure)}")
+    if a.coverage != b.coverage:
+        out.append("action coverage differs")
+    mine = {p.name: p for p in a.properties}
+    theirs = {p.name: p for p in b.properties}
+    for name in sorted(mine.keys() | theirs.keys()):
+        p, q = mine.get(name), theirs.get(name)
+        if p is None or q is None:
+            out.append(f"{name}: checked by one exploration only")
+        elif p.verdict != q.verdict:
+            out.append(f"{name}: {p.verdict} != {q.verdict}")
+        elif p.trace is not None and q.trace is not None and len(p.trace.steps) != len(q.trace.steps):
+            out.append(f"{name}: trace of {len(p.trace.steps)} steps != {len(q.trace.steps)}")
+    return out

@@ -1,0 +1,82 @@
+"""The Spark engine agrees with the local engine: same distinct states, depth, transitions, deadlocks,
+verdicts, trace lengths and action coverage (``disagreements`` empty), on the toy model and on the
+spec's small configurations. One Spark session (local[2]) for the whole module."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from spark_check.bundle import load_spec
+from spark_check.engine import LocalEngine, disagreements
+from spark_check.spark_engine import SparkEngine
+from tests import toy_model as toy
+
+SPEC = load_spec()
+# The spec's small configurations: every hazard configuration and the smallest of the others.
+SPEC_SMALL = [n for n in SPEC.configs.STANDARD if n.startswith("hazard_")] + ["tx_publish"]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    engine = SparkEngine("local[2]")
+    yield engine
+    engine.close()
+
+
+def both(spark, model, config, properties, action_types=(), **kw):
+    local = LocalEngine().explore(model, config, properties, action_types=action_types, **kw)
+    distributed = spark.explore(model, config, properties, action_types=action_types, **kw)
+    return local, distributed
+
+
+@pytest.mark.parametrize("name", ["manual", "autoack", "nocrash"])
+def test_agrees_with_the_local_engine_on_the_toy_model(spark, name):
+    config = toy.get(name)
+    local, distributed = both(spark, toy, config, [toy.REGISTRY[n] for n in toy.REGISTRY], toy.ACTIONS)
+    assert disagreements(local, distributed) == []
+    assert distributed.engine == "spark" and distributed.complete
+    assert (distributed.distinct_states, distributed.depth, distributed.deadlocks) == (
+        local.distinct_states, local.depth, local.deadlocks)
+    assert distributed.coverage == local.coverage and distributed.never_fired == local.never_fired
+
+
+@pytest.mark.parametrize("name", SPEC_SMALL)
+def test_agrees_with_the_local_engine_on_the_spec(spark, name):
+    config = SPEC.config(name)
+    local, distributed = both(spark, SPEC.model, config, SPEC.properties(config), SPEC.action_types())
+    assert disagreements(local, distributed) == []
+    assert [(p.name, p.verdict) for p in distributed.properties] == [(p.name, p.verdict) for p in local.properties]
+    assert distributed.ok == local.ok
+
+
+def test_the_counterexample_is_a_shortest_trace_that_replays(spark):
+    result = spark.explore(toy, toy.get("autoack"), [toy.REGISTRY["autoack_loses_messages"]])
+    hazard = result.properties[0]
+    assert (hazard.verdict, len(hazard.trace.steps)) == ("found", 3)
+    assert [s.action_type for s in hazard.trace.steps] == ["ProducerPublish", "BrokerDeliver", "ConsumerCrash"]
+    assert result.deadlock_trace is not None and len(result.deadlock_trace.steps) == 5
+
+
+def test_cap_and_stop_on_violation_behave_as_in_the_local_engine(spark):
+    capped = spark.explore(toy, toy.get("manual"), [toy.REGISTRY["no_loss"]], max_states=50)
+    assert capped.error is not None and "50" in capped.error and not capped.complete
+    assert capped.properties[0].verdict == "UNDECIDED"
+    props = [toy.REGISTRY["no_loss"], toy.REGISTRY["at_most_once"]]
+    stopped = spark.explore(toy, toy.get("manual"), props, stop_on_violation=True)
+    assert stopped.stopped_early and not stopped.complete and stopped.distinct_states < 157
+    assert [p.verdict for p in stopped.properties] == ["UNDECIDED", "VIOLATED"]
+    assert len(stopped.properties[1].trace.steps) == 3
+
+
+def test_progress_is_reported_per_level(spark):
+    seen = []
+    spark.explore(toy, toy.get("manual"), [], progress=lambda *a: seen.append(a))
+    assert [a[1] for a in seen] == list(range(2, 15))
+    assert seen[-1][0] == 157
+
+
+def test_a_property_that_cannot_be_sent_to_executors_is_refused_before_any_work(spark):
+    closure = dataclasses.replace(toy.REGISTRY["no_loss"], name="closure", holds=lambda s: True)
+    with pytest.raises(ValueError, match="property closure cannot be sent to Spark executors"):
+        spark.prepare(toy, toy.get("tiny"), [closure])
