@@ -298,11 +298,18 @@ class _Reader:
         return (simple, ch)
 
     def _server_tag(self, log: list, i: int, ch: int, where: str) -> str:
-        """The tag the server chose for a consume with an empty tag: the next consume-ok on its channel."""
+        """The tag the server chose for a consume with an empty tag: the next consume-ok on its channel,
+        or, when none came before the channel's next consume or close (the consume failed or was dropped),
+        a tag of its own that no other command names."""
         for entry in log[i + 1:]:
-            if entry.kind == "method" and entry.channel == ch and entry.method.name == "Basic.ConsumeOk":
+            if entry.kind != "method" or entry.channel != ch:
+                continue
+            name = entry.method.name
+            if name == "Basic.ConsumeOk":
                 return entry.method.consumer_tag
-        raise Unsupported(f"{where}: an empty consumer tag whose consume-ok was not recorded")
+            if name in ("Basic.Consume", "Channel.Close", "Channel.CloseOk"):
+                break
+        return f"{where}: never named"
 
     # -- configuration ----------------------------------------------------------------------------
 
