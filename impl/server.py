@@ -54,7 +54,7 @@ class AMQPProtocol(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
-        self.connection = self.server.broker.connect(is_loopback(transport.get_extra_info("peername")))
+        self.connection = Connection(self.server.broker, is_loopback(transport.get_extra_info("peername")))
         self.connection.io = self  # type: ignore[attr-defined]
         self.server.protocols.add(self)
 
@@ -144,7 +144,7 @@ class BrokerServer:
             io = getattr(connection, "io", None)
             if io is not None:
                 io.flush()
-        if self.broker.batch:
+        if self.broker.journal.batch:
             self.batch_ready.set()
         when = self.broker.next_timer()
         if when is not None and (self.timer_at is None or when < self.timer_at):

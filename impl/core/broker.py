@@ -1,30 +1,26 @@
-"""The virtual host "/": exchanges, queues, bindings, the connections on it, and the durable writes it
-asks its owner to commit in batches (group commit, PC-5, DU-2).
+"""The virtual host "/": exchanges, queues, bindings, routing and dead-lettering, the connections on it,
+its durable writes (impl.core.journal) and its deadlines (impl.core.timers).
 
-The core does no I/O: changes to durable state are appended to the open `Batch`. The owner (the server,
-or a test) takes the batch with `take_batch`, commits it to disk, and calls `batch_committed`, which is
+The core does no I/O: changes to durable state go to the journal's open batch. The owner (the server, or
+a test) takes the batch with `take_batch`, commits it to disk, and calls `batch_committed`, which is
 when publisher confirms and tx.commit-ok frames waiting on that batch are released.
+
+Calls go one way through the core: connection -> channel -> broker -> exchanges, queues -> journal,
+timers, messages. A queue returns what leaves it to the broker, which dead-letters it; the broker reaches
+consumers and connections only through the interfaces they implement (`queues.Subscriber`, `Client`).
 """
 
 from __future__ import annotations
 
-import base64
-import heapq
-import itertools
-import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
-from pamqp import encode
-
-from impl.core.exchanges import EXCHANGE_TYPES, Exchange
+from impl.core.exchanges import EXCHANGE_TYPES, Exchange, freeze
+from impl.core.journal import Batch, Journal, encode_table
 from impl.core.messages import Message, QueuedMessage, dead_lettered
 from impl.core.queues import Queue
-from impl.core.ttl import deadline, message_ttl
-
-if TYPE_CHECKING:
-    from impl.core.channel import Channel
-    from impl.core.connection import Connection
+from impl.core.timers import Timers
+from impl.core.ttl import message_ttl
 
 DEFAULT_USERS = {"guest": "guest"}
 LOOPBACK_ONLY_USERS = frozenset({"guest"})
@@ -38,26 +34,11 @@ PREDECLARED_EXCHANGES = (
 )
 
 
-def encode_table(arguments: dict | None) -> bytes:
-    return encode.field_table(arguments or {})
+class Client(Protocol):
+    """A connection on the virtual host, as the broker sees it (impl.core.connection.Connection)."""
 
-
-class Batch:
-    """Durable writes to commit together, and what to release once they are on disk."""
-
-    __slots__ = ("ops", "inserts", "completions")
-
-    def __init__(self) -> None:
-        self.ops: list[tuple | None] = []
-        self.inserts: dict[tuple[str, int], int] = {}
-        # (channel, what, argument): released by channel.on_committed once the batch is on disk
-        self.completions: list[tuple["Channel", str, int]] = []
-
-    def __bool__(self) -> bool:
-        return bool(self.ops) or bool(self.completions)
-
-    def writes(self) -> list[tuple]:
-        return [op for op in self.ops if op is not None]
+    def delivered_on_disk(self) -> list[tuple[str, int]]:
+        """(queue, publication number) of the on-disk messages its channels have outstanding."""
 
 
 def automatic_deaths(message: Message) -> set[str]:
@@ -69,45 +50,43 @@ def automatic_deaths(message: Message) -> set[str]:
     return {d.get("queue") for d in deaths if isinstance(d, dict)}
 
 
-def random_name(prefix: str) -> str:
-    """A server-generated name like RabbitMQ's: amq.gen-XXXXXXXXXXXXXXXXXXXXXX."""
-    return prefix + base64.urlsafe_b64encode(os.urandom(16)).decode("ascii").rstrip("=")
-
-
 class Broker:
-    """The one virtual host of this broker and its durable-write batches."""
+    """The one virtual host of this broker."""
 
-    def __init__(self, users: dict[str, str] | None = None) -> None:
+    def __init__(self, users: dict[str, str] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.users = dict(DEFAULT_USERS if users is None else users)
         self.exchanges: dict[str, Exchange] = {}
         self.queues: dict[str, Queue] = {}
-        self.connections: set["Connection"] = set()
-        self.dirty: set["Connection"] = set()
-        self.batch = Batch()
+        self.connections: set[Client] = set()
+        self.dirty: set[Any] = set()  # connections with bytes to send since the owner last looked
         self.next_connection_id = 1
-        self.clock = time.monotonic  # the core's only clock: message TTL and queue expiry (impl.core.ttl)
-        self.timers: list[tuple[float, int, Queue]] = []  # (when, tie-breaker, queue): a heap
-        self.timer_numbers = itertools.count()
+        self.journal = Journal()
+        self.timers = Timers(clock)  # the core's only clock: message TTL and queue expiry (impl.core.ttl)
         for name, kind in PREDECLARED_EXCHANGES:
             self.exchanges[name] = Exchange(name, kind, True, False, False, {})
 
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.timers.clock
+
     # --- connections --------------------------------------------------------------------------
 
-    def connect(self, peer_is_loopback: bool = True) -> "Connection":
-        """A new client connection, waiting for the protocol header."""
-        from impl.core.connection import Connection
-
-        connection = Connection(self, self.next_connection_id, peer_is_loopback)
+    def register(self, connection: Client) -> int:
+        """A new client connection (impl.core.connection.Connection registers itself); its number."""
+        number = self.next_connection_id
         self.next_connection_id += 1
         self.connections.add(connection)
-        return connection
+        return number
+
+    def unregister(self, connection: Client) -> None:
+        self.connections.discard(connection)
 
     def authenticate(self, user: str, password: str, peer_is_loopback: bool) -> bool:
         if self.users.get(user) != password:
             return False
         return peer_is_loopback or user not in LOOPBACK_ONLY_USERS
 
-    def take_dirty(self) -> list["Connection"]:
+    def take_dirty(self) -> list[Any]:
         """Connections with bytes to send (or to close) since the last call."""
         dirty = list(self.dirty)
         self.dirty.clear()
@@ -117,58 +96,29 @@ class Broker:
 
     def take_batch(self) -> Batch | None:
         """The open batch, if it holds anything, replaced by a new empty one."""
-        if not self.batch:
-            return None
-        batch, self.batch = self.batch, Batch()
-        return batch
+        return self.journal.take()
 
     def batch_committed(self, batch: Batch) -> None:
         """The batch is on disk: release what waited for it."""
-        for channel, what, argument in batch.completions:
-            if channel.is_open:
-                channel.on_committed(what, argument)
-
-    def after_commit(self, channel: "Channel", what: str, argument: int = 0) -> None:
-        """Run channel.on_committed(what, argument) once the open batch is on disk."""
-        self.batch.completions.append((channel, what, argument))
-
-    def persist_message(self, queue: Queue, qm: QueuedMessage) -> None:
-        message = qm.message
-        key = (queue.name, qm.seq)
-        self.batch.inserts[key] = len(self.batch.ops)
-        self.batch.ops.append(
-            ("m+", queue.name, qm.seq, message.exchange, message.routing_key, message.properties_raw, message.body)
-        )
-
-    def unpersist_message(self, queue: Queue, qm: QueuedMessage) -> None:
-        key = (queue.name, qm.seq)
-        index = self.batch.inserts.pop(key, None)
-        if index is not None:  # written and removed within one batch: neither reaches the disk
-            self.batch.ops[index] = None
-        else:
-            self.batch.ops.append(("m-", queue.name, qm.seq))
+        self.journal.committed(batch)
 
     # --- timers (message TTL, x-expires) ----------------------------------------------------------
 
-    def schedule(self, when: float, queue: Queue) -> None:
-        """Call queue.on_timer once the clock reaches `when`."""
-        heapq.heappush(self.timers, (when, next(self.timer_numbers), queue))
-
     def next_timer(self) -> float | None:
         """When the owner must next call run_timers (on the clock of `self.clock`), None if never."""
-        timers = self.timers
-        while timers and timers[0][2].deleted:
-            heapq.heappop(timers)
-        return timers[0][0] if timers else None
+        return self.timers.next()
 
     def run_timers(self, now: float | None = None) -> None:
         """Run every timer that is due: expire messages at queue heads, delete unused queues."""
         now = self.clock() if now is None else now
-        timers = self.timers
-        while timers and timers[0][0] <= now:
-            _, _, queue = heapq.heappop(timers)
-            if not queue.deleted:
-                queue.on_timer(now)
+        while due := self.timers.due(now):
+            for queue in due:
+                if queue.deleted:
+                    continue
+                expired, unused = queue.on_timer(now)
+                self.dead_letter_all(queue, expired, "expired")
+                if unused:
+                    self.delete_queue(queue)
 
     # --- exchanges ----------------------------------------------------------------------------
 
@@ -179,7 +129,7 @@ class Broker:
         exchange = Exchange(name, kind, durable, auto_delete, internal, arguments)
         self.exchanges[name] = exchange
         if durable:
-            self.batch.ops.append(("x+", name, kind, auto_delete, internal, encode_table(arguments)))
+            self.journal.write("x+", name, kind, auto_delete, internal, encode_table(arguments))
         return exchange
 
     def delete_exchange(self, exchange: Exchange) -> None:
@@ -193,7 +143,7 @@ class Broker:
             for routing_key, frozen in exchange.unbind_queue(queue):
                 queue.bindings.discard((exchange.name, routing_key, frozen))
         if exchange.durable:
-            self.batch.ops.append(("x-", exchange.name))
+            self.journal.write("x-", exchange.name)
 
     # --- queues -------------------------------------------------------------------------------
 
@@ -201,10 +151,10 @@ class Broker:
         self, name: str, durable: bool, exclusive_owner: Any, auto_delete: bool, arguments: dict
     ) -> Queue:
         durable = durable and exclusive_owner is None  # DU-4: an exclusive queue's durable flag is ignored
-        queue = Queue(self, name, durable, exclusive_owner, auto_delete, arguments)
+        queue = Queue(name, durable, exclusive_owner, auto_delete, arguments, self.journal, self.timers)
         self.queues[name] = queue
         if durable:
-            self.batch.ops.append(("q+", name, auto_delete, encode_table(arguments)))
+            self.journal.write("q+", name, auto_delete, encode_table(arguments))
         return queue
 
     def delete_queue(self, queue: Queue) -> int:
@@ -212,8 +162,6 @@ class Broker:
         The number of ready messages it held."""
         if queue.deleted:
             return 0
-        count = len(queue.ready)
-        queue.deleted = True
         self.queues.pop(queue.name, None)
         for exchange_name, routing_key, frozen in list(queue.bindings):
             exchange = self.exchanges.get(exchange_name)
@@ -221,56 +169,85 @@ class Broker:
                 exchange.unbind_queue(queue)
                 self._exchange_lost_binding(exchange)
         queue.bindings.clear()
-        queue.ready.clear()
-        for consumer in list(queue.consumers):
-            consumer.channel.consumer_cancelled_by_broker(consumer)
-        queue.consumers.clear()
+        count, consumers = queue.discard()
+        for consumer in consumers:
+            consumer.cancelled()
         if queue.durable:
-            self.batch.ops.append(("q-", queue.name))
+            self.journal.write("q-", queue.name)
         return count
 
-    def purge_queue(self, queue: Queue) -> int:
-        gone = queue.ready.clear()
-        for qm in gone:
-            queue.forget(qm)
-        return len(gone)
+    def remove_consumer(self, queue: Queue, consumer: Any) -> None:
+        """A consumer leaves its queue (basic.cancel, its channel closes); an auto-delete queue goes with
+        its last consumer."""
+        if queue.remove_consumer(consumer):
+            self.delete_queue(queue)
 
     # --- bindings -----------------------------------------------------------------------------
 
     def bind(self, exchange: Exchange, queue: Queue, routing_key: str, arguments: dict) -> None:
-        from impl.core.exchanges import freeze
-
         if exchange.bind(queue, routing_key, arguments):
             queue.bindings.add((exchange.name, routing_key, freeze(arguments)))
             if exchange.durable and queue.durable:
-                self.batch.ops.append(("b+", exchange.name, queue.name, routing_key, encode_table(arguments)))
+                self.journal.write("b+", exchange.name, queue.name, routing_key, encode_table(arguments))
 
     def unbind(self, exchange: Exchange, queue: Queue, routing_key: str, arguments: dict) -> None:
-        from impl.core.exchanges import freeze
-
         if exchange.unbind(queue, routing_key, arguments):
             queue.bindings.discard((exchange.name, routing_key, freeze(arguments)))
             if exchange.durable and queue.durable:
-                self.batch.ops.append(("b-", exchange.name, queue.name, routing_key, encode_table(arguments)))
+                self.journal.write("b-", exchange.name, queue.name, routing_key, encode_table(arguments))
             self._exchange_lost_binding(exchange)
 
     def bind_exchange(self, destination: Exchange, source: Exchange, routing_key: str, arguments: dict) -> None:
         """exchange.bind: messages routed by `source` also go through `destination`."""
         if source.bind_exchange(destination, routing_key, arguments) and source.durable and destination.durable:
-            self.batch.ops.append(("e+", source.name, destination.name, routing_key, encode_table(arguments)))
+            self.journal.write("e+", source.name, destination.name, routing_key, encode_table(arguments))
 
     def unbind_exchange(self, destination_name: str, source: Exchange, routing_key: str, arguments: dict) -> None:
         """exchange.unbind; the source may then be auto-deleted."""
         if source.unbind_exchange(destination_name, routing_key, arguments):
             if source.durable:
-                self.batch.ops.append(("e-", source.name, destination_name, routing_key, encode_table(arguments)))
+                self.journal.write("e-", source.name, destination_name, routing_key, encode_table(arguments))
             self._exchange_lost_binding(source)
 
     def _exchange_lost_binding(self, exchange: Exchange) -> None:
         if exchange.auto_delete and not exchange.has_bindings() and exchange.name in self.exchanges:
             self.delete_exchange(exchange)
 
-    # --- publishing ---------------------------------------------------------------------------
+    # --- publishing and dispatch ------------------------------------------------------------------
+
+    def publish(self, message: Message) -> tuple[bool, bool, bool]:
+        """Route a message and enqueue a copy in each queue it reaches (RT-1, RT-2), then let those queues
+        deliver. Whether it reached a queue, whether a copy went to disk, and whether a queue refused it
+        (a reject-publish length limit)."""
+        queues = self.route(message.exchange, message)
+        on_disk = refused = False
+        for queue in queues:
+            qm = queue.enqueue(message)
+            if qm is None:
+                refused = True
+                if queue.refusals_dead_letter:
+                    self.dead_letter_message(queue, message, "maxlen")
+            elif qm.on_disk:
+                on_disk = True
+        for queue in queues:
+            self.dispatch(queue, message.published_at)
+            if queue.limits is not None:
+                self.dead_letter_all(queue, queue.drop_over_limit(), "maxlen")
+        return bool(queues), on_disk, refused
+
+    def dispatch(self, queue: Queue, published_at: float | None = None) -> None:
+        """Let the queue deliver to its consumers that have room (DS-1); what expires on the way is
+        dead-lettered."""
+        if not queue.deleted:
+            self.dead_letter_all(queue, queue.dispatch(published_at), "expired")
+
+    def get(self, queue: Queue) -> QueuedMessage | None:
+        """basic.get: the head of the queue (DS-1), never an expired one; None when the queue is empty."""
+        if queue.expires is not None:
+            queue.touch()
+        if queue.expiring:
+            self.dead_letter_all(queue, queue.expire_head(self.clock()), "expired")
+        return queue.take_head() if queue.ready else None
 
     def route(self, exchange_name: str, message: Message) -> list[Queue]:
         """The queues a message reaches (RT-1); the default exchange routes by queue name. Through
@@ -309,10 +286,18 @@ class Broker:
         return result
 
     def dead_letter(self, qm: QueuedMessage, reason: str) -> None:
-        """A message rejected without requeue (ACK-6), expired or dropped by a length limit leaves its queue,
-        through the queue's dead-letter exchange when it has one."""
-        qm.queue.forget(qm)
-        self.dead_letter_message(qm.queue, qm.message, reason)
+        """A delivered message rejected without requeue (ACK-6) leaves its queue, through the queue's
+        dead-letter exchange when it has one; a deleted queue dead-letters nothing, as in RabbitMQ."""
+        queue = qm.queue
+        if queue.deleted:
+            return
+        queue.forget(qm)
+        self.dead_letter_message(queue, qm.message, reason)
+
+    def dead_letter_all(self, queue: Queue, gone: list[QueuedMessage], reason: str) -> None:
+        """Messages that left `queue` (expired, dropped by a length limit) go to its dead-letter exchange."""
+        for qm in gone:
+            self.dead_letter_message(queue, qm.message, reason)
 
     def dead_letter_message(self, queue: Queue, message: Message, reason: str) -> None:
         """Publish a copy of a message that leaves `queue` to the queue's dead-letter exchange, if any (a
@@ -326,21 +311,19 @@ class Broker:
             if target.name in cycle:  # it would die there again without a client's rejection: dropped
                 continue
             if target.enqueue(copy) is not None:
-                target.dispatch(copy.published_at)
-                target.drop_over_limit()
+                self.dispatch(target, copy.published_at)
+                self.dead_letter_all(target, target.drop_over_limit(), "maxlen")
 
     # --- recovery -----------------------------------------------------------------------------
 
     def recover(self, state: Any) -> None:
         """Rebuild durable exchanges, queues, bindings and messages from the store (DU-1, DU-2, DU-3).
         Nothing is outstanding after a restart: every recovered message is ready."""
-        from impl.core.exchanges import freeze
-
         for name, kind, auto_delete, internal, arguments in state.exchanges:
             if name not in self.exchanges:
                 self.exchanges[name] = Exchange(name, kind, True, auto_delete, internal, arguments)
         for name, auto_delete, arguments in state.queues:
-            self.queues[name] = Queue(self, name, True, None, auto_delete, arguments)
+            self.queues[name] = Queue(name, True, None, auto_delete, arguments, self.journal, self.timers)
         for exchange_name, queue_name, routing_key, arguments in state.bindings:
             exchange = self.exchanges.get(exchange_name)
             queue = self.queues.get(queue_name)
@@ -355,13 +338,7 @@ class Broker:
             if queue is None:
                 continue
             message = Message(exchange, routing_key, properties_raw, body, True, message_ttl(properties_raw))
-            qm = QueuedMessage(seq, message, queue, redelivered=redelivered, on_disk=True)
-            if queue.message_ttl is not None or message.ttl is not None:  # TTLs count again from recovery
-                message.published_at = self.clock()
-                qm.deadline = deadline(message.published_at, queue.message_ttl, message.ttl)
-                queue.expiring = True
-            queue.ready.append(qm)
-            queue.next_seq = max(queue.next_seq, seq + 1)
+            queue.restore(QueuedMessage(seq, message, queue, redelivered=redelivered, on_disk=True), self.clock())
         for queue in self.queues.values():  # timers of recovered queues: TTL at the heads, x-expires
             queue.schedule_head()
             queue.touch()
@@ -374,9 +351,5 @@ class Broker:
             if queue.durable:
                 keys += [(queue.name, qm.seq) for qm in queue.ready.in_order() if qm.on_disk and qm.redelivered]
         for connection in self.connections:
-            for channel in connection.channels.values():
-                for delivery in channel.unacked.values():
-                    qm = delivery.qm
-                    if qm.on_disk and not qm.queue.deleted:
-                        keys.append((qm.queue.name, qm.seq))
+            keys += connection.delivered_on_disk()
         return keys

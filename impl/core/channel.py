@@ -2,29 +2,29 @@
 
 Everything that changes a channel's deliveries, confirms or transaction lives in this file. Handlers are
 looked up in `HANDLERS` by pamqp method class; a handler refuses a method by raising `Refused`, which the
-connection turns into a channel.close or connection.close frame (ER-1).
+connection turns into a channel.close or connection.close frame (ER-1). A channel acts on the virtual
+host through impl.core.broker, and writes to its connection through the `Link` interface, which
+impl.core.connection implements.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from pamqp import commands, constants
 
 from impl.core import errors
-from impl.core.broker import random_name
+from impl.core.broker import Broker
 from impl.core.errors import Refused, vhost_resource
 from impl.core.exchanges import EXCHANGE_TYPES
 from impl.core.frames import ContentHeader, encode_confirm, encode_content, encode_deliver, encode_get_ok
 from impl.core.messages import PERSISTENT, Message, QueuedMessage
+from impl.core.names import random_name
 from impl.core.prefetch import GlobalPrefetch
 from impl.core.queue_arguments import check_consumer_arguments, check_queue_arguments
+from impl.core.queues import Queue
 from impl.core.ttl import message_ttl
-
-if TYPE_CHECKING:
-    from impl.core.connection import Connection
-    from impl.core.queues import Queue
 
 Basic = commands.Basic
 MAX_MESSAGE_SIZE = 134217728  # RabbitMQ 3.10's default max_message_size
@@ -86,12 +86,32 @@ def show(value: Any) -> str:
     return str(value)
 
 
+class Link(Protocol):
+    """What a channel needs of its connection (impl.core.connection.Connection implements it)."""
+
+    broker: Broker
+    frame_max: int
+    consumer_cancel_notify: bool
+
+    def write(self, data: bytes) -> None:
+        """Queue encoded frames for the socket."""
+
+    def send_method(self, channel: int, method: Any) -> None:
+        """Queue one method frame for the socket."""
+
+    def confirm_due(self, channel: "Channel") -> None:
+        """The channel has publisher confirms to send with the next output."""
+
+    def handle_channel_method(self, channel: "Channel", method: Any) -> None:
+        """Run a method the channel held back (behind a tx.commit waiting for the disk)."""
+
+
 class Consumer:
     """A basic.consume subscription: its queue, acknowledgement mode (AM-1) and per-consumer bound (PF-2)."""
 
     __slots__ = ("tag", "channel", "queue", "no_ack", "prefetch", "unacked", "exclusive")
 
-    def __init__(self, tag: str, channel: "Channel", queue: "Queue", no_ack: bool, prefetch: int, exclusive: bool):
+    def __init__(self, tag: str, channel: "Channel", queue: Queue, no_ack: bool, prefetch: int, exclusive: bool):
         self.tag = tag
         self.channel = channel
         self.queue = queue
@@ -108,6 +128,14 @@ class Consumer:
             return False
         return self.no_ack or not self.prefetch or self.unacked < self.prefetch
 
+    def take(self, qm: QueuedMessage) -> None:
+        """Its queue hands it a message: the channel delivers it."""
+        self.channel.deliver(self, qm)
+
+    def cancelled(self) -> None:
+        """Its queue was deleted."""
+        self.channel.consumer_cancelled_by_broker(self)
+
 
 class Delivery:
     """An outstanding manual-mode delivery (AM-3): its tag, the message, and the consumer (None: basic.get)."""
@@ -123,7 +151,7 @@ class Delivery:
 class Channel:
     """An open channel of a connection."""
 
-    def __init__(self, connection: "Connection", number: int) -> None:
+    def __init__(self, connection: Link, number: int) -> None:
         self.connection = connection
         self.broker = connection.broker
         self.number = number
@@ -214,7 +242,7 @@ class Channel:
                 self.connection.confirm_due(self)
             elif on_disk:  # PC-5: confirmed once the batch holding it is committed
                 self.waiting_for_disk.append(seq)
-                self.broker.after_commit(self, "confirm", seq)
+                self.broker.journal.after_commit(self.confirm_on_disk, seq)
             else:  # PC-4 and transient messages: confirmed now, after any basic.return
                 self.to_confirm.append(seq)
                 self.connection.confirm_due(self)
@@ -222,23 +250,9 @@ class Channel:
     def route_and_enqueue(self, message: Message, mandatory: bool) -> tuple[bool, bool]:
         """Route a message, enqueue a copy in each queue (RT-2), return it if unroutable and mandatory
         (RT-3); whether any copy went to disk, and whether any queue refused it (length limit)."""
-        queues = self.broker.route(message.exchange, message)
-        if not queues:
-            if mandatory:
-                self.send_return(message)
-            return False, False
-        on_disk = refused = False
-        for queue in queues:
-            qm = queue.enqueue(message)
-            if qm is None:
-                refused = True
-            elif qm.on_disk:
-                on_disk = True
-        published_at = message.published_at
-        for queue in queues:
-            queue.dispatch(published_at)
-            if queue.limits is not None:
-                queue.drop_over_limit()
+        reached, on_disk, refused = self.broker.publish(message)
+        if not reached and mandatory:
+            self.send_return(message)
         return on_disk, refused
 
     def send_return(self, message: Message) -> None:
@@ -254,22 +268,27 @@ class Channel:
             encode_content(self.number, message.properties_raw, message.body, self.connection.frame_max)
         )
 
-    def on_committed(self, what: str, argument: int) -> None:
-        """A batch this channel waited for is on disk."""
-        if what == "confirm":
-            waiting = self.waiting_for_disk
-            if waiting and waiting[0] == argument:
-                waiting.popleft()
-            else:
-                waiting.remove(argument)
-            self.to_confirm.append(argument)
-            self.connection.confirm_due(self)
-        elif what == "commit":
-            self.commit_waiting = False
-            self.send(commands.Tx.CommitOk())
-            held, self.held_frames = self.held_frames, []
-            for method in held:
-                self.connection.handle_channel_method(self, method)
+    def confirm_on_disk(self, seq: int) -> None:
+        """The batch holding publish `seq` is on disk (PC-5): its confirm is due."""
+        if not self.is_open:
+            return
+        waiting = self.waiting_for_disk
+        if waiting and waiting[0] == seq:
+            waiting.popleft()
+        else:
+            waiting.remove(seq)
+        self.to_confirm.append(seq)
+        self.connection.confirm_due(self)
+
+    def commit_on_disk(self, _: int) -> None:
+        """The batch a tx.commit waited for is on disk (TX-7): commit-ok, then the methods held behind it."""
+        if not self.is_open:
+            return
+        self.commit_waiting = False
+        self.send(commands.Tx.CommitOk())
+        held, self.held_frames = self.held_frames, []
+        for method in held:
+            self.connection.handle_channel_method(self, method)
 
     def flush_confirms(self) -> None:
         """Send the confirms that are due: one basic.ack multiple=true for those below every confirm still
@@ -340,7 +359,7 @@ class Channel:
                 taken.append(delivery)
         return taken
 
-    def release(self, deliveries: list[Delivery]) -> dict["Queue", None]:
+    def release(self, deliveries: list[Delivery]) -> dict[Queue, None]:
         """Free the prefetch room the deliveries held (PF-3); the queues that may now dispatch, in order:
         the settled deliveries' queues first, then (under a global limit) the channel's other consumers'."""
         wake: dict[Queue, None] = {}
@@ -367,11 +386,9 @@ class Channel:
                 wake[queue] = None
         else:
             for delivery in deliveries:
-                if not delivery.qm.queue.deleted:  # a deleted queue dead-letters nothing, as in RabbitMQ
-                    self.broker.dead_letter(delivery.qm, "rejected")
+                self.broker.dead_letter(delivery.qm, "rejected")
         for queue in wake:
-            if not queue.deleted:
-                queue.dispatch()
+            self.broker.dispatch(queue)
 
     def settle(self, kind: str, tag: int, multiple: bool, requeue: bool) -> None:
         deliveries = self.take_deliveries(tag, multiple)
@@ -407,7 +424,7 @@ class Channel:
         consumers = list(self.consumers.values())
         self.consumers.clear()
         for consumer in consumers:
-            consumer.queue.remove_consumer(consumer)
+            self.broker.remove_consumer(consumer.queue, consumer)
         if not closing:
             self.requeue_outstanding()
             return
@@ -433,12 +450,12 @@ class Channel:
             raise Refused(errors.NOT_FOUND, "no previously declared queue")
         return self.last_queue
 
-    def check_exclusive(self, queue: "Queue") -> None:
+    def check_exclusive(self, queue: Queue) -> None:
         owner = queue.exclusive_owner
         if owner is not None and owner is not self.connection:
             raise Refused(errors.RESOURCE_LOCKED, locked_text(queue.name))
 
-    def find_queue(self, name: str) -> "Queue":
+    def find_queue(self, name: str) -> Queue:
         queue = self.broker.queues.get(name)
         if queue is None:
             raise Refused(errors.NOT_FOUND, "no " + vhost_resource("queue", name))
@@ -453,7 +470,7 @@ class Channel:
 
     def wake_consumer_queues(self) -> None:
         for queue in dict.fromkeys(c.queue for c in self.consumers.values()):
-            queue.dispatch()
+            self.broker.dispatch(queue)
 
     # --- method handlers ----------------------------------------------------------------------
 
@@ -580,7 +597,7 @@ class Channel:
                 )
             )
 
-    def check_queue_equivalence(self, queue: "Queue", m: commands.Queue.Declare, arguments: dict) -> None:
+    def check_queue_equivalence(self, queue: Queue, m: commands.Queue.Declare, arguments: dict) -> None:
         where = vhost_resource("queue", queue.name)
         declared_durable = getattr(queue, "declared_durable", queue.durable)
         for arg, received, current in (
@@ -604,7 +621,7 @@ class Channel:
                 detail = f"received '{show(received)}' but current is '{show(current)}'"
             raise Refused(errors.PRECONDITION_FAILED, f"inequivalent arg '{arg}' for {where}: {detail}")
 
-    def binding_target(self, m: Any) -> tuple[Any, "Queue", str]:
+    def binding_target(self, m: Any) -> tuple[Any, Queue, str]:
         name = self.queue_name(m.queue)
         routing_key = m.routing_key if (m.queue or m.routing_key) else name
         if m.exchange == "":
@@ -633,7 +650,7 @@ class Channel:
 
     def on_queue_purge(self, m: commands.Queue.Purge) -> None:
         queue = self.find_queue(self.queue_name(m.queue))
-        count = self.broker.purge_queue(queue)
+        count = queue.purge()
         if not m.nowait:
             self.send(commands.Queue.PurgeOk(message_count=count))
 
@@ -679,14 +696,14 @@ class Channel:
         if not m.nowait:
             self.send(Basic.ConsumeOk(consumer_tag=tag))
         queue.add_consumer(consumer)
-        queue.dispatch()
+        self.broker.dispatch(queue)
 
     def on_basic_cancel(self, m: Basic.Cancel) -> None:
         consumer = self.consumers.pop(m.consumer_tag, None)
         if not m.nowait:
             self.send(Basic.CancelOk(consumer_tag=m.consumer_tag))
         if consumer is not None:
-            consumer.queue.remove_consumer(consumer)
+            self.broker.remove_consumer(consumer.queue, consumer)
 
     def on_basic_publish(self, m: Basic.Publish) -> None:
         if m.immediate:  # RabbitMQ refuses it before anything else: a connection error
@@ -702,14 +719,10 @@ class Channel:
 
     def on_basic_get(self, m: Basic.Get) -> None:
         queue = self.find_queue(self.queue_name(m.queue))
-        if queue.expires is not None:
-            queue.touch()
-        if queue.expiring:  # never an expired message
-            queue.expire_head(self.broker.clock())
-        if not queue.ready:
+        qm = self.broker.get(queue)  # DS-1, never an expired message
+        if qm is None:
             self.send(Basic.GetEmpty())  # DS-2
             return
-        qm = queue.ready.pop_head()  # DS-1
         tag = self.next_tag
         self.next_tag = tag + 1
         message = qm.message
@@ -717,8 +730,6 @@ class Channel:
             encode_get_ok(self.number, tag, qm.redelivered, message.exchange, message.routing_key, len(queue.ready))
             + encode_content(self.number, message.properties_raw, message.body, self.connection.frame_max)
         )
-        if queue.expiring:
-            queue.schedule_head()
         if m.no_ack:
             queue.forget(qm)
         else:
@@ -773,7 +784,7 @@ class Channel:
             self.apply_settlement(kind, deliveries, requeue)
         if on_disk:  # TX-7
             self.commit_waiting = True
-            self.broker.after_commit(self, "commit")
+            self.broker.journal.after_commit(self.commit_on_disk)
         else:
             self.send(commands.Tx.CommitOk())
 

@@ -8,11 +8,12 @@ Everything that changes the connection's lifecycle state lives in this file.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pamqp import commands
 
 from impl.core import errors
+from impl.core.broker import Broker
 from impl.core.channel import HANDLERS, Channel
 from impl.core.errors import Fault, Refused, erlang_binary
 from impl.core.frames import (
@@ -29,9 +30,6 @@ from impl.core.frames import (
     encode_method,
     frame_head,
 )
-
-if TYPE_CHECKING:
-    from impl.core.broker import Broker
 
 SERVER_FRAME_MAX = 131072
 SERVER_CHANNEL_MAX = 2047
@@ -81,9 +79,10 @@ def method_ids(method: Any) -> tuple[int, int]:
 class Connection:
     """A client connection on the broker's virtual host."""
 
-    def __init__(self, broker: "Broker", number: int, peer_is_loopback: bool) -> None:
+    def __init__(self, broker: Broker, peer_is_loopback: bool = True) -> None:
+        """A new client connection on the broker's virtual host, waiting for the protocol header."""
         self.broker = broker
-        self.number = number
+        self.number = broker.register(self)
         self.peer_is_loopback = peer_is_loopback
         self.state = AWAIT_HEADER
         self.buffer = bytearray()
@@ -544,4 +543,14 @@ class Connection:
         broker = self.broker
         for queue in [q for q in broker.queues.values() if q.exclusive_owner is self]:
             broker.delete_queue(queue)
-        broker.connections.discard(self)
+        broker.unregister(self)
+
+    def delivered_on_disk(self) -> list[tuple[str, int]]:
+        """(queue, publication number) of the on-disk messages this connection's channels have outstanding."""
+        keys = []
+        for channel in self.channels.values():
+            for delivery in channel.unacked.values():
+                qm = delivery.qm
+                if qm.on_disk and not qm.queue.deleted:
+                    keys.append((qm.queue.name, qm.seq))
+        return keys

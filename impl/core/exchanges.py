@@ -5,12 +5,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from impl.core.queues import Queue
 from impl.core.routing import binding_matches, headers_match, topic_matches
-
-if TYPE_CHECKING:
-    from impl.core.queues import Queue
 
 EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers")
 BindingKey = tuple[str, Any]  # (routing key, frozen arguments)
@@ -37,8 +35,8 @@ class Exchange:
         self.arguments = arguments
         # queue name -> {(routing key, frozen arguments): arguments}
         self.bindings: dict[str, dict[BindingKey, dict]] = {}
-        self.queues: dict[str, "Queue"] = {}
-        self.direct: dict[str, dict[str, "Queue"]] = {}
+        self.queues: dict[str, Queue] = {}
+        self.direct: dict[str, dict[str, Queue]] = {}
         # exchange-to-exchange bindings with this exchange as source: destination name ->
         # {(routing key, frozen arguments): (arguments, destination)}
         self.exchange_bindings: dict[str, dict[BindingKey, tuple[dict, "Exchange"]]] = {}
@@ -72,7 +70,7 @@ class Exchange:
             if binding_matches(self.kind, binding_key, arguments, routing_key, headers)
         ]
 
-    def bind(self, queue: "Queue", routing_key: str, arguments: dict) -> bool:
+    def bind(self, queue: Queue, routing_key: str, arguments: dict) -> bool:
         """Add a binding; False when it already existed."""
         key = (routing_key, freeze(arguments))
         per_queue = self.bindings.setdefault(queue.name, {})
@@ -83,7 +81,7 @@ class Exchange:
         self.direct.setdefault(routing_key, {})[queue.name] = queue
         return True
 
-    def unbind(self, queue: "Queue", routing_key: str, arguments: dict) -> bool:
+    def unbind(self, queue: Queue, routing_key: str, arguments: dict) -> bool:
         """Remove a binding; False when there was none."""
         key = (routing_key, freeze(arguments))
         per_queue = self.bindings.get(queue.name)
@@ -101,7 +99,7 @@ class Exchange:
             del self.queues[queue.name]
         return True
 
-    def unbind_queue(self, queue: "Queue") -> list[BindingKey]:
+    def unbind_queue(self, queue: Queue) -> list[BindingKey]:
         """Remove every binding of a queue; the removed keys."""
         per_queue = self.bindings.pop(queue.name, {})
         self.queues.pop(queue.name, None)
@@ -117,7 +115,7 @@ class Exchange:
         """Whether this exchange is the source of any binding (to a queue or an exchange)."""
         return bool(self.bindings) or bool(self.exchange_bindings)
 
-    def route(self, routing_key: str, headers: Any) -> list["Queue"]:
+    def route(self, routing_key: str, headers: Any) -> list[Queue]:
         """The queues a message published with this routing key reaches."""
         kind = self.kind
         if kind == "direct":

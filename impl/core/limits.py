@@ -9,11 +9,9 @@ dead-letters the refused message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from impl.core.messages import Message
-    from impl.core.queues import Queue
+from impl.core.messages import Message
 
 DROP_HEAD, REJECT_PUBLISH, REJECT_PUBLISH_DLX = "drop-head", "reject-publish", "reject-publish-dlx"
 
@@ -28,19 +26,20 @@ class Limits:
         self.max_bytes = max_bytes
         self.overflow = overflow
 
-    def refuses(self, queue: "Queue", message: "Message") -> bool:
-        """Whether a reject-publish queue must refuse this message (it would pass a limit)."""
+    def refuses(self, ready: Any, message: Message) -> bool:
+        """Whether a reject-publish queue holding `ready` (its ready messages, with their total `size` when
+        bytes are limited) must refuse this message (it would pass a limit)."""
         if self.overflow == DROP_HEAD:
             return False
-        if self.max_length is not None and len(queue.ready) >= self.max_length:
+        if self.max_length is not None and len(ready) >= self.max_length:
             return True
-        return self.max_bytes is not None and queue.ready.size + len(message.body) > self.max_bytes
+        return self.max_bytes is not None and ready.size + len(message.body) > self.max_bytes
 
-    def over(self, queue: "Queue") -> bool:
-        """Whether the queue's ready messages pass a limit (drop-head then drops the oldest)."""
-        if self.max_length is not None and len(queue.ready) > self.max_length:
+    def over(self, ready: Any) -> bool:
+        """Whether a queue's ready messages pass a limit (drop-head then drops the oldest)."""
+        if self.max_length is not None and len(ready) > self.max_length:
             return True
-        return self.max_bytes is not None and queue.ready.size > self.max_bytes
+        return self.max_bytes is not None and ready.size > self.max_bytes
 
 
 def limits_of(arguments: dict[str, Any]) -> Limits | None:

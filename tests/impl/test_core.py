@@ -6,7 +6,7 @@ import random
 
 from pamqp import body, commands as C, frame, header
 
-from impl.core import Broker
+from impl.core import Broker, Connection
 from impl.core.messages import Message, QueuedMessage
 from impl.core.queues import ReadyMessages
 from impl.core.routing import topic_matches
@@ -17,7 +17,7 @@ class CoreClient:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.connection = broker.connect(True)
+        self.connection = Connection(broker, True)
         self.feed(header.ProtocolHeader().marshal())
         self.send(0, C.Connection.StartOk(client_properties={}, mechanism="PLAIN", response="\0guest\0guest",
                                           locale="en_US"))

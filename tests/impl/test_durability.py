@@ -27,7 +27,8 @@ def test_durable_queue_bindings_and_persistent_messages_survive_restart_DU_1_DU_
         channel.basic_publish("", "durable-q", b"t%d" % i)  # transient: lost on restart
         channel.basic_publish("", "transient-q", b"x", PERSISTENT)
     connection.close()
-    assert fresh_server.stop() == 0
+    fresh_server.stop()
+    assert fresh_server.returncode == 0
     fresh_server.start()
     connection = connect(fresh_server)
     channel = connection.channel()
@@ -82,7 +83,8 @@ def test_clean_restart_keeps_redelivered_flags_and_forgets_acked_RQ_2_DU_3(fresh
     second, _, _ = channel.basic_get("flags-q")
     channel.basic_ack(first.delivery_tag)  # settled: must not come back
     connection.process_data_events(time_limit=0.2)
-    assert fresh_server.stop() == 0
+    fresh_server.stop()
+    assert fresh_server.returncode == 0
     fresh_server.start()
     connection = connect(fresh_server)
     channel = connection.channel()

@@ -74,16 +74,23 @@ def test_qos_limits_unacked_per_consumer_PF_1_PF_2(server, qname):
             async def hold(message) -> None:
                 held.append(message)
 
+            async def held_and_ready(count: int) -> tuple[int, int]:
+                """Wait until `count` deliveries are held; then (held, ready in the queue), which the broker
+                answers exactly: a delivery past the prefetch bound would have left the queue already."""
+                while len(held) < count:
+                    await asyncio.sleep(0.01)
+                ready = (await channel.declare_queue(qname, passive=True)).declaration_result.message_count
+                return len(held), ready
+
             await queue.consume(hold)
-            await asyncio.sleep(0.5)
-            count = len(held)
+            first = await held_and_ready(2)
             await held[0].ack(multiple=True)
             await held[1].ack()
-            await asyncio.sleep(0.5)
+            second = await held_and_ready(4)
             await queue.delete(if_unused=False, if_empty=False)
-            return count, len(held)
+            return first, second
 
-    assert run(scenario()) == (2, 4)
+    assert run(scenario()) == ((2, 4), (4, 2))
 
 
 def test_transaction_commit_TX_2_TX_7(server, qname):
