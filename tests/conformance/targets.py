@@ -50,7 +50,7 @@ class CoreConnection(RawConnection):
 
     def __init__(self, target: "InProcessTarget", label: str) -> None:
         self.target = target
-        self.core = target.broker.connect(True)
+        self.core = target.core_module.Connection(target.broker, True)
         super().__init__("in-process", 0, label=label, timeout=1.0, sock=_CoreSocket(self))
         self.pending = bytearray()          # what the core wrote that the client has not read yet
         self.lost = False
@@ -295,7 +295,7 @@ class _Slot:
                 broker_closed.append(command.channel)
             if name == "Channel.CloseOk":
                 self.closing.discard(command.channel)
-                if command.channel not in broker_closed:
+                if command.channel not in broker_closed and -command.channel not in broker_closed:
                     broker_closed.append(-command.channel)      # closed by the client: open again
         if self.dead():
             conn.abort()
