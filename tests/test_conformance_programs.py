@@ -14,7 +14,7 @@ from tests.conformance.judge import assert_accepted
 from tests.conformance.targets import InProcessTarget, TcpTarget, run_program
 
 
-@budget(200)
+@budget(300)
 @given(P.programs(crashes=True))
 def test_in_process_core_runs_are_accepted_by_the_spec(program):
     target = InProcessTarget()
