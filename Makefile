@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: setup verify test explore broker bench rabbitmq java clean
+.PHONY: setup verify test explore broker bench rabbitmq java clean conformance
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ bench: $(STAMP) rabbitmq java
 	$(PY) -m spark_check.trace_bench
 	$(PY) -m tests.bench.recorded_trace_bench --messages 250
 	$(PY) -m tests.bench.broker_bench
+
+## conformance: generated programs against any AMQP 0-9-1 broker, judged by the spec (URL=amqp://user:pass@host:port/vhost).
+PROGRAMS ?= 100
+conformance: $(STAMP)
+	@test -n "$(URL)" || (echo "make conformance: give the broker's URL: make conformance URL=amqp://user:pass@host:port/vhost" >&2; exit 2)
+	$(PY) -m tests.conformance --url "$(URL)" --programs $(PROGRAMS) $(ARGS)
 
 ## rabbitmq: install the reference RabbitMQ 3.10.8 (Debian's rabbitmq-server) if it is missing.
 rabbitmq:

@@ -102,6 +102,8 @@ def take_frame(state: State, c: int, ch: int) -> State:
             return finish_close(state, c, ch)
         if method == CHANNEL_CLOSE:                         # both ends closed at once: answer it
             return send(state, c, (CHANNEL_CLOSE_OK, ch))
+    if method == CHANNEL_CLOSE:     # the client closed it twice: RabbitMQ 3.10.8 answers each close (ER-1)
+        return send(state, c, (CHANNEL_CLOSE_OK, ch))
     return state
 
 

@@ -298,11 +298,23 @@ class _Reader:
         return (simple, ch)
 
     def _server_tag(self, log: list, i: int, ch: int, where: str) -> str:
-        """The tag the server chose for a consume with an empty tag: the next consume-ok on its channel."""
+        """The tag the server chose for a consume with an empty tag: the consume-ok that answers it (consumes
+        of a channel are answered in order, so the earlier ones still unanswered are skipped), or, when the
+        channel closes first (the consume failed or was dropped), a tag of its own that no other command names."""
+        def on_channel(entry, name: str, direction: str) -> bool:
+            return entry.kind == "method" and entry.channel == ch and entry.direction == direction and \
+                entry.method.name == name
+        opened = max((j for j in range(i) if on_channel(log[j], "Channel.OpenOk", "received")), default=0)
+        waiting = sum(on_channel(e, "Basic.Consume", "sent") for e in log[opened:i]) - \
+            sum(on_channel(e, "Basic.ConsumeOk", "received") for e in log[opened:i])
         for entry in log[i + 1:]:
-            if entry.kind == "method" and entry.channel == ch and entry.method.name == "Basic.ConsumeOk":
-                return entry.method.consumer_tag
-        raise Unsupported(f"{where}: an empty consumer tag whose consume-ok was not recorded")
+            if on_channel(entry, "Basic.ConsumeOk", "received"):
+                if waiting <= 0:
+                    return entry.method.consumer_tag
+                waiting -= 1
+            if on_channel(entry, "Channel.Close", "received") or on_channel(entry, "Channel.CloseOk", "received"):
+                break
+        return f"{where}: never named"
 
     # -- configuration ----------------------------------------------------------------------------
 

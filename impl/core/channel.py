@@ -282,10 +282,19 @@ class Channel:
 
     def commit_on_disk(self, _: int) -> None:
         """The batch a tx.commit waited for is on disk (TX-7): commit-ok, then the methods held behind it."""
+        self.reply_written(commands.Tx.CommitOk())
+
+    def reply_on_disk(self, reply: Any) -> None:
+        """Send `reply` once the open batch is on disk; the channel's later methods wait behind it."""
+        self.commit_waiting = True
+        self.broker.journal.after_commit(lambda _: self.reply_written(reply))
+
+    def reply_written(self, reply: Any) -> None:
+        """The batch a reply waited for is on disk: the reply, then the methods held behind it."""
         if not self.is_open:
             return
         self.commit_waiting = False
-        self.send(commands.Tx.CommitOk())
+        self.send(reply)
         held, self.held_frames = self.held_frames, []
         for method in held:
             self.connection.handle_channel_method(self, method)
@@ -579,6 +588,7 @@ class Channel:
             if isinstance(arguments.get(arg), bytes):
                 arguments[arg] = arguments[arg].decode("utf-8", "replace")
         queue = broker.queues.get(name)
+        created = queue is None
         if queue is None:
             owner = self.connection if m.exclusive else None
             queue = broker.declare_queue(name, m.durable, owner, m.auto_delete, arguments)
@@ -591,11 +601,12 @@ class Channel:
         queue.touch()
         self.last_queue = name
         if not m.nowait:
-            self.send(
-                commands.Queue.DeclareOk(
-                    queue=name, message_count=len(queue.ready), consumer_count=len(queue.consumers)
-                )
-            )
+            reply = commands.Queue.DeclareOk(queue=name, message_count=len(queue.ready),
+                                             consumer_count=len(queue.consumers))
+            if created and queue.durable:
+                self.reply_on_disk(reply)   # DU-1: a durable queue survives a crash once declare-ok is out
+            else:
+                self.send(reply)
 
     def check_queue_equivalence(self, queue: Queue, m: commands.Queue.Declare, arguments: dict) -> None:
         where = vhost_resource("queue", queue.name)
@@ -737,13 +748,13 @@ class Channel:
             self.unacked_order.append(tag)
 
     def on_basic_ack(self, m: Basic.Ack) -> None:
-        self.settle("ack", m.delivery_tag, bool(m.multiple), False)
+        self.settle("ack", unsigned(m.delivery_tag), bool(m.multiple), False)
 
     def on_basic_reject(self, m: Basic.Reject) -> None:
-        self.settle("reject", m.delivery_tag, False, bool(m.requeue))
+        self.settle("reject", unsigned(m.delivery_tag), False, bool(m.requeue))
 
     def on_basic_nack(self, m: Basic.Nack) -> None:
-        self.settle("nack", m.delivery_tag, bool(m.multiple), bool(m.requeue))
+        self.settle("nack", unsigned(m.delivery_tag), bool(m.multiple), bool(m.requeue))
 
     def on_basic_recover(self, m: Basic.Recover) -> None:
         if not m.requeue:
@@ -799,6 +810,11 @@ class Channel:
         self.unacked = dict(sorted(self.unacked.items()))
         self.unacked_order = deque(self.unacked)
         self.send(commands.Tx.RollbackOk())
+
+
+def unsigned(tag: int) -> int:
+    """A delivery tag as sent: a 64-bit unsigned number, which pamqp decodes as signed (DT-3)."""
+    return tag % (1 << 64)
 
 
 def check_name(kind: str, name: str) -> None:

@@ -408,10 +408,7 @@ class Connection:
         if state == CLOSING:
             if isinstance(method, commands.Connection.CloseOk):
                 self.abort()
-            elif isinstance(method, commands.Connection.Close):
-                self.send_method(0, commands.Connection.CloseOk())
-                self.abort()
-            return
+            return          # a crossing connection.close is not answered: the broker waits for close-ok
         if state != OPEN:
             return
         if isinstance(method, commands.Connection.Close):

@@ -140,7 +140,8 @@ class ConnectionClosed(ServerClosed):
 class RawConnection:
     """One AMQP 0-9-1 connection over a blocking socket, with its trace and its inbox of commands."""
 
-    def __init__(self, host: str, port: int, *, label: str = "", timeout: float = 10.0) -> None:
+    def __init__(self, host: str, port: int, *, label: str = "", timeout: float = 10.0,
+                 sock: socket.socket | None = None) -> None:
         self.host, self.port = host, port
         self.label = label or f"{host}:{port}"
         self.timeout = timeout
@@ -154,8 +155,10 @@ class RawConnection:
         self._assembling: dict[int, _Assembly] = {}
         self._buffer = bytearray()
         self._violations: list[str] = []
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if sock is None:        # given: a stand-in for the socket (a subclass that overrides pump)
+            sock = socket.create_connection((host, port), timeout=timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = sock
 
     # -- opening and closing ---------------------------------------------------------------------
 

@@ -1,0 +1,396 @@
+"""Client programs: what a conformance run sends, and the Hypothesis strategies that write them.
+
+A program is data: a few queues with fixed flags, a number of connections (slots), and steps. A step
+is one TCP write of one or more methods on one connection (`Step`), or a broker crash (`Crash`: SIGKILL
+and restart, where the target allows it). Every method's fields range over their whole domain
+(delivery tags 0, tags never issued, tags up to 2^64-1, prefetch counts 0 to 65535, sizes other than
+0), weighted towards the values that make a program interesting (small tags that were issued).
+
+What runs a program (tests/conformance/targets.py) adds the housekeeping a client does: it opens the
+channels of a new connection, answers a broker's close with close-ok and opens the channel again, and
+connects again after a connection ends. So every step starts with channels 1 and 2 open, and a program
+stays productive after an error. Every value has a repr that is valid Python: a failing program prints
+as a script (`from tests.conformance.programs import *`).
+
+Generated programs stay inside what the spec can say (spec/recorded.py): queues are declared with
+one set of flags per program, without arguments, auto-delete or passive; exchanges are the default
+one, `amq.fanout` and one that does not exist.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Union
+
+from hypothesis import strategies as st
+
+CHANNELS = (1, 2)           # every connection uses these two channels
+QUEUES = 2                  # queues q0, q1 are declared by programs; q2 never is (404, unroutable)
+MAX_TAG = 2**64 - 1         # delivery tags are 64-bit on the wire (DT-3: the largest RabbitMQ issues is 2^63-1)
+EXCHANGES = ("", "amq.fanout", "missing")
+
+
+# ---------------------------------------------------------------- methods a client sends
+
+@dataclass(frozen=True)
+class Declare:
+    """queue.declare of queue `queue` with the program's flags for it."""
+    ch: int
+    queue: int
+
+
+@dataclass(frozen=True)
+class Bind:
+    """queue.bind of queue `queue` to amq.fanout."""
+    ch: int
+    queue: int
+
+
+@dataclass(frozen=True)
+class Purge:
+    ch: int
+    queue: int
+
+
+@dataclass(frozen=True)
+class Delete:
+    ch: int
+    queue: int
+    if_unused: bool = False
+    if_empty: bool = False
+
+
+@dataclass(frozen=True)
+class Publish:
+    """basic.publish of a new message (its body is numbered when it runs) to `exchange` with the name of
+    queue `queue` as routing key."""
+    ch: int
+    queue: int
+    exchange: str = ""
+    persistent: bool = False
+    mandatory: bool = False
+    immediate: bool = False
+
+
+@dataclass(frozen=True)
+class Consume:
+    """basic.consume; tag "" asks the broker to choose one."""
+    ch: int
+    queue: int
+    tag: str
+    no_ack: bool = False
+    exclusive: bool = False
+
+
+@dataclass(frozen=True)
+class Cancel:
+    ch: int
+    tag: str
+
+
+@dataclass(frozen=True)
+class Get:
+    ch: int
+    queue: int
+    no_ack: bool = False
+
+
+@dataclass(frozen=True)
+class Ack:
+    ch: int
+    tag: int
+    multiple: bool = False
+
+
+@dataclass(frozen=True)
+class Nack:
+    ch: int
+    tag: int
+    multiple: bool = False
+    requeue: bool = True
+
+
+@dataclass(frozen=True)
+class Reject:
+    ch: int
+    tag: int
+    requeue: bool = True
+
+
+@dataclass(frozen=True)
+class Qos:
+    ch: int
+    count: int
+    global_: bool = False
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class Recover:
+    ch: int
+    requeue: bool = True
+
+
+@dataclass(frozen=True)
+class ConfirmSelect:
+    ch: int
+
+
+@dataclass(frozen=True)
+class TxSelect:
+    ch: int
+
+
+@dataclass(frozen=True)
+class TxCommit:
+    ch: int
+
+
+@dataclass(frozen=True)
+class TxRollback:
+    ch: int
+
+
+@dataclass(frozen=True)
+class CloseChannel:
+    """channel.close by the client (the runner opens the channel again once it is closed)."""
+    ch: int
+
+
+@dataclass(frozen=True)
+class OpenChannel:
+    """channel.open of a channel that is already open: a connection error (504)."""
+    ch: int
+
+
+@dataclass(frozen=True)
+class CloseOkChannel:
+    """channel.close-ok on an open channel: a connection error (503)."""
+    ch: int
+
+
+@dataclass(frozen=True)
+class CloseConnection:
+    """connection.close by the client (the runner connects again)."""
+
+
+Op = Union[Declare, Bind, Purge, Delete, Publish, Consume, Cancel, Get, Ack, Nack, Reject, Qos, Recover,
+           ConfirmSelect, TxSelect, TxCommit, TxRollback, CloseChannel, OpenChannel, CloseOkChannel,
+           CloseConnection]
+
+# Methods the broker answers (the runner waits for the answer, or for the channel's close).
+SYNCHRONOUS = (Declare, Bind, Purge, Delete, Consume, Cancel, Get, Qos, Recover, ConfirmSelect, TxSelect,
+               TxCommit, TxRollback, CloseChannel)
+
+
+# ---------------------------------------------------------------- steps and programs
+
+@dataclass(frozen=True)
+class Step:
+    """The methods `ops`, sent by connection `conn` in one write."""
+    conn: int
+    ops: tuple
+
+
+@dataclass(frozen=True)
+class Crash:
+    """The broker is killed (SIGKILL) right after the previous step's replies, and restarted."""
+
+
+@dataclass(frozen=True)
+class QueueFlags:
+    durable: bool = False
+    exclusive: bool = False
+
+
+@dataclass(frozen=True)
+class Program:
+    queues: tuple = (QueueFlags(), QueueFlags())
+    connections: int = 1
+    steps: tuple = ()
+
+    def ops(self) -> list:
+        return [op for s in self.steps if isinstance(s, Step) for op in s.ops]
+
+    def numbered(self) -> str:
+        """The program as numbered steps, for people."""
+        lines = [f"queues: " + ", ".join(f"q{i}{' durable' if f.durable else ''}{' exclusive' if f.exclusive else ''}"
+                                          for i, f in enumerate(self.queues)),
+                 f"connections: {self.connections}"]
+        for n, s in enumerate(self.steps, 1):
+            if isinstance(s, Crash):
+                lines.append(f"{n:3}. the broker is killed and restarted")
+            else:
+                lines.append(f"{n:3}. c{s.conn}: " + "; ".join(map(repr, s.ops)))
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- families
+
+FAMILIES = ("DT", "AM", "ACK", "PF", "RQ", "DS", "PC", "TX", "DU", "ER", "RT")
+
+
+def families(program: Program) -> set[str]:
+    """The rule families (SEMANTICS.md) a program exercises, from what it sends."""
+    found: set[str] = set()
+    for s in program.steps:
+        if isinstance(s, Crash):
+            found.add("DU")
+            continue
+        for op in s.ops:
+            found |= _op_families(op, program)
+    return found
+
+
+def _op_families(op: Op, program: Program) -> set[str]:
+    if isinstance(op, (Ack, Nack, Reject)):
+        out = {"DT", "ACK"}
+        if not isinstance(op, Ack) and op.requeue:
+            out.add("RQ")
+        if op.tag == 0 and not (op.multiple and not isinstance(op, Reject)) or op.tag > 64:
+            out.add("ER")
+        return out
+    if isinstance(op, Get):
+        return {"DT", "AM" if op.no_ack else "ACK"} | ({"ER"} if op.queue >= QUEUES else set())
+    if isinstance(op, Consume):
+        return {"DS", "DT"} | ({"AM"} if op.no_ack else set()) | ({"ER"} if op.queue >= QUEUES else set())
+    if isinstance(op, Qos):
+        return {"PF"} | ({"ER"} if op.size else set())
+    if isinstance(op, Recover):
+        return {"RQ"} | (set() if op.requeue else {"ER"})
+    if isinstance(op, ConfirmSelect):
+        return {"PC"}
+    if isinstance(op, (TxSelect, TxCommit, TxRollback)):
+        return {"TX"}
+    if isinstance(op, Publish):
+        out = {"RT"} if op.mandatory or op.exchange or op.queue >= QUEUES else set()
+        if op.persistent:
+            out.add("DU")
+        if op.immediate or op.exchange == "missing":
+            out.add("ER")
+        return out
+    if isinstance(op, Declare):
+        flags = program.queues[op.queue]
+        return ({"DU"} if flags.durable or flags.exclusive else set())
+    if isinstance(op, Bind):
+        return {"RT"}
+    if isinstance(op, (CloseChannel, CloseConnection)):
+        return {"RQ"}
+    if isinstance(op, (OpenChannel, CloseOkChannel)):
+        return {"ER"}
+    return set()
+
+
+def requeues(program: Program) -> bool:
+    """Whether a program sends a method that requeues deliveries."""
+    return any(isinstance(op, Recover) or isinstance(op, (Nack, Reject)) and op.requeue or
+               isinstance(op, (CloseChannel, CloseConnection)) for op in program.ops())
+
+
+# ---------------------------------------------------------------- strategies
+
+channels = st.sampled_from((1, 1, 1, 2))   # mostly one channel: settlements then name its deliveries
+declared_queues = st.integers(0, QUEUES - 1)
+queues = st.one_of(declared_queues, declared_queues, declared_queues, st.just(QUEUES))   # QUEUES: never declared
+delivery_tags = st.one_of(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.integers(0, 8),
+                          st.sampled_from([2**63 - 1, MAX_TAG]), st.integers(0, MAX_TAG))
+prefetch_counts = st.one_of(st.integers(0, 3), st.integers(0, 3), st.integers(0, 65535))
+prefetch_sizes = st.integers(1, 2**32 - 1)
+consumer_tags = st.one_of(st.sampled_from(["a", "b", "c", "d", "e", "f"]), st.just(""))
+
+
+def _flag(true_weight: int = 1, false_weight: int = 1):
+    return st.sampled_from([False] * false_weight + [True] * true_weight)
+
+
+def op_strategy(*, errors: bool = True):
+    """One method a client sends, any field over its domain, weighted towards what makes a program
+    productive (publishes to declared queues, gets, consumes, settlements of small tags). `errors=False`
+    leaves out the methods that always end the connection (a second channel.open, close-ok on an open
+    channel, immediate, prefetch_size, recover without requeue)."""
+    publish = st.builds(Publish, channels, declared_queues, st.just(""), st.booleans(), _flag(1, 3))
+    weighted = [
+        (8, publish),
+        (1, st.builds(Publish, channels, queues, st.sampled_from(["", "amq.fanout", "missing"]),
+                      st.booleans(), st.booleans())),
+        (4, st.builds(Get, channels, queues, _flag(1, 3))),
+        (2, st.builds(Consume, channels, queues, consumer_tags, _flag(1, 3), _flag(1, 5))),
+        (4, st.builds(Ack, channels, delivery_tags, _flag(1, 2))),
+        (2, st.builds(Nack, channels, delivery_tags, _flag(1, 2), st.booleans())),
+        (1, st.builds(Reject, channels, delivery_tags, st.booleans())),
+        (2, st.builds(Qos, channels, prefetch_counts, st.booleans())),
+        (1, st.builds(Recover, channels)),
+        (1, st.builds(Cancel, channels, consumer_tags)),
+        (1, st.builds(Declare, channels, declared_queues)),
+        (2, st.builds(ConfirmSelect, channels)),
+        (1, st.builds(TxSelect, channels)),
+        (2, st.builds(TxCommit, channels)),
+        (1, st.builds(TxRollback, channels)),
+        (1, st.builds(Purge, channels, queues)),
+        (1, st.builds(Delete, channels, queues, _flag(1, 2), _flag(1, 2))),
+        (1, st.builds(Bind, channels, declared_queues)),
+        (1, st.builds(CloseChannel, channels)),
+    ]
+    rare = [st.builds(CloseConnection)]
+    if errors:
+        rare += [st.builds(OpenChannel, channels), st.builds(CloseOkChannel, channels),
+                 st.builds(Publish, channels, queues, st.just(""), st.booleans(), st.booleans(), st.just(True)),
+                 st.builds(Qos, channels, prefetch_counts, st.booleans(), prefetch_sizes),
+                 st.builds(Recover, channels, st.just(False))]
+    weighted.append((1, st.one_of(rare)))
+    table = [strategy for weight, strategy in weighted for _ in range(weight)]
+    return st.integers(0, len(table) - 1).flatmap(table.__getitem__)
+
+
+@st.composite
+def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bool = False,
+             errors: bool = True, rabbitmq_safe: bool = False, synchronous: bool = False) -> Program:
+    """A program. `crashes`: may kill and restart the broker. `rabbitmq_safe`: keeps away from two
+    races of RabbitMQ 3.10.8 the README documents: no global prefetch in a program that requeues (freed
+    places may go to messages behind the requeued ones), and a basic.consume ends its write (its
+    consume-ok, sent by the queue process, can be overtaken by the reply to a later method). `synchronous`: one connection, one method per step, no
+    crash (the differential test's programs)."""
+    flags = tuple(draw(st.builds(QueueFlags, _flag(1, 2), _flag(1, 4))) for _ in range(QUEUES))
+    connections = 1 if synchronous else draw(st.integers(1, max_connections))
+    prelude = Step(0, tuple(Declare(1, q) for q in range(QUEUES)))
+    ops = op_strategy(errors=errors)
+    step = st.builds(Step, st.integers(0, connections - 1), st.lists(ops, min_size=1, max_size=4).map(tuple))
+    if synchronous:
+        step = st.builds(Step, st.just(0), ops.map(lambda op: (op,)))
+    if crashes:     # about one step in twelve; the queues are declared again after it
+        step = st.tuples(step, st.integers(0, 11)).map(
+            lambda pair: pair[0] if pair[1] != 5 else Crash())
+    body = []
+    for s in draw(st.lists(step, min_size=4, max_size=max_steps)):
+        body += [_ends_at_close(s)] if isinstance(s, Step) else [s, prelude]
+    program = Program(flags, connections, (prelude, *body))
+    if rabbitmq_safe:
+        program = replace(program, steps=tuple(part for s in program.steps for part in _split_after_consume(s)))
+    if rabbitmq_safe and requeues(program):
+        program = replace(program, steps=tuple(
+            replace(s, ops=tuple(replace(op, global_=False) if isinstance(op, Qos) else op for op in s.ops))
+            if isinstance(s, Step) else s for s in program.steps))
+    return program
+
+
+def _ends_at_close(step):
+    """A client sends nothing after its connection.close: the methods after it in a step are left out."""
+    if isinstance(step, Step):
+        for i, op in enumerate(step.ops):
+            if isinstance(op, CloseConnection):
+                return replace(step, ops=step.ops[:i + 1])
+    return step
+
+
+def _split_after_consume(step):
+    """A step cut into several writes, each ending at a basic.consume."""
+    if not isinstance(step, Step):
+        return [step]
+    parts, current = [], []
+    for op in step.ops:
+        current.append(op)
+        if isinstance(op, Consume):
+            parts.append(replace(step, ops=tuple(current)))
+            current = []
+    if current:
+        parts.append(replace(step, ops=tuple(current)))
+    return parts
