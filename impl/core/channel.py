@@ -102,8 +102,8 @@ class Link(Protocol):
     def confirm_due(self, channel: "Channel") -> None:
         """The channel has publisher confirms to send with the next output."""
 
-    def handle_channel_method(self, channel: "Channel", method: Any) -> None:
-        """Run a method the channel held back (behind a tx.commit waiting for the disk)."""
+    def replay_held(self, channel: "Channel", held: Any) -> None:
+        """Take a frame the channel held back (behind a reply waiting for the disk) in its turn."""
 
 
 class Consumer:
@@ -171,7 +171,7 @@ class Channel:
         self.tx_publishes: list[tuple[Message, bool]] = []
         self.tx_settlements: list[tuple[str, list[Delivery], bool]] = []
         self.commit_waiting = False  # tx.commit waits for the disk; later methods wait behind it
-        self.held_frames: list[Any] = []
+        self.held_frames: list[Any] = []  # behind a reply waiting for the disk: methods, (type, payload) content
         self.last_queue: str | None = None
         # content being received: (exchange, routing key, mandatory), header, body parts, bytes so far
         self.content_method: tuple[str, str, bool] | None = None
@@ -296,8 +296,8 @@ class Channel:
         self.commit_waiting = False
         self.send(reply)
         held, self.held_frames = self.held_frames, []
-        for method in held:
-            self.connection.handle_channel_method(self, method)
+        for frame in held:
+            self.connection.replay_held(self, frame)
 
     def flush_confirms(self) -> None:
         """Send the confirms that are due: one basic.ack multiple=true for those below every confirm still

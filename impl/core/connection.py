@@ -255,12 +255,19 @@ class Connection:
         if channel_number == 0:
             self.fail(Fault(errors.UNEXPECTED_FRAME, f"type {frame_type}, all octets = {erlang_binary(payload)}"))
             return
+        self.content_frame(channel_number, frame_type, payload)
+
+    def content_frame(self, channel_number: int, frame_type: int, payload: bytes) -> None:
+        """A content header or body frame on a channel."""
         channel = self.channels.get(channel_number)
         if channel is None:
             self.fail(Fault(errors.CHANNEL_ERROR, "expected 'channel.open'"))
             return
         if channel.closing:
             return  # ER-1: ignored until close-ok
+        if channel.commit_waiting:  # the content of a publish held behind a reply that waits for the disk
+            channel.held_frames.append((frame_type, payload))
+            return
         if channel.content_method is None:
             self.fail(Fault(errors.UNEXPECTED_FRAME, "expected method frame, got non method frame instead"))
             return
@@ -352,6 +359,14 @@ class Connection:
             channel.held_frames.append(method)
             return
         self.handle_channel_method(channel, method)
+
+    def replay_held(self, channel: Channel, held: Any) -> None:
+        """A frame held behind a reply that waited for the disk, taken now in its turn (a method, or a
+        content frame as (frame type, payload)); it is held again if the channel waits again."""
+        if isinstance(held, tuple):
+            self.content_frame(channel.number, *held)
+        else:
+            self.channel_method(channel.number, held)
 
     def handle_channel_method(self, channel: Channel, method: Any) -> None:
         if not channel.is_open or self.state != OPEN:

@@ -69,6 +69,28 @@ def test_confirm_of_persistent_message_waits_for_its_batch_PC_5():
     assert [(f.delivery_tag, f.multiple) for f in sent if isinstance(f, C.Basic.Ack)] == [(2, False)]
 
 
+def test_publishes_pipelined_behind_a_waiting_reply_are_held_whole_and_taken_in_order_DU_1_TX_7():
+    """Methods and the content frames of publishes that arrive while a reply waits for the disk (the
+    declare-ok of a new durable queue, a tx.commit-ok) wait behind it, and are taken in order after it;
+    one that waits for the disk again holds the rest again."""
+    broker = Broker()
+    client = CoreClient(broker)
+    client.send(1, C.Queue.Declare(queue="q", durable=True))
+    client.publish("q", b"first", persistent=True)
+    client.send(1, C.Queue.Declare(queue="r", durable=True))
+    client.publish("q", b"second")
+    client.send(1, C.Queue.Declare(queue="q", passive=True))
+    assert client.frames() == []
+    broker.batch_committed(broker.take_batch())
+    assert [type(f) for f in client.frames()] == [C.Queue.DeclareOk]     # q's; r's waits for its batch
+    broker.batch_committed(broker.take_batch())
+    replies = client.frames()
+    assert [(type(f), getattr(f, "queue", None)) for f in replies] == [(C.Queue.DeclareOk, "r"),
+                                                                       (C.Queue.DeclareOk, "q")]
+    assert replies[1].message_count == 2
+    assert not client.connection.should_close
+
+
 def test_message_written_and_acked_in_one_batch_never_reaches_disk():
     broker = Broker()
     client = CoreClient(broker)
