@@ -22,7 +22,6 @@ the end (on a cluster of several machines, give a ``--checkpoint`` on storage ev
 """
 from __future__ import annotations
 
-import gc
 import os
 import pickle
 import shutil
