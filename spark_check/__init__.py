@@ -3,11 +3,12 @@
 Command line::
 
     python -m spark_check list                                  # configurations and properties
-    python -m spark_check explore CONFIG [--engine local] [--bound NAME=VALUE ...] [--property NAME ...]
-                                 [--json FILE] [--max-states N] [--stop-on-violation] [--exact]
+    python -m spark_check explore CONFIG [--engine local|spark] [--master URL] [--checkpoint DIR | --resume DIR]
+                                 [--bound NAME=VALUE ...] [--property NAME ...] [--json FILE] [--chart DIR]
+                                 [--chart-witnesses] [--max-states N] [--stop-on-violation] [--exact]
                                  [--show-state] [--progress | --no-progress]
-    python -m spark_check.verify [CONFIG ...] [--update-manifest]  # make verify
-    python -m spark_check.bench [CONFIG ...]                        # make bench
+    python -m spark_check.verify [CONFIG ...] [--update-manifest] [--engine E] [--master URL]   # make verify
+    python -m spark_check.bench [CONFIG ...] [--engines local,spark] [--master URL]             # make bench
 
 Exit codes: 0 every expectation met, 1 some check failed, 2 bad input (one line on stderr).
 
@@ -17,8 +18,9 @@ From Python::
     result = LocalEngine().explore(spec.machine, spec.configs.get("ack_basics"), properties)
     result.distinct_states, result.depth, result.ok, result.properties[0].trace.lines()
 
-``verify.verify(model, configs, registry, manifest_path)`` and ``bench.bench(model, configs, registry)``
-take any model with the ``spec.machine`` interface; the tests run them on ``tests/toy_model.py``.
+``verify.verify(model, configs, registry, manifest_path, engine=...)`` and ``bench.bench(model, configs,
+registry, engine=...)`` take any model with the ``spec.machine`` interface and either engine
+(``engine_named("spark", master="local[2]")``); the tests run them on ``tests/toy_model.py``.
 """
 from .engine import (
     ENGINES,

@@ -124,7 +124,7 @@ class LevelStore:
                     shutil.rmtree(child, ignore_errors=True)
 
     def write_progress(self, ident: dict[str, Any], level: int, outcome: SearchOutcome, levels: list[int],
-                       level_of: dict[str, int], seconds: float) -> None:
+                       level_of: dict[str, int], seconds: float, finished: bool = False) -> None:
         """Record, atomically, that ``level`` is complete and what the driver knows so far."""
         local = _local(self.directory)
         if local is None:
@@ -133,6 +133,7 @@ class LevelStore:
             "format": FORMAT,
             "identity": ident,
             "level": level,
+            "finished": finished,
             "level_sizes": levels,
             "level_of": level_of,
             "seconds": seconds,

@@ -96,12 +96,13 @@ class LocalEngine(Engine):
 
     With ``exact=True`` the visited set holds the states themselves instead of their 64-bit hashes:
     slower and far larger, but free of fingerprint collisions, to cross-check the counts. ``reductions``
-    names state-space reductions (spark_check.reductions) to apply.
+    names state-space reductions (spark_check.reductions; none exists yet, so any name is refused).
     """
 
     name = "local"
 
     def __init__(self, exact: bool = False, reductions: Sequence[str] = ()) -> None:
+        reduction_named(reductions)
         self.exact = exact
         self.reductions = tuple(reductions)
 
@@ -117,8 +118,7 @@ class LocalEngine(Engine):
         action_types: Sequence[type] = (),
     ) -> ExplorationResult:
         started = time.perf_counter()
-        expander = Expander(model, config, properties, exact=self.exact,
-                            reduction=reduction_named(self.reductions))
+        expander = Expander(model, config, properties, exact=self.exact)
         outcome, parent = self._search(expander, config, properties, max_states, stop_on_violation, progress,
                                        started)
         seconds = time.perf_counter() - started

@@ -25,7 +25,7 @@ class Expansion(NamedTuple):
 
 class Edge(NamedTuple):
     """One edge of the explored graph, for trace replay: the model steps it takes (action, frames) and
-    where it leads. Without a reduction an edge is one step."""
+    where it leads. An edge is one step of the model."""
 
     steps: tuple[tuple[Any, tuple[Any, ...]], ...]
     target: Any
@@ -40,8 +40,7 @@ class Expander:
     """Expands states of one model and configuration, checking the still undecided ``properties``.
 
     ``fingerprint`` names a state in the visited set: ``hash`` (64 bits, the same in every process since
-    states hold no strings), or ``the_state`` for an exact visited set. A reduction (spark_check.reductions)
-    replaces the successor function and the fingerprint; verdicts must not change (README).
+    states hold no strings), or ``the_state`` for an exact visited set.
     """
 
     def __init__(
@@ -51,20 +50,14 @@ class Expander:
         properties: Sequence[Property],
         *,
         exact: bool = False,
-        reduction: Any = None,
     ) -> None:
         self.model = model
         self.config = config
         self.properties = tuple(properties)
-        self.reduction = reduction
         self._enabled = model.enabled
         self._step = model.step
         self._terminal_ok = model.terminal_ok
-        if reduction is not None:
-            reduction.bind(model, config)
-            self.fingerprint: Callable[[Any], Any] = reduction.fingerprint if not exact else reduction.canonical
-        else:
-            self.fingerprint = the_state if exact else hash
+        self.fingerprint: Callable[[Any], Any] = the_state if exact else hash
         self.undecided: list[int] = list(range(len(self.properties)))
         self._refresh()
 
@@ -105,8 +98,6 @@ class Expander:
 
     def successors(self, state: Any, actions: tuple[Any, ...]) -> list[Any]:
         """The successor along each edge out of ``state``."""
-        if self.reduction is not None:
-            return self.reduction.successors(state, actions)
         step = self._step
         return [step(state, a)[0] for a in actions]
 
@@ -121,8 +112,6 @@ class Expander:
     def edges(self, state: Any) -> list[Edge]:
         """The edges out of ``state`` with the steps each takes, in the order of ``expand``'s successors."""
         actions = self._enabled(state, self.config)
-        if self.reduction is not None:
-            return self.reduction.edges(state, actions)
         out = []
         for a in actions:
             succ, frames = self._step(state, a)

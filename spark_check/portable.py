@@ -54,9 +54,8 @@ class Portable:
         built = _EXPANDERS.get(self.token)
         if built is None:
             _EXPANDERS.clear()      # one exploration at a time per worker: drop the previous one
-            built = _EXPANDERS[self.token] = Expander(
-                self.resolve_model(), self.config, self.resolve_properties(),
-                reduction=reduction_named(self.reductions))
+            reduction_named(self.reductions)
+            built = _EXPANDERS[self.token] = Expander(self.resolve_model(), self.config, self.resolve_properties())
             gc.freeze()     # the model and configuration are never garbage: stop the collector scanning them
         return built
 

@@ -1,4 +1,6 @@
-"""State-space reductions: explore fewer states without changing any verdict (README, "Reductions")."""
+"""State-space reductions, by name: none exists yet (README, "Reductions" says why), so every name is
+refused; engines and checkpoints already carry the names, so that a reduced run is never mistaken for a
+full one."""
 from __future__ import annotations
 
 from typing import Any, Sequence

@@ -22,7 +22,6 @@ the end (on a cluster of several machines, give a ``--checkpoint`` on storage ev
 """
 from __future__ import annotations
 
-import gc
 import os
 import pickle
 import shutil
@@ -319,7 +318,7 @@ class _LevelRun:
             self.level_of = {int(k): v for k, v in data["level_of"].items()}
             self.earlier = data["seconds"]
             self.store.drop_levels_after(level)
-            if out.error is not None or out.stopped:
+            if data.get("finished"):
                 return out
         else:
             out, level = self._write_initial_level(cap)
@@ -346,7 +345,7 @@ class _LevelRun:
                 if size == 0 or out.error is not None or (stop_on_violation and violated):
                     out.stopped = out.error is None and size > 0
                     self.store.drop_levels_after(level)
-                    self._record(out, level)
+                    self._record(out, level, finished=True)
                     break
                 level += 1
                 visited.add(spark.read.schema(LEVEL_SCHEMA).parquet(self.store.level_path(level)))
@@ -355,7 +354,7 @@ class _LevelRun:
                 out.depth = level + 1
                 if out.distinct_states > cap:
                     out.error = too_many_states(cap)
-                self._record(out, level)
+                self._record(out, level, finished=out.error is not None)
                 if progress is not None:
                     progress(out.distinct_states, out.depth, size, self.seconds())
                 if out.error is not None:
@@ -380,7 +379,7 @@ class _LevelRun:
         df.write.mode("overwrite").parquet(self.store.level_path(0))
         if len(rows) > cap:
             out.error = too_many_states(cap)
-        self._record(out, 0)
+        self._record(out, 0, finished=out.error is not None)
         return out, 0
 
     def _merge(self, out: SearchOutcome, counts: list[dict], level: int) -> None:
@@ -406,9 +405,11 @@ class _LevelRun:
             out.error, out.error_fp = errors[0][0], errors[0][1]
             self.level_of[out.error_fp] = level
 
-    def _record(self, out: SearchOutcome, level: int) -> None:
+    def _record(self, out: SearchOutcome, level: int, finished: bool = False) -> None:
+        """Record that ``level`` is written; ``finished`` when the search is over (a resume then only
+        rebuilds the result: expanding the last level again would count its transitions twice)."""
         self.store.write_progress(self.ident, level, out, self.level_sizes,
-                                  {str(k): v for k, v in self.level_of.items()}, self.seconds())
+                                  {str(k): v for k, v in self.level_of.items()}, self.seconds(), finished)
 
     def parent_lookup(self) -> Any:
         """A parent lookup for trace replay that reads, for each fingerprint, only its own level."""

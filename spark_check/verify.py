@@ -8,7 +8,6 @@ regression test for free, as TLA+ projects keep). ``--update-manifest`` rewrites
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -166,6 +166,13 @@ def test_engine_interface():
         engine_named("warp")
 
 
+def test_unknown_reductions_are_refused_by_both_engines():
+    with pytest.raises(ValueError, match="unknown reduction 'por'; available: none"):
+        LocalEngine(reductions=["por"])
+    with pytest.raises(ValueError, match="unknown reduction 'symmetry'"):
+        engine_named("spark", reductions=["symmetry"])
+
+
 def test_action_classes_are_found_without_an_actions_list():
     @dataclasses.dataclass(frozen=True)
     class Action:

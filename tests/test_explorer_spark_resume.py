@@ -53,4 +53,14 @@ def test_a_run_killed_partway_resumes_to_the_same_result(tmp_path):
     assert result["coverage"] == local.coverage and result["complete"]
     assert [(p["name"], p["verdict"], len(p["trace"] or [])) for p in result["properties"]] == [
         (p.name, p.verdict, len(p.trace.lines()) if p.trace else 0) for p in local.properties]
-    assert json.loads((checkpoint / "progress.json").read_text())["level"] == 19
+    progress = json.loads((checkpoint / "progress.json").read_text())
+    assert (progress["level"], progress["finished"]) == (19, True)
+
+    # Resuming a finished run rebuilds the same result without expanding anything again.
+    again = tmp_path / "again.json"
+    rerun = subprocess.run([*RUN, "--resume", str(checkpoint), "--json", str(again)], cwd=ROOT, env=ENV,
+                           capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    repeated = json.loads(again.read_text())
+    assert {k: repeated[k] for k in ("distinct_states", "depth", "transitions", "coverage", "properties")} == {
+        k: result[k] for k in ("distinct_states", "depth", "transitions", "coverage", "properties")}
