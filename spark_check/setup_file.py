@@ -250,7 +250,8 @@ class _Reader:
     def read_queues(self, value: Any) -> tuple[QueueSetup, ...]:
         if value is None:
             raise self.fail((), "the setup needs at least one queue: [queues.NAME]")
-        self.table(value, ("queues",), tuple(value) if isinstance(value, dict) else ())
+        if not isinstance(value, dict):
+            raise self.fail(("queues",), "queues must be tables: [queues.NAME]")
         if not value:
             raise self.fail(("queues",), "the setup needs at least one queue: [queues.NAME]")
         if len(value) > MAX_QUEUES:
