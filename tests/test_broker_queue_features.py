@@ -186,9 +186,14 @@ def test_ttl_zero_delivers_to_a_waiting_consumer_or_expires(conn):
 
 def test_per_message_expiration_zero_and_the_smaller_ttl_wins(conn):
     queue = declare(conn, {"x-message-ttl": 60000})
+    # RabbitMQ can answer queue.declare(passive) before the queue has taken publishes sent ahead of it
+    # (seen in CI: a count of 1 while b"long" was still on its way), so wait for the confirms first:
+    # then a count of 1 can only mean that b"short" expired.
+    conn.confirm_select(1)
     conn.publish(1, b"zero", routing_key=queue, properties=transient(expiration="0"))
     conn.publish(1, b"short", routing_key=queue, properties=transient(expiration="100"))
     conn.publish(1, b"long", routing_key=queue, properties=transient(expiration="600000"))
+    assert conn.confirms(1, range(1, 4)) == {1: "ack", 2: "ack", 3: "ack"}
     wait_ready(conn, 1, queue, 1, DEADLINE)  # queue TTL 60 s beats the message's 600 s; 0 and 100 ms expire
     assert ready_bodies(conn, queue) == [b"long"]
 
