@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: setup verify test explore broker bench rabbitmq java clean conformance
+.PHONY: setup verify test explore broker bench rabbitmq java clean conformance check
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ ENGINE ?= local
 MASTER ?=
 explore: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
 	$(PY) -m spark_check explore $(CONFIG) --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) $(ARGS)
+
+## check: answer the five delivery questions for your setup file (FILE=examples/work-queue.toml,
+## ENGINE=local|spark, ARGS=--json --chart DIR ...); exit code 0 all pass, 1 one fails, 2 bad input.
+FILE ?=
+check: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
+	@test -n "$(FILE)" || (echo "make check: name the setup file: make check FILE=examples/work-queue.toml" >&2; exit 2)
+	$(BIN)/rabbitproof check "$(FILE)" --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) $(ARGS)
 
 ## broker: run the reference broker on 127.0.0.1:5672.
 broker: $(STAMP)

@@ -9,12 +9,13 @@ then tries every order of every choice, faults included, within the bounds deriv
 - a consumer consumes its queue in manual or automatic mode (AM-1), sets its prefetch first (PF-1,
   PF-2), acknowledges one delivery or several (ACK-2), and on failure nacks or rejects with or without
   requeue (ACK-5, ACK-6) or closes its channel (RQ-4); an exclusive queue is declared by its consumer (DU-4);
-- faults: a consumer's channel closes, a consumer's connection closes and reconnects, a connection is
-  lost (network loss), the broker crashes (DU-3), a queue refuses a message (PC-6).
+- faults: a consumer's channel closes, a consumer's connection is lost (and it reconnects), any
+  connection is lost (network loss), the broker crashes (DU-3), a queue refuses a message (PC-6). Both
+  connection faults are the spec's NetworkLoss: frames in flight either way are gone (RQ-4, AM-2);
+  `lossy` says which connections it may hit.
 
-The spec bounds publishes in all, not per client: the publishers' `messages` add up to the budget, and
-the explorer may spread it over them in any way (a per-client bound is still to come, with the questions
-and the `rabbitproof check` command of the issue this is the first step of).
+The spec bounds publishes in all: the publishers' `messages` add up to its budget, and
+`spark_check.questions.SetupMachine` holds each publisher to its own (`limits`).
 """
 from __future__ import annotations
 
@@ -49,8 +50,14 @@ def consumer_role(consumer: ConsumerSetup, queue: int, exclusive: bool, faults) 
                 nack=(failure == "nack-requeue",) if failure.startswith("nack") else (),
                 reject=(failure == "reject-requeue",) if failure.startswith("reject") else (),
                 qos=qos, declare=(queue,) if exclusive else (),
-                close=failure == "close-channel" or faults.consumer_channel_lost,
-                close_connection=faults.consumer_connection_lost)
+                close=failure == "close-channel" or faults.consumer_channel_lost)
+
+
+def lossy(setup: Setup) -> tuple[bool, ...]:
+    """Per connection (publishers first): whether the setup's faults may lose it."""
+    faults = setup.faults
+    return ((faults.network_loss,) * len(setup.publishers)
+            + (faults.network_loss or faults.consumer_connection_lost,) * len(setup.consumers))
 
 
 def to_config(setup: Setup, name: str = "setup") -> Config:
@@ -72,6 +79,8 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
         connections=len(setup.publishers) + len(setup.consumers), channels=1, queues=queues, roles=roles,
         messages=sum(p.messages for p in setup.publishers),
         requeues=REQUEUE_BUDGET if requeueing or closes or reconnects or faults.broker_crash else 0,
-        closes=min(closes, 1), reconnects=reconnects, losses=int(faults.network_loss),
+        closes=min(closes, 1), reconnects=reconnects,
+        losses=int(faults.network_loss or faults.consumer_connection_lost),
         crashes=int(faults.broker_crash), failures=int(faults.queue_refuses),
-        qos=sum(1 for c in setup.consumers if c.prefetch), deadlock_is_error=False, category="setup")
+        qos=sum(1 for c in setup.consumers if c.prefetch) * (1 + closes + reconnects + int(faults.broker_crash)),
+        deadlock_is_error=False, category="setup")

@@ -1,0 +1,218 @@
+"""`rabbitproof check` (spark_check.check, .questions, .whatif, .check_cli): the examples' answers and
+what-if results are pinned, the observer records what the applications believe, each question can fail
+(a machine with a planted fault makes it), and the command line keeps its exit codes and bad-input errors."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from spark_check.check import check_setup, machine_for, names
+from spark_check.check_cli import main
+from spark_check.engine import LocalEngine
+from spark_check.questions import NOTHING_YET, QUESTIONS, SetupMachine, Watched, believed_never_lost
+from spark_check.setup_file import parse_setup, read_setup
+from spark_check.setup_model import to_config
+from spark_check.whatif import single_changes, try_changes
+from spec import actions as A
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CAN, CANNOT = "can happen", "cannot happen"
+
+# Each example's answers, in question order: lost, twice, order, loop, waits.
+EXPECTED = {
+    "work-queue": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
+    "fire-and-forget": (CAN, CAN, CANNOT, CANNOT, CANNOT),
+    "auto-ack": (CAN, CANNOT, CANNOT, CANNOT, CANNOT),
+    "transactional": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
+    "confirms-crash": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
+    "requeue-on-failure": (CANNOT, CANNOT, CANNOT, CAN, CANNOT),
+    "reply-queue": (CAN, CANNOT, CANNOT, CANNOT, CANNOT),
+    "safe-pipeline": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
+}
+
+
+def checked(name: str):
+    return check_setup(read_setup(EXAMPLES / f"{name}.toml"), LocalEngine())
+
+
+def test_every_example_is_pinned():
+    assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_answers(name):
+    result = checked(name)
+    assert result.result.complete and result.result.error is None
+    assert tuple(a.verdict for a in result.answers) == EXPECTED[name]
+    for question, a in zip(QUESTIONS, result.answers):
+        assert (a.trace is not None) == (a.happens is True)     # every "can happen" shows how
+        assert a.rules[:len(question.rules)] == question.rules
+        if a.trace is not None:
+            assert a.trace.steps
+
+
+def test_what_if_advice_is_explored_not_looked_up():
+    """Confirms save the fire-and-forget publisher's messages; manual acks save the auto-ack consumer's
+    and bring duplicates; a dead-letter queue ends the requeue loop; declaring the reply queue up
+    front, or mandatory, saves the RPC reply."""
+    def outcomes(name):
+        return {t.change.key: (t.fixes, t.breaks) for t in try_changes(checked(name), LocalEngine())}
+
+    assert outcomes("fire-and-forget")["confirms"] == (("lost",), ())
+    assert outcomes("fire-and-forget")["mandatory"] == ((), ())
+    assert outcomes("auto-ack")["manual-acks"] == (("lost",), ("twice",))
+    assert outcomes("requeue-on-failure")["dead-letter"] == (("loop",), ())
+    reply = outcomes("reply-queue")
+    assert reply["declared"] == (("lost",), ()) and reply["mandatory"] == (("lost",), ())
+    assert try_changes(checked("safe-pipeline"), LocalEngine()) == ()     # nothing fails, nothing to try
+
+
+def test_dead_letter_change_adds_a_queue_where_there_is_none():
+    setup = read_setup(EXAMPLES / "requeue-on-failure.toml")
+    change = next(c for c in single_changes(setup) if c.key == "dead-letter")
+    assert [(q.name, q.dead_letter, q.durable) for q in change.setup.queues] == [
+        ("tasks", "tasks.dead", True), ("tasks.dead", "", True)]
+    assert change.setup.consumers[0].on_failure == "nack-drop"
+
+
+# --- the observer ---------------------------------------------------------------------------------
+
+def walk(setup_text: str, pick) -> Watched:
+    """Run the observed machine from its initial state, taking at each step the first enabled action
+    that ``pick`` accepts, until none does."""
+    setup = parse_setup(setup_text, "t.toml")
+    machine, config = machine_for(setup), to_config(setup)
+    (state,) = machine.initial_states(config)
+    while True:
+        action = next((a for a in machine.enabled(state, config) if pick(a, state)), None)
+        if action is None:
+            return state
+        state = machine.step(state, action)[0]
+
+
+PUBLISHER = """
+[queues.q]
+durable = true
+[[publishers]]
+queue = "q"
+confirms = {confirms}
+persistent = true
+messages = 1
+"""
+
+
+def publisher_only(a, state) -> bool:
+    return type(a) in (A.ClientConfirmSelect, A.ClientPublish, A.BrokerTakeFrame, A.ClientReceive,
+                       A.DiskFsync, A.BrokerConfirm)
+
+
+def test_a_fire_and_forget_publisher_believes_at_once_a_confirming_one_at_the_ack():
+    plain = walk(PUBLISHER.format(confirms="false"), lambda a, s: type(a) is A.ClientPublish)
+    assert plain.ghost.believed and not plain.ghost.awaiting
+    before_ack = walk(PUBLISHER.format(confirms="true"),
+                      lambda a, s: publisher_only(a, s) and type(a) is not A.BrokerConfirm)
+    assert before_ack.ghost.awaiting and not before_ack.ghost.believed
+    confirmed = walk(PUBLISHER.format(confirms="true"), publisher_only)
+    assert confirmed.ghost.believed == (confirmed.ghost.believed[0],) and not confirmed.ghost.awaiting
+
+
+def test_a_confirming_publisher_publishes_only_after_confirm_select():
+    setup = parse_setup(PUBLISHER.format(confirms="true"), "t.toml")
+    machine, config = machine_for(setup), to_config(setup)
+    (state,) = machine.initial_states(config)
+    kinds = {type(a) for a in machine.enabled(state, config)}
+    assert A.ClientConfirmSelect in kinds and A.ClientPublish not in kinds
+
+
+def test_a_believed_message_gone_unprocessed_is_lost():
+    plain = walk(PUBLISHER.format(confirms="false"), lambda a, s: type(a) is A.ClientPublish)
+    assert believed_never_lost(plain)                       # still on the wire to the broker
+    crashed = plain.spec._replace(conns=tuple(c._replace(to_broker=tuple(() for _ in c.to_broker))
+                                              for c in plain.spec.conns))
+    assert not believed_never_lost(Watched(crashed, plain.ghost))
+    assert believed_never_lost(Watched(crashed, NOTHING_YET))
+
+
+@dataclass(frozen=True)
+class NeverConfirms(SetupMachine):
+    """A planted bug: the broker never sends a confirm."""
+
+    def enabled(self, watched, config):
+        return tuple(a for a in super().enabled(watched, config) if type(a) is not A.BrokerConfirm)
+
+
+def test_a_publisher_left_waiting_is_found():
+    setup = read_setup(EXAMPLES / "safe-pipeline.toml")
+    base = machine_for(setup)
+    result = LocalEngine().explore(NeverConfirms(base.limits, base.lossy), to_config(setup), ())
+    assert result.deadlocks > 0
+    steps = result.deadlock_trace.steps
+    assert any("c0 client->broker basic.publish" in f for s in steps for f in s.frames)
+    assert not any("c0 broker->client basic.ack" in f for s in steps for f in s.frames)
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+def run(*argv: str) -> tuple[int, str]:
+    buffer = io.StringIO()
+    code = main(list(argv), Console(file=buffer, width=120))
+    return code, buffer.getvalue()
+
+
+def test_exit_codes_all_pass_and_one_fails():
+    assert run("check", str(EXAMPLES / "safe-pipeline.toml"), "--no-progress")[0] == 0
+    code, text = run("check", str(EXAMPLES / "requeue-on-failure.toml"), "--no-progress")
+    assert code == 1
+    assert "requeue loop" in text and "can happen" in text and "nack without requeue to a dead-letter queue" in text
+
+
+def test_json_and_charts(tmp_path):
+    code, text = run("check", str(EXAMPLES / "auto-ack.toml"), "--json", "--no-progress", "--chart", str(tmp_path))
+    assert code == 1
+    data = json.loads(text)
+    answers = {a["key"]: a for a in data["answers"]}
+    assert answers["lost"]["answer"] == CAN and answers["lost"]["prevented_by"] == ["manual-acks"]
+    assert answers["lost"]["steps"][-1].endswith("connection c1 LOST")
+    assert data["names"] == names(read_setup(EXAMPLES / "auto-ack.toml"))
+    svg = Path(answers["lost"]["chart"]).read_text()
+    assert svg.startswith("<svg") and "basic.deliver" in svg and "LOST" in svg
+    assert svg.index("basic.publish") < svg.index("basic.deliver") < svg.index("LOST")
+    assert [p.name for p in tmp_path.iterdir()] == ["auto-ack-lost.svg"]
+
+
+@pytest.mark.parametrize("text, argv, message", [
+    ("[queues.q]\n[[publishers]]\nqueue = \"r\"\n", (), "t.toml:3: publisher 'publisher 1' uses queue 'r'"),
+    ("[queues.q]\n[[publishers]]\nqueue = \"q\"\ncolour = 1\n", (), "t.toml:4: unknown key 'colour'"),
+    (PUBLISHER.format(confirms="true"), ("--bound", "requeues=99"), "bound requeues=99 is out of range"),
+    (PUBLISHER.format(confirms="true"), ("--bound", "messages=3"), "set each publisher's messages in the setup file"),
+    (PUBLISHER.format(confirms="true"), ("--engine", "warp"), "unknown engine 'warp'"),
+    (PUBLISHER.format(confirms="true"), ("--master", "local[2]"), "--master is for the spark engine"),
+    (PUBLISHER.format(confirms="true"), ("--max-states", "0"), "--max-states must be positive"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, message):
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    code, out = run("check", str(path), "--no-progress", *argv)
+    err = capsys.readouterr().err
+    assert code == 2 and out == ""
+    assert err.startswith("rabbitproof: error: ") and message in err and err.count("\n") == 1
+
+
+def test_a_missing_file_is_bad_input(tmp_path, capsys):
+    assert run("check", str(tmp_path / "none.toml"))[0] == 2
+    assert "cannot read the file" in capsys.readouterr().err
+
+
+def test_the_console_script_runs_the_check():
+    script = Path(sys.executable).with_name("rabbitproof")
+    done = subprocess.run([str(script), "check", str(EXAMPLES / "requeue-on-failure.toml"), "--json", "--no-advice"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert [a["answer"] for a in json.loads(done.stdout)["answers"]] == list(EXPECTED["requeue-on-failure"])
