@@ -24,18 +24,18 @@ def bounds_text(checked: Checked) -> str:
     messages = ", ".join(f"{p.name}: {p.messages}" for p in setup.publishers)
     faults = [name.replace("_", " ") for name, on in vars(setup.faults).items() if on]
     return (f"messages ({messages}), requeues up to {config.requeues}, "
-            f"faults: {', '.join(faults) if faults else 'none'} (each at most once)")
+            + (f"faults: {', '.join(faults)} (each at most once)" if faults else "no faults"))
 
 
-def what_was_checked(checked: Checked, a: Answer) -> str:
-    """The evidence behind an answer, in one sentence."""
+def checked_text(checked: Checked) -> str:
+    """What "cannot happen" rests on, in one sentence."""
     r = checked.result
-    if a.happens is None:
-        return f"the search stopped at {r.distinct_states:,} states before deciding it ({r.error})"
-    if a.happens:
-        return f"shortest execution: {len(a.trace.steps)} steps"
-    return (f"every one of {r.distinct_states:,} reachable states (depth {r.depth}) checked for "
-            f"{bounds_text(checked)}; no proof covers every size yet")
+    if not r.complete:
+        return (f"The search stopped at {r.distinct_states:,} states ({r.error}): questions not answered yet are "
+                "undecided; raise --max-states.")
+    return (f"Checked: every one of {r.distinct_states:,} reachable states (depth {r.depth}), for "
+            f"{bounds_text(checked)}. No Z3 proof covers these questions for every size yet: "
+            "\"cannot happen\" holds within these bounds.")
 
 
 def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], charts: dict[str, Path]) -> None:
@@ -51,9 +51,7 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
     for n, a in enumerate(checked.answers, 1):
         table.add_row(str(n), a.question, Text(a.verdict, style=VERDICT_STYLE[a.verdict]), ", ".join(a.rules))
     console.print(table)
-    for n, a in enumerate(checked.answers, 1):
-        console.print(Text(f"{n}. {a.question} {a.verdict}: {what_was_checked(checked, a)}.",
-                           style="dim" if a.happens is False else ""))
+    console.print(Text(checked_text(checked), style="dim"))
     if any(a.trace is not None for a in checked.answers):
         console.print()
         console.print(Text("In the steps: " + ", ".join(f"{k} = {v}" for k, v in names(checked.setup).items()),
@@ -97,8 +95,8 @@ def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
         if a.trace is None:
             continue
         path = folder / f"{setup_name(checked.setup)}-{a.key}.svg"
-        cast = ", ".join(f"{k} = {v.split(' ', 1)[1]}" for k, v in names(checked.setup).items())
-        title = f"{setup_name(checked.setup)}: {a.question} ({len(a.trace.steps)} steps; {cast})"
+        cast = " ".join(f"{k}={v.split(' ', 1)[1].strip(chr(39))}" for k, v in names(checked.setup).items())
+        title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({len(a.trace.steps)} steps) {cast}"
         path.write_text(chart_svg(title, a.trace), encoding="utf-8")
         written[a.key] = path
     return written
@@ -115,6 +113,7 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
         "seconds": round(r.seconds, 3),
         "complete": r.complete,
         "error": r.error,
+        "checked": checked_text(checked),
         "bounds": {"messages": {p.name: p.messages for p in checked.setup.publishers},
                    "requeues": checked.config.requeues,
                    "faults": [k for k, on in vars(checked.setup.faults).items() if on]},

@@ -32,7 +32,7 @@ EXPECTED = {
     "auto-ack": (CAN, CANNOT, CANNOT, CANNOT, CANNOT),
     "transactional": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
     "confirms-crash": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
-    "requeue-on-failure": (CANNOT, CANNOT, CANNOT, CAN, CANNOT),
+    "requeue-on-failure": (CANNOT, CANNOT, CAN, CAN, CANNOT),
     "reply-queue": (CAN, CANNOT, CANNOT, CANNOT, CANNOT),
     "safe-pipeline": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
 }
@@ -60,7 +60,8 @@ def test_example_answers(name):
 
 def test_what_if_advice_is_explored_not_looked_up():
     """Confirms save the fire-and-forget publisher's messages; manual acks save the auto-ack consumer's
-    and bring duplicates; a dead-letter queue ends the requeue loop; declaring the reply queue up
+    and bring duplicates; a dead-letter queue ends the requeue loop, and it or prefetch 1 keeps the
+    order; declaring the reply queue up
     front, or mandatory, saves the RPC reply."""
     def outcomes(name):
         return {t.change.key: (t.fixes, t.breaks) for t in try_changes(checked(name), LocalEngine())}
@@ -68,7 +69,8 @@ def test_what_if_advice_is_explored_not_looked_up():
     assert outcomes("fire-and-forget")["confirms"] == (("lost",), ())
     assert outcomes("fire-and-forget")["mandatory"] == ((), ())
     assert outcomes("auto-ack")["manual-acks"] == (("lost",), ("twice",))
-    assert outcomes("requeue-on-failure")["dead-letter"] == (("loop",), ())
+    requeue = outcomes("requeue-on-failure")
+    assert requeue["dead-letter"] == (("order", "loop"), ()) and requeue["prefetch-1"] == (("order",), ())
     reply = outcomes("reply-queue")
     assert reply["declared"] == (("lost",), ()) and reply["mandatory"] == (("lost",), ())
     assert try_changes(checked("safe-pipeline"), LocalEngine()) == ()     # nothing fails, nothing to try
