@@ -5,8 +5,10 @@ spec's final state; its length is set beside the explorer's shortest counterexam
 
 The unrolling: one constant per field per step, the initial state fixed to the projection of the
 configuration's initial spec state, and at each step one action of the configuration's alphabet
-(``model.bounded.instances``) whose relation holds. Lengths are tried from 1 up, each in its own
-solver with a time limit, so the first execution found is a shortest one the bounded model has.
+(``model.bounded.instances``) whose relation holds, or HALT (the execution ended). ``search`` asks for
+a violation within growing bounds, then shows no shorter one exists (each query in its own solver with
+a time limit), so the execution found is a shortest one the bounded model has, unless the last query
+ran out of time, which the outcome says.
 """
 from __future__ import annotations
 

@@ -117,16 +117,22 @@ def run_bmc(console: Console, hazards: Sequence[str] = ()) -> PartResult:
     table = Table(title="bounded model checking of the hazards (Z3, replayed through spec.machine.step)")
     for col in ("hazard", "configuration", "BMC steps", "explorer steps", "seconds", "verdict"):
         table.add_column(col, justify="right" if col in ("BMC steps", "explorer steps", "seconds") else "left")
+    notes = []
     for o in outcomes:
         if o.ok:
-            verdict = Text("found, replayed" + (f" ({o.detail})" if o.detail else ""), "bold green")
+            verdict = Text("found, replayed" + ("; shorter undecided" if o.detail else ""), "bold green")
         elif o.status == UNKNOWN and o.hazard in EXPECTED_UNKNOWN:
-            verdict = Text(f"unknown (expected: {EXPECTED_UNKNOWN[o.hazard]})", "yellow")
+            verdict = Text("unknown (listed)", "yellow")
         else:
-            verdict = Text(f"{o.status}: {o.detail}", "bold red")
+            verdict = Text(o.status, "bold red")
+        if o.detail or o.status == UNKNOWN and o.hazard in EXPECTED_UNKNOWN:
+            notes.append(f"{o.hazard}: {o.detail}" + (f"; listed: {EXPECTED_UNKNOWN[o.hazard]}"
+                                                       if o.hazard in EXPECTED_UNKNOWN and not o.ok else ""))
         table.add_row(o.hazard, o.config, "-" if o.length is None else str(o.length),
                       "-" if o.explorer_length is None else str(o.explorer_length), f"{o.seconds:.1f}", verdict)
     console.print(table)
+    for note in notes:
+        console.print(Text(note, "yellow"))
     for o in outcomes:
         if o.ok and o.explorer_length is not None and o.length != o.explorer_length:
             console.print(Text(f"{o.hazard}: BMC found {o.length} steps, the explorer {o.explorer_length}", "yellow"))
