@@ -18,7 +18,7 @@ setup: $(STAMP)
 
 ## verify: explore every standard configuration, check the Z3 model against the spec, prove the
 ## invariants for every size, run CrossHair over the spec's contracts; one summary table.
-## PART=explore|agreement|proofs|crosshair runs one part.
+## PART=explore|agreement|proofs|bmc|crosshair runs one part.
 PART ?=
 verify: $(STAMP)
 	$(PY) -m proofs.verify $(if $(PART),--part $(PART))

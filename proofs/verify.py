@@ -2,7 +2,8 @@
 
 Parts: ``explore`` (spark_check.verify over the standard configurations), ``agreement`` (the Z3 model
 against spec/ on a sample of reachable states), ``proofs`` (the inductive obligations, printed as a
-table invariant x action), ``crosshair`` (CrossHair over the contracts of the spec's pure functions,
+table invariant x action), ``bmc`` (a bounded search for each hazard, replayed through the spec,
+its length beside the explorer's: ``proofs.bmc``), ``crosshair`` (CrossHair over the contracts of the spec's pure functions,
 ``proofs.contracts``: one check per postcondition). ``--part`` runs one. Exits 1 on any failure or unknown, 2 on bad input.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-PARTS = ("explore", "agreement", "proofs", "crosshair")
+PARTS = ("explore", "agreement", "proofs", "bmc", "crosshair")
 
 
 @dataclass
@@ -31,10 +32,11 @@ class PartResult:
     failed: int
     unknown: int
     seconds: float
+    expected_unknown: int = 0           # unknowns listed with their reason (proofs.bmc.EXPECTED_UNKNOWN)
 
     @property
     def ok(self) -> bool:
-        return self.failed == 0 and self.unknown == 0 and self.checks > 0
+        return self.failed == 0 and self.unknown == self.expected_unknown and self.checks > 0
 
 
 def run_explore(console: Console) -> PartResult:
@@ -105,6 +107,42 @@ def run_proofs(console: Console, invariants: Sequence[str] = (), actions: Sequen
                       time.perf_counter() - started)
 
 
+def run_bmc(console: Console, hazards: Sequence[str] = ()) -> PartResult:
+    """proofs.bmc for every hazard (or those named): a check passes when Z3 found an execution and
+    the spec, replaying it, is enabled at every step and ends with the property false. A hazard the
+    bounded model does not reach, or whose replay fails, fails; one the solver could not decide is unknown."""
+    from proofs.bmc import EXPECTED_UNKNOWN, FOUND, HAZARD_CONFIGS, UNKNOWN, check_hazard
+    started = time.perf_counter()
+    outcomes = [check_hazard(h) for h in (hazards or HAZARD_CONFIGS)]
+    table = Table(title="bounded model checking of the hazards (Z3, replayed through spec.machine.step)")
+    for col in ("hazard", "configuration", "BMC steps", "explorer steps", "seconds", "verdict"):
+        table.add_column(col, justify="right" if col in ("BMC steps", "explorer steps", "seconds") else "left")
+    notes = []
+    for o in outcomes:
+        if o.ok:
+            verdict = Text("found, replayed" + ("; shorter undecided" if o.detail else ""), "bold green")
+        elif o.status == UNKNOWN and o.hazard in EXPECTED_UNKNOWN:
+            verdict = Text("unknown (listed)", "yellow")
+        else:
+            verdict = Text(o.status, "bold red")
+        if o.detail or o.status == UNKNOWN and o.hazard in EXPECTED_UNKNOWN:
+            notes.append(f"{o.hazard}: {o.detail}" + (f"; listed: {EXPECTED_UNKNOWN[o.hazard]}"
+                                                       if o.hazard in EXPECTED_UNKNOWN and not o.ok else ""))
+        table.add_row(o.hazard, o.config, "-" if o.length is None else str(o.length),
+                      "-" if o.explorer_length is None else str(o.explorer_length), f"{o.seconds:.1f}", verdict)
+    console.print(table)
+    for note in notes:
+        console.print(Text(note, "yellow"))
+    for o in outcomes:
+        if o.ok and o.explorer_length is not None and o.length != o.explorer_length:
+            console.print(Text(f"{o.hazard}: BMC found {o.length} steps, the explorer {o.explorer_length}", "yellow"))
+    unknown = sum(o.status == UNKNOWN for o in outcomes)
+    passed = sum(o.status == FOUND for o in outcomes)
+    expected = sum(o.status == UNKNOWN and o.hazard in EXPECTED_UNKNOWN for o in outcomes)
+    return PartResult("bmc", len(outcomes), passed, len(outcomes) - passed - unknown, unknown,
+                      time.perf_counter() - started, expected_unknown=expected)
+
+
 def run_crosshair(console: Console) -> PartResult:
     """proofs.contracts: every postcondition is a check; one with a counterexample fails, one CrossHair
     did not report on fails too (silence is not a pass)."""
@@ -130,7 +168,8 @@ def print_summary(console: Console, results: Sequence[PartResult]) -> None:
         table.add_column(col, justify="left" if col in ("part", "verdict") else "right")
     for r in results:
         table.add_row(r.part, f"{r.checks:,}", f"{r.passed:,}", f"{r.failed:,}", f"{r.unknown:,}",
-                      f"{r.seconds:.1f}", Text("PASS", "bold green") if r.ok else Text("FAIL", "bold red"))
+                      f"{r.seconds:.1f}", Text("PASS" + (f" ({r.unknown} listed unknown)" if r.unknown else ""), "bold green")
+                      if r.ok else Text("FAIL", "bold red"))
     console.print(table)
 
 
@@ -148,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="proofs: only this invariant (repeatable)")
     parser.add_argument("--action", action="append", default=[], metavar="NAME",
                         help="proofs: only this action class (repeatable)")
+    parser.add_argument("--hazard", action="append", default=[], metavar="NAME",
+                        help="bmc: only this hazard (repeatable)")
     args = parser.parse_args(argv)
     from model.actions import RELATIONS
     from proofs.inductive import invariants_named
@@ -162,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for action in args.action:
         if action not in names:
             parser.error(f"unknown action {action!r}; known: {', '.join(names)}")
+    from proofs.bmc import HAZARD_CONFIGS
+    for hazard in args.hazard:
+        if hazard not in HAZARD_CONFIGS:
+            parser.error(f"unknown hazard {hazard!r}; known: {', '.join(HAZARD_CONFIGS)}")
     console = Console()
     results = []
     for part in args.part or PARTS:
@@ -171,6 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(run_agreement(console))
         elif part == "crosshair":
             results.append(run_crosshair(console))
+        elif part == "bmc":
+            results.append(run_bmc(console, args.hazard))
         else:
             results.append(run_proofs(console, args.invariant, args.action))
     print_summary(console, results)
