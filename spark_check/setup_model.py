@@ -72,14 +72,17 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
     for n, consumer in enumerate(setup.consumers, start=len(setup.publishers)):
         roles[(n, 1)] = consumer_role(consumer, index[consumer.queue], consumer.queue in exclusive, faults)
     requeueing = any(c.on_failure.endswith("requeue") or c.on_failure == "close-channel" for c in setup.consumers)
-    closes = sum(1 for c in setup.consumers if c.on_failure == "close-channel" or faults.consumer_channel_lost)
+    # A consumer that closes its channel on failure does so at every failure: as many closes as requeues
+    # are explored, so that a message failing each time comes back again (RQ-4, RQ-6); the fault adds one.
+    closes = (REQUEUE_BUDGET if any(c.on_failure == "close-channel" for c in setup.consumers) else 0) \
+        + int(faults.consumer_channel_lost)
     reconnects = int(faults.consumer_connection_lost or faults.network_loss)
     return Config(
         name, f"the setup of {setup.source}",
         connections=len(setup.publishers) + len(setup.consumers), channels=1, queues=queues, roles=roles,
         messages=sum(p.messages for p in setup.publishers),
         requeues=REQUEUE_BUDGET if requeueing or closes or reconnects or faults.broker_crash else 0,
-        closes=min(closes, 1), reconnects=reconnects,
+        closes=closes, reconnects=reconnects,
         losses=int(faults.network_loss or faults.consumer_connection_lost),
         crashes=int(faults.broker_crash), failures=int(faults.queue_refuses),
         qos=sum(1 for c in setup.consumers if c.prefetch) * (1 + closes + reconnects + int(faults.broker_crash)),
