@@ -31,8 +31,8 @@ def checked_text(checked: Checked) -> str:
     """What "cannot happen" rests on, in one sentence."""
     r = checked.result
     if not r.complete:
-        return (f"The search stopped at {r.distinct_states:,} states ({r.error}): questions not answered yet are "
-                "undecided; raise --max-states.")
+        return (f"The search stopped at {r.distinct_states:,} states ({r.error}): the questions it had not "
+                "answered yet are undecided.")
     return (f"Checked: every one of {r.distinct_states:,} reachable states (depth {r.depth}), for "
             f"{bounds_text(checked)}. No Z3 proof covers these questions for every size yet: "
             "\"cannot happen\" holds within these bounds.")

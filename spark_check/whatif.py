@@ -142,10 +142,11 @@ def _free_name(queues: list[QueueSetup], wanted: str) -> str:
 def try_changes(checked: Checked, engine: Engine, *, bounds: Mapping[str, Any] | None = None,
                 max_states: int | None = None,
                 display_for: Callable[[Change], Any] | None = None) -> tuple[Tried, ...]:
-    """Explore every single change of ``checked``'s setup when a question fails; none when all pass.
+    """Explore every single change of ``checked``'s setup when a question fails; none when all pass, or
+    when the search was cut short (an undecided question cannot be compared with anything).
     ``display_for(change)`` gives a context manager whose ``callback`` receives the progress."""
     failing = set(checked.failing)
-    if not failing:
+    if not failing or not checked.result.complete:
         return ()
     out = []
     for change in single_changes(checked.setup):

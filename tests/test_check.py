@@ -175,6 +175,13 @@ def test_exit_codes_all_pass_and_one_fails():
     assert "requeue loop" in text and "can happen" in text and "nack without requeue to a dead-letter queue" in text
 
 
+def test_a_search_cut_short_answers_undecided_and_fails(tmp_path):
+    code, text = run("check", str(EXAMPLES / "work-queue.toml"), "--json", "--no-progress", "--max-states", "50")
+    data = json.loads(text)
+    assert code == 1 and not data["complete"] and data["what_if"] == []
+    assert {a["answer"] for a in data["answers"]} == {"undecided"}
+
+
 def test_json_and_charts(tmp_path):
     code, text = run("check", str(EXAMPLES / "auto-ack.toml"), "--json", "--no-progress", "--chart", str(tmp_path))
     assert code == 1
