@@ -17,7 +17,7 @@ import z3
 from spec import actions as A
 from spec import broker, client, faults, machine
 from spec.frames import (
-    BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE,
+    BASIC_ACK, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE,
     CONNECTION_CLOSE, TX_COMMIT,
 )
 from spec.state import CONN_DOWN, MODE_TX
@@ -27,13 +27,28 @@ from .state import abstract, fresh, same
 
 
 def _val(v) -> z3.ExprRef:
+    """A concrete oracle value: a bool, an int, or a set of ints (an array of bools over the ints)."""
+    if isinstance(v, frozenset):
+        arr = z3.K(z3.IntSort(), z3.BoolVal(False))
+        for i in sorted(v):
+            arr = z3.Store(arr, i, True)
+        return arr
     return z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
+
+
+def _kept(channel) -> frozenset:
+    """The tags a channel that is only closing keeps (storage.close_channel): basic.get deliveries,
+    outstanding or held back, of queues it does not consume from."""
+    consumed = {k.queue for k in channel.consumers}
+    return frozenset(u.tag for u in channel.unacked + tuple(u for _, u in channel.tx_settles)
+                     if not u.consumer and u.queue not in consumed)
 
 
 def _frame_oracles(state, a) -> dict:
     """What BrokerTakeFrame reads outside the family: the frame, and the broker's answer to it."""
     out = {"method": 0, "immediate": False, "exchange": 0, "verdict": OK, "settled": False, "size": 0,
-           "requeue": False, "waits": False}
+           "requeue": False, "waits": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
+           "keeps": False, "kept": frozenset()}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
@@ -46,8 +61,12 @@ def _frame_oracles(state, a) -> dict:
     elif m == BASIC_RECOVER:
         out["requeue"] = bool(frame[2])
     channel = conn.channels[a.ch - 1] if a.ch else None
+    if channel is not None:
+        out["kept"] = _kept(channel)
+        out["keeps"] = bool(out["kept"])
     if m in (BASIC_ACK, BASIC_NACK, BASIC_REJECT) and channel is not None:
         multiple = bool(frame[3]) if m != BASIC_REJECT else False
+        out["tag"], out["multiple"] = frame[2], multiple
         collected = broker._collect(channel, frame[2], multiple)                # ACK-1..4
         out["settled"] = bool(collected and collected[0])
         if collected is None:
@@ -65,6 +84,9 @@ def _frame_oracles(state, a) -> dict:
         methods = {w.frame[0] for w in labels}
         out["verdict"] = CONNECTION_ERR if CONNECTION_CLOSE in methods else \
             CHANNEL_ERR if CHANNEL_CLOSE in methods else OK
+        if m == BASIC_GET:                                              # DS-1: a copy is handed over
+            out["no_ack"] = bool(frame[3])
+            out["got"] = BASIC_GET_OK in methods
     return out
 
 
@@ -74,7 +96,9 @@ def oracles(state, a) -> dict:
     if kind is A.BrokerTakeFrame:
         return _frame_oracles(state, a)
     if kind is A.BrokerDeliver:
-        return {"ready": broker.can_deliver(state, a)}
+        ready = broker.can_deliver(state, a)
+        c, ch, consumer = broker.next_consumer(state, a.queue) if ready else (0, 0, None)
+        return {"ready": ready, "conn": c, "ch": ch, "no_ack": bool(consumer and consumer.no_ack)}
     if kind is A.BrokerConfirm:
         channel = _channel(state, a)
         pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
