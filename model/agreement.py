@@ -17,8 +17,8 @@ import z3
 from spec import actions as A
 from spec import broker, client, faults, machine
 from spec.frames import (
-    BASIC_ACK, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE,
-    CONNECTION_CLOSE, TX_COMMIT,
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
+    BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DELETE, TX_COMMIT,
 )
 from spec.state import CONN_DOWN, MODE_TX
 
@@ -26,12 +26,17 @@ from .actions import CHANNEL_ERR, CONNECTION_ERR, OK, RELATIONS, concrete, symbo
 from .state import abstract, fresh, same
 
 
-def _val(v) -> z3.ExprRef:
-    """A concrete oracle value: a bool, an int, or a set of ints (an array of bools over the ints)."""
+def _val(v, sort: z3.SortRef | None = None) -> z3.ExprRef:
+    """A concrete oracle value of ``sort``: a bool, an int, or a set of ints or of int tuples (an array
+    of bools over them)."""
     if isinstance(v, frozenset):
-        arr = z3.K(z3.IntSort(), z3.BoolVal(False))
-        for i in sorted(v):
-            arr = z3.Store(arr, i, True)
+        arity = z3.Z3_get_array_arity(sort.ctx.ref(), sort.ast) if isinstance(sort, z3.ArraySortRef) else 1
+        if arity == 1:
+            arr = z3.K(z3.IntSort(), z3.BoolVal(False))
+        else:
+            arr = z3.Lambda(list(z3.Ints(" ".join(f"v{k}" for k in range(arity)))), z3.BoolVal(False))
+        for index in sorted(v):
+            arr = z3.Store(arr, *(index if isinstance(index, tuple) else (index,)), True)
         return arr
     return z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
 
@@ -48,7 +53,7 @@ def _frame_oracles(state, a) -> dict:
     """What BrokerTakeFrame reads outside the family: the frame, and the broker's answer to it."""
     out = {"method": 0, "immediate": False, "exchange": 0, "verdict": OK, "settled": False, "size": 0,
            "requeue": False, "waits": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
-           "keeps": False, "kept": frozenset()}
+           "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset()}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
@@ -87,6 +92,12 @@ def _frame_oracles(state, a) -> dict:
         if m == BASIC_GET:                                              # DS-1: a copy is handed over
             out["no_ack"] = bool(frame[3])
             out["got"] = BASIC_GET_OK in methods
+        elif m == QUEUE_DELETE and out["verdict"] == OK:                # its consumers are cancelled
+            q = frame[2]
+            if q < len(state.queues) and state.queues[q].exists:
+                out["cancelled"] = frozenset(state.queues[q].ring)
+    if m in (BASIC_CONSUME, BASIC_CANCEL):
+        out["ctag"] = frame[3] if m == BASIC_CONSUME else frame[2]
     return out
 
 
@@ -177,7 +188,7 @@ class Checker:
         a = concrete(action)
         pairs = [(v, w) for (_, v), (_, w) in zip(xs.items(), x.items())]
         pairs += [(a_sym[n], a[n]) for n in a_sym]
-        pairs += [(o_sym[n], _val(o[n])) for n in o_sym]
+        pairs += [(o_sym[n], _val(o[n], o_sym[n].sort())) for n in o_sym]
         s = self.solver
         s.push()
         try:

@@ -2,8 +2,9 @@
 
 - *channel modes*: what each channel's mode, publish numbering, confirms and held-back transaction
   are, for any number of connections, channels and publishes;
-- *deliveries*: each channel's next delivery tag, and which tags are outstanding or held back by an
-  open transaction, for any number of deliveries (tags are their own index, like publish numbers).
+- *deliveries*: each channel's next delivery tag, which tags are outstanding or held back by an
+  open transaction and which of those went to a consumer, and the channel's consumer tags, for any
+  number of deliveries and consumers (tags are their own index, like publish numbers).
 
 A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
@@ -51,6 +52,8 @@ class Z3State:
     ntag: z3.ArrayRef       # (c, ch) -> next_tag (DT-1)
     out: z3.ArrayRef        # (c, ch, t) -> tag t is outstanding (unacked, AM-3)
     txs: z3.ArrayRef        # (c, ch, t) -> tag t is settled inside the open transaction, held back (TX-3)
+    bycons: z3.ArrayRef     # (c, ch, t) -> delivery t (outstanding or held back) went to a consumer, not basic.get
+    cons: z3.ArrayRef       # (c, ch, k) -> consumer tag k is one of the channel's consumers
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -69,12 +72,14 @@ SORTS: dict[str, z3.SortRef] = {
     "unconf": z3.ArraySort(INT, INT, INT, BOOL), "conf": z3.ArraySort(INT, INT, INT, BOOL),
     "held": z3.ArraySort(INT, INT, BOOL), "pending": z3.ArraySort(INT, INT, BOOL), "tb": z3.ArraySort(INT, INT, INT),
     "ntag": z3.ArraySort(INT, INT, INT), "out": z3.ArraySort(INT, INT, INT, BOOL),
-    "txs": z3.ArraySort(INT, INT, INT, BOOL),
+    "txs": z3.ArraySort(INT, INT, INT, BOOL), "bycons": z3.ArraySort(INT, INT, INT, BOOL),
+    "cons": z3.ArraySort(INT, INT, INT, BOOL),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
 DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "unconf": False, "conf": False,
-            "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False}
+            "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
+            "bycons": False, "cons": False}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -128,13 +133,18 @@ def project(state) -> dict:
                 out["out"][(c, ch, u.tag)] = True
             for _, u in channel.tx_settles:
                 out["txs"][(c, ch, u.tag)] = True
+            for u in channel.unacked + tuple(u for _, u in channel.tx_settles):
+                if u.consumer:
+                    out["bycons"][(c, ch, u.tag)] = True
+            for k in channel.consumers:
+                out["cons"][(c, ch, k.tag)] = True
     out["up"] = state.broker_up
     out["nch"] = nch
     return out
 
 
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
-         "ntag": 2, "out": 3, "txs": 3}
+         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3}
 
 
 def abstract(state) -> Z3State:

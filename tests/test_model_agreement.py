@@ -13,7 +13,7 @@ from model import actions as M
 from model.agreement import Checker
 from spec import actions as A
 from spec import configs, machine
-from spec.frames import TX_ROLLBACK
+from spec.frames import BASIC_CONSUME, TX_ROLLBACK
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
 PAIRS_WANTED = 10_000
@@ -128,6 +128,20 @@ def test_a_wrong_rollback_is_caught(monkeypatch):
     state, action = _first_state_where(configs.get("tx_ack"), _rollback_of_held_settlements)
     assert Checker().check(state, action, True).ok
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, rollback_forgets)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def test_a_wrong_consumer_effect_is_caught(monkeypatch):
+    """A consume relation that does not record the consumer disagrees with the spec."""
+    def consume_forgets(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(cons=z3.If(o.method == BASIC_CONSUME, x.cons, t.after.cons)))
+
+    def takes_consume(state, a):
+        return isinstance(a, A.BrokerTakeFrame) and a.ch and state.conns[a.conn].to_broker[a.ch][0][0] == BASIC_CONSUME
+    state, action = _first_state_where(configs.get("ack_basics"), takes_consume)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, consume_forgets)
     assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
 
 
