@@ -145,6 +145,16 @@ def _channel(state, a):
     return state.conns[a.conn].channels[a.ch - 1]
 
 
+def _substitute(e: z3.ExprRef, *pairs) -> z3.ExprRef:
+    """``z3.substitute`` without its per-pair sort checks in Python (the pairs are built here from the
+    same symbolic relation, sorts match by construction): a third of the agreement check's time."""
+    n = len(pairs)
+    src, dst = (z3.Ast * n)(), (z3.Ast * n)()
+    for i, (a, b) in enumerate(pairs):
+        src[i], dst[i] = a.as_ast(), b.as_ast()
+    return z3.z3._to_expr_ref(z3.Z3_substitute(e.ctx_ref(), e.as_ast(), n, src, dst), e.ctx)
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The outcome of one (state, action) check; ``problem`` is empty when the model agrees."""
@@ -193,19 +203,19 @@ class Checker:
         s.push()
         try:
             if not enabled:
-                s.add(z3.substitute(guard, *pairs))
+                s.add(_substitute(guard, *pairs))
                 r = s.check()
                 return Verdict(action, False, "" if r == z3.unsat else f"guard not false in Z3 ({r})")
             after = abstract(machine.step(state, action)[0])
             y = self.y
-            s.add(z3.substitute(formula, *pairs) != same(y, after))
+            s.add(_substitute(formula, *pairs) != same(y, after))
             r = s.check()
             if r == z3.unsat:
                 return Verdict(action, True)
             if r == z3.sat:
                 s.pop()
                 s.push()
-                s.add(z3.substitute(formula, *pairs, *[(v, w) for (_, v), (_, w) in zip(y.items(), after.items())]))
+                s.add(_substitute(formula, *pairs, *[(v, w) for (_, v), (_, w) in zip(y.items(), after.items())]))
                 holds = s.check() == z3.sat
                 why = "relation admits another successor" if holds else \
                     "relation does not hold for the spec's successor"

@@ -92,8 +92,18 @@ def same(x: Z3State, y: Z3State) -> z3.BoolRef:
     return z3.And([a == b for (_, a), (_, b) in zip(x.items(), y.items())])
 
 
+_CONST: dict = {}
+
+
 def _const_array(name: str, arity: int) -> z3.ArrayRef:
-    """The array of ``name`` that maps every index to its default."""
+    """The array of ``name`` that maps every index to its default (made once: terms are immutable)."""
+    got = _CONST.get(name)
+    if got is None:
+        got = _CONST[name] = _make_const_array(name, arity)
+    return got
+
+
+def _make_const_array(name: str, arity: int) -> z3.ArrayRef:
     default = DEFAULTS[name]
     value = z3.BoolVal(default) if isinstance(default, bool) else z3.IntVal(default)
     idx = [z3.Int(f"i{k}") for k in range(arity)]
