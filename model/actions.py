@@ -1,6 +1,6 @@
 """One Z3 relation per spec action (``spec.actions``), with the same name: its guard, mirroring the
-action's precondition (``spec.machine.PRECONDITIONS``), and its effect on the channel-modes family
-(``model.state``), mirroring the spec's effect.
+action's precondition (``spec.machine.PRECONDITIONS``), and its effect on the state
+(``model.state``: the channel-modes and deliveries families), mirroring the spec's effect.
 
 Each relation is a function ``(x, a, o) -> Transition``: ``x`` the state before, ``a`` the action's
 fields as Z3 terms, ``o`` its oracles: the facts of the spec state outside this family that the guard
