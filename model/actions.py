@@ -1,6 +1,6 @@
 """One Z3 relation per spec action (``spec.actions``), with the same name: its guard, mirroring the
-action's precondition (``spec.machine.PRECONDITIONS``), and its effect on the channel-modes family
-(``model.state``), mirroring the spec's effect.
+action's precondition (``spec.machine.PRECONDITIONS``), and its effect on the state
+(``model.state``: the channel-modes and deliveries families), mirroring the spec's effect.
 
 Each relation is a function ``(x, a, o) -> Transition``: ``x`` the state before, ``a`` the action's
 fields as Z3 terms, ``o`` its oracles: the facts of the spec state outside this family that the guard
@@ -72,14 +72,33 @@ def _lam3(fn: Callable) -> z3.ArrayRef:
     return z3.Lambda([i, j, k], fn(i, j, k))
 
 
-def reset_channel(x: Z3State, c, ch, status) -> Z3State:
-    """Channel (c, ch) replaced by a clean channel with ``status`` (storage.close_channel, NEW_CHANNEL)."""
+def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
+    """Channel (c, ch) replaced by a clean channel with ``status`` (storage.close_channel, NEW_CHANNEL).
+
+    A channel that is only closing (CH_CLOSING, CH_ENDING) keeps the outstanding or held-back
+    deliveries ``kept`` names (basic.get deliveries of queues it did not consume from, RQ-4), and its
+    next tag if it keeps any (``kept`` is then (keeps, tags): whether it keeps one, and which)."""
+    if kept is None:
+        out, ntag = _no_tags(x.out, c, ch), z3.Store(x.ntag, c, ch, 1)
+    else:
+        keeps, tags = kept
+        out = _lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch),
+                                          z3.And(keeps, z3.Or(x.out[i, j, k], x.txs[i, j, k]), tags[k]),
+                                          x.out[i, j, k]))
+        ntag = z3.Store(x.ntag, c, ch, z3.If(keeps, x.ntag[c, ch], 1))
     return x.replace(
         cstat=z3.Store(x.cstat, c, ch, status), mode=z3.Store(x.mode, c, ch, MODE_NONE),
         seq=z3.Store(x.seq, c, ch, 0),
         unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], z3.Or(i != c, j != ch))),
         conf=_lam3(lambda i, j, k: z3.And(x.conf[i, j, k], z3.Or(i != c, j != ch))),
-        held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, False))
+        held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, False),
+        ntag=ntag, out=out, txs=_no_tags(x.txs, c, ch), bycons=_no_tags(x.bycons, c, ch),
+        cons=_no_tags(x.cons, c, ch))
+
+
+def _no_tags(arr: z3.ArrayRef, c, ch) -> z3.ArrayRef:
+    """A per-tag array with channel (c, ch) emptied."""
+    return _lam3(lambda i, j, k: z3.And(arr[i, j, k], z3.Or(i != c, j != ch)))
 
 
 def close_connection(x: Z3State, c) -> Z3State:
@@ -95,6 +114,11 @@ def close_connection(x: Z3State, c) -> Z3State:
         conf=_lam3(lambda i, j, k: z3.And(x.conf[i, j, k], z3.Not(mine(i, j)))),
         held=_lam2(lambda i, j: z3.And(x.held[i, j], z3.Not(mine(i, j)))),
         pending=_lam2(lambda i, j: z3.And(x.pending[i, j], z3.Not(mine(i, j)))),
+        ntag=_lam2(lambda i, j: z3.If(mine(i, j), 1, x.ntag[i, j])),
+        out=_lam3(lambda i, j, k: z3.And(x.out[i, j, k], z3.Not(mine(i, j)))),
+        txs=_lam3(lambda i, j, k: z3.And(x.txs[i, j, k], z3.Not(mine(i, j)))),
+        bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], z3.Not(mine(i, j)))),
+        cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], z3.Not(mine(i, j)))),
         bclosed=z3.Store(x.bclosed, c, True),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])))
 
@@ -114,6 +138,11 @@ def reset_connection(x: Z3State, c, channels_open) -> Z3State:
         conf=_lam3(lambda i, j, k: z3.And(x.conf[i, j, k], i != c)),
         held=_lam2(lambda i, j: z3.And(x.held[i, j], i != c)),
         pending=_lam2(lambda i, j: z3.And(x.pending[i, j], i != c)),
+        ntag=_lam2(lambda i, j: z3.If(chan(i, j), 1, x.ntag[i, j])),
+        out=_lam3(lambda i, j, k: z3.And(x.out[i, j, k], i != c)),
+        txs=_lam3(lambda i, j, k: z3.And(x.txs[i, j, k], i != c)),
+        bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], i != c)),
+        cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], i != c)),
         bclosed=z3.Store(x.bclosed, c, False),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])))
 
@@ -133,9 +162,35 @@ def _channel_open(x: Z3State, c, ch) -> z3.BoolRef:
 
 # ---------------------------------------------------------------- broker actions (spec.broker)
 
+def _settled(x: Z3State, c, ch, tag, multiple):
+    """The outstanding tags a basic.ack / nack / reject settles (broker.settled_tags: ACK-1..3), as a
+    predicate of the tag."""
+    return lambda k: z3.And(x.out[c, ch, k], z3.If(multiple, z3.Or(tag == 0, k <= tag), k == tag))
+
+
+def _hand_over(x: Z3State, c, ch, no_ack, by_consumer) -> Z3State:
+    """A copy leaves its queue for channel (c, ch) with the channel's next tag (broker.hand_over, DT-1,
+    DT-2): outstanding in manual mode (AM-3), in flight and gone in automatic mode (AM-2); a
+    consumer's (``by_consumer``) or a basic.get's."""
+    tag = x.ntag[c, ch]
+    manual = z3.Not(no_ack)
+    return x.replace(ntag=z3.Store(x.ntag, c, ch, tag + 1),
+                     out=z3.Store(x.out, c, ch, tag, z3.Or(x.out[c, ch, tag], manual)),
+                     bycons=z3.Store(x.bycons, c, ch, tag, z3.Or(x.bycons[c, ch, tag], z3.And(manual, by_consumer))))
+
+
+def _drop_tags(arr: z3.ArrayRef, c, ch, gone: Callable) -> z3.ArrayRef:
+    """A per-tag array without the tags of channel (c, ch) that ``gone`` names."""
+    return _lam3(lambda i, j, t: z3.And(arr[i, j, t], z3.Not(z3.And(i == c, j == ch, gone(t)))))
+
+
 def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The broker takes the oldest frame of channel ch (``o.method`` and its fields are oracles) and acts
-    on it (broker.take_frame); errors that depend on queues or tags are ``o.verdict``."""
+    on it (broker.take_frame); errors that depend on queues or tags are ``o.verdict``. The frame's
+    fields: ``o.tag``, ``o.multiple`` (a settlement), ``o.no_ack`` (basic.get); ``o.got``: a basic.get
+    found a ready copy; ``o.keeps``, ``o.kept``: what a closing channel keeps (storage.close_channel);
+    ``o.ctag``: the consumer tag of basic.consume or basic.cancel; ``o.cancelled``: the consumers
+    (conn, ch, tag) a queue.delete cancels (the deleted queue's)."""
     c, ch, m = a.conn, a.ch, o.method
     k = z3.Int("k_")
     other_channels_quiet = z3.ForAll([k], z3.Implies(z3.And(1 <= k, k <= x.nch), x.tb[c, k] == 0))
@@ -146,12 +201,14 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1))
     mode, status = x.mode[c, ch], x.cstat[c, ch]
     conn_err = close_connection(x, c)
-    ch_err = reset_channel(x, c, ch, CH_CLOSING)
+    kept = (o.keeps, o.kept)
+    ch_err = reset_channel(x, c, ch, CH_CLOSING, kept)
     settle = z3.Or(m == BASIC_ACK, m == BASIC_NACK, m == BASIC_REJECT)
+    settled = _settled(x, c, ch, o.tag, z3.And(m != BASIC_REJECT, o.multiple))
     on_open = _cases(
         x,
         (z3.Or(m == CHANNEL_OPEN, m == CHANNEL_CLOSE_OK), conn_err),                     # ER-1
-        (m == CHANNEL_CLOSE, reset_channel(x, c, ch, CH_ENDING)),                        # RQ-4
+        (m == CHANNEL_CLOSE, reset_channel(x, c, ch, CH_ENDING, kept)),                  # RQ-4
         (z3.And(m == BASIC_PUBLISH, o.immediate), conn_err),
         (z3.And(m == BASIC_PUBLISH, o.exchange != DEFAULT_EXCHANGE, o.exchange != FANOUT_EXCHANGE), ch_err),  # PC-9
         (z3.And(m == BASIC_PUBLISH, mode == MODE_TX), x.replace(held=z3.Store(x.held, c, ch, True))),  # TX-2
@@ -160,18 +217,32 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
             unconf=z3.Store(x.unconf, c, ch, x.seq[c, ch] + 1, True))),
         (z3.And(settle, o.verdict == CHANNEL_ERR), ch_err),                              # ACK-4
         (z3.And(settle, mode == MODE_TX), x.replace(                                     # TX-3
-            held=z3.Store(x.held, c, ch, z3.Or(x.held[c, ch], o.settled)))),
+            held=z3.Store(x.held, c, ch, z3.Or(x.held[c, ch], o.settled)),
+            out=_lam3(lambda i, j, t: z3.And(x.out[i, j, t], z3.Not(z3.And(i == c, j == ch, settled(t))))),
+            txs=_lam3(lambda i, j, t: z3.Or(x.txs[i, j, t], z3.And(i == c, j == ch, settled(t)))))),
+        (settle, x.replace(                                                              # ACK-1..3
+            out=_drop_tags(x.out, c, ch, settled), bycons=_drop_tags(x.bycons, c, ch, settled))),
         (z3.And(m == BASIC_QOS, o.size != 0), conn_err),
         (z3.And(m == BASIC_CONSUME, o.verdict == CONNECTION_ERR), conn_err),
         (z3.And(z3.Or(m == BASIC_CONSUME, m == BASIC_GET, m == QUEUE_BIND, m == QUEUE_PURGE,
                       m == QUEUE_DECLARE, m == QUEUE_DELETE), o.verdict == CHANNEL_ERR), ch_err),
+        (m == BASIC_CONSUME, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, True))),      # DS-1
+        (m == BASIC_CANCEL, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, False))),
+        (m == QUEUE_DELETE, x.replace(cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k],
+                                                                        z3.Not(o.cancelled[i, j, k]))))),
+        (z3.And(m == BASIC_GET, o.got), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False))),  # DS-1, DT-1
         (z3.And(m == BASIC_RECOVER, z3.Not(o.requeue)), conn_err),                       # RQ-5
+        (m == BASIC_RECOVER, x.replace(out=_no_tags(x.out, c, ch),                        # RQ-5: all requeued
+                                       bycons=_drop_tags(x.bycons, c, ch, lambda t: x.out[c, ch, t]))),
         (m == CONFIRM_SELECT, _ite(mode == MODE_TX, ch_err,                              # PC-8
                                    x.replace(mode=z3.Store(x.mode, c, ch, MODE_CONFIRM)))),
         (m == TX_SELECT, _ite(mode == MODE_CONFIRM, ch_err, x.replace(mode=z3.Store(x.mode, c, ch, MODE_TX)))),
-        (m == TX_COMMIT, _ite(mode != MODE_TX, ch_err, x.replace(                         # TX-10, TX-7
-            held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, o.waits)))),
-        (m == TX_ROLLBACK, _ite(mode != MODE_TX, ch_err, x.replace(held=z3.Store(x.held, c, ch, False)))),
+        (m == TX_COMMIT, _ite(mode != MODE_TX, ch_err, x.replace(                         # TX-10, TX-7, TX-3
+            held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, o.waits),
+            txs=_no_tags(x.txs, c, ch), bycons=_drop_tags(x.bycons, c, ch, lambda t: x.txs[c, ch, t])))),
+        (m == TX_ROLLBACK, _ite(mode != MODE_TX, ch_err, x.replace(                       # TX-2, TX-3, TX-4
+            held=z3.Store(x.held, c, ch, False), txs=_no_tags(x.txs, c, ch),
+            out=_lam3(lambda i, j, t: z3.Or(x.out[i, j, t], z3.And(i == c, j == ch, x.txs[i, j, t])))))),
     )
     on_closed = _ite(m == CHANNEL_OPEN, reset_channel(x, c, ch, CH_OPEN), conn_err)      # ER-1
     on_closing = _cases(x, (m == CHANNEL_OPEN, conn_err),
@@ -183,8 +254,11 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The head of a queue to a consumer with room (``o.ready``: the queue has a copy and a consumer
-    room, DS-1, PF-3); no effect on this family (the channel's tags are another family's)."""
-    return Transition(z3.And(x.up, o.ready), x)
+    room, DS-1, PF-3); the consumer is on channel (``o.conn``, ``o.ch``), which is open
+    (broker.next_consumer), in automatic mode when ``o.no_ack``; the copy takes the channel's next tag."""
+    c, ch = o.conn, o.ch
+    return Transition(z3.And(x.up, o.ready, _channel_open(x, c, ch)),
+                      _hand_over(x, c, ch, o.no_ack, z3.BoolVal(True)))
 
 
 def BrokerCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -236,7 +310,10 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       cstat=z3.Lambda([i, j], z3.IntVal(CH_CLOSED)), mode=z3.Lambda([i, j], z3.IntVal(MODE_NONE)),
                       seq=z3.Lambda([i, j], z3.IntVal(0)), unconf=z3.Lambda([i, j, k], z3.BoolVal(False)),
                       conf=z3.Lambda([i, j, k], z3.BoolVal(False)), held=z3.Lambda([i, j], z3.BoolVal(False)),
-                      pending=z3.Lambda([i, j], z3.BoolVal(False)), tb=z3.Lambda([i, j], z3.IntVal(0)))
+                      pending=z3.Lambda([i, j], z3.BoolVal(False)), tb=z3.Lambda([i, j], z3.IntVal(0)),
+                      ntag=z3.Lambda([i, j], z3.IntVal(1)), out=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      txs=z3.Lambda([i, j, k], z3.BoolVal(False)), bycons=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      cons=z3.Lambda([i, j, k], z3.BoolVal(False)))
     return Transition(x.up, after)
 
 
@@ -288,12 +365,14 @@ ClientPublish = ClientConsume = ClientCancel = ClientGet = ClientAck = ClientNac
 # ---------------------------------------------------------------- the table
 
 _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "verdict": INT, "settled": BOOL,
-                         "size": INT, "requeue": BOOL, "waits": BOOL}
+                         "size": INT, "requeue": BOOL, "waits": BOOL, "tag": INT, "multiple": BOOL,
+                         "no_ack": BOOL, "got": BOOL, "keeps": BOOL, "kept": z3.ArraySort(INT, BOOL),
+                         "ctag": INT, "cancelled": z3.ArraySort(INT, INT, INT, BOOL)}
 
 # Oracles per action: facts outside this family that its guard or effect reads.
 ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "BrokerTakeFrame": _BROKER_FRAME_ORACLES,
-    "BrokerDeliver": {"ready": BOOL},
+    "BrokerDeliver": {"ready": BOOL, "conn": INT, "ch": INT, "no_ack": BOOL},
     "BrokerCloseOk": {},
     "BrokerConfirm": {"ready": BOOL, "prefix": INT},
     "BrokerReturn": {"returns": BOOL},

@@ -1,4 +1,4 @@
-"""The invariants of ``spec.properties`` that this family can state, as Z3 formulas over ``model.state``,
+"""The invariants of ``spec.properties`` that the model's families can state, as Z3 formulas over ``model.state``,
 with the same names, and the helper invariants their proofs need (each also registered in
 ``spec.properties``, so that exploration checks it too).
 
@@ -58,6 +58,29 @@ def plain_channel_holds_nothing(x: Z3State, c, ch, s) -> z3.BoolRef:
                                                        z3.Not(x.pending[c, ch]))))
 
 
+def delivery_tags_increase(x: Z3State, c, ch, t) -> z3.BoolRef:
+    """DT-1, DT-2 (the broker's side): every outstanding tag was issued, 1 <= tag < next_tag, and is
+    outstanding once (a tag indexes the set)."""
+    return z3.Implies(x.out[c, ch, t], z3.And(1 <= t, t < x.ntag[c, ch]))
+
+
+def held_back_tags_issued(x: Z3State, c, ch, t) -> z3.BoolRef:
+    """Helper: the next tag is at least 1, and a tag held back by an open transaction was issued and is
+    not outstanding as well (a rollback makes it outstanding again, TX-3)."""
+    return z3.And(x.ntag[c, ch] >= 1,
+                  z3.Implies(x.txs[c, ch, t], z3.And(1 <= t, t < x.ntag[c, ch], z3.Not(x.out[c, ch, t]))))
+
+
+def closed_channel_is_silent(x: Z3State, c, ch, t) -> z3.BoolRef:
+    """ER-1, RQ-4 (what a channel holds): a channel that is not open has no consumer, no settlement held
+    back and no consumer delivery outstanding (they were stopped and requeued); a closed one has no
+    delivery outstanding at all (a closing one may keep basic.get deliveries)."""
+    return z3.Implies(x.cstat[c, ch] != CH_OPEN,
+                      z3.And(z3.Not(x.cons[c, ch, t]), z3.Not(x.txs[c, ch, t]),
+                             z3.Implies(x.out[c, ch, t], z3.And(z3.Not(x.bycons[c, ch, t]),
+                                                                x.cstat[c, ch] != CH_CLOSED))))
+
+
 INVARIANTS: dict[str, Invariant] = {
     "confirms_exactly_once": Invariant(
         "confirms_exactly_once", confirms_exactly_once,
@@ -65,10 +88,20 @@ INVARIANTS: dict[str, Invariant] = {
         "confirms depends on frames in flight, outside this family"),
     "confirm_and_tx_exclusive": Invariant(
         "confirm_and_tx_exclusive", confirm_and_tx_exclusive, "all of it", helpers=("plain_channel_holds_nothing",)),
+    "delivery_tags_increase": Invariant(
+        "delivery_tags_increase", delivery_tags_increase,
+        "the broker's conjunct (outstanding tags issued, below the next tag, each once); the client's "
+        "conjunct reads the frames in flight to it, outside this family", helpers=("held_back_tags_issued",)),
+    "closed_channel_is_silent": Invariant(
+        "closed_channel_is_silent", closed_channel_is_silent,
+        "the broker's conjunct (what a channel that is not open holds); the frames after a channel.close "
+        "are in flight to the client, outside these families"),
 }
 HELPERS: dict[str, Invariant] = {
     "plain_channel_holds_nothing": Invariant(
         "plain_channel_holds_nothing", plain_channel_holds_nothing, "all of it (helper)"),
+    "held_back_tags_issued": Invariant(
+        "held_back_tags_issued", held_back_tags_issued, "all of it (helper)", helpers=("delivery_tags_increase",)),
 }
 
 
@@ -78,7 +111,11 @@ def init(x: Z3State) -> z3.BoolRef:
     open or (for clients that open them) closed."""
     c, ch = z3.Ints("init_c init_ch")
     s = z3.Int("init_s")
+    # Two flat quantifiers (per channel, per channel and index) rather than one nested in the other:
+    # each is instantiated at once at a counterexample's indices (nested, E-matching could miss it).
     clean = z3.And(z3.Or(x.cstat[c, ch] == CH_OPEN, x.cstat[c, ch] == CH_CLOSED), x.mode[c, ch] == MODE_NONE,
                    x.seq[c, ch] == 0, z3.Not(x.held[c, ch]), z3.Not(x.pending[c, ch]), x.tb[c, ch] == 0,
-                   z3.ForAll([s], z3.And(z3.Not(x.unconf[c, ch, s]), z3.Not(x.conf[c, ch, s]))))
-    return z3.And(x.up, x.nch >= 1, z3.ForAll([c], z3.Not(x.bclosed[c])), z3.ForAll([c, ch], clean))
+                   x.ntag[c, ch] == 1)
+    empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons)])
+    return z3.And(x.up, x.nch >= 1, z3.ForAll([c], z3.Not(x.bclosed[c])), z3.ForAll([c, ch], clean),
+                  z3.ForAll([c, ch, s], empty))

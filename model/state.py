@@ -1,5 +1,10 @@
-"""The Z3 state of the channel-modes family: what each channel's mode, publish numbering, confirms and
-held-back transaction are, for any number of connections, channels and publishes.
+"""The Z3 state of the model: two families of fields over the same unbounded indices.
+
+- *channel modes*: what each channel's mode, publish numbering, confirms and held-back transaction
+  are, for any number of connections, channels and publishes;
+- *deliveries*: each channel's next delivery tag, which tags are outstanding or held back by an
+  open transaction and which of those went to a consumer, and the channel's consumer tags, for any
+  number of deliveries and consumers (tags are their own index, like publish numbers).
 
 A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
@@ -11,7 +16,10 @@ those indices, each a guarded formula in the array property fragment (index comp
 arithmetic on array values under a quantifier), which Z3 decides by instantiation: no bound on
 connections, channels or publishes enters the encoding, and the obligations stay decidable and fast.
 Sequences would have kept order we do not need (publish numbers are their own order) and cost
-quantifier alternations.
+quantifier alternations. The deliveries family follows the same pattern: a channel's outstanding
+deliveries are a set of tags (a tag is its own index and its own order, as a publish number is), so
+"tags are issued 1, 2, 3, ... and outstanding ones are below the next tag" is one guarded formula per
+tag; a multiple ack is the set of outstanding tags <= its tag, a ``Lambda`` again.
 """
 from __future__ import annotations
 
@@ -41,6 +49,11 @@ class Z3State:
     held: z3.ArrayRef       # (c, ch) -> publishes or settlements held back by an open transaction (TX-2, TX-3)
     pending: z3.ArrayRef    # (c, ch) -> a tx.commit waits for its commit-ok (TX-7)
     tb: z3.ArrayRef         # (c, ch) -> frames in flight to the broker on channel ch (0: the connection's)
+    ntag: z3.ArrayRef       # (c, ch) -> next_tag (DT-1)
+    out: z3.ArrayRef        # (c, ch, t) -> tag t is outstanding (unacked, AM-3)
+    txs: z3.ArrayRef        # (c, ch, t) -> tag t is settled inside the open transaction, held back (TX-3)
+    bycons: z3.ArrayRef     # (c, ch, t) -> delivery t (outstanding or held back) went to a consumer, not basic.get
+    cons: z3.ArrayRef       # (c, ch, k) -> consumer tag k is one of the channel's consumers
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -58,11 +71,15 @@ SORTS: dict[str, z3.SortRef] = {
     "cstat": z3.ArraySort(INT, INT, INT), "mode": z3.ArraySort(INT, INT, INT), "seq": z3.ArraySort(INT, INT, INT),
     "unconf": z3.ArraySort(INT, INT, INT, BOOL), "conf": z3.ArraySort(INT, INT, INT, BOOL),
     "held": z3.ArraySort(INT, INT, BOOL), "pending": z3.ArraySort(INT, INT, BOOL), "tb": z3.ArraySort(INT, INT, INT),
+    "ntag": z3.ArraySort(INT, INT, INT), "out": z3.ArraySort(INT, INT, INT, BOOL),
+    "txs": z3.ArraySort(INT, INT, INT, BOOL), "bycons": z3.ArraySort(INT, INT, INT, BOOL),
+    "cons": z3.ArraySort(INT, INT, INT, BOOL),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
 DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "unconf": False, "conf": False,
-            "held": False, "pending": False, "tb": 0}
+            "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
+            "bycons": False, "cons": False}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -75,8 +92,18 @@ def same(x: Z3State, y: Z3State) -> z3.BoolRef:
     return z3.And([a == b for (_, a), (_, b) in zip(x.items(), y.items())])
 
 
+_CONST: dict = {}
+
+
 def _const_array(name: str, arity: int) -> z3.ArrayRef:
-    """The array of ``name`` that maps every index to its default."""
+    """The array of ``name`` that maps every index to its default (made once: terms are immutable)."""
+    got = _CONST.get(name)
+    if got is None:
+        got = _CONST[name] = _make_const_array(name, arity)
+    return got
+
+
+def _make_const_array(name: str, arity: int) -> z3.ArrayRef:
     default = DEFAULTS[name]
     value = z3.BoolVal(default) if isinstance(default, bool) else z3.IntVal(default)
     idx = [z3.Int(f"i{k}") for k in range(arity)]
@@ -111,12 +138,23 @@ def project(state) -> dict:
                 out["conf"][(c, ch, s)] = True
             out["held"][(c, ch)] = bool(channel.tx_pubs or channel.tx_settles)
             out["pending"][(c, ch)] = channel.commit_pending
+            out["ntag"][(c, ch)] = channel.next_tag
+            for u in channel.unacked:
+                out["out"][(c, ch, u.tag)] = True
+            for _, u in channel.tx_settles:
+                out["txs"][(c, ch, u.tag)] = True
+            for u in channel.unacked + tuple(u for _, u in channel.tx_settles):
+                if u.consumer:
+                    out["bycons"][(c, ch, u.tag)] = True
+            for k in channel.consumers:
+                out["cons"][(c, ch, k.tag)] = True
     out["up"] = state.broker_up
     out["nch"] = nch
     return out
 
 
-ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2}
+ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
+         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3}
 
 
 def abstract(state) -> Z3State:

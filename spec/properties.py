@@ -335,6 +335,23 @@ def plain_channel_holds_nothing(state: State) -> bool:
     return True
 
 
+@always("DT-1", "TX-3")
+def held_back_tags_issued(state: State) -> bool:
+    """A channel's next tag is at least 1, and a delivery settled inside an open transaction has a tag
+    already issued (below the next tag) that is no longer outstanding as well (the helper that makes
+    delivery_tags_increase inductive with rollbacks: proofs/)."""
+    for conn in state.conns:
+        for channel in conn.channels:
+            if channel.next_tag < 1:
+                return False
+            if channel.tx_settles:
+                outstanding = {u.tag for u in channel.unacked}
+                for _, u in channel.tx_settles:
+                    if u.tag < 1 or u.tag >= channel.next_tag or u.tag in outstanding:
+                        return False
+    return True
+
+
 ALWAYS = tuple(name for name, p in REGISTRY.items() if p.kind == "always")
 
 

@@ -13,6 +13,7 @@ from model import actions as M
 from model.agreement import Checker
 from spec import actions as A
 from spec import configs, machine
+from spec.frames import BASIC_CONSUME, TX_ROLLBACK
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
 PAIRS_WANTED = 10_000
@@ -82,6 +83,66 @@ def test_a_wrong_effect_is_caught(monkeypatch):
     monkeypatch.setitem(M.RELATIONS, A.BrokerConfirm, confirm_one)
     verdict = Checker().check(state, action, True)
     assert verdict.problem == "relation does not hold for the spec's successor"
+
+
+def test_a_wrong_delivery_effect_is_caught(monkeypatch):
+    """DT-1: a deliver relation that leaves the next tag where it was disagrees with the spec."""
+    def deliver_same_tag(x, a, o):
+        t = M.BrokerDeliver(x, a, o)
+        return M.Transition(t.guard, t.after.replace(ntag=x.ntag))
+    config = configs.get("ack_basics")
+    state, action = _first_state(config, lambda a: isinstance(a, A.BrokerDeliver))
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_same_tag)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def _first_state_where(config, want):
+    """A reachable state of ``config`` and an enabled action with ``want(state, action)`` (BFS)."""
+    frontier, seen = list(machine.initial_states(config)), set()
+    while frontier:
+        state = frontier.pop(0)
+        if state in seen:
+            continue
+        seen.add(state)
+        for a in machine.enabled(state, config):
+            if want(state, a):
+                return state, a
+            frontier.append(machine.step(state, a)[0])
+    raise AssertionError("no such state")
+
+
+def _rollback_of_held_settlements(state, a):
+    if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
+        return False
+    conn = state.conns[a.conn]
+    return conn.to_broker[a.ch][0][0] == TX_ROLLBACK and bool(conn.channels[a.ch - 1].tx_settles)
+
+
+def test_a_wrong_rollback_is_caught(monkeypatch):
+    """TX-3: a rollback relation that forgets to make the held-back settlements outstanding again
+    disagrees with the spec."""
+    def rollback_forgets(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(out=z3.If(o.method == TX_ROLLBACK, x.out, t.after.out)))
+    state, action = _first_state_where(configs.get("tx_ack"), _rollback_of_held_settlements)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, rollback_forgets)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def test_a_wrong_consumer_effect_is_caught(monkeypatch):
+    """A consume relation that does not record the consumer disagrees with the spec."""
+    def consume_forgets(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(cons=z3.If(o.method == BASIC_CONSUME, x.cons, t.after.cons)))
+
+    def takes_consume(state, a):
+        return isinstance(a, A.BrokerTakeFrame) and a.ch and state.conns[a.conn].to_broker[a.ch][0][0] == BASIC_CONSUME
+    state, action = _first_state_where(configs.get("ack_basics"), takes_consume)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, consume_forgets)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
 
 
 def test_a_weak_guard_is_caught(monkeypatch):

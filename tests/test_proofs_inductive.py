@@ -10,6 +10,7 @@ from model.invariants import HELPERS, INVARIANTS, Invariant
 from proofs.inductive import COUNTEREXAMPLE, PROVED, invariants_named, prove_all, prove_step
 from spec import actions as A
 from spec.properties import REGISTRY
+from spec.state import CH_OPEN
 
 
 def test_every_obligation_is_proved():
@@ -51,6 +52,50 @@ def test_confirm_and_tx_exclusive_needs_its_helper():
     alone = prove_step(inv, A.BrokerTakeFrame, [])
     assert alone.status == COUNTEREXAMPLE
     assert prove_step(inv, A.BrokerTakeFrame, [HELPERS[h] for h in inv.helpers]).status == PROVED
+
+
+# A planted wrong invariant of the deliveries family (DT-1): "an outstanding tag is below next_tag - 1".
+TAGS_LAG = Invariant("tags_lag", lambda x, c, ch, t: z3.Implies(x.out[c, ch, t], t < x.ntag[c, ch] - 1), "fixture")
+
+
+def test_planted_wrong_delivery_invariant_comes_back_as_a_counterexample():
+    """A delivery takes the channel's next tag and leaves it outstanding: the tag is next_tag - 1 after."""
+    outcomes = {o.action: o for o in prove_all([TAGS_LAG], [A.BrokerDeliver, A.ClientAck])}
+    assert outcomes["Init"].status == PROVED
+    assert outcomes["ClientAck"].status == PROVED                   # a client write touches no tag
+    deliver = outcomes["BrokerDeliver"]
+    assert deliver.status == COUNTEREXAMPLE
+    before = next(line for line in deliver.counterexample if line.startswith("before:"))
+    after = next(line for line in deliver.counterexample if line.startswith("after:"))
+    tag = int(before.split("next_tag=")[1].split()[0])
+    assert f"next_tag={tag + 1}" in after and str(tag) in after.split("outstanding=")[1].split("]")[0]
+
+
+def test_delivery_tags_increase_needs_its_helper():
+    """Alone, delivery_tags_increase is not inductive: a tx.rollback makes held-back tags outstanding
+    again, and nothing says they were issued. With held_back_tags_issued it is proved."""
+    inv = INVARIANTS["delivery_tags_increase"]
+    alone = prove_step(inv, A.BrokerTakeFrame, [])
+    assert alone.status == COUNTEREXAMPLE
+    assert prove_step(inv, A.BrokerTakeFrame, [HELPERS[h] for h in inv.helpers]).status == PROVED
+
+
+# A planted wrong invariant (RQ-4): "a channel that is not open has no outstanding delivery at all".
+# It is false: a channel closed by a channel error keeps its basic.get deliveries until close-ok.
+NOT_OPEN_HOLDS_NOTHING = Invariant(
+    "not_open_holds_nothing",
+    lambda x, c, ch, t: z3.Implies(x.cstat[c, ch] != CH_OPEN, z3.Not(x.out[c, ch, t])), "fixture")
+
+
+def test_planted_wrong_closing_invariant_comes_back_as_a_counterexample():
+    outcomes = {o.action: o for o in prove_all([NOT_OPEN_HOLDS_NOTHING], [A.BrokerTakeFrame, A.BrokerCloseOk])}
+    assert outcomes["Init"].status == PROVED
+    assert outcomes["BrokerCloseOk"].status == PROVED              # close-ok ends the channel: nothing kept
+    take = outcomes["BrokerTakeFrame"]
+    assert take.status == COUNTEREXAMPLE
+    after = next(line for line in take.counterexample if line.startswith("after:"))
+    assert "status=2" in after or "status=3" in after             # closing (CH_CLOSING or CH_ENDING) ...
+    assert "outstanding=[]" not in after                          # ... with a delivery kept
 
 
 def test_an_unknown_invariant_name_is_refused():
