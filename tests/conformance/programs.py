@@ -306,7 +306,8 @@ def op_strategy(*, errors: bool = True):
     """One method a client sends, any field over its domain, weighted towards what makes a program
     productive (publishes to declared queues, gets, consumes, settlements of small tags). `errors=False`
     leaves out the methods that always end the connection (a second channel.open, close-ok on an open
-    channel, immediate, prefetch_size, recover without requeue)."""
+    channel, immediate, prefetch_size, recover without requeue); `programs` then also gives every
+    consumer a tag of its own (a reused one is a connection error)."""
     publish = st.builds(Publish, channels, declared_queues, st.just(""), st.booleans(), _flag(1, 3))
     weighted = [
         (8, publish),
@@ -363,6 +364,8 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
     for s in draw(st.lists(step, min_size=4, max_size=max_steps)):
         body += [_ends_at_close(s)] if isinstance(s, Step) else [s, prelude]
     program = Program(flags, connections, (prelude, *body))
+    if not errors:
+        program = replace(program, steps=_fresh_consumer_tags(program.steps))
     if rabbitmq_safe:
         program = replace(program, steps=tuple(part for s in program.steps for part in _split_after_consume(s)))
     if rabbitmq_safe and requeues(program):
@@ -379,6 +382,26 @@ def _ends_at_close(step):
             if isinstance(op, CloseConnection):
                 return replace(step, ops=step.ops[:i + 1])
     return step
+
+
+def _fresh_consumer_tags(steps: tuple) -> tuple:
+    """Every basic.consume with a tag of its own ("a", "a1", "a2", ...), each basic.cancel naming the
+    latest consumer of its letter: a tag a channel already uses is a connection error (530), which
+    `errors=False` leaves out."""
+    count: dict[str, int] = {}
+    latest: dict[str, str] = {}
+
+    def renamed(op):
+        if isinstance(op, Consume) and op.tag:
+            n = count.get(op.tag, 0)
+            count[op.tag] = n + 1
+            latest[op.tag] = op.tag + (str(n) if n else "")
+            return replace(op, tag=latest[op.tag])
+        if isinstance(op, Cancel) and op.tag:
+            return replace(op, tag=latest.get(op.tag, op.tag))
+        return op
+
+    return tuple(replace(s, ops=tuple(renamed(op) for op in s.ops)) if isinstance(s, Step) else s for s in steps)
 
 
 def _split_after_consume(step):
