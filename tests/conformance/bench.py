@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None, console: Console | None = None) -> int:
     (a finding for the conformance tests to pin; the rates stand, so the exit code is 0)."""
     from rich.table import Table
     options = parse_args(argv)
-    console = console if console is not None else Console()
+    console = console if console is not None else Console(width=max(110, Console().width))
     programs = fixed_programs(options.programs)
     quiet = {name: options.quiet for name in ("impl", "rabbitmq")} if options.quiet is not None else {}
     results = run_targets(programs, options.targets, console, quiet)
