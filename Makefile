@@ -46,12 +46,14 @@ check: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
 broker: $(STAMP)
 	$(PY) -m impl.server $(ARGS)
 
-## bench: explorer throughput; trace checker time on long spec-made and RabbitMQ-recorded traces; broker throughput.
+## bench: explorer throughput; trace checker time on long spec-made and RabbitMQ-recorded traces; broker throughput;
+## conformance steps per second against the in-process core, the impl server and RabbitMQ.
 bench: $(STAMP) rabbitmq java
 	$(PY) -m spark_check.bench --engines local,spark --master local[2]
 	$(PY) -m spark_check.trace_bench
 	$(PY) -m tests.bench.recorded_trace_bench --messages 250
 	$(PY) -m tests.bench.broker_bench
+	$(PY) -m tests.conformance.bench --programs 60
 
 ## conformance: generated programs against any AMQP 0-9-1 broker, judged by the spec (URL=amqp://user:pass@host:port/vhost).
 PROGRAMS ?= 100

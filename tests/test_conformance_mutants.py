@@ -15,6 +15,12 @@ def test_mutant_is_caught_by_the_spec(mutant: Mutant, tmp_path):
     output = result.stdout + result.stderr
     assert result.returncode == 1, f"{mutant.name} ({mutant.rule}) survived {mutant.caught_by}:\n{output[-3000:]}"
     assert "the spec does not accept this run" in output, output[-3000:]
+    assert f"FAILED {mutant.caught_by}" in output, output[-3000:]
+
+
+def test_at_least_twelve_mutants_are_planted_and_all_are_tested():
+    assert len(ALL_MUTANTS) >= 12 and MUTANTS == ALL_MUTANTS
+    assert len({m.name for m in ALL_MUTANTS}) == len(ALL_MUTANTS)
 
 
 def test_a_stale_patch_fails_loudly():

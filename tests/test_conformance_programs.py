@@ -2,7 +2,8 @@
 every recording: the impl core in process, the impl server over TCP, and a private RabbitMQ 3.10.8.
 A rejected recording fails with the shrunk program (as Python and as numbered steps), the trace and the
 first observation the spec cannot explain (tests/conformance/judge.py). Budgets are fixed (derandomized):
-`make conformance` runs more programs."""
+`make conformance` runs more programs. Focused programs (episodes of one rule family each) run in
+process too: they are what catches most planted bugs (tests/test_conformance_mutants.py)."""
 from __future__ import annotations
 
 import pytest
@@ -17,6 +18,21 @@ from tests.conformance.targets import InProcessTarget, TcpTarget, run_program
 @budget(300)
 @given(P.programs(crashes=True))
 def test_in_process_core_runs_are_accepted_by_the_spec(program):
+    target = InProcessTarget()
+    try:
+        run = run_program(program, target)
+    finally:
+        target.close()
+    assert_accepted(run)
+
+
+@budget(200)
+@given(P.focused_programs())
+def test_in_process_focused_runs_are_accepted_by_the_spec(program):
+    """Episodes the general programs reach too rarely for their budget (programs.focused_programs):
+    multiple settlements, settlements rolled back, confirms then a crash, a filled prefetch window, a
+    global limit over outstanding deliveries, requeues, committed publishes, unroutable mandatory
+    publishes in confirm and tx mode."""
     target = InProcessTarget()
     try:
         run = run_program(program, target)

@@ -26,6 +26,7 @@ from impl.core.frames import (
     PROTOCOL_HEADER,
     decode_content_header,
     decode_method,
+    encode_channel_open_ok,
     encode_heartbeat,
     encode_method,
     frame_head,
@@ -337,7 +338,7 @@ class Connection:
                     )
                     return
                 self.channels[number] = Channel(self, number)
-                self.send_method(number, commands.Channel.OpenOk())
+                self.write(encode_channel_open_ok(number))
             else:  # close and close-ok too, as in RabbitMQ
                 self.fail(Fault(errors.CHANNEL_ERROR, "expected 'channel.open'", *method_ids(method)))
             return

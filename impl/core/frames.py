@@ -162,6 +162,12 @@ def encode_method(channel: int, method: Any) -> bytes:
     return pamqp_frame.marshal(method, channel)
 
 
+def encode_channel_open_ok(channel: int) -> bytes:
+    """channel.open-ok with its reserved longstr empty, as RabbitMQ sends it (pamqp only encodes "0")."""
+    payload = struct.pack(">II", commands.Channel.OpenOk.index, 0)     # class 20, method 11; length 0
+    return _frame_head.pack(FRAME_METHOD, channel, len(payload)) + payload + FRAME_END_BYTE
+
+
 def encode_heartbeat() -> bytes:
     return _HEARTBEAT
 

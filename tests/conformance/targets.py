@@ -315,8 +315,8 @@ class _Slot:
 
     def finish(self) -> list:
         if self.conn is not None:
-            try:
-                self.conn.close(timeout=1.0)
+            try:    # the target's own timeout: a loaded broker may take more than a second to close
+                self.conn.close(timeout=getattr(self.target, "timeout", 1.0))
             except (OSError, ProtocolViolation):
                 self.conn.abort()
             self.logs.append(self.conn.command_log())

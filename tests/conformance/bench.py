@@ -1,0 +1,169 @@
+"""Conformance throughput: steps per second of generated programs against each target, and of the judge.
+
+    python -m tests.conformance.bench [--programs N] [--targets in-process,impl,rabbitmq] [--quiet S]
+
+The same N fixed-seed programs (the ones `make conformance` runs: no connection errors, no crash, away
+from RabbitMQ's races) run against each target: the `impl` core in this process, the `impl` server over
+TCP and a private RabbitMQ 3.10.8 node, both started here. For each target it reports the steps (one
+step is one write of methods, with its replies), the seconds spent running them and the rate, then the
+seconds the spec took to judge the recordings and the rate of the whole (running and judging). A step
+against a broker over TCP ends when the broker has been quiet for the target's quiet time (0.02 s for
+impl, 0.05 s for RabbitMQ, as in the tests), which bounds its rate: the table shows it.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings
+from rich.console import Console
+
+from tests.conformance import programs as P
+from tests.conformance.judge import judge
+from tests.conformance.targets import InProcessTarget, TcpTarget, run_program
+
+TARGETS = ("in-process", "impl", "rabbitmq")
+QUIET = {"in-process": 0.0, "impl": 0.02, "rabbitmq": 0.05}
+
+
+@dataclass
+class Result:
+    programs: int = 0
+    steps: int = 0
+    run_seconds: float = 0.0
+    judge_seconds: float = 0.0
+    accepted: int = 0
+    first_rejection: str | None = None
+
+    def rate(self, seconds: float) -> float:
+        return self.steps / seconds if seconds > 0 else 0.0
+
+
+def fixed_programs(count: int) -> list:
+    """`count` programs drawn with a fixed seed (the same every run)."""
+    drawn: list = []
+
+    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+    @given(P.programs(rabbitmq_safe=True, errors=False))
+    def collect(program):
+        drawn.append(program)
+
+    collect()
+    return drawn
+
+
+def measure(programs: list, make_target) -> Result:
+    """Run every program on the target made by make_target(); judge each recording."""
+    result = Result()
+    for program in programs:
+        target = make_target()
+        try:
+            started = time.perf_counter()
+            run = run_program(program, target)
+            result.run_seconds += time.perf_counter() - started
+        finally:
+            if isinstance(target, InProcessTarget):
+                target.close()
+        started = time.perf_counter()
+        verdict = judge(run)
+        result.judge_seconds += time.perf_counter() - started
+        result.programs += 1
+        result.steps += run.steps
+        result.accepted += verdict.ok
+        if not verdict.ok and result.first_rejection is None:
+            result.first_rejection = verdict.report()
+    return result
+
+
+def run_targets(programs: list, targets: tuple, console: Console, quiet: dict) -> dict:
+    from tests.harness.impl_broker import ImplBroker
+    from tests.harness.rabbitmq import RabbitMQNode
+    results: dict = {}
+    with tempfile.TemporaryDirectory(prefix="rabbitproof-conformance-bench-") as workdir:
+        for name in targets:
+            console.print(f"running {len(programs)} programs against {name} ...")
+            if name == "in-process":
+                results[name] = measure(programs, InProcessTarget)
+                continue
+            broker = ImplBroker(Path(workdir) / "impl") if name == "impl" else RabbitMQNode()
+            broker.start()
+            try:
+                target = TcpTarget.of(name, broker, quiet=quiet.get(name, QUIET[name]))
+                results[name] = measure(programs, lambda: target)
+            finally:
+                broker.close()
+    return results
+
+
+def targets_option(text: str) -> tuple:
+    names = tuple(t for t in text.split(",") if t)
+    if not names or any(t not in TARGETS for t in names):
+        raise argparse.ArgumentTypeError(f"--targets must be a comma-separated list of {', '.join(TARGETS)}: {text!r}")
+    return names
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 10 seconds: {value}")
+    return value
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.conformance.bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--programs", type=positive, default=60, help="programs per target (default 60)")
+    parser.add_argument("--targets", type=targets_option, default=TARGETS, help="in-process,impl,rabbitmq")
+    parser.add_argument("--quiet", type=seconds, default=None,
+                        help="seconds a step waits after the last reply over TCP (default 0.02 impl, 0.05 RabbitMQ)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None, console: Console | None = None) -> int:
+    """Run the bench and print its table, and the first recording of each target the spec did not accept
+    (a finding for the conformance tests to pin; the rates stand, so the exit code is 0)."""
+    from rich.table import Table
+    options = parse_args(argv)
+    console = console if console is not None else Console(width=max(110, Console().width))
+    programs = fixed_programs(options.programs)
+    quiet = {name: options.quiet for name in ("impl", "rabbitmq")} if options.quiet is not None else {}
+    results = run_targets(programs, options.targets, console, quiet)
+    table = Table(title=f"conformance steps/s ({len(programs)} fixed-seed programs per target)")
+    for column in ("target", "programs", "steps", "accepted", "run s", "steps/s running", "judge s",
+                   "steps/s with judging"):
+        table.add_column(column, justify="left" if column == "target" else "right")
+    for name, r in results.items():
+        table.add_row(name, str(r.programs), str(r.steps), str(r.accepted), f"{r.run_seconds:.1f}",
+                      f"{r.rate(r.run_seconds):,.0f}", f"{r.judge_seconds:.1f}",
+                      f"{r.rate(r.run_seconds + r.judge_seconds):,.0f}")
+    console.print(table)
+    waits = {name: quiet.get(name, QUIET[name]) for name in ("impl", "rabbitmq")}
+    console.print("A step is one write of methods and its replies; over TCP it ends after the broker has been "
+                  f"quiet for {waits['impl']} s (impl) or {waits['rabbitmq']} s (RabbitMQ), on every connection.")
+    for name, r in results.items():
+        if r.first_rejection:
+            console.print(f"\n[bold red]{name}: {r.programs - r.accepted} recording(s) not accepted; the first:[/]",
+                          highlight=False)
+            console.print(r.first_rejection, markup=False, highlight=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

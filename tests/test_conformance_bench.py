@@ -1,0 +1,33 @@
+"""The conformance bench (`make bench`) runs end to end on a small load in process and refuses bad
+options with a clear message. Its rates are measured by `make bench`, never asserted here."""
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from tests.conformance import bench
+
+
+def test_bench_runs_in_process_and_prints_its_table():
+    console = Console(record=True, width=140)
+    assert bench.main(["--programs", "4", "--targets", "in-process"], console) == 0
+    out = console.export_text()
+    assert "conformance steps/s (4 fixed-seed programs per target)" in out and "in-process" in out
+    assert "not accepted" not in out, out
+
+
+def test_programs_are_the_same_every_run():
+    assert bench.fixed_programs(5) == bench.fixed_programs(5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--programs", "0"], "must be at least 1"),
+    (["--programs", "many"], "not an integer"),
+    (["--targets", "impl,activemq"], "--targets must be a comma-separated list of in-process, impl, rabbitmq"),
+    (["--quiet", "-1"], "must be from 0 to 10 seconds"),
+])
+def test_bad_options_are_refused_clearly(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        bench.parse_args(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
