@@ -59,6 +59,7 @@ class Engine(ABC):
     """An exploration strategy. Every engine must report the same counts, depth and verdicts."""
 
     name: str = "abstract"
+    reductions: tuple[str, ...] = ()    # state-space reductions by name (spark_check.reductions)
 
     @abstractmethod
     def explore(
@@ -96,7 +97,7 @@ class LocalEngine(Engine):
 
     With ``exact=True`` the visited set holds the states themselves instead of their 64-bit hashes:
     slower and far larger, but free of fingerprint collisions, to cross-check the counts. ``reductions``
-    names state-space reductions (spark_check.reductions; none exists yet, so any name is refused).
+    names state-space reductions (spark_check.reductions: ``por``).
     """
 
     name = "local"
@@ -118,7 +119,7 @@ class LocalEngine(Engine):
         action_types: Sequence[type] = (),
     ) -> ExplorationResult:
         started = time.perf_counter()
-        expander = Expander(model, config, properties, exact=self.exact)
+        expander = Expander(model, config, properties, exact=self.exact, reductions=self.reductions)
         outcome, parent = self._search(expander, config, properties, max_states, stop_on_violation, progress,
                                        started)
         seconds = time.perf_counter() - started

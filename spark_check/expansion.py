@@ -12,6 +12,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from spec.properties_api import Property
 
+from .reductions import build_reduction
+
 
 class Expansion(NamedTuple):
     """One state expanded: undecided properties it decides (indices), enabled actions, successors (one per
@@ -25,7 +27,8 @@ class Expansion(NamedTuple):
 
 class Edge(NamedTuple):
     """One edge of the explored graph, for trace replay: the model steps it takes (action, frames) and
-    where it leads. An edge is one step of the model."""
+    where it leads. An edge is one step of the model, or, under a reduction, a step and the takes fused
+    after it."""
 
     steps: tuple[tuple[Any, tuple[Any, ...]], ...]
     target: Any
@@ -40,7 +43,9 @@ class Expander:
     """Expands states of one model and configuration, checking the still undecided ``properties``.
 
     ``fingerprint`` names a state in the visited set: ``hash`` (64 bits, the same in every process since
-    states hold no strings), or ``the_state`` for an exact visited set.
+    states hold no strings), or ``the_state`` for an exact visited set. ``reductions`` names reductions
+    (spark_check.reductions): with ``por``, each successor is replaced by its normal form under fused
+    takes, and an edge carries every model step that led there.
     """
 
     def __init__(
@@ -50,8 +55,11 @@ class Expander:
         properties: Sequence[Property],
         *,
         exact: bool = False,
+        reductions: Sequence[str] = (),
     ) -> None:
         self.model = model
+        self.reduction = build_reduction(reductions, model, config)
+        self._settle = self.reduction.settle if self.reduction is not None else None
         self.config = config
         self.properties = tuple(properties)
         self._enabled = model.enabled
@@ -99,7 +107,10 @@ class Expander:
     def successors(self, state: Any, actions: tuple[Any, ...]) -> list[Any]:
         """The successor along each edge out of ``state``."""
         step = self._step
-        return [step(state, a)[0] for a in actions]
+        settle = self._settle
+        if settle is None:
+            return [step(state, a)[0] for a in actions]
+        return [settle(step(state, a)[0])[0] for a in actions]
 
     def expand(self, state: Any) -> Expansion:
         """Everything exploration learns from ``state``."""
@@ -115,12 +126,19 @@ class Expander:
         out = []
         for a in actions:
             succ, frames = self._step(state, a)
-            out.append(Edge(((a, frames),), succ))
+            fused: tuple = ()
+            if self._settle is not None:
+                succ, fused = self._settle(succ)
+            out.append(Edge(((a, frames),) + fused, succ))
         return out
 
     def initial_states(self) -> tuple[Any, ...]:
-        """The states exploration starts from."""
-        return tuple(self.model.initial_states(self.config))
+        """The states exploration starts from. Under a reduction they must already be in normal form
+        (the spec's start with nothing in flight), or a trace would miss the steps fused into them."""
+        states = tuple(self.model.initial_states(self.config))
+        if self._settle is not None and any(self._settle(s)[1] for s in states):
+            raise RuntimeError(f"reduction {self.reduction.name}: an initial state has a fusable frame in flight")
+        return states
 
 
 # The end of a diagnosis that names the expanded state; the engine replaces it by the step that led there.

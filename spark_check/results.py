@@ -14,6 +14,7 @@ class TraceStep:
     action: str
     action_type: str
     frames: tuple[str, ...]
+    fused: bool = False             # taken in the same edge as the step before it (a reduction, ``por``)
 
     def text(self) -> str:
         """The step in one line: ``2. [broker] delivers m0 | frames: broker -> consumer: basic.deliver m0``."""
