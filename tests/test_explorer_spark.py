@@ -9,6 +9,7 @@ import pytest
 
 from spark_check.bundle import load_spec
 from spark_check.engine import LocalEngine, disagreements
+from spark_check.reduction_check import replay
 from spark_check.spark_engine import SparkEngine
 from tests import toy_model as toy
 
@@ -94,5 +95,7 @@ def test_agrees_with_the_local_engine_under_the_partial_order_reduction(spark, n
         spark.reductions = ()
     assert distributed.reductions == ("por",) and disagreements(local, distributed) == []
     assert distributed.distinct_states < LocalEngine().explore(SPEC.model, config, properties).distinct_states
-    assert [[s.fused for s in p.trace.steps] for p in distributed.properties if p.trace] == \
-        [[s.fused for s in p.trace.steps] for p in local.properties if p.trace]
+    # Shortest traces may differ between the engines (and fuse different numbers of takes); each replays.
+    for p in distributed.properties:
+        if p.trace is not None:
+            assert replay(SPEC.model, config, p.trace)

@@ -109,7 +109,8 @@ def test_the_manifest_pins_reduced_counts_beside_the_full_ones():
     assert entry_for(full, entry) == {"distinct_states": full.distinct_states, "depth": full.depth}
     assert entry_for(reduced, entry) == {"distinct_states": reduced.distinct_states, "depth": reduced.depth}
     assert compare(full, entry) == [] and compare(reduced, entry) == []
-    assert compare(reduced, pinned_entry(None, full)) == ["no manifest entry for --reduce por (run with --update-manifest)"]
+    assert compare(reduced, pinned_entry(None, full)) == [
+        "no manifest entry for --reduce por (run with --update-manifest)"]
 
 
 def test_no_standard_configuration_has_a_symmetry_but_interchangeable_consumers_are_found():
