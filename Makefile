@@ -28,12 +28,14 @@ verify: $(STAMP)
 test: $(STAMP) rabbitmq java
 	$(PY) -m pytest -q
 
-## explore: explore one configuration (CONFIG=name, ENGINE=local|spark, MASTER=Spark master URL, ARGS=extra flags).
+## explore: explore one configuration (CONFIG=name, ENGINE=local|spark, MASTER=Spark master URL, REDUCE=por|none,
+## ARGS=extra flags).
 CONFIG ?= small
 ENGINE ?= local
 MASTER ?=
+REDUCE ?= none
 explore: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
-	$(PY) -m spark_check explore $(CONFIG) --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) $(ARGS)
+	$(PY) -m spark_check explore $(CONFIG) --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) --reduce $(REDUCE) $(ARGS)
 
 ## check: answer the five delivery questions for your setup file (FILE=examples/work-queue.toml,
 ## ENGINE=local|spark, ARGS=--json --chart DIR ...); exit code 0 all pass, 1 one fails, 2 bad input.
@@ -46,10 +48,12 @@ check: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
 broker: $(STAMP)
 	$(PY) -m impl.server $(ARGS)
 
-## bench: explorer throughput; trace checker time on long spec-made and RabbitMQ-recorded traces; broker throughput;
+## bench: explorer throughput; full and reduced searches of every standard configuration (every verdict must be
+## unchanged); trace checker time on long spec-made and RabbitMQ-recorded traces; broker throughput;
 ## conformance steps per second against the in-process core, the impl server and RabbitMQ.
 bench: $(STAMP) rabbitmq java
 	$(PY) -m spark_check.bench --engines local,spark --master local[2]
+	$(PY) -m spark_check.reduction_check
 	$(PY) -m spark_check.trace_bench
 	$(PY) -m tests.bench.recorded_trace_bench --messages 250
 	$(PY) -m tests.bench.broker_bench

@@ -3,12 +3,14 @@
 Command line::
 
     python -m spark_check list                                  # configurations and properties
-    python -m spark_check explore CONFIG [--engine local|spark] [--master URL] [--checkpoint DIR | --resume DIR]
+    python -m spark_check explore CONFIG [--engine local|spark] [--master URL] [--reduce por|none]
+                                 [--checkpoint DIR | --resume DIR]
                                  [--bound NAME=VALUE ...] [--property NAME ...] [--json FILE] [--chart DIR]
                                  [--chart-witnesses] [--max-states N] [--stop-on-violation] [--exact]
                                  [--show-state] [--progress | --no-progress]
-    python -m spark_check.verify [CONFIG ...] [--update-manifest] [--engine E] [--master URL]   # make verify
-    python -m spark_check.bench [CONFIG ...] [--engines local,spark] [--master URL]             # make bench
+    python -m spark_check.verify [CONFIG ...] [--update-manifest] [--engine E] [--master URL] [--reduce R]  # make verify
+    python -m spark_check.bench [CONFIG ...] [--engines local,spark] [--master URL] [--reduce R]             # make bench
+    python -m spark_check.reduction_check [CONFIG ...] [--reduce por]   # full vs reduced: same verdicts (make bench)
 
 Exit codes: 0 every expectation met, 1 some check failed, 2 bad input (one line on stderr).
 
@@ -21,6 +23,8 @@ From Python::
 ``verify.verify(model, configs, registry, manifest_path, engine=...)`` and ``bench.bench(model, configs,
 registry, engine=...)`` take any model with the ``spec.machine`` interface and either engine
 (``engine_named("spark", master="local[2]")``); the tests run them on ``tests/toy_model.py``.
+``LocalEngine(reductions=("por",))`` (or the same option of the Spark engine) explores under the
+partial-order reduction of ``spark_check.reductions``, which changes no verdict.
 """
 from .engine import (
     ENGINES,

@@ -66,13 +66,14 @@ class TraceBuilder:
         for target in chain[1:]:
             for edge in self.expander.edges(state):
                 if fingerprint(edge.target) == target:
-                    for action, frames in edge.steps:
+                    for i, (action, frames) in enumerate(edge.steps):
                         steps.append(TraceStep(
                             number=len(steps) + 1,
                             actor=str(getattr(action, "actor", "?")),
                             action=str(action),
                             action_type=type(action).__name__,
                             frames=tuple(str(f) for f in frames),
+                            fused=i > 0,
                         ))
                     state = edge.target
                     break

@@ -18,7 +18,7 @@ from rich.table import Table
 from spec.properties_api import Property
 
 from .bundle import InputError, action_types_of, load_module, load_spec, properties_for
-from .cli import OneLineParser, add_engine_arguments, build_engine, output_console
+from .cli import OneLineParser, add_engine_arguments, build_engine, output_console, reductions_of
 from .engine import Engine, ExplorationResult, LocalEngine, Model
 
 DEFAULT_CONFIGS = ("medium", "large")
@@ -74,14 +74,15 @@ def bench(
     null_states: int = 1_000_000,
     with_properties: bool = True,
 ) -> list[ExplorationResult]:
-    """Explore each configuration (with its properties unless told otherwise), then the null model."""
+    """Explore each configuration (with its properties unless told otherwise), then the null model
+    (not under a reduction, which is written for one model)."""
     engine = engine or LocalEngine()
     results = []
     types = action_types_of(model)
     for config in configs:
         props = properties_for(config, registry) if with_properties else ()
         results.append(engine.explore(model, config, props, action_types=types))
-    if null_states:
+    if null_states and not engine.reductions:
         results.append(engine.explore(NullModel(null_states), NullConfig(), []))
     return results
 
@@ -98,7 +99,8 @@ def print_bench(console: Console, results: Sequence[ExplorationResult]) -> None:
         table.add_column(col, justify="left" if col in ("config", "engine") else "right")
     first = {r.config: r for r in results if r.engine == engines[0]}
     for r in results:
-        row = [r.config, r.engine, f"{r.distinct_states:,}", str(r.depth), f"{r.transitions:,}", f"{r.seconds:.2f}",
+        engine = r.engine + (f", --reduce {'+'.join(r.reductions)}" if r.reductions else "")
+        row = [r.config, engine, f"{r.distinct_states:,}", str(r.depth), f"{r.transitions:,}", f"{r.seconds:.2f}",
                f"{r.states_per_second:,.0f}", f"{r.transitions / r.seconds:,.0f}" if r.seconds else "-"]
         if len(engines) > 1:
             base = first.get(r.config)
@@ -124,8 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         names_of_engines = args.engines.split(",") if args.engines else [args.engine]
-        engines = [build_engine(n.strip(), master=args.master if n.strip() == "spark" else None)
-                   for n in names_of_engines]
+        reductions = reductions_of(args.reduce)
+        engines = [build_engine(n.strip(), master=args.master if n.strip() == "spark" else None,
+                                reductions=reductions) for n in names_of_engines]
         bundle = load_module(args.model) if args.model else load_spec()
         names = list(dict.fromkeys((() if args.only else DEFAULT_CONFIGS) + tuple(args.configs)))
         configs = [bundle.config(n) for n in names]

@@ -19,6 +19,7 @@ from .engine import ENGINES, Engine, ExplorationResult, engine_named
 from .chart import write_charts
 from .checkpoint import check_writable
 from .manifest import manifest_check
+from .reductions import REDUCTIONS, build_reduction, parse_reductions
 from .report import ProgressDisplay, print_result, result_json
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -43,18 +44,30 @@ def parse_bounds(items: Sequence[str]) -> dict[str, str]:
     return bounds
 
 
-def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """--engine and --master, shared by explore, verify and bench."""
+def add_engine_arguments(parser: argparse.ArgumentParser, reduce_default: str = "none") -> None:
+    """--engine, --master and --reduce, shared by explore, verify and bench."""
     parser.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))} (default local)")
     parser.add_argument("--master", metavar="URL",
                         help="spark engine: Spark master (local[*] by default; spark://HOST:PORT, yarn, k8s://...)")
+    default = "those written for the model: por for the spec" if reduce_default == "written" else reduce_default
+    parser.add_argument("--reduce", default=reduce_default, metavar="NAMES",
+                        help=f"state-space reductions, comma-separated: {', '.join(REDUCTIONS)}, or none "
+                             f"(default {default}; README, \"Reductions\")")
+
+
+def reductions_of(text: str) -> tuple[str, ...]:
+    """``--reduce`` as reduction names; InputError (one line) for an unknown one."""
+    try:
+        return parse_reductions(text)
+    except ValueError as e:
+        raise InputError(f"--reduce: {e}") from None
 
 
 def build_engine(name: str, *, master: str | None = None, exact: bool = False, checkpoint: str | None = None,
-                 resume: str | None = None) -> Engine:
+                 resume: str | None = None, reductions: Sequence[str] = ()) -> Engine:
     """The engine the command line asks for; InputError (one line) for options it cannot take, an
     unreachable master or a checkpoint directory that cannot be written, before any work starts."""
-    options: dict[str, Any] = {"exact": exact}
+    options: dict[str, Any] = {"exact": exact, "reductions": tuple(reductions)}
     spark_only = {"--master": master, "--checkpoint": checkpoint, "--resume": resume}
     if name == "spark":
         options.update(master=master, checkpoint=checkpoint, resume=resume)
@@ -142,7 +155,7 @@ def run_engine(
 def command_explore(args: argparse.Namespace, out: Console) -> int:
     # Every input is checked before any exploration starts.
     engine = build_engine(args.engine, master=args.master, exact=args.exact, checkpoint=args.checkpoint,
-                          resume=args.resume)
+                          resume=args.resume, reductions=reductions_of(args.reduce))
     if args.max_states is not None and args.max_states < 1:
         raise InputError(f"--max-states must be positive, not {args.max_states}")
     if args.json:
@@ -159,6 +172,7 @@ def command_explore(args: argparse.Namespace, out: Console) -> int:
     config = bundle.config(args.config, bounds)
     properties = bundle.properties(config, args.property)
     try:
+        build_reduction(engine.reductions, bundle.model, config)
         engine.prepare(bundle.model, config, properties)
     except ValueError as e:
         raise InputError(str(e).splitlines()[0]) from None

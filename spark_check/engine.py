@@ -18,7 +18,6 @@ the same model and configuration; ``LocalEngine`` is the single-process oracle, 
 """
 from __future__ import annotations
 
-import gc
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -27,7 +26,7 @@ from typing import Any, Callable, Protocol, Sequence
 from spec.properties_api import Property
 
 from .assembly import SearchOutcome, assemble
-from .expansion import Expander, diagnose
+from .expansion import Expander, PausedCollector, diagnose
 from .reductions import reduction_named
 from .results import ExplorationResult, PropertyResult, Trace, TraceStep, disagreements
 
@@ -59,6 +58,7 @@ class Engine(ABC):
     """An exploration strategy. Every engine must report the same counts, depth and verdicts."""
 
     name: str = "abstract"
+    reductions: tuple[str, ...] = ()    # state-space reductions by name (spark_check.reductions)
 
     @abstractmethod
     def explore(
@@ -96,7 +96,7 @@ class LocalEngine(Engine):
 
     With ``exact=True`` the visited set holds the states themselves instead of their 64-bit hashes:
     slower and far larger, but free of fingerprint collisions, to cross-check the counts. ``reductions``
-    names state-space reductions (spark_check.reductions; none exists yet, so any name is refused).
+    names state-space reductions (spark_check.reductions: ``por``).
     """
 
     name = "local"
@@ -118,7 +118,7 @@ class LocalEngine(Engine):
         action_types: Sequence[type] = (),
     ) -> ExplorationResult:
         started = time.perf_counter()
-        expander = Expander(model, config, properties, exact=self.exact)
+        expander = Expander(model, config, properties, exact=self.exact, reductions=self.reductions)
         outcome, parent = self._search(expander, config, properties, max_states, stop_on_violation, progress,
                                        started)
         seconds = time.perf_counter() - started
@@ -153,59 +153,58 @@ class LocalEngine(Engine):
         depth = 1 if frontier else 0
         state = fp = None
         transitions = 0
-        gc.freeze()  # what exists now (the model, the configuration) is never garbage: stop scanning it
-        try:
-            while frontier and out.error is None and not out.stopped:
-                next_states: list[Any] = []
-                next_fps: list[Any] = []
-                push_state = next_states.append
-                push_fp = next_fps.append
-                limit = cap - len(parent)
-                for i, (state, fp) in enumerate(zip(frontier, frontier_fps)):
-                    decided, actions, successors, deadlocked = expand(state)
-                    if decided:
-                        for d in decided:
-                            out.decided_at[d] = fp
-                        expander.retire(decided)
-                        if stop_on_violation and any(is_always[d] for d in decided):
-                            out.stopped = True
-                            break
-                    if not actions:
-                        if deadlocked:
-                            out.deadlocks += 1
-                            if out.first_deadlock is None:
-                                out.first_deadlock = fp
-                            if deadlock_is_error and stop_on_violation:
+        with PausedCollector() as collector:      # no collector passes over the states (measured)
+            try:
+                while frontier and out.error is None and not out.stopped:
+                    next_states: list[Any] = []
+                    next_fps: list[Any] = []
+                    push_state = next_states.append
+                    push_fp = next_fps.append
+                    limit = cap - len(parent)
+                    for i, (state, fp) in enumerate(zip(frontier, frontier_fps)):
+                        decided, actions, successors, deadlocked = expand(state)
+                        if decided:
+                            for d in decided:
+                                out.decided_at[d] = fp
+                            expander.retire(decided)
+                            if stop_on_violation and any(is_always[d] for d in decided):
                                 out.stopped = True
                                 break
-                        continue
-                    count_types(type_counts, map(type, actions))
-                    transitions += len(actions)
-                    for succ in successors:
-                        h = fingerprint(succ)
-                        if h in parent:
+                        if not actions:
+                            if deadlocked:
+                                out.deadlocks += 1
+                                if out.first_deadlock is None:
+                                    out.first_deadlock = fp
+                                if deadlock_is_error and stop_on_violation:
+                                    out.stopped = True
+                                    break
                             continue
-                        parent[h] = fp
-                        push_state(succ)
-                        push_fp(h)
-                    if len(next_states) > limit:
-                        out.error = too_many_states(cap)
-                        break
-                    if progress is not None and not (i + 1) % PROGRESS_EVERY:
-                        progress(len(parent), depth, len(frontier) - i, time.perf_counter() - started)
-                if next_states and out.error is None and not out.stopped:
-                    depth += 1
-                frontier = next_states
-                frontier_fps = next_fps
-                if progress is not None:
-                    progress(len(parent), depth, len(frontier), time.perf_counter() - started)
-        except KeyboardInterrupt:
-            out.error = f"interrupted at depth {depth} after {len(parent):,} distinct states"
-        except Exception as e:  # noqa: BLE001 - a bug in the model or a predicate, reported with its trace
-            out.error = diagnose(expander, state, e)
-            out.error_fp = fp
-        finally:
-            gc.unfreeze()
+                        count_types(type_counts, map(type, actions))
+                        transitions += len(actions)
+                        for succ in successors:
+                            h = fingerprint(succ)
+                            if h in parent:
+                                continue
+                            parent[h] = fp
+                            push_state(succ)
+                            push_fp(h)
+                        if len(next_states) > limit:
+                            out.error = too_many_states(cap)
+                            break
+                        if progress is not None and not (i + 1) % PROGRESS_EVERY:
+                            progress(len(parent), depth, len(frontier) - i, time.perf_counter() - started)
+                    if next_states and out.error is None and not out.stopped:
+                        depth += 1
+                    collector.level_done()
+                    frontier = next_states
+                    frontier_fps = next_fps
+                    if progress is not None:
+                        progress(len(parent), depth, len(frontier), time.perf_counter() - started)
+            except KeyboardInterrupt:
+                out.error = f"interrupted at depth {depth} after {len(parent):,} distinct states"
+            except Exception as e:  # noqa: BLE001 - a bug in the model or a predicate, reported with its trace
+                out.error = diagnose(expander, state, e)
+                out.error_fp = fp
         out.distinct_states = len(parent)
         out.depth = depth
         out.transitions = transitions

@@ -55,7 +55,8 @@ class Portable:
         if built is None:
             _EXPANDERS.clear()      # one exploration at a time per worker: drop the previous one
             reduction_named(self.reductions)
-            built = _EXPANDERS[self.token] = Expander(self.resolve_model(), self.config, self.resolve_properties())
+            built = _EXPANDERS[self.token] = Expander(self.resolve_model(), self.config, self.resolve_properties(),
+                                                                      reductions=self.reductions)
             gc.freeze()     # the model and configuration are never garbage: stop the collector scanning them
         return built
 

@@ -141,12 +141,17 @@ def counterexamples(result: ExplorationResult) -> list[tuple[str, Trace]]:
 def print_trace(console: Console, title: str, trace: Trace, show_state: bool = False) -> None:
     """A trace as numbered steps: actor, action, then each frame that crossed, with its direction; the
     final state (long for the real spec) only when asked (it is always in the JSON)."""
-    console.print(Text(f"{title}: shortest trace, {len(trace.steps)} steps", style="bold"))
+    fused = sum(s.fused for s in trace.steps)
+    shortest = "shortest trace" if not fused else \
+        f"trace of {len(trace.steps) - fused} levels (reduced: {fused} steps fused into the one before)"
+    console.print(Text(f"{title}: {shortest}, {len(trace.steps)} steps", style="bold"))
     console.print("  0. initial state")
     for s in trace.steps:
         line = Text(f"  {s.number}. ")
         line.append(f"[{s.actor}]", style="cyan")
         line.append(f" {s.action}")
+        if s.fused:
+            line.append(" (fused)", style="dim")
         console.print(line)
         for frame in s.frames:
             console.print(Text(f"       {frame}", style="dim"))

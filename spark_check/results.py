@@ -14,6 +14,7 @@ class TraceStep:
     action: str
     action_type: str
     frames: tuple[str, ...]
+    fused: bool = False             # taken in the same edge as the step before it (a reduction, ``por``)
 
     def text(self) -> str:
         """The step in one line: ``2. [broker] delivers m0 | frames: broker -> consumer: basic.deliver m0``."""
@@ -27,6 +28,11 @@ class Trace:
 
     steps: tuple[TraceStep, ...]
     final_state: str
+
+    @property
+    def levels(self) -> int:
+        """Edges of the explored graph along the trace: its steps, those fused by a reduction not counted."""
+        return sum(1 for s in self.steps if not s.fused)
 
     def lines(self) -> list[str]:
         """Readable numbered steps, one string each; step 0 is the initial state."""
@@ -121,7 +127,8 @@ def disagreements(a: ExplorationResult, b: ExplorationResult) -> list[str]:
     """Where two explorations of one configuration (say by two engines) differ, one phrase each.
 
     Engines must agree on counts, depth, deadlocks and every verdict, and their traces must be equally
-    short; the traces themselves may differ when several shortest ones exist.
+    short in BFS levels (model steps, but for steps fused by a reduction: two traces of one level may
+    fuse different numbers of takes); the traces themselves may differ when several shortest ones exist.
     """
     out = []
     for figure in ("distinct_states", "depth", "transitions", "deadlocks", "complete"):
@@ -137,6 +144,6 @@ def disagreements(a: ExplorationResult, b: ExplorationResult) -> list[str]:
             out.append(f"{name}: checked by one exploration only")
         elif p.verdict != q.verdict:
             out.append(f"{name}: {p.verdict} != {q.verdict}")
-        elif p.trace is not None and q.trace is not None and len(p.trace.steps) != len(q.trace.steps):
-            out.append(f"{name}: trace of {len(p.trace.steps)} steps != {len(q.trace.steps)}")
+        elif p.trace is not None and q.trace is not None and p.trace.levels != q.trace.levels:
+            out.append(f"{name}: trace of {p.trace.levels} levels != {q.trace.levels}")
     return out

@@ -22,6 +22,7 @@ the end (on a cluster of several machines, give a ``--checkpoint`` on storage ev
 """
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import shutil
@@ -95,50 +96,57 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[A
             [pa.array(fps, pa.int64()), pa.array(parents, pa.int64()), pa.array(actions, pa.int32()),
              pa.array(blobs, pa.binary())], schema=schema)
 
-    for batch in batches:
-        if error is not None:
-            continue
-        out_fp: list[int] = []
-        out_parent: list[int] = []
-        out_action: list[int] = []
-        out_state: list[bytes] = []
-        started = clock()
-        for fp, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            state = loads(blob)
-            seen.add(fp)
-            expanded += 1
-            try:
-                decided, actions, successors, deadlocked = expand(state)
-                for d in decided:
-                    if d not in decided_at or fp < decided_at[d]:
-                        decided_at[d] = fp
-                if not actions:
-                    if deadlocked:
-                        deadlocks += 1
-                        first_deadlock = fp if first_deadlock is None else min(first_deadlock, fp)
-                    continue
-                types.update(map(type, actions))
-                transitions += len(actions)
-                for i, succ in enumerate(successors):
-                    h = fingerprint(succ)
-                    if h in seen:
+    collector_was_on = gc.isenabled()
+    gc.disable()        # no collector passes over the states, as in the local engine (expansion.PausedCollector)
+    try:
+        for batch in batches:
+            if error is not None:
+                continue
+            out_fp: list[int] = []
+            out_parent: list[int] = []
+            out_action: list[int] = []
+            out_state: list[bytes] = []
+            started = clock()
+            for fp, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                state = loads(blob)
+                seen.add(fp)
+                expanded += 1
+                try:
+                    decided, actions, successors, deadlocked = expand(state)
+                    for d in decided:
+                        if d not in decided_at or fp < decided_at[d]:
+                            decided_at[d] = fp
+                    if not actions:
+                        if deadlocked:
+                            deadlocks += 1
+                            first_deadlock = fp if first_deadlock is None else min(first_deadlock, fp)
                         continue
-                    seen.add(h)
-                    out_fp.append(h)
-                    out_parent.append(fp)
-                    out_action.append(i)
-                    out_state.append(succ)
-            except Exception as e:  # noqa: BLE001 - reported as the driver's error, with the trace to ``state``
-                error = (diagnose(expander, state, e), fp)
-                break
-            if len(out_fp) >= BATCH_ROWS:
-                python += clock() - started
+                    types.update(map(type, actions))
+                    transitions += len(actions)
+                    for i, succ in enumerate(successors):
+                        h = fingerprint(succ)
+                        if h in seen:
+                            continue
+                        seen.add(h)
+                        out_fp.append(h)
+                        out_parent.append(fp)
+                        out_action.append(i)
+                        out_state.append(succ)
+                except Exception as e:  # noqa: BLE001 - reported as the driver's error, with the trace to ``state``
+                    error = (diagnose(expander, state, e), fp)
+                    break
+                if len(out_fp) >= BATCH_ROWS:
+                    python += clock() - started
+                    yield successors_batch(out_fp, out_parent, out_action, out_state)
+                    started = clock()
+                    out_fp, out_parent, out_action, out_state = [], [], [], []
+            python += clock() - started
+            if out_fp:
                 yield successors_batch(out_fp, out_parent, out_action, out_state)
-                started = clock()
-                out_fp, out_parent, out_action, out_state = [], [], [], []
-        python += clock() - started
-        if out_fp:
-            yield successors_batch(out_fp, out_parent, out_action, out_state)
+    finally:
+        gc.collect(0)
+        if collector_was_on:
+            gc.enable()
     counts = {
         "decided_at": decided_at, "deadlocks": deadlocks, "first_deadlock": first_deadlock,
         "coverage": {t.__name__: n for t, n in types.items()}, "transitions": transitions,

@@ -22,7 +22,8 @@ from spec.properties_api import Property
 from .bundle import InputError, action_types_of, load_module, load_spec, properties_for
 from .cli import OneLineParser, add_engine_arguments, build_engine, output_console
 from .engine import Engine, ExplorationResult, LocalEngine, Model
-from .manifest import MANIFEST, compare, pins_of, read_manifest, write_manifest
+from .manifest import MANIFEST, compare, pinned_entry, read_manifest, write_manifest
+from .reductions import build_reduction, parse_reductions, written_for
 from .report import ProgressDisplay, print_trace
 
 
@@ -77,8 +78,10 @@ def verify(
     progress: bool = False,
 ) -> VerifyReport:
     """Explore each configuration with its own properties, compare with (or update) the manifest, and
-    print the table and the counterexamples of every failed check on ``console`` when one is given."""
-    engine = engine or LocalEngine()
+    print the table and the counterexamples of every failed check on ``console`` when one is given.
+    Without ``engine``, the local engine with the reductions written for ``model`` (``por`` for the
+    spec: it changes no verdict, README "Reductions")."""
+    engine = engine or LocalEngine(reductions=written_for(model))
     action_types = action_types_of(model)
     pinned = read_manifest(manifest_path)
     outcomes = []
@@ -92,7 +95,8 @@ def verify(
         outcomes.append(ConfigOutcome(result, differences))
     report = VerifyReport(outcomes, manifest_path)
     if update:
-        fresh = {o.result.config: pins_of(o.result) for o in outcomes if o.result.complete}
+        fresh = {o.result.config: pinned_entry(pinned.get(o.result.config), o.result)
+                 for o in outcomes if o.result.complete}
         write_manifest(manifest_path, {**pinned, **fresh})
         report.manifest_updated = True
     if console is not None:
@@ -152,14 +156,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--manifest", type=Path, default=MANIFEST, help=argparse.SUPPRESS)
     parser.add_argument("--model", metavar="MODULE", help=argparse.SUPPRESS)
     parser.add_argument("--no-progress", action="store_true", help="never show progress")
-    add_engine_arguments(parser)
+    add_engine_arguments(parser, reduce_default="written")
     args = parser.parse_args(argv)
     try:
-        engine = build_engine(args.engine, master=args.master)
         bundle = load_module(args.model) if args.model else load_spec()
+        reductions = written_for(bundle.model) if args.reduce == "written" else parse_reductions(args.reduce)
+        engine = build_engine(args.engine, master=args.master, reductions=reductions)
         names = args.configs or list(bundle.configs.STANDARD)
         configs = [bundle.config(n) for n in names]
         for c in configs:
+            build_reduction(reductions, bundle.model, c)
             engine.prepare(bundle.model, c, bundle.properties(c))
     except (InputError, ValueError) as e:
         sys.stderr.write(f"spark_check.verify: error: {str(e).splitlines()[0]}\n")

@@ -167,8 +167,8 @@ def test_engine_interface():
 
 
 def test_unknown_reductions_are_refused_by_both_engines():
-    with pytest.raises(ValueError, match="unknown reduction 'por'; available: none"):
-        LocalEngine(reductions=["por"])
+    with pytest.raises(ValueError, match="unknown reduction 'sym'; available: por"):
+        LocalEngine(reductions=["sym"])
     with pytest.raises(ValueError, match="unknown reduction 'symmetry'"):
         engine_named("spark", reductions=["symmetry"])
 

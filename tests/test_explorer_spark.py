@@ -9,6 +9,7 @@ import pytest
 
 from spark_check.bundle import load_spec
 from spark_check.engine import LocalEngine, disagreements
+from spark_check.reduction_check import replay
 from spark_check.spark_engine import SparkEngine
 from tests import toy_model as toy
 
@@ -80,3 +81,21 @@ def test_a_property_that_cannot_be_sent_to_executors_is_refused_before_any_work(
     closure = dataclasses.replace(toy.REGISTRY["no_loss"], name="closure", holds=lambda s: True)
     with pytest.raises(ValueError, match="property closure cannot be sent to Spark executors"):
         spark.prepare(toy, toy.get("tiny"), [closure])
+
+
+@pytest.mark.parametrize("name", ["hazard_consumer_order", "hazard_prefetch_exceeded"])
+def test_agrees_with_the_local_engine_under_the_partial_order_reduction(spark, name):
+    config = SPEC.config(name)
+    properties = SPEC.properties(config)
+    local = LocalEngine(reductions=("por",)).explore(SPEC.model, config, properties, action_types=SPEC.action_types())
+    spark.reductions = ("por",)     # the module's session, with the reduction for this exploration only
+    try:
+        distributed = spark.explore(SPEC.model, config, properties, action_types=SPEC.action_types())
+    finally:
+        spark.reductions = ()
+    assert distributed.reductions == ("por",) and disagreements(local, distributed) == []
+    assert distributed.distinct_states < LocalEngine().explore(SPEC.model, config, properties).distinct_states
+    # Shortest traces may differ between the engines (and fuse different numbers of takes); each replays.
+    for p in distributed.properties:
+        if p.trace is not None:
+            assert replay(SPEC.model, config, p.trace)
