@@ -30,7 +30,7 @@ test: $(STAMP) rabbitmq java
 
 ## explore: explore one configuration (CONFIG=name, ENGINE=local|spark, MASTER=Spark master URL, REDUCE=por|none,
 ## ARGS=extra flags).
-CONFIG ?= small
+CONFIG ?= ack_basics
 ENGINE ?= local
 MASTER ?=
 REDUCE ?= none
