@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import NoReturn, Sequence
 
 from rich.console import Console
 
@@ -19,8 +18,7 @@ from spec.configs import ConfigError
 from .bundle import InputError
 from .check import check_setup, prepare, setup_name
 from .check_report import checked_json, print_checked, write_charts
-from .checkpoint import check_writable
-from .cli import build_engine, output_console, parse_bounds
+from .cli import build_engine, check_output_options, output_console, parse_bounds
 from .engine import ENGINES
 from .report import ProgressDisplay
 from .setup_file import SetupError, read_setup
@@ -62,13 +60,7 @@ def build_parser() -> Parser:
 def command_check(args: argparse.Namespace, out: Console) -> int:
     # Everything is checked before any exploration starts.
     setup = read_setup(args.file)
-    if args.max_states is not None and args.max_states < 1:
-        raise InputError(f"--max-states must be positive, not {args.max_states}")
-    if args.chart:
-        try:
-            check_writable(args.chart)
-        except ValueError as e:
-            raise InputError(str(e).replace("checkpoint directory", "--chart directory")) from None
+    check_output_options(args.max_states, args.chart)
     bounds = parse_bounds(args.bound)
     if "messages" in bounds:
         raise InputError("--bound messages: set each publisher's messages in the setup file")

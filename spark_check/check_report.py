@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .chart import chart_svg
-from .check import Answer, Checked, names, setup_name
+from .check import Checked, names, setup_name
 from .report import print_trace
 from .whatif import Tried
 

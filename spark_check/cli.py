@@ -63,6 +63,17 @@ def reductions_of(text: str) -> tuple[str, ...]:
         raise InputError(f"--reduce: {e}") from None
 
 
+def check_output_options(max_states: int | None, chart: str | None) -> None:
+    """--max-states and --chart, checked before any work: InputError (one line) if either is unusable."""
+    if max_states is not None and max_states < 1:
+        raise InputError(f"--max-states must be positive, not {max_states}")
+    if chart:
+        try:
+            check_writable(chart)
+        except ValueError as e:
+            raise InputError(str(e).replace("checkpoint directory", "--chart directory")) from None
+
+
 def build_engine(name: str, *, master: str | None = None, exact: bool = False, checkpoint: str | None = None,
                  resume: str | None = None, reductions: Sequence[str] = ()) -> Engine:
     """The engine the command line asks for; InputError (one line) for options it cannot take, an
@@ -156,17 +167,11 @@ def command_explore(args: argparse.Namespace, out: Console) -> int:
     # Every input is checked before any exploration starts.
     engine = build_engine(args.engine, master=args.master, exact=args.exact, checkpoint=args.checkpoint,
                           resume=args.resume, reductions=reductions_of(args.reduce))
-    if args.max_states is not None and args.max_states < 1:
-        raise InputError(f"--max-states must be positive, not {args.max_states}")
+    check_output_options(args.max_states, args.chart)
     if args.json:
         folder = os.path.dirname(os.path.abspath(args.json))
         if not os.path.isdir(folder):
             raise InputError(f"--json: no such directory {folder!r}")
-    if args.chart:
-        try:
-            check_writable(args.chart)
-        except ValueError as e:
-            raise InputError(str(e).replace("checkpoint directory", "--chart directory")) from None
     bounds = parse_bounds(args.bound)
     bundle = bundle_for(args.model)
     config = bundle.config(args.config, bounds)
