@@ -15,7 +15,6 @@ For each configuration both searches must complete, and:
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
