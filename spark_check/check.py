@@ -15,8 +15,7 @@ from typing import Any, Callable, Mapping
 from spec import actions as A
 from spec.configs import Config
 
-from .engine import Engine
-from .expansion import Expander
+from .engine import Engine, too_many_states
 from .questions import PROPERTIES, QUESTIONS, Question, SetupMachine
 from .results import ExplorationResult, Trace
 from .setup_file import Setup
@@ -125,14 +124,14 @@ def check_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | Non
     config = config_for(setup, bounds, max_states)
     machine = machine_for(setup)
     result = engine.explore(machine, config, PROPERTIES, progress=progress, action_types=ACTION_TYPES)
-    if result.error is not None and not result.error.startswith("more than"):
+    if result.error is not None and result.error != too_many_states(config.max_states):
         raise RuntimeError(f"exploring {setup.source} failed: {result.error}")
     return Checked(setup, config, result, tuple(answer(q, result) for q in QUESTIONS))
 
 
 def prepare(setup: Setup, engine: Engine, bounds: Mapping[str, Any] | None = None,
             max_states: int | None = None) -> None:
-    """Everything checked before any work: the bounds, and what the engine must be able to ship."""
+    """Everything checked before any work: the bounds (ConfigError), and what the engine must be able to
+    ship (ValueError)."""
     config = config_for(setup, bounds, max_states)
     engine.prepare(machine_for(setup), config, PROPERTIES)
-    Expander(machine_for(setup), config, PROPERTIES).initial_states()
