@@ -39,7 +39,7 @@ from spec.frames import (
     BASIC_ACK, BASIC_DELIVER, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_RETURN, MSG_STRIDE, TX_COMMIT_OK,
 )
 from spec.properties_api import Property
-from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State
+from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
 
 PROCESSED_CAP = 2       # processed twice is the answer to question 2: counting further adds only states
 DELIVERED_CAP = 3       # delivered three times unprocessed is the answer to question 4
@@ -161,16 +161,12 @@ def _bump(counts: tuple, msg: int, delivered: int, processed: int) -> tuple:
     return tuple(sorted(counts + (entry,)))
 
 
-def _add(t: tuple, item: Any) -> tuple:
-    return t if item in t else tuple(sorted(t + (item,)))
-
-
 def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -> Ghost:
     """The ghost after ``action`` took ``before`` to ``after`` with ``labels`` on the wire."""
     tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared = g
     kind = type(action)
     if kind is A.ClientQos:
-        prepared = _add(prepared, (action.conn, action.ch))
+        prepared = add_sorted(prepared, (action.conn, action.ch))
     elif kind is A.ClientPublish:
         c, ch = action.conn, action.ch
         msg = next(w.frame[6] for w in labels if w.to_broker and w.frame[0] == BASIC_PUBLISH)
@@ -180,7 +176,7 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -
         elif view.mode == MODE_TX:
             tx_open = tuple(sorted(tx_open + ((c, ch, msg),)))
         else:
-            believed = _add(believed, msg)      # fire and forget: the publish returned
+            believed = add_sorted(believed, msg)      # fire and forget: the publish returned
     elif kind is A.ClientTxCommit:
         mine = tuple(e for e in tx_open if e[:2] == (action.conn, action.ch))
         tx_open = tuple(e for e in tx_open if e not in mine)
@@ -225,10 +221,10 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -
                 if method == BASIC_ACK:
                     for e in covered:
                         if e[3] not in returned:
-                            believed = _add(believed, e[3])
+                            believed = add_sorted(believed, e[3])
             elif method == BASIC_RETURN:
                 msg = frame[3]
-                returned = _add(returned, msg)
+                returned = add_sorted(returned, msg)
                 believed = tuple(m for m in believed if m != msg)
             elif method == TX_COMMIT_OK:
                 ch = frame[1]
@@ -236,7 +232,7 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -
                 committing = tuple(e for e in committing if e not in mine)
                 for e in mine:
                     if e[2] not in returned:
-                        believed = _add(believed, e[2])
+                        believed = add_sorted(believed, e[2])
     # A channel or connection gone: its publisher stops waiting (it knows), its consumer's tags are void.
     if awaiting:
         awaiting = tuple(e for e in awaiting if _open(after, e[0], e[1]))
