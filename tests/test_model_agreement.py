@@ -58,17 +58,7 @@ def test_agreement_on_ten_thousand_pairs():
 
 def _first_state(config, want):
     """A reachable state of ``config`` where some enabled action satisfies ``want`` (BFS)."""
-    frontier, seen = list(machine.initial_states(config)), set()
-    while frontier:
-        state = frontier.pop(0)
-        if state in seen:
-            continue
-        seen.add(state)
-        for a in machine.enabled(state, config):
-            if want(a):
-                return state, a
-            frontier.append(machine.step(state, a)[0])
-    raise AssertionError("no such state")
+    return _first_state_where(config, lambda state, a: want(a))
 
 
 def test_a_wrong_effect_is_caught(monkeypatch):
