@@ -23,7 +23,9 @@ from spec.frames import (
     CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE,
     QUEUE_PURGE, TX_COMMIT, TX_ROLLBACK, TX_SELECT,
 )
-from spec.state import CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, MODE_CONFIRM, MODE_NONE, MODE_TX
+from spec.state import (
+    CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_CLOSING, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX,
+)
 
 from .state import INT, BOOL, Z3State
 
@@ -120,12 +122,31 @@ def close_connection(x: Z3State, c) -> Z3State:
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], z3.Not(mine(i, j)))),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], z3.Not(mine(i, j)))),
         bclosed=z3.Store(x.bclosed, c, True),
-        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])))
+        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j]))).replace(**_delete_queues(x, lambda q: x.qown[q] == c + 1))
 
 
-def reset_connection(x: Z3State, c, channels_open) -> Z3State:
-    """faults.reset_connection: nothing in flight, the broker's end open, every channel of c clean,
-    open (channels 1..nch) when ``channels_open`` else closed."""
+def _delete_queues(x: Z3State, which: Callable) -> dict:
+    """storage.delete_queue for every existing queue q that ``which(q)`` names: it no longer exists,
+    is not durable and has no owner (DU-4)."""
+    q = z3.Int("q_")
+
+    def gone(i):
+        return z3.And(x.qex[i], which(i))
+    return {"qex": z3.Lambda([q], z3.And(x.qex[q], z3.Not(gone(q)))),
+            "qdur": z3.Lambda([q], z3.And(x.qdur[q], z3.Not(gone(q)))),
+            "qown": z3.Lambda([q], z3.If(gone(q), 0, x.qown[q]))}
+
+
+def _connection_error(x: Z3State, c) -> Z3State:
+    """broker.connection_error (and a connection.close taken): the connection closes, and
+    connection.close (or its close-ok) goes out on channel 0."""
+    x = close_connection(x, c)
+    return x.replace(cclose=z3.Store(x.cclose, c, True), tc=z3.Store(x.tc, c, 0, True))
+
+
+def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3State:
+    """faults.reset_connection: nothing in flight either way, the broker's end open, the client's view
+    ``status``, every channel of c clean, open (channels 1..nch) when ``channels_open`` else closed."""
     def chan(i, j):
         return i == c
     status = z3.If(channels_open, CH_OPEN, CH_CLOSED)
@@ -144,7 +165,9 @@ def reset_connection(x: Z3State, c, channels_open) -> Z3State:
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], i != c)),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], i != c)),
         bclosed=z3.Store(x.bclosed, c, False),
-        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])))
+        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])),
+        cst=z3.Store(x.cst, c, conn_status), cclose=z3.Store(x.cclose, c, False),
+        tc=_lam2(lambda i, j: z3.And(x.tc[i, j], i != c)))
 
 
 def _write(x: Z3State, c, ch) -> Z3State:
@@ -190,7 +213,9 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     fields: ``o.tag``, ``o.multiple`` (a settlement), ``o.no_ack`` (basic.get); ``o.got``: a basic.get
     found a ready copy; ``o.keeps``, ``o.kept``: what a closing channel keeps (storage.close_channel);
     ``o.ctag``: the consumer tag of basic.consume or basic.cancel; ``o.cancelled``: the consumers
-    (conn, ch, tag) a queue.delete cancels (the deleted queue's)."""
+    (conn, ch, tag) a queue.delete cancels (the deleted queue's), each told with basic.cancel;
+    ``o.queue``, ``o.durable``, ``o.exclusive``: the queue a queue.declare or queue.delete names and
+    the declare's flags; ``o.answered``: a frame went out on this channel (an answer, a channel.close)."""
     c, ch, m = a.conn, a.ch, o.method
     k = z3.Int("k_")
     other_channels_quiet = z3.ForAll([k], z3.Implies(z3.And(1 <= k, k <= x.nch), x.tb[c, k] == 0))
@@ -200,7 +225,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                    z3.Implies(ch == 0, m == CONNECTION_CLOSE))        # only connection.close travels on channel 0
     x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1))
     mode, status = x.mode[c, ch], x.cstat[c, ch]
-    conn_err = close_connection(x, c)
+    conn_err = _connection_error(x, c)
     kept = (o.keeps, o.kept)
     ch_err = reset_channel(x, c, ch, CH_CLOSING, kept)
     settle = z3.Or(m == BASIC_ACK, m == BASIC_NACK, m == BASIC_REJECT)
@@ -228,8 +253,8 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                       m == QUEUE_DECLARE, m == QUEUE_DELETE), o.verdict == CHANNEL_ERR), ch_err),
         (m == BASIC_CONSUME, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, True))),      # DS-1
         (m == BASIC_CANCEL, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, False))),
-        (m == QUEUE_DELETE, x.replace(cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k],
-                                                                        z3.Not(o.cancelled[i, j, k]))))),
+        (m == QUEUE_DECLARE, _declare(x, c, o.queue, o.durable, o.exclusive)),          # DU-4
+        (m == QUEUE_DELETE, _delete_queue(x, o.queue, o.cancelled)),
         (z3.And(m == BASIC_GET, o.got), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False))),  # DS-1, DT-1
         (z3.And(m == BASIC_RECOVER, z3.Not(o.requeue)), conn_err),                       # RQ-5
         (m == BASIC_RECOVER, x.replace(out=_no_tags(x.out, c, ch),                        # RQ-5: all requeued
@@ -249,7 +274,25 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                         (z3.And(status == CH_CLOSING, m == CHANNEL_CLOSE_OK), reset_channel(x, c, ch, CH_CLOSED)))
     after = _cases(on_closing, (m == CONNECTION_CLOSE, conn_err), (status == CH_OPEN, on_open),
                    (status == CH_CLOSED, on_closed))
-    return Transition(guard, after)
+    return Transition(guard, after.replace(tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered))))
+
+
+def _declare(x: Z3State, c, q, durable, exclusive) -> Z3State:
+    """queue.declare of a queue that does not exist creates it; an exclusive one belongs to connection
+    c and is never durable (DU-4). Declaring an existing queue changes nothing."""
+    new = z3.Not(x.qex[q])
+    return x.replace(qex=z3.Store(x.qex, q, True),
+                     qdur=z3.Store(x.qdur, q, z3.If(new, z3.And(durable, z3.Not(exclusive)), x.qdur[q])),
+                     qown=z3.Store(x.qown, q, z3.If(new, z3.If(exclusive, c + 1, 0), x.qown[q])))
+
+
+def _delete_queue(x: Z3State, q, cancelled) -> Z3State:
+    """queue.delete: the queue goes (if it exists); its consumers stop, each told with basic.cancel on
+    its channel (``cancelled``: the queue's consumers)."""
+    k = z3.Int("k_")
+    told = _lam2(lambda i, j: z3.Or(x.tc[i, j], z3.Exists([k], z3.And(cancelled[i, j, k], x.cons[i, j, k]))))
+    return x.replace(cons=_lam3(lambda i, j, t: z3.And(x.cons[i, j, t], z3.Not(cancelled[i, j, t]))), tc=told,
+                     **_delete_queues(x, lambda i: i == q))
 
 
 def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -258,14 +301,19 @@ def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
     (broker.next_consumer), in automatic mode when ``o.no_ack``; the copy takes the channel's next tag."""
     c, ch = o.conn, o.ch
     return Transition(z3.And(x.up, o.ready, _channel_open(x, c, ch)),
-                      _hand_over(x, c, ch, o.no_ack, z3.BoolVal(True)))
+                      _send(_hand_over(x, c, ch, o.no_ack, z3.BoolVal(True)), c, ch))
+
+
+def _send(x: Z3State, c, ch) -> Z3State:
+    """broker.send: a frame goes out to the client on channel ch of connection c."""
+    return x.replace(tc=z3.Store(x.tc, c, ch, True))
 
 
 def BrokerCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
     """channel.close-ok for a channel the client closed: it is gone (ER-1)."""
     c, ch = a.conn, a.ch
     guard = z3.And(_broker_end_open(x, c), 1 <= ch, ch <= x.nch, x.cstat[c, ch] == CH_ENDING)
-    return Transition(guard, reset_channel(x, c, ch, CH_CLOSED))
+    return Transition(guard, _send(reset_channel(x, c, ch, CH_CLOSED), c, ch))
 
 
 def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -280,19 +328,19 @@ def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
         return z3.And(i == c, j == ch, x.unconf[i, j, k], z3.If(a.multiple, k <= s, k == s))
     after = x.replace(unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], z3.Not(covered(i, j, k)))),
                       conf=_lam3(lambda i, j, k: z3.Or(x.conf[i, j, k], covered(i, j, k))))
-    return Transition(guard, after)
+    return Transition(guard, _send(after, c, ch))
 
 
 def BrokerReturn(x: Z3State, a: Terms, o: Terms) -> Transition:
     """basic.return of an unroutable mandatory message (``o.returns``: one waits, RT-3)."""
-    return Transition(z3.And(_channel_open(x, a.conn, a.ch), o.returns), x)
+    return Transition(z3.And(_channel_open(x, a.conn, a.ch), o.returns), _send(x, a.conn, a.ch))
 
 
 def BrokerCommitOk(x: Z3State, a: Terms, o: Terms) -> Transition:
     """tx.commit-ok once the commit's copies are on disk (``o.written``), TX-7."""
     c, ch = a.conn, a.ch
     guard = z3.And(_channel_open(x, c, ch), x.pending[c, ch], o.written)
-    return Transition(guard, x.replace(pending=z3.Store(x.pending, c, ch, False)))
+    return Transition(guard, _send(x.replace(pending=z3.Store(x.pending, c, ch, False)), c, ch))
 
 
 def BrokerQueueFail(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -313,7 +361,9 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       pending=z3.Lambda([i, j], z3.BoolVal(False)), tb=z3.Lambda([i, j], z3.IntVal(0)),
                       ntag=z3.Lambda([i, j], z3.IntVal(1)), out=z3.Lambda([i, j, k], z3.BoolVal(False)),
                       txs=z3.Lambda([i, j, k], z3.BoolVal(False)), bycons=z3.Lambda([i, j, k], z3.BoolVal(False)),
-                      cons=z3.Lambda([i, j, k], z3.BoolVal(False)))
+                      cons=z3.Lambda([i, j, k], z3.BoolVal(False)), cst=z3.K(INT, z3.IntVal(CONN_DOWN)),
+                      cclose=z3.K(INT, z3.BoolVal(False)), tc=z3.Lambda([i, j], z3.BoolVal(False)),
+                      qex=z3.Lambda([k], z3.And(x.qex[k], x.qdur[k])), qown=z3.K(INT, z3.IntVal(0)))
     return Transition(x.up, after)
 
 
@@ -328,38 +378,50 @@ def DiskFsync(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 
 def NetworkLoss(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """Connection c is lost (``o.connected``: it is not down): the broker closes it, the slot is down."""
+    """Connection c is lost (``o.connected``: it is not down): the broker closes it unless it has
+    already (its exclusive queues go, DU-4), the slot is down."""
     c = a.conn
-    return Transition(z3.And(x.up, o.connected), reset_connection(x, c, z3.BoolVal(False)))
+    x2 = x.replace(**_delete_queues(x, lambda q: z3.And(z3.Not(x.bclosed[c]), x.qown[q] == c + 1)))
+    return Transition(z3.And(x.up, o.connected), reset_connection(x2, c, z3.BoolVal(False)))
 
 
 # ---------------------------------------------------------------- client actions (spec.client)
 
 def ClientConnect(x: Z3State, a: Terms, o: Terms) -> Transition:
     """A new connection in a slot that is down (``o.down``), to a broker that is up."""
-    return Transition(z3.And(x.up, a.ch == 0, o.down), reset_connection(x, a.conn, a.channels_open))
+    return Transition(z3.And(x.up, a.ch == 0, o.down), reset_connection(x, a.conn, a.channels_open, CONN_UP))
 
 
 def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """The client reads the next frame (``o.readable``; ``o.method`` is the frame): a connection.close
-    or close-ok ends the connection; a channel.close is answered with close-ok when ``answer``."""
+    """The client reads the next frame (``o.readable``; ``o.method`` is the frame, ``o.more``: another
+    one follows it on that channel): a connection.close or close-ok ends the connection; a
+    channel.close is answered with close-ok when ``answer``."""
     c, ch, m = a.conn, a.ch, o.method
-    after = _cases(x, (z3.Or(m == CONNECTION_CLOSE, m == CONNECTION_CLOSE_OK),
-                       reset_connection(x, c, z3.BoolVal(False))),
+    closes = z3.Or(m == CONNECTION_CLOSE, m == CONNECTION_CLOSE_OK)
+    guard = z3.And(o.readable, x.tc[c, ch], z3.Implies(closes, x.cclose[c]))
+    x = x.replace(tc=z3.Store(x.tc, c, ch, o.more))
+    after = _cases(x, (closes, reset_connection(x, c, z3.BoolVal(False))),
                    (z3.And(m == CHANNEL_CLOSE, a.answer), _write(x, c, ch)))
-    return Transition(o.readable, after)
+    return Transition(guard, after)
 
 
 def _client_writes(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """A client method on a channel: ``o.may`` is its precondition (the client's own view: the
-    connection is up and the channel open, spec.client), and it writes one frame."""
-    return Transition(o.may, _write(x, a.conn, a.ch))
+    """A client method on a channel: its precondition is the connection up (``cst``) and ``o.may``,
+    the rest of the client's own view (the channel open, a consumer it started: spec.client); it
+    writes one frame."""
+    return Transition(z3.And(x.cst[a.conn] == CONN_UP, o.may), _write(x, a.conn, a.ch))
 
 
 ClientPublish = ClientConsume = ClientCancel = ClientGet = ClientAck = ClientNack = ClientReject = \
     ClientQos = ClientRecover = ClientConfirmSelect = ClientTxSelect = ClientTxCommit = ClientTxRollback = \
     ClientDeclareQueue = ClientBindQueue = ClientPurgeQueue = ClientDeleteQueue = ClientChannelClose = \
-    ClientChannelOpen = ClientChannelCloseOk = ClientConnectionClose = _client_writes
+    ClientChannelOpen = ClientChannelCloseOk = _client_writes
+
+
+def ClientConnectionClose(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """connection.close from the client (``o.may``: the connection is up): it is closing, one frame on channel 0."""
+    t = _client_writes(x, a, o)
+    return Transition(t.guard, t.after.replace(cst=z3.Store(x.cst, a.conn, CONN_CLOSING)))
 
 
 # ---------------------------------------------------------------- the table
@@ -367,7 +429,8 @@ ClientPublish = ClientConsume = ClientCancel = ClientGet = ClientAck = ClientNac
 _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "verdict": INT, "settled": BOOL,
                          "size": INT, "requeue": BOOL, "waits": BOOL, "tag": INT, "multiple": BOOL,
                          "no_ack": BOOL, "got": BOOL, "keeps": BOOL, "kept": z3.ArraySort(INT, BOOL),
-                         "ctag": INT, "cancelled": z3.ArraySort(INT, INT, INT, BOOL)}
+                         "ctag": INT, "cancelled": z3.ArraySort(INT, INT, INT, BOOL),
+                         "queue": INT, "durable": BOOL, "exclusive": BOOL, "answered": BOOL}
 
 # Oracles per action: facts outside this family that its guard or effect reads.
 ORACLES: dict[str, dict[str, z3.SortRef]] = {
@@ -383,7 +446,7 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "DiskFsync": {"pending": BOOL},
     "NetworkLoss": {"connected": BOOL},
     "ClientConnect": {"down": BOOL},
-    "ClientReceive": {"readable": BOOL, "method": INT},
+    "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL},
 }
 
 

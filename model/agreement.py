@@ -18,7 +18,7 @@ from spec import actions as A
 from spec import broker, client, faults, machine
 from spec.frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
-    BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DELETE, TX_COMMIT,
+    BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE, TX_COMMIT,
 )
 from spec.state import CONN_DOWN, MODE_TX
 
@@ -53,7 +53,8 @@ def _frame_oracles(state, a) -> dict:
     """What BrokerTakeFrame reads outside the family: the frame, and the broker's answer to it."""
     out = {"method": 0, "immediate": False, "exchange": 0, "verdict": OK, "settled": False, "size": 0,
            "requeue": False, "waits": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
-           "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset()}
+           "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
+           "exclusive": False, "answered": False}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
@@ -98,6 +99,14 @@ def _frame_oracles(state, a) -> dict:
                 out["cancelled"] = frozenset(state.queues[q].ring)
     if m in (BASIC_CONSUME, BASIC_CANCEL):
         out["ctag"] = frame[3] if m == BASIC_CONSUME else frame[2]
+    if m in (QUEUE_DECLARE, QUEUE_DELETE):
+        out["queue"] = frame[2]
+    if m == QUEUE_DECLARE:
+        out["durable"], out["exclusive"] = bool(frame[3]), bool(frame[4])
+    if machine.precondition(state, a):
+        # Whether the broker wrote a frame on this channel: the frames in flight to the client only grow.
+        after = machine.step(state, a)[0].conns[a.conn].to_client[a.ch]
+        out["answered"] = len(after) > len(conn.to_client[a.ch])
     return out
 
 
@@ -133,7 +142,8 @@ def oracles(state, a) -> dict:
         return {"down": 0 <= a.conn < len(state.conns) and state.conns[a.conn].status == CONN_DOWN}
     if kind is A.ClientReceive:
         readable = client.can_receive(state, a)
-        return {"readable": readable, "method": state.conns[a.conn].to_client[a.ch][0][0] if readable else 0}
+        fifo = state.conns[a.conn].to_client[a.ch] if readable else ()
+        return {"readable": readable, "method": fifo[0][0] if readable else 0, "more": len(fifo) > 1}
     if kind in (A.BrokerCloseOk, A.BrokerCrash, A.BrokerRestart):
         return {}
     return {"may": machine.precondition(state, a)}

@@ -13,7 +13,7 @@ from typing import Callable
 
 import z3
 
-from spec.state import CH_CLOSED, CH_OPEN, MODE_CONFIRM, MODE_NONE, MODE_TX
+from spec.state import CH_CLOSED, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX
 
 from .state import Z3State
 
@@ -81,6 +81,26 @@ def closed_channel_is_silent(x: Z3State, c, ch, t) -> z3.BoolRef:
                                                                 x.cstat[c, ch] != CH_CLOSED))))
 
 
+def exclusive_queue_has_owner(x: Z3State, c, ch, q) -> z3.BoolRef:
+    """DU-4: an existing queue owned by connection c (owner c + 1) is not durable, and c is open: the
+    broker has not closed its end and its client is not down. (``q`` ranges over queues.)"""
+    return z3.Implies(z3.And(x.qex[q], x.qown[q] != 0, x.qown[q] == c + 1),
+                      z3.And(z3.Not(x.bclosed[c]), x.cst[c] != CONN_DOWN, z3.Not(x.qdur[q])))
+
+
+def down_connection_is_silent(x: Z3State, c, ch, s) -> z3.BoolRef:
+    """Helper: a connection whose client is down has nothing in flight either way and every channel
+    closed at the broker (so the broker takes no frame of it and sends it nothing)."""
+    return z3.Implies(x.cst[c] == CONN_DOWN,
+                      z3.And(x.tb[c, ch] == 0, z3.Not(x.tc[c, ch]), x.cstat[c, ch] == CH_CLOSED))
+
+
+def close_sent_only_when_closed(x: Z3State, c, ch, s) -> z3.BoolRef:
+    """Helper: a connection.close or close-ok is in flight to a client only once the broker has closed
+    its end of that connection."""
+    return z3.Implies(x.cclose[c], x.bclosed[c])
+
+
 INVARIANTS: dict[str, Invariant] = {
     "confirms_exactly_once": Invariant(
         "confirms_exactly_once", confirms_exactly_once,
@@ -96,12 +116,20 @@ INVARIANTS: dict[str, Invariant] = {
         "closed_channel_is_silent", closed_channel_is_silent,
         "the broker's conjunct (what a channel that is not open holds); the frames after a channel.close "
         "are in flight to the client, outside these families"),
+    "exclusive_queue_has_owner": Invariant(
+        "exclusive_queue_has_owner", exclusive_queue_has_owner, "all of it",
+        helpers=("down_connection_is_silent", "close_sent_only_when_closed")),
 }
 HELPERS: dict[str, Invariant] = {
     "plain_channel_holds_nothing": Invariant(
         "plain_channel_holds_nothing", plain_channel_holds_nothing, "all of it (helper)"),
     "held_back_tags_issued": Invariant(
         "held_back_tags_issued", held_back_tags_issued, "all of it (helper)", helpers=("delivery_tags_increase",)),
+    "down_connection_is_silent": Invariant(
+        "down_connection_is_silent", down_connection_is_silent, "all of it (helper)",
+        helpers=("closed_channel_is_silent",)),
+    "close_sent_only_when_closed": Invariant(
+        "close_sent_only_when_closed", close_sent_only_when_closed, "all of it (helper)"),
 }
 
 
@@ -115,7 +143,8 @@ def init(x: Z3State) -> z3.BoolRef:
     # each is instantiated at once at a counterexample's indices (nested, E-matching could miss it).
     clean = z3.And(z3.Or(x.cstat[c, ch] == CH_OPEN, x.cstat[c, ch] == CH_CLOSED), x.mode[c, ch] == MODE_NONE,
                    x.seq[c, ch] == 0, z3.Not(x.held[c, ch]), z3.Not(x.pending[c, ch]), x.tb[c, ch] == 0,
-                   x.ntag[c, ch] == 1)
+                   x.ntag[c, ch] == 1, z3.Not(x.tc[c, ch]),
+                   z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)))
     empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons)])
-    return z3.And(x.up, x.nch >= 1, z3.ForAll([c], z3.Not(x.bclosed[c])), z3.ForAll([c, ch], clean),
+    return z3.And(x.up, x.nch >= 1, z3.ForAll([c], z3.And(z3.Not(x.bclosed[c]), z3.Not(x.cclose[c]), x.qown[c] == 0)), z3.ForAll([c, ch], clean),
                   z3.ForAll([c, ch, s], empty))

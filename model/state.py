@@ -1,10 +1,13 @@
-"""The Z3 state of the model: two families of fields over the same unbounded indices.
+"""The Z3 state of the model: three families of fields over the same unbounded indices.
 
 - *channel modes*: what each channel's mode, publish numbering, confirms and held-back transaction
   are, for any number of connections, channels and publishes;
 - *deliveries*: each channel's next delivery tag, which tags are outstanding or held back by an
   open transaction and which of those went to a consumer, and the channel's consumer tags, for any
-  number of deliveries and consumers (tags are their own index, like publish numbers).
+  number of deliveries and consumers (tags are their own index, like publish numbers);
+- *connections and queues*: each connection's status as its client sees it, whether a
+  connection.close is in flight to it and on which channels frames are, and each queue's existence,
+  durability and exclusive owner, for any number of connections and queues.
 
 A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
@@ -28,7 +31,8 @@ from typing import Iterator
 
 import z3
 
-from spec.state import CH_CLOSED, MODE_NONE
+from spec.frames import CONNECTION_CLOSE, CONNECTION_CLOSE_OK
+from spec.state import CH_CLOSED, CONN_DOWN, MODE_NONE
 
 INT = z3.IntSort()
 BOOL = z3.BoolSort()
@@ -54,6 +58,12 @@ class Z3State:
     txs: z3.ArrayRef        # (c, ch, t) -> tag t is settled inside the open transaction, held back (TX-3)
     bycons: z3.ArrayRef     # (c, ch, t) -> delivery t (outstanding or held back) went to a consumer, not basic.get
     cons: z3.ArrayRef       # (c, ch, k) -> consumer tag k is one of the channel's consumers
+    cst: z3.ArrayRef        # c -> the connection's status as its client sees it (CONN_*)
+    cclose: z3.ArrayRef     # c -> a connection.close or close-ok is in flight to the client (ER-1)
+    tc: z3.ArrayRef         # (c, ch) -> frames are in flight to the client on channel ch (0: the connection's)
+    qex: z3.ArrayRef        # q -> queue q exists
+    qdur: z3.ArrayRef       # q -> queue q is durable (DU-1)
+    qown: z3.ArrayRef       # q -> its exclusive owner, connection index + 1; 0 when not exclusive (DU-4)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -74,12 +84,15 @@ SORTS: dict[str, z3.SortRef] = {
     "ntag": z3.ArraySort(INT, INT, INT), "out": z3.ArraySort(INT, INT, INT, BOOL),
     "txs": z3.ArraySort(INT, INT, INT, BOOL), "bycons": z3.ArraySort(INT, INT, INT, BOOL),
     "cons": z3.ArraySort(INT, INT, INT, BOOL),
+    "cst": z3.ArraySort(INT, INT), "cclose": z3.ArraySort(INT, BOOL), "tc": z3.ArraySort(INT, INT, BOOL),
+    "qex": z3.ArraySort(INT, BOOL), "qdur": z3.ArraySort(INT, BOOL), "qown": z3.ArraySort(INT, INT),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
 DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "unconf": False, "conf": False,
             "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
-            "bycons": False, "cons": False}
+            "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False,
+            "qex": False, "qdur": False, "qown": 0}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -126,6 +139,10 @@ def project(state) -> dict:
     nch = len(state.conns[0].channels) if state.conns else 0
     for c, conn in enumerate(state.conns):
         out["bclosed"][(c,)] = conn.broker_closed
+        out["cst"][(c,)] = conn.status
+        out["cclose"][(c,)] = any(f[0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK) for f in conn.to_client[0])
+        for ch, fifo in enumerate(conn.to_client):
+            out["tc"][(c, ch)] = bool(fifo)
         for ch, fifo in enumerate(conn.to_broker):
             out["tb"][(c, ch)] = len(fifo)
         for ch, channel in enumerate(conn.channels, start=1):
@@ -148,13 +165,18 @@ def project(state) -> dict:
                     out["bycons"][(c, ch, u.tag)] = True
             for k in channel.consumers:
                 out["cons"][(c, ch, k.tag)] = True
+    for q, queue in enumerate(state.queues):
+        out["qex"][(q,)] = queue.exists
+        out["qdur"][(q,)] = queue.durable
+        out["qown"][(q,)] = queue.owner
     out["up"] = state.broker_up
     out["nch"] = nch
     return out
 
 
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
-         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3}
+         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "qex": 1,
+         "qdur": 1, "qown": 1}
 
 
 def abstract(state) -> Z3State:

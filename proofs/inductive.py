@@ -34,7 +34,7 @@ class Outcome:
     counterexample: list[str] = field(default_factory=list)     # lines: the channel before and after
 
 
-def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch) -> str:
+def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
     ev = lambda e: model.eval(e, model_completion=True)   # noqa: E731
     seq = ev(x.seq[c, ch]).as_long()
     top = max(seq, 0) + 2
@@ -46,10 +46,13 @@ def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch) -> str:
     txs = [t for t in tags if z3.is_true(ev(x.txs[c, ch, t]))]
     return (f"{label}: up={ev(x.up)} status={ev(x.cstat[c, ch])} mode={ev(x.mode[c, ch])} publish_seq={seq} "
             f"unconfirmed={unconf} confirmed={conf} held={ev(x.held[c, ch])} commit_pending={ev(x.pending[c, ch])} "
-            f"frames_to_broker={ev(x.tb[c, ch])} next_tag={ntag} outstanding={out} held_back_tags={txs}")
+            f"frames_to_broker={ev(x.tb[c, ch])} next_tag={ntag} outstanding={out} held_back_tags={txs} "
+            f"frames_to_client={ev(x.tc[c, ch])} connection: client_status={ev(x.cst[c])} "
+            f"broker_closed={ev(x.bclosed[c])} close_in_flight={ev(x.cclose[c])} "
+            f"queue {ev(q)}: exists={ev(x.qex[q])} durable={ev(x.qdur[q])} owner={ev(x.qown[q])}")
 
 
-def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3State, c0, ch0,
+def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3State, c0, ch0, s0,
             started: float, extra: Iterable[str] = ()) -> Outcome:
     result = solver.check()
     seconds = time.perf_counter() - started
@@ -57,10 +60,11 @@ def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3Sta
         return Outcome(inv.name, action, PROVED, seconds)
     if result == z3.sat:
         m = solver.model()
-        lines = [f"channel ({m.eval(c0, model_completion=True)}, {m.eval(ch0, model_completion=True)})", *extra]
+        lines = [f"channel ({m.eval(c0, model_completion=True)}, {m.eval(ch0, model_completion=True)}), "
+                 f"index {m.eval(s0, model_completion=True)}", *extra]
         if action != "Init":
-            lines.append(_channel_lines(m, "before", x, c0, ch0))
-        lines.append(_channel_lines(m, "after" if action != "Init" else "initial", y, c0, ch0))
+            lines.append(_channel_lines(m, "before", x, c0, ch0, s0))
+        lines.append(_channel_lines(m, "after" if action != "Init" else "initial", y, c0, ch0, s0))
         return Outcome(inv.name, action, COUNTEREXAMPLE, seconds, lines)
     return Outcome(inv.name, action, UNKNOWN, seconds, [solver.reason_unknown()])
 
@@ -73,7 +77,7 @@ def prove_init(inv: Invariant, timeout_ms: int = TIMEOUT_MS) -> Outcome:
     x = fresh("x")
     c0, ch0, s0 = z3.Ints("c0 ch0 s0")
     solver.add(init(x), z3.Not(inv.at(x, c0, ch0, s0)))
-    return _decide(solver, inv, "Init", x, x, c0, ch0, started)
+    return _decide(solver, inv, "Init", x, x, c0, ch0, s0, started)
 
 
 # The frame methods a step may read (``o.method``): relations that read a frame are proved one method
@@ -116,7 +120,7 @@ def _prove_step_case(inv: Invariant, cls: type, helpers: list[Invariant], timeou
         solver.add(o.method == method)
     elif method == 0:
         solver.add(*[o.method != m for m in _METHODS])
-    outcome = _decide(solver, inv, cls.__name__, x, t.after, c0, ch0, started)
+    outcome = _decide(solver, inv, cls.__name__, x, t.after, c0, ch0, s0, started)
     if outcome.status == COUNTEREXAMPLE:
         m = solver.model()
         fields = ", ".join(f"{n}={m.eval(v, model_completion=True)}" for n, v in {**a, **o}.items())

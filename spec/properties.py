@@ -10,7 +10,8 @@ from . import network
 from .faults import live_copies
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_RETURN,
-    CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_IMMEDIATE, R_IN_USE, R_LOCKED,
+    CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, R_CONFIRM_TO_TX, R_EXCLUSIVE_USE,
+    R_IMMEDIATE, R_IN_USE, R_LOCKED,
     R_NO_EXCHANGE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
     R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG,
 )
@@ -349,6 +350,34 @@ def held_back_tags_issued(state: State) -> bool:
                 for _, u in channel.tx_settles:
                     if u.tag < 1 or u.tag >= channel.next_tag or u.tag in outstanding:
                         return False
+    return True
+
+
+@always("DU-4", "ER-1")
+def down_connection_is_silent(state: State) -> bool:
+    """A connection whose client is down has no frame in flight either way and every broker channel
+    closed (the helper that makes exclusive_queue_has_owner inductive: proofs/)."""
+    for conn in state.conns:
+        if conn.status != CONN_DOWN:
+            continue
+        if any(conn.to_broker) or any(conn.to_client):
+            return False
+        for channel in conn.channels:
+            if channel.status != CH_CLOSED:
+                return False
+    return True
+
+
+@always("DU-4", "ER-1")
+def close_sent_only_when_closed(state: State) -> bool:
+    """A connection.close or close-ok is in flight to a client only once the broker has closed its end
+    of that connection (the helper that makes exclusive_queue_has_owner inductive: proofs/)."""
+    for conn in state.conns:
+        if conn.broker_closed:
+            continue
+        for frame in conn.to_client[0]:
+            if frame[0] == CONNECTION_CLOSE or frame[0] == CONNECTION_CLOSE_OK:
+                return False
     return True
 
 

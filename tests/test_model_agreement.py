@@ -13,7 +13,7 @@ from model import actions as M
 from model.agreement import Checker
 from spec import actions as A
 from spec import configs, machine
-from spec.frames import BASIC_CONSUME, TX_ROLLBACK
+from spec.frames import BASIC_CONSUME, QUEUE_DECLARE, TX_ROLLBACK
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
 PAIRS_WANTED = 10_000
@@ -164,3 +164,20 @@ def test_every_action_has_a_relation_and_a_precondition():
     for cls in classes:
         assert M.RELATIONS[cls].__name__ in (cls.__name__, "_client_writes"), cls
         assert {f.name for f in dataclasses.fields(cls)} == set(M.param_sorts(cls))
+
+
+def test_a_wrong_declare_is_caught(monkeypatch):
+    """DU-4: a declare relation that ignores exclusive=true (no owner) disagrees with the spec."""
+    def declare_ignores_exclusive(x, a, o):
+        return M.BrokerTakeFrame(x, a, M.Terms({**o, "exclusive": z3.BoolVal(False)}))
+
+    def takes_exclusive_declare(state, a):
+        if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
+            return False
+        frame = state.conns[a.conn].to_broker[a.ch][0]
+        return frame[0] == QUEUE_DECLARE and frame[4] and not state.queues[frame[2]].exists
+    state, action = _first_state_where(configs.get("routing"), takes_exclusive_declare)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, declare_ignores_exclusive)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import z3
 
+from model import actions as M
 from model.actions import RELATIONS
-from model.invariants import HELPERS, INVARIANTS, Invariant
+from model.invariants import HELPERS, INVARIANTS, Invariant, init
+from model.state import abstract
 from proofs.inductive import COUNTEREXAMPLE, PROVED, invariants_named, prove_all, prove_step
 from spec import actions as A
+from spec import configs, machine
+from spec.frames import QUEUE_DECLARE
 from spec.properties import REGISTRY
-from spec.state import CH_OPEN
+from spec.state import CH_OPEN, CONN_DOWN
 
 
 def test_every_obligation_is_proved():
@@ -105,3 +109,60 @@ def test_an_unknown_invariant_name_is_refused():
         assert "no_such_invariant" in str(e) and "confirms_exactly_once" in str(e)
     else:
         raise AssertionError("no error")
+
+
+def test_init_holds_in_every_standard_initial_state():
+    """Init is about the spec's initial states: the abstraction of each standard configuration's
+    initial state satisfies it (else Init => Inv would be about other states)."""
+    for name in configs.STANDARD:
+        for state in machine.initial_states(configs.get(name)):
+            solver = z3.Solver()
+            solver.add(z3.Not(init(abstract(state))))
+            assert solver.check() == z3.unsat, name
+
+
+# A planted wrong invariant of the queues (DU-4): "no queue is exclusive".
+NO_EXCLUSIVE_QUEUE = Invariant("no_exclusive_queue", lambda x, c, ch, q: z3.Implies(x.qex[q], x.qown[q] == 0),
+                               "fixture")
+
+
+def test_planted_wrong_queue_invariant_comes_back_as_a_counterexample():
+    """queue.declare with exclusive=true creates a queue owned by the declaring connection."""
+    outcomes = {o.action: o for o in prove_all([NO_EXCLUSIVE_QUEUE], [A.BrokerTakeFrame, A.BrokerCrash])}
+    assert outcomes["Init"].status == PROVED
+    assert outcomes["BrokerCrash"].status == PROVED                 # a crash drops every owner
+    take = outcomes["BrokerTakeFrame"]
+    assert take.status == COUNTEREXAMPLE
+    assert f"case: frame method {QUEUE_DECLARE}" in take.counterexample[0]
+    before = next(line for line in take.counterexample if line.startswith("before:"))
+    after = next(line for line in take.counterexample if line.startswith("after:"))
+    assert "exists=False" in before.split("queue ")[1]
+    queue = after.split("queue ")[1]
+    assert "exists=True" in queue and "owner=0" not in queue
+
+
+def test_exclusive_queue_has_owner_needs_its_helpers():
+    """Alone, exclusive_queue_has_owner is not inductive: a connection.close read by the client could
+    find the broker's end of the connection still open, and the queue's owner would go down while it
+    exists. With its helpers (a close in flight means the broker closed its end; a connection that is
+    down is silent) it is proved."""
+    inv = INVARIANTS["exclusive_queue_has_owner"]
+    alone = prove_step(inv, A.ClientReceive, [])
+    assert alone.status == COUNTEREXAMPLE
+    assert prove_step(inv, A.ClientReceive, [HELPERS[h] for h in inv.helpers]).status == PROVED
+
+
+def test_a_loss_that_keeps_exclusive_queues_is_refuted(monkeypatch):
+    """DU-4: a NetworkLoss relation that forgets to delete the lost connection's exclusive queues
+    breaks exclusive_queue_has_owner; the proof shows the connection down with its queue still there."""
+    def loss_keeps_queues(x, a, o):
+        t = M.NetworkLoss(x, a, o)
+        return M.Transition(t.guard, t.after.replace(qex=x.qex, qdur=x.qdur, qown=x.qown))
+    inv = INVARIANTS["exclusive_queue_has_owner"]
+    helpers = [HELPERS[h] for h in inv.helpers]
+    assert prove_step(inv, A.NetworkLoss, helpers).status == PROVED
+    monkeypatch.setitem(M.RELATIONS, A.NetworkLoss, loss_keeps_queues)
+    outcome = prove_step(inv, A.NetworkLoss, helpers)
+    assert outcome.status == COUNTEREXAMPLE
+    after = next(line for line in outcome.counterexample if line.startswith("after:"))
+    assert f"client_status={CONN_DOWN}" in after and "exists=True" in after.split("queue ")[1]
