@@ -25,6 +25,7 @@ from spec.frames import (
 )
 from spec.state import (
     CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_CLOSING, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX,
+    SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE,
 )
 
 from .state import INT, BOOL, Z3State
@@ -79,7 +80,9 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
 
     A channel that is only closing (CH_CLOSING, CH_ENDING) keeps the outstanding or held-back
     deliveries ``kept`` names (basic.get deliveries of queues it did not consume from, RQ-4), and its
-    next tag if it keeps any (``kept`` is then (keeps, tags): whether it keeps one, and which)."""
+    next tag if it keeps any (``kept`` is then (keeps, tags): whether it keeps one, and which). Closing
+    (any status but CH_OPEN), it leaves its consumers' round-robins and requeues every outstanding or
+    held-back delivery it does not keep (RQ-4); opening a closed channel discards nothing it could hold."""
     if kept is None:
         out, ntag = _no_tags(x.out, c, ch), z3.Store(x.ntag, c, ch, 1)
     else:
@@ -88,7 +91,7 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
                                           z3.And(keeps, z3.Or(x.out[i, j, k], x.txs[i, j, k]), tags[k]),
                                           x.out[i, j, k]))
         ntag = z3.Store(x.ntag, c, ch, z3.If(keeps, x.ntag[c, ch], 1))
-    return x.replace(
+    y = x.replace(
         cstat=z3.Store(x.cstat, c, ch, status), mode=z3.Store(x.mode, c, ch, MODE_NONE),
         seq=z3.Store(x.seq, c, ch, 0),
         unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], z3.Or(i != c, j != ch))),
@@ -96,6 +99,11 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
         held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, False),
         ntag=ntag, out=out, txs=_no_tags(x.txs, c, ch), bycons=_no_tags(x.bycons, c, ch),
         cons=_no_tags(x.cons, c, ch))
+    if status == CH_OPEN:
+        return y
+    keep = (lambda t: z3.And(kept[0], kept[1][t])) if kept is not None else (lambda t: z3.BoolVal(False))
+    y = y.replace(ring=_lam3(lambda i, j, k: z3.And(x.ring[i, j, k], z3.Not(z3.And(i == c, j == ch, x.cons[i, j, k])))))
+    return _requeue(y, _named_by(x, c, ch, lambda t: z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), z3.Not(keep(t)))))
 
 
 def _no_tags(arr: z3.ArrayRef, c, ch) -> z3.ArrayRef:
@@ -108,7 +116,13 @@ def close_connection(x: Z3State, c) -> Z3State:
     closed, and frames in flight to the broker are dropped."""
     def mine(i, j):
         return z3.And(i == c, x.cstat[i, j] != CH_CLOSED)
-    return x.replace(
+    j, t = z3.Ints("j_ t_")
+
+    def back(q, key):                   # RQ-4: what every channel closed here held is requeued
+        return z3.Exists([j, t], z3.And(mine(c, j), z3.Or(x.out[c, j, t], x.txs[c, j, t]), x.tq[c, j, t] == q,
+                                        x.tk[c, j, t] == key))
+    y = x.replace(
+        ring=_lam3(lambda i, j, k: z3.And(x.ring[i, j, k], z3.Not(z3.And(mine(i, j), x.cons[i, j, k])))),
         cstat=_lam2(lambda i, j: z3.If(mine(i, j), CH_CLOSED, x.cstat[i, j])),
         mode=_lam2(lambda i, j: z3.If(mine(i, j), MODE_NONE, x.mode[i, j])),
         seq=_lam2(lambda i, j: z3.If(mine(i, j), 0, x.seq[i, j])),
@@ -122,7 +136,9 @@ def close_connection(x: Z3State, c) -> Z3State:
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], z3.Not(mine(i, j)))),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], z3.Not(mine(i, j)))),
         bclosed=z3.Store(x.bclosed, c, True),
-        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j]))).replace(**_delete_queues(x, lambda q: x.qown[q] == c + 1))
+        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])))
+    y = _requeue(y, back)
+    return y.replace(**_delete_queues(y, lambda q: y.qown[q] == c + 1))
 
 
 def _delete_queues(x: Z3State, which: Callable) -> dict:
@@ -134,7 +150,60 @@ def _delete_queues(x: Z3State, which: Callable) -> dict:
         return z3.And(x.qex[i], which(i))
     return {"qex": z3.Lambda([q], z3.And(x.qex[q], z3.Not(gone(q)))),
             "qdur": z3.Lambda([q], z3.And(x.qdur[q], z3.Not(gone(q)))),
-            "qown": z3.Lambda([q], z3.If(gone(q), 0, x.qown[q]))}
+            "qown": z3.Lambda([q], z3.If(gone(q), 0, x.qown[q])),
+            **_emptied(x, gone), "disk": _lam_qk(lambda i, key: z3.And(x.disk[i, key], z3.Not(gone(i))))}
+
+
+# ---------------------------------------------------------------- copies (spec.storage)
+
+def _lam_qk(fn: Callable) -> z3.ArrayRef:
+    q, key = z3.Ints("q_ key_")
+    return z3.Lambda([q, key], fn(q, key))
+
+
+def _emptied(x: Z3State, which: Callable) -> dict:
+    """The ready copies of the queues ``which(q)`` names are gone (queue.purge, queue.delete)."""
+    return {"ready": _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(which(q)))),
+            "redel": _lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(which(q))))}
+
+
+def _named_by(x: Z3State, c, ch, which: Callable) -> Callable:
+    """The copies the tags ``which(t)`` of channel (c, ch) name, as a predicate of (queue, key)."""
+    t = z3.Int("t_")
+    return lambda q, key: z3.Exists([t], z3.And(which(t), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key))
+
+
+def _requeue(x: Z3State, back: Callable) -> Z3State:
+    """storage.requeue: the copies ``back(q, key)`` names are ready again at their place, marked
+    redelivered (RQ-1, RQ-2, RQ-6); a copy whose queue no longer exists is gone instead."""
+    def b(q, key):
+        return z3.And(x.qex[q], back(q, key))
+    return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], b(q, key))),
+                     redel=_lam_qk(lambda q, key: z3.Or(x.redel[q, key], b(q, key))))
+
+
+def _enqueue(x: Z3State, added) -> Z3State:
+    """storage.enqueue ``added[q]`` times into each queue q (publishes, a commit's publishes, copies
+    dead-lettered into q): new copies at the tail, keys enq + 1 .. enq + added, not redelivered (RQ-1)."""
+    def n(q):
+        return z3.If(added[q] > 0, added[q], 0)
+
+    def new(q, key):
+        return z3.And(x.enq[q] < key, key <= x.enq[q] + n(q))
+    q = z3.Int("q_")
+    return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], new(q, key))),
+                     redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(new(q, key)))),
+                     enq=z3.Lambda([q], x.enq[q] + n(q)))
+
+
+def _forget(x: Z3State) -> Z3State:
+    """A tag neither outstanding nor held back names no copy and no settlement (the spec drops the
+    delivery with its tag)."""
+    def named(i, j, t):
+        return z3.Or(x.out[i, j, t], x.txs[i, j, t])
+    return x.replace(tq=_lam3(lambda i, j, t: z3.If(named(i, j, t), x.tq[i, j, t], -1)),
+                     tk=_lam3(lambda i, j, t: z3.If(named(i, j, t), x.tk[i, j, t], 0)),
+                     txk=_lam3(lambda i, j, t: z3.If(x.txs[i, j, t], x.txk[i, j, t], -1)))
 
 
 def _connection_error(x: Z3State, c) -> Z3State:
@@ -191,15 +260,20 @@ def _settled(x: Z3State, c, ch, tag, multiple):
     return lambda k: z3.And(x.out[c, ch, k], z3.If(multiple, z3.Or(tag == 0, k <= tag), k == tag))
 
 
-def _hand_over(x: Z3State, c, ch, no_ack, by_consumer) -> Z3State:
-    """A copy leaves its queue for channel (c, ch) with the channel's next tag (broker.hand_over, DT-1,
-    DT-2): outstanding in manual mode (AM-3), in flight and gone in automatic mode (AM-2); a
-    consumer's (``by_consumer``) or a basic.get's."""
+def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key) -> Z3State:
+    """The ready copy ``key`` of queue q leaves it for channel (c, ch) with the channel's next tag
+    (broker.hand_over, DT-1, DT-2): outstanding in manual mode (AM-3), the tag naming the copy, in
+    flight and gone in automatic mode (AM-2); a consumer's (``by_consumer``) or a basic.get's. The
+    copy is marked delivered (RQ-2)."""
     tag = x.ntag[c, ch]
     manual = z3.Not(no_ack)
     return x.replace(ntag=z3.Store(x.ntag, c, ch, tag + 1),
                      out=z3.Store(x.out, c, ch, tag, z3.Or(x.out[c, ch, tag], manual)),
-                     bycons=z3.Store(x.bycons, c, ch, tag, z3.Or(x.bycons[c, ch, tag], z3.And(manual, by_consumer))))
+                     bycons=z3.Store(x.bycons, c, ch, tag, z3.Or(x.bycons[c, ch, tag], z3.And(manual, by_consumer))),
+                     tq=z3.Store(x.tq, c, ch, tag, z3.If(manual, q, x.tq[c, ch, tag])),
+                     tk=z3.Store(x.tk, c, ch, tag, z3.If(manual, key, x.tk[c, ch, tag])),
+                     ready=z3.Store(x.ready, q, key, False), redel=z3.Store(x.redel, q, key, False),
+                     dlv=z3.Store(x.dlv, q, key, True))
 
 
 def _drop_tags(arr: z3.ArrayRef, c, ch, gone: Callable) -> z3.ArrayRef:
@@ -215,14 +289,18 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     ``o.ctag``: the consumer tag of basic.consume or basic.cancel; ``o.cancelled``: the consumers
     (conn, ch, tag) a queue.delete cancels (the deleted queue's), each told with basic.cancel;
     ``o.queue``, ``o.durable``, ``o.exclusive``: the queue a queue.declare or queue.delete names and
-    the declare's flags; ``o.answered``: a frame went out on this channel (an answer, a channel.close)."""
+    the declare's flags (and the queue of basic.get and queue.purge); ``o.answered``: a frame went out
+    on this channel (an answer, a channel.close); ``o.key``: the key of the copy a basic.get takes (the
+    head of its queue); ``o.requeue``: a nack or reject requeues (or basic.recover's flag);
+    ``o.added``: how many new copies each queue takes (publishes, dead-lettered copies)."""
     c, ch, m = a.conn, a.ch, o.method
     k = z3.Int("k_")
     other_channels_quiet = z3.ForAll([k], z3.Implies(z3.And(1 <= k, k <= x.nch), x.tb[c, k] == 0))
     guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.nch, x.tb[c, ch] > 0,
                    z3.Implies(ch == 0, other_channels_quiet),
                    z3.Implies(ch != 0, z3.Not(x.pending[c, ch])),
-                   z3.Implies(ch == 0, m == CONNECTION_CLOSE))        # only connection.close travels on channel 0
+                   z3.Implies(ch == 0, m == CONNECTION_CLOSE),        # only connection.close travels on channel 0
+                   z3.Implies(z3.And(m == BASIC_GET, o.got), x.ready[o.queue, o.key]))   # the head is ready
     x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1))
     mode, status = x.mode[c, ch], x.cstat[c, ch]
     conn_err = _connection_error(x, c)
@@ -230,6 +308,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     ch_err = reset_channel(x, c, ch, CH_CLOSING, kept)
     settle = z3.Or(m == BASIC_ACK, m == BASIC_NACK, m == BASIC_REJECT)
     settled = _settled(x, c, ch, o.tag, z3.And(m != BASIC_REJECT, o.multiple))
+    kind = z3.If(m == BASIC_ACK, SETTLE_ACK, z3.If(o.requeue, SETTLE_REQUEUE, SETTLE_DROP))
     on_open = _cases(
         x,
         (z3.Or(m == CHANNEL_OPEN, m == CHANNEL_CLOSE_OK), conn_err),                     # ER-1
@@ -244,27 +323,35 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
         (z3.And(settle, mode == MODE_TX), x.replace(                                     # TX-3
             held=z3.Store(x.held, c, ch, z3.Or(x.held[c, ch], o.settled)),
             out=_lam3(lambda i, j, t: z3.And(x.out[i, j, t], z3.Not(z3.And(i == c, j == ch, settled(t))))),
-            txs=_lam3(lambda i, j, t: z3.Or(x.txs[i, j, t], z3.And(i == c, j == ch, settled(t)))))),
-        (settle, x.replace(                                                              # ACK-1..3
-            out=_drop_tags(x.out, c, ch, settled), bycons=_drop_tags(x.bycons, c, ch, settled))),
+            txs=_lam3(lambda i, j, t: z3.Or(x.txs[i, j, t], z3.And(i == c, j == ch, settled(t)))),
+            txk=_lam3(lambda i, j, t: z3.If(z3.And(i == c, j == ch, settled(t)), kind, x.txk[i, j, t])))),
+        (settle, _requeue(x.replace(                                                     # ACK-1..3, ACK-5
+            out=_drop_tags(x.out, c, ch, settled), bycons=_drop_tags(x.bycons, c, ch, settled)),
+            _named_by(x, c, ch, lambda t: z3.And(settled(t), kind == SETTLE_REQUEUE)))),
         (z3.And(m == BASIC_QOS, o.size != 0), conn_err),
         (z3.And(m == BASIC_CONSUME, o.verdict == CONNECTION_ERR), conn_err),
         (z3.And(z3.Or(m == BASIC_CONSUME, m == BASIC_GET, m == QUEUE_BIND, m == QUEUE_PURGE,
                       m == QUEUE_DECLARE, m == QUEUE_DELETE), o.verdict == CHANNEL_ERR), ch_err),
-        (m == BASIC_CONSUME, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, True))),      # DS-1
-        (m == BASIC_CANCEL, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, False))),
+        (m == BASIC_CONSUME, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, True),        # DS-1
+                                       ring=z3.Store(x.ring, c, ch, o.ctag, True))),
+        (m == BASIC_CANCEL, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, False),
+                                      ring=z3.Store(x.ring, c, ch, o.ctag,
+                                                    z3.And(x.ring[c, ch, o.ctag], z3.Not(x.cons[c, ch, o.ctag]))))),
+        (m == QUEUE_PURGE, x.replace(**_emptied(x, lambda q: q == o.queue))),
         (m == QUEUE_DECLARE, _declare(x, c, o.queue, o.durable, o.exclusive)),          # DU-4
         (m == QUEUE_DELETE, _delete_queue(x, o.queue, o.cancelled)),
-        (z3.And(m == BASIC_GET, o.got), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False))),  # DS-1, DT-1
+        (z3.And(m == BASIC_GET, o.got), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False), o.queue, o.key)),
         (z3.And(m == BASIC_RECOVER, z3.Not(o.requeue)), conn_err),                       # RQ-5
-        (m == BASIC_RECOVER, x.replace(out=_no_tags(x.out, c, ch),                        # RQ-5: all requeued
-                                       bycons=_drop_tags(x.bycons, c, ch, lambda t: x.out[c, ch, t]))),
+        (m == BASIC_RECOVER, _requeue(x.replace(out=_no_tags(x.out, c, ch),               # RQ-5: all requeued
+                                                bycons=_drop_tags(x.bycons, c, ch, lambda t: x.out[c, ch, t])),
+                                      _named_by(x, c, ch, lambda t: x.out[c, ch, t]))),
         (m == CONFIRM_SELECT, _ite(mode == MODE_TX, ch_err,                              # PC-8
                                    x.replace(mode=z3.Store(x.mode, c, ch, MODE_CONFIRM)))),
         (m == TX_SELECT, _ite(mode == MODE_CONFIRM, ch_err, x.replace(mode=z3.Store(x.mode, c, ch, MODE_TX)))),
-        (m == TX_COMMIT, _ite(mode != MODE_TX, ch_err, x.replace(                         # TX-10, TX-7, TX-3
+        (m == TX_COMMIT, _ite(mode != MODE_TX, ch_err, _requeue(x.replace(                # TX-10, TX-7, TX-3
             held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, o.waits),
-            txs=_no_tags(x.txs, c, ch), bycons=_drop_tags(x.bycons, c, ch, lambda t: x.txs[c, ch, t])))),
+            txs=_no_tags(x.txs, c, ch), bycons=_drop_tags(x.bycons, c, ch, lambda t: x.txs[c, ch, t])),
+            _named_by(x, c, ch, lambda t: z3.And(x.txs[c, ch, t], x.txk[c, ch, t] == SETTLE_REQUEUE))))),
         (m == TX_ROLLBACK, _ite(mode != MODE_TX, ch_err, x.replace(                       # TX-2, TX-3, TX-4
             held=z3.Store(x.held, c, ch, False), txs=_no_tags(x.txs, c, ch),
             out=_lam3(lambda i, j, t: z3.Or(x.out[i, j, t], z3.And(i == c, j == ch, x.txs[i, j, t])))))),
@@ -274,7 +361,8 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                         (z3.And(status == CH_CLOSING, m == CHANNEL_CLOSE_OK), reset_channel(x, c, ch, CH_CLOSED)))
     after = _cases(on_closing, (m == CONNECTION_CLOSE, conn_err), (status == CH_OPEN, on_open),
                    (status == CH_CLOSED, on_closed))
-    return Transition(guard, after.replace(tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered))))
+    after = _enqueue(after, o.added)                                                     # RT-1, ACK-6
+    return Transition(guard, _forget(after.replace(tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered)))))
 
 
 def _declare(x: Z3State, c, q, durable, exclusive) -> Z3State:
@@ -292,16 +380,18 @@ def _delete_queue(x: Z3State, q, cancelled) -> Z3State:
     k = z3.Int("k_")
     told = _lam2(lambda i, j: z3.Or(x.tc[i, j], z3.Exists([k], z3.And(cancelled[i, j, k], x.cons[i, j, k]))))
     return x.replace(cons=_lam3(lambda i, j, t: z3.And(x.cons[i, j, t], z3.Not(cancelled[i, j, t]))), tc=told,
+                     ring=_lam3(lambda i, j, t: z3.And(x.ring[i, j, t], z3.Not(cancelled[i, j, t]))),
                      **_delete_queues(x, lambda i: i == q))
 
 
 def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The head of a queue to a consumer with room (``o.ready``: the queue has a copy and a consumer
     room, DS-1, PF-3); the consumer is on channel (``o.conn``, ``o.ch``), which is open
-    (broker.next_consumer), in automatic mode when ``o.no_ack``; the copy takes the channel's next tag."""
+    (broker.next_consumer), in automatic mode when ``o.no_ack``; the copy (``o.key``, the queue's head,
+    ready) takes the channel's next tag."""
     c, ch = o.conn, o.ch
-    return Transition(z3.And(x.up, o.ready, _channel_open(x, c, ch)),
-                      _send(_hand_over(x, c, ch, o.no_ack, z3.BoolVal(True)), c, ch))
+    return Transition(z3.And(x.up, o.ready, _channel_open(x, c, ch), x.ready[a.queue, o.key]),
+                      _send(_hand_over(x, c, ch, o.no_ack, z3.BoolVal(True), a.queue, o.key), c, ch))
 
 
 def _send(x: Z3State, c, ch) -> Z3State:
@@ -313,7 +403,7 @@ def BrokerCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
     """channel.close-ok for a channel the client closed: it is gone (ER-1)."""
     c, ch = a.conn, a.ch
     guard = z3.And(_broker_end_open(x, c), 1 <= ch, ch <= x.nch, x.cstat[c, ch] == CH_ENDING)
-    return Transition(guard, _send(reset_channel(x, c, ch, CH_CLOSED), c, ch))
+    return Transition(guard, _forget(_send(reset_channel(x, c, ch, CH_CLOSED), c, ch)))
 
 
 def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -344,10 +434,12 @@ def BrokerCommitOk(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 
 def BrokerQueueFail(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """A queue fails to take unconfirmed publish ``seq`` (``o.failable``: a queue holds a copy), PC-6.
-    It will be nacked: the confirm still comes, so nothing of this family changes."""
+    """A queue fails to take unconfirmed publish ``seq`` (``o.failable``: a queue holds a copy), PC-6:
+    the ready copies of its message (``o.failed``) are gone. It will be nacked: the confirm still comes."""
     c, ch = a.conn, a.ch
-    return Transition(z3.And(_channel_open(x, c, ch), x.unconf[c, ch, a.seq], o.failable), x)
+    gone = _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(o.failed[q, key])))
+    after = x.replace(ready=gone, redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(o.failed[q, key]))))
+    return Transition(z3.And(_channel_open(x, c, ch), x.unconf[c, ch, a.seq], o.failable), after)
 
 
 def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -363,33 +455,49 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       txs=z3.Lambda([i, j, k], z3.BoolVal(False)), bycons=z3.Lambda([i, j, k], z3.BoolVal(False)),
                       cons=z3.Lambda([i, j, k], z3.BoolVal(False)), cst=z3.K(INT, z3.IntVal(CONN_DOWN)),
                       cclose=z3.K(INT, z3.BoolVal(False)), tc=z3.Lambda([i, j], z3.BoolVal(False)),
-                      qex=z3.Lambda([k], z3.And(x.qex[k], x.qdur[k])), qown=z3.K(INT, z3.IntVal(0)))
+                      qex=z3.Lambda([k], z3.And(x.qex[k], x.qdur[k])), qown=z3.K(INT, z3.IntVal(0)),
+                      ring=z3.Lambda([i, j, k], z3.BoolVal(False)), ready=z3.Lambda([i, j], z3.BoolVal(False)),
+                      redel=z3.Lambda([i, j], z3.BoolVal(False)), tq=z3.Lambda([i, j, k], z3.IntVal(-1)),
+                      tk=z3.Lambda([i, j, k], z3.IntVal(0)), txk=z3.Lambda([i, j, k], z3.IntVal(-1)))
     return Transition(x.up, after)
 
 
 def BrokerRestart(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """The broker starts again (DU-1)."""
-    return Transition(z3.Not(x.up), x.replace(up=z3.BoolVal(True)))
+    """The broker starts again (DU-1): each existing (durable) queue's ready copies are those on disk,
+    marked redelivered (DU-2, DU-3)."""
+    def recovered(q, key):
+        return z3.If(x.qex[q], x.disk[q, key], x.ready[q, key])
+    return Transition(z3.Not(x.up), x.replace(up=z3.BoolVal(True), ready=_lam_qk(recovered),
+                                              redel=_lam_qk(lambda q, key: z3.If(x.qex[q], x.disk[q, key],
+                                                                                 x.redel[q, key]))))
 
 
 def DiskFsync(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """One pending write or removal becomes durable (``o.pending``), PC-5; nothing of this family changes."""
-    return Transition(z3.And(x.up, o.pending), x)
+    """One pending write or removal becomes durable (``o.pending``: it differs from the disk and the
+    copy is persistent in a durable queue), PC-5: a write is of a live copy, ready or named by an
+    outstanding or held-back tag (faults.pending_disk)."""
+    q, key = a.queue, a.key
+    i, j, t = z3.Ints("c_ ch_ t_")
+    named = z3.Exists([i, j, t], z3.And(z3.Or(x.out[i, j, t], x.txs[i, j, t]), x.tq[i, j, t] == q,
+                                        x.tk[i, j, t] == key))
+    guard = z3.And(x.up, o.pending, z3.Implies(a.write, z3.Or(x.ready[q, key], named)))
+    return Transition(guard, x.replace(disk=z3.Store(x.disk, q, key, a.write)))
 
 
 def NetworkLoss(x: Z3State, a: Terms, o: Terms) -> Transition:
     """Connection c is lost (``o.connected``: it is not down): the broker closes it unless it has
-    already (its exclusive queues go, DU-4), the slot is down."""
+    already (RQ-4; its exclusive queues go, DU-4), the slot is down."""
     c = a.conn
-    x2 = x.replace(**_delete_queues(x, lambda q: z3.And(z3.Not(x.bclosed[c]), x.qown[q] == c + 1)))
-    return Transition(z3.And(x.up, o.connected), reset_connection(x2, c, z3.BoolVal(False)))
+    x2 = _ite(x.bclosed[c], x, close_connection(x, c))
+    return Transition(z3.And(x.up, o.connected), _forget(reset_connection(x2, c, z3.BoolVal(False))))
 
 
 # ---------------------------------------------------------------- client actions (spec.client)
 
 def ClientConnect(x: Z3State, a: Terms, o: Terms) -> Transition:
     """A new connection in a slot that is down (``o.down``), to a broker that is up."""
-    return Transition(z3.And(x.up, a.ch == 0, o.down), reset_connection(x, a.conn, a.channels_open, CONN_UP))
+    return Transition(z3.And(x.up, a.ch == 0, o.down),
+                      _forget(reset_connection(x, a.conn, a.channels_open, CONN_UP)))
 
 
 def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -402,7 +510,7 @@ def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
     x = x.replace(tc=z3.Store(x.tc, c, ch, o.more))
     after = _cases(x, (closes, reset_connection(x, c, z3.BoolVal(False))),
                    (z3.And(m == CHANNEL_CLOSE, a.answer), _write(x, c, ch)))
-    return Transition(guard, after)
+    return Transition(guard, _forget(after))
 
 
 def _client_writes(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -430,17 +538,18 @@ _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "ver
                          "size": INT, "requeue": BOOL, "waits": BOOL, "tag": INT, "multiple": BOOL,
                          "no_ack": BOOL, "got": BOOL, "keeps": BOOL, "kept": z3.ArraySort(INT, BOOL),
                          "ctag": INT, "cancelled": z3.ArraySort(INT, INT, INT, BOOL),
-                         "queue": INT, "durable": BOOL, "exclusive": BOOL, "answered": BOOL}
+                         "queue": INT, "durable": BOOL, "exclusive": BOOL, "answered": BOOL, "key": INT,
+                         "added": z3.ArraySort(INT, INT)}
 
 # Oracles per action: facts outside this family that its guard or effect reads.
 ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "BrokerTakeFrame": _BROKER_FRAME_ORACLES,
-    "BrokerDeliver": {"ready": BOOL, "conn": INT, "ch": INT, "no_ack": BOOL},
+    "BrokerDeliver": {"ready": BOOL, "conn": INT, "ch": INT, "no_ack": BOOL, "key": INT},
     "BrokerCloseOk": {},
     "BrokerConfirm": {"ready": BOOL, "prefix": INT},
     "BrokerReturn": {"returns": BOOL},
     "BrokerCommitOk": {"written": BOOL},
-    "BrokerQueueFail": {"failable": BOOL},
+    "BrokerQueueFail": {"failable": BOOL, "failed": z3.ArraySort(INT, INT, BOOL)},
     "BrokerCrash": {},
     "BrokerRestart": {},
     "DiskFsync": {"pending": BOOL},

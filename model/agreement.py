@@ -18,7 +18,8 @@ from spec import actions as A
 from spec import broker, client, faults, machine
 from spec.frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
-    BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE, TX_COMMIT,
+    BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE,
+    TX_COMMIT,
 )
 from spec.state import CONN_DOWN, MODE_TX
 
@@ -27,8 +28,13 @@ from .state import abstract, fresh, same
 
 
 def _val(v, sort: z3.SortRef | None = None) -> z3.ExprRef:
-    """A concrete oracle value of ``sort``: a bool, an int, or a set of ints or of int tuples (an array
-    of bools over them)."""
+    """A concrete oracle value of ``sort``: a bool, an int, a set of ints or of int tuples (an array
+    of bools over them), or a dict of ints to ints (an array that is 0 elsewhere)."""
+    if isinstance(v, dict):
+        arr = z3.K(z3.IntSort(), z3.IntVal(0))
+        for index, n in sorted(v.items()):
+            arr = z3.Store(arr, index, n)
+        return arr
     if isinstance(v, frozenset):
         arity = z3.Z3_get_array_arity(sort.ctx.ref(), sort.ast) if isinstance(sort, z3.ArraySortRef) else 1
         if arity == 1:
@@ -54,7 +60,7 @@ def _frame_oracles(state, a) -> dict:
     out = {"method": 0, "immediate": False, "exchange": 0, "verdict": OK, "settled": False, "size": 0,
            "requeue": False, "waits": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
            "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
-           "exclusive": False, "answered": False}
+           "exclusive": False, "answered": False, "key": 0, "added": {}}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
@@ -66,6 +72,10 @@ def _frame_oracles(state, a) -> dict:
         out["size"] = frame[4]
     elif m == BASIC_RECOVER:
         out["requeue"] = bool(frame[2])
+    elif m == BASIC_NACK:
+        out["requeue"] = bool(frame[4])
+    elif m == BASIC_REJECT:
+        out["requeue"] = bool(frame[3])
     channel = conn.channels[a.ch - 1] if a.ch else None
     if channel is not None:
         out["kept"] = _kept(channel)
@@ -93,20 +103,25 @@ def _frame_oracles(state, a) -> dict:
         if m == BASIC_GET:                                              # DS-1: a copy is handed over
             out["no_ack"] = bool(frame[3])
             out["got"] = BASIC_GET_OK in methods
+            if out["got"]:
+                out["key"] = state.queues[frame[2]].ready[0].key
         elif m == QUEUE_DELETE and out["verdict"] == OK:                # its consumers are cancelled
             q = frame[2]
             if q < len(state.queues) and state.queues[q].exists:
                 out["cancelled"] = frozenset(state.queues[q].ring)
     if m in (BASIC_CONSUME, BASIC_CANCEL):
         out["ctag"] = frame[3] if m == BASIC_CONSUME else frame[2]
-    if m in (QUEUE_DECLARE, QUEUE_DELETE):
+    if m in (QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, BASIC_GET):
         out["queue"] = frame[2]
     if m == QUEUE_DECLARE:
         out["durable"], out["exclusive"] = bool(frame[3]), bool(frame[4])
     if machine.precondition(state, a):
-        # Whether the broker wrote a frame on this channel: the frames in flight to the client only grow.
-        after = machine.step(state, a)[0].conns[a.conn].to_client[a.ch]
-        out["answered"] = len(after) > len(conn.to_client[a.ch])
+        # Whether the broker wrote a frame on this channel: the frames in flight to the client only grow;
+        # how many copies each queue took (publishes, dead-lettered copies: RT-1, ACK-6).
+        succ = machine.step(state, a)[0]
+        out["answered"] = len(succ.conns[a.conn].to_client[a.ch]) > len(conn.to_client[a.ch])
+        out["added"] = {q: after.enqueued - before.enqueued for q, (before, after) in
+                        enumerate(zip(state.queues, succ.queues)) if after.enqueued != before.enqueued}
     return out
 
 
@@ -118,7 +133,8 @@ def oracles(state, a) -> dict:
     if kind is A.BrokerDeliver:
         ready = broker.can_deliver(state, a)
         c, ch, consumer = broker.next_consumer(state, a.queue) if ready else (0, 0, None)
-        return {"ready": ready, "conn": c, "ch": ch, "no_ack": bool(consumer and consumer.no_ack)}
+        return {"ready": ready, "conn": c, "ch": ch, "no_ack": bool(consumer and consumer.no_ack),
+                "key": state.queues[a.queue].ready[0].key if ready else 0}
     if kind is A.BrokerConfirm:
         channel = _channel(state, a)
         pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
@@ -132,8 +148,11 @@ def oracles(state, a) -> dict:
         return {"written": bool(channel) and not channel.committing}
     if kind is A.BrokerQueueFail:
         channel = _channel(state, a)
+        pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
+        failed = frozenset((q, e.key) for q, queue in enumerate(state.queues) for e in queue.ready
+                           if pend and e.msg == pend[0].msg)
         return {"failable": bool(channel) and any(p.seq == a.seq and faults.failable(state, p)
-                                                  for p in channel.unconfirmed)}
+                                                  for p in channel.unconfirmed), "failed": failed}
     if kind is A.DiskFsync:
         return {"pending": faults.can_fsync(state, a)}
     if kind is A.NetworkLoss:
@@ -185,6 +204,10 @@ class Checker:
         self.solver = z3.Solver()
         self.solver.set("timeout", timeout_ms)
         self.y = fresh("y")
+        # "y equals the spec's successor", built once over a symbolic z that is substituted per pair
+        # (building the equalities in Python for every pair was the check's largest cost).
+        self.z = fresh("z")
+        self._y_is_z = same(self.y, self.z)
         self._symbolic: dict = {}
 
     def _relation(self, cls: type):
@@ -218,7 +241,8 @@ class Checker:
                 return Verdict(action, False, "" if r == z3.unsat else f"guard not false in Z3 ({r})")
             after = abstract(machine.step(state, action)[0])
             y = self.y
-            s.add(_substitute(formula, *pairs) != same(y, after))
+            is_after = _substitute(self._y_is_z, *[(v, w) for (_, v), (_, w) in zip(self.z.items(), after.items())])
+            s.add(_substitute(formula, *pairs) != is_after)
             r = s.check()
             if r == z3.unsat:
                 return Verdict(action, True)

@@ -101,6 +101,34 @@ def close_sent_only_when_closed(x: Z3State, c, ch, s) -> z3.BoolRef:
     return z3.Implies(x.cclose[c], x.bclosed[c])
 
 
+def redelivered_flag_set(x: Z3State, q, key, _) -> z3.BoolRef:
+    """RQ-2, DT-2: a ready copy that was delivered before is marked redelivered. (The first two
+    indices are a queue and a key.)"""
+    return z3.Implies(z3.And(x.ready[q, key], z3.Not(x.redel[q, key])), z3.Not(x.dlv[q, key]))
+
+
+def copy_keys_issued(x: Z3State, q, key, _) -> z3.BoolRef:
+    """Helper: a queue's keys are issued 1, 2, 3, ...: a ready, delivered or stored copy has a key
+    between 1 and the number of copies the queue took; only a ready copy has a redelivered flag."""
+    return z3.And(x.enq[q] >= 0,
+                  z3.Implies(z3.Or(x.ready[q, key], x.dlv[q, key], x.disk[q, key]), z3.And(1 <= key, key <= x.enq[q])),
+                  z3.Implies(x.redel[q, key], x.ready[q, key]))
+
+
+def outstanding_copies_were_delivered(x: Z3State, c, ch, t) -> z3.BoolRef:
+    """Helper: the copy an outstanding or held-back tag names was delivered."""
+    return z3.Implies(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), x.dlv[x.tq[c, ch, t], x.tk[c, ch, t]])
+
+
+def down_broker_holds_only_disk(x: Z3State, c, ch, s) -> z3.BoolRef:
+    """DU-1, DU-3: while the broker is down no copy is ready and no consumer in a round-robin, only
+    durable queues exist, every connection is down with nothing in flight either way. (For the ready
+    copies and the queues, the first index is a queue and the second a key.)"""
+    return z3.Implies(z3.Not(x.up), z3.And(z3.Not(x.ready[c, ch]), z3.Not(x.ring[c, ch, s]),
+                                           z3.Implies(x.qex[c], x.qdur[c]), x.cst[c] == CONN_DOWN,
+                                           z3.Not(x.tc[c, ch]), x.tb[c, ch] == 0))
+
+
 INVARIANTS: dict[str, Invariant] = {
     "confirms_exactly_once": Invariant(
         "confirms_exactly_once", confirms_exactly_once,
@@ -119,6 +147,10 @@ INVARIANTS: dict[str, Invariant] = {
     "exclusive_queue_has_owner": Invariant(
         "exclusive_queue_has_owner", exclusive_queue_has_owner, "all of it",
         helpers=("down_connection_is_silent", "close_sent_only_when_closed")),
+    "redelivered_flag_set": Invariant(
+        "redelivered_flag_set", redelivered_flag_set, "all of it", helpers=("copy_keys_issued",)),
+    "down_broker_holds_only_disk": Invariant(
+        "down_broker_holds_only_disk", down_broker_holds_only_disk, "all of it"),
 }
 HELPERS: dict[str, Invariant] = {
     "plain_channel_holds_nothing": Invariant(
@@ -130,6 +162,10 @@ HELPERS: dict[str, Invariant] = {
         helpers=("closed_channel_is_silent",)),
     "close_sent_only_when_closed": Invariant(
         "close_sent_only_when_closed", close_sent_only_when_closed, "all of it (helper)"),
+    "copy_keys_issued": Invariant(
+        "copy_keys_issued", copy_keys_issued, "all of it (helper)", helpers=("outstanding_copies_were_delivered",)),
+    "outstanding_copies_were_delivered": Invariant(
+        "outstanding_copies_were_delivered", outstanding_copies_were_delivered, "all of it (helper)"),
 }
 
 
@@ -144,7 +180,9 @@ def init(x: Z3State) -> z3.BoolRef:
     clean = z3.And(z3.Or(x.cstat[c, ch] == CH_OPEN, x.cstat[c, ch] == CH_CLOSED), x.mode[c, ch] == MODE_NONE,
                    x.seq[c, ch] == 0, z3.Not(x.held[c, ch]), z3.Not(x.pending[c, ch]), x.tb[c, ch] == 0,
                    x.ntag[c, ch] == 1, z3.Not(x.tc[c, ch]),
-                   z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)))
-    empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons)])
-    return z3.And(x.up, x.nch >= 1, z3.ForAll([c], z3.And(z3.Not(x.bclosed[c]), z3.Not(x.cclose[c]), x.qown[c] == 0)), z3.ForAll([c, ch], clean),
+                   z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
+                   *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)])   # (queue, key): no copy
+    empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring)])
+    per_index = z3.And(z3.Not(x.bclosed[c]), z3.Not(x.cclose[c]), x.qown[c] == 0, x.enq[c] == 0)
+    return z3.And(x.up, x.nch >= 1, z3.ForAll([c], per_index), z3.ForAll([c, ch], clean),
                   z3.ForAll([c, ch, s], empty))

@@ -7,7 +7,11 @@
   number of deliveries and consumers (tags are their own index, like publish numbers);
 - *connections and queues*: each connection's status as its client sees it, whether a
   connection.close is in flight to it and on which channels frames are, and each queue's existence,
-  durability and exclusive owner, for any number of connections and queues.
+  durability and exclusive owner, for any number of connections and queues;
+- *copies*: each queue's ready copies by enqueue position (key) with their redelivered flag, the
+  copies ever delivered (ghost), the copies on disk, how many each queue ever took, which consumers
+  are in a queue's round-robin, and the copy each outstanding or held-back tag names (with how a
+  held-back settlement will settle it), for any number of copies, keys and requeues.
 
 A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
@@ -64,6 +68,15 @@ class Z3State:
     qex: z3.ArrayRef        # q -> queue q exists
     qdur: z3.ArrayRef       # q -> queue q is durable (DU-1)
     qown: z3.ArrayRef       # q -> its exclusive owner, connection index + 1; 0 when not exclusive (DU-4)
+    ring: z3.ArrayRef       # (c, ch, k) -> consumer k of channel (c, ch) is in its queue's round-robin (DS-1)
+    ready: z3.ArrayRef      # (q, key) -> the copy with enqueue position key is ready in queue q (RQ-1)
+    redel: z3.ArrayRef      # (q, key) -> that ready copy is marked redelivered (RQ-2)
+    dlv: z3.ArrayRef        # (q, key) -> the copy was delivered at least once (ghost, RQ-2)
+    enq: z3.ArrayRef        # q -> copies ever enqueued in q; the next key is enq + 1
+    disk: z3.ArrayRef       # (q, key) -> the copy's record is on disk (PC-5, DU-2)
+    tq: z3.ArrayRef         # (c, ch, t) -> the queue of the copy outstanding or held back under tag t (-1: none)
+    tk: z3.ArrayRef         # (c, ch, t) -> that copy's key (0: none)
+    txk: z3.ArrayRef        # (c, ch, t) -> how a held-back settlement of tag t settles it (SETTLE_*; -1: none)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -86,13 +99,18 @@ SORTS: dict[str, z3.SortRef] = {
     "cons": z3.ArraySort(INT, INT, INT, BOOL),
     "cst": z3.ArraySort(INT, INT), "cclose": z3.ArraySort(INT, BOOL), "tc": z3.ArraySort(INT, INT, BOOL),
     "qex": z3.ArraySort(INT, BOOL), "qdur": z3.ArraySort(INT, BOOL), "qown": z3.ArraySort(INT, INT),
+    "ring": z3.ArraySort(INT, INT, INT, BOOL), "ready": z3.ArraySort(INT, INT, BOOL),
+    "redel": z3.ArraySort(INT, INT, BOOL), "dlv": z3.ArraySort(INT, INT, BOOL), "enq": z3.ArraySort(INT, INT),
+    "disk": z3.ArraySort(INT, INT, BOOL), "tq": z3.ArraySort(INT, INT, INT, INT),
+    "tk": z3.ArraySort(INT, INT, INT, INT), "txk": z3.ArraySort(INT, INT, INT, INT),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
 DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "unconf": False, "conf": False,
             "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
             "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False,
-            "qex": False, "qdur": False, "qown": 0}
+            "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "redel": False, "dlv": False,
+            "enq": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -124,13 +142,34 @@ def _make_const_array(name: str, arity: int) -> z3.ArrayRef:
 
 
 def _array(name: str, arity: int, entries: dict) -> z3.ArrayRef:
-    """A concrete array: the default everywhere but at ``entries`` (index tuple -> value)."""
+    """A concrete array: the default everywhere but at ``entries`` (index tuple -> value).
+
+    Built with Z3's C API directly (``Z3_mk_store_n``) and cached numerals: the agreement check
+    abstracts every state it visits, and ``z3.Store``'s Python-side sort checks cost most of that."""
     arr = _const_array(name, arity)
     default = DEFAULTS[name]
+    ctx = arr.ctx
+    ref = ctx.ref()
+    idx = (z3.Ast * arity)()
     for index, value in sorted(entries.items()):
         if value != default:
-            arr = z3.Store(arr, *index, value)
+            for k, i in enumerate(index):
+                idx[k] = _numeral(i)
+            # Wrapped at once: the wrapper holds a reference, so Z3 keeps the term alive.
+            arr = z3.ArrayRef(z3.Z3_mk_store_n(ref, arr.as_ast(), arity, idx, _numeral(value)), ctx)
     return arr
+
+
+_NUMERALS: dict = {}
+
+
+def _numeral(value) -> z3.Ast:
+    """The Z3 term of an int or a bool, made once (the Python object is kept so the term stays alive)."""
+    key = (type(value) is bool, value)
+    got = _NUMERALS.get(key)
+    if got is None:
+        got = _NUMERALS[key] = z3.BoolVal(value) if isinstance(value, bool) else z3.IntVal(value)
+    return got.as_ast()
 
 
 def project(state) -> dict:
@@ -158,8 +197,11 @@ def project(state) -> dict:
             out["ntag"][(c, ch)] = channel.next_tag
             for u in channel.unacked:
                 out["out"][(c, ch, u.tag)] = True
-            for _, u in channel.tx_settles:
+                out["tq"][(c, ch, u.tag)], out["tk"][(c, ch, u.tag)] = u.queue, u.key
+            for kind, u in channel.tx_settles:
                 out["txs"][(c, ch, u.tag)] = True
+                out["tq"][(c, ch, u.tag)], out["tk"][(c, ch, u.tag)] = u.queue, u.key
+                out["txk"][(c, ch, u.tag)] = kind
             for u in channel.unacked + tuple(u for _, u in channel.tx_settles):
                 if u.consumer:
                     out["bycons"][(c, ch, u.tag)] = True
@@ -169,6 +211,16 @@ def project(state) -> dict:
         out["qex"][(q,)] = queue.exists
         out["qdur"][(q,)] = queue.durable
         out["qown"][(q,)] = queue.owner
+        out["enq"][(q,)] = queue.enqueued
+        for e in queue.ready:
+            out["ready"][(q, e.key)] = True
+            out["redel"][(q, e.key)] = e.redelivered
+        for c, ch, k in queue.ring:
+            out["ring"][(c, ch, k)] = True
+    for q, key in state.delivered:
+        out["dlv"][(q, key)] = True
+    for q, key, _ in state.disk:
+        out["disk"][(q, key)] = True
     out["up"] = state.broker_up
     out["nch"] = nch
     return out
@@ -176,7 +228,8 @@ def project(state) -> dict:
 
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
          "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "qex": 1,
-         "qdur": 1, "qown": 1}
+         "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "disk": 2, "tq": 3, "tk": 3,
+         "txk": 3}
 
 
 def abstract(state) -> Z3State:

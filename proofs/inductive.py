@@ -49,7 +49,9 @@ def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
             f"frames_to_broker={ev(x.tb[c, ch])} next_tag={ntag} outstanding={out} held_back_tags={txs} "
             f"frames_to_client={ev(x.tc[c, ch])} connection: client_status={ev(x.cst[c])} "
             f"broker_closed={ev(x.bclosed[c])} close_in_flight={ev(x.cclose[c])} "
-            f"queue {ev(q)}: exists={ev(x.qex[q])} durable={ev(x.qdur[q])} owner={ev(x.qown[q])}")
+            f"queue {ev(q)}: exists={ev(x.qex[q])} durable={ev(x.qdur[q])} owner={ev(x.qown[q])} "
+            f"copy (queue {ev(c)}, key {ev(ch)}): ready={ev(x.ready[c, ch])} redelivered={ev(x.redel[c, ch])} "
+            f"delivered={ev(x.dlv[c, ch])} on_disk={ev(x.disk[c, ch])} enqueued={ev(x.enq[c])}")
 
 
 def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3State, c0, ch0, s0,

@@ -381,6 +381,47 @@ def close_sent_only_when_closed(state: State) -> bool:
     return True
 
 
+@always("RQ-1", "RQ-2")
+def copy_keys_issued(state: State) -> bool:
+    """A queue's keys are issued 1, 2, 3, ...: every ready, delivered or stored copy has a key between 1
+    and the number of copies its queue took (the helper that makes redelivered_flag_set inductive:
+    a new copy's key was never delivered; proofs/)."""
+    queues = state.queues
+    for queue in queues:
+        if queue.enqueued < 0:
+            return False
+        for e in queue.ready:
+            if e.key < 1 or e.key > queue.enqueued:
+                return False
+    for q, key in state.delivered:
+        if key < 1 or key > queues[q].enqueued:
+            return False
+    for q, key, _ in state.disk:
+        if key < 1 or key > queues[q].enqueued:
+            return False
+    return True
+
+
+@always("RQ-2", "AM-3")
+def outstanding_copies_were_delivered(state: State) -> bool:
+    """The copy an outstanding or held-back delivery names was delivered (the helper that makes
+    copy_keys_issued inductive: a requeued copy's key was issued; proofs/)."""
+    delivered = None
+    for conn in state.conns:
+        for channel in conn.channels:
+            if not channel.unacked and not channel.tx_settles:
+                continue
+            if delivered is None:
+                delivered = set(state.delivered)
+            for u in channel.unacked:
+                if (u.queue, u.key) not in delivered:
+                    return False
+            for _, u in channel.tx_settles:
+                if (u.queue, u.key) not in delivered:
+                    return False
+    return True
+
+
 ALWAYS = tuple(name for name, p in REGISTRY.items() if p.kind == "always")
 
 

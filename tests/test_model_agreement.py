@@ -13,7 +13,7 @@ from model import actions as M
 from model.agreement import Checker
 from spec import actions as A
 from spec import configs, machine
-from spec.frames import BASIC_CONSUME, QUEUE_DECLARE, TX_ROLLBACK
+from spec.frames import BASIC_CONSUME, BASIC_NACK, BASIC_REJECT, QUEUE_DECLARE, TX_ROLLBACK
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
 PAIRS_WANTED = 10_000
@@ -181,3 +181,32 @@ def test_a_wrong_declare_is_caught(monkeypatch):
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, declare_ignores_exclusive)
     assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
 
+
+
+def test_a_wrong_requeue_is_caught(monkeypatch):
+    """RQ-2: a settlement relation that requeues a copy without marking it redelivered disagrees with the spec."""
+    def requeue_unmarked(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(redel=x.redel))
+
+    def takes_requeue(state, a):
+        if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
+            return False
+        frame = state.conns[a.conn].to_broker[a.ch][0]
+        return (frame[0] == BASIC_NACK and frame[4] or frame[0] == BASIC_REJECT and frame[3]) and \
+            machine.step(state, a)[0].queues != state.queues
+    state, action = _first_state_where(configs.get("requeue_order"), takes_requeue)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, requeue_unmarked)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def test_a_delivery_that_forgets_it_was_delivered_is_caught(monkeypatch):
+    """RQ-2: a deliver relation that does not record the copy as delivered disagrees with the spec."""
+    def deliver_unrecorded(x, a, o):
+        t = M.BrokerDeliver(x, a, o)
+        return M.Transition(t.guard, t.after.replace(dlv=x.dlv))
+    state, action = _first_state(configs.get("ack_basics"), lambda a: isinstance(a, A.BrokerDeliver))
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_unrecorded)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"

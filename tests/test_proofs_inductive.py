@@ -166,3 +166,55 @@ def test_a_loss_that_keeps_exclusive_queues_is_refuted(monkeypatch):
     assert outcome.status == COUNTEREXAMPLE
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
     assert f"client_status={CONN_DOWN}" in after and "exists=True" in after.split("queue ")[1]
+
+
+Q, K = z3.Ints("q key")
+# A planted wrong invariant of the copies (RQ-2): "a ready copy is never marked redelivered".
+NEVER_REDELIVERED = Invariant("never_redelivered", lambda x, q, key, _: z3.Not(x.redel[q, key]), "fixture")
+
+
+def test_planted_wrong_copies_invariant_comes_back_as_a_counterexample():
+    """A requeue (here of a channel or connection closed, RQ-4) puts the copy a tag names back, marked
+    redelivered."""
+    outcomes = {o.action: o for o in prove_all([NEVER_REDELIVERED], [A.BrokerTakeFrame, A.BrokerDeliver])}
+    assert outcomes["Init"].status == PROVED
+    assert outcomes["BrokerDeliver"].status == PROVED              # a delivery takes a copy away
+    take = outcomes["BrokerTakeFrame"]
+    assert take.status == COUNTEREXAMPLE
+    before = next(line for line in take.counterexample if line.startswith("before:")).split("copy (")[1]
+    after = next(line for line in take.counterexample if line.startswith("after:")).split("copy (")[1]
+    assert "redelivered=False" in before and "ready=True redelivered=True" in after   # requeued
+
+
+def test_redelivered_flag_set_needs_its_helper():
+    """Alone, redelivered_flag_set is not inductive: a new copy takes key enq + 1, and nothing says
+    that key was never delivered. With copy_keys_issued it is proved."""
+    inv = INVARIANTS["redelivered_flag_set"]
+    alone = prove_step(inv, A.BrokerTakeFrame, [])
+    assert alone.status == COUNTEREXAMPLE
+    assert prove_step(inv, A.BrokerTakeFrame, [HELPERS[h] for h in inv.helpers]).status == PROVED
+
+
+def test_an_enqueue_that_reuses_a_key_is_refuted(monkeypatch):
+    """RQ-1, RQ-2: a publish relation that gives a new copy the key of the last one (enq, not enq + 1)
+    could make a delivered copy ready again unmarked: the proof finds it."""
+    def publish_reuses_key(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(
+            ready=z3.Lambda([Q, K], z3.Or(t.after.ready[Q, K], z3.And(o.added[Q] > 0, K == x.enq[Q])))))
+    inv = INVARIANTS["redelivered_flag_set"]
+    helpers = [HELPERS[h] for h in inv.helpers]
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, publish_reuses_key)
+    assert prove_step(inv, A.BrokerTakeFrame, helpers).status == COUNTEREXAMPLE
+
+
+def test_a_crash_that_keeps_what_was_ready_is_refuted(monkeypatch):
+    """DU-3: down_broker_holds_only_disk needs the crash to empty the queues; a crash relation that
+    keeps the ready copies comes back as a counterexample."""
+    def crash_keeps_ready(x, a, o):
+        t = M.BrokerCrash(x, a, o)
+        return M.Transition(t.guard, t.after.replace(ready=x.ready))
+    inv = INVARIANTS["down_broker_holds_only_disk"]
+    assert prove_step(inv, A.BrokerCrash, []).status == PROVED
+    monkeypatch.setitem(M.RELATIONS, A.BrokerCrash, crash_keeps_ready)
+    assert prove_step(inv, A.BrokerCrash, []).status == COUNTEREXAMPLE
