@@ -112,9 +112,7 @@ def _prove_step_case(inv: Invariant, cls: type, helpers: list[Invariant], timeou
     started = time.perf_counter()
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
-    x = fresh("x")
-    a, o = symbolic(cls, "a")
-    t = RELATIONS[cls](x, a, o)
+    x, a, o, t = _transition(cls)
     c0, ch0, s0 = z3.Ints("c0 ch0 s0")
     hints = [i.at(x, c0, ch0, s0) for i in (inv, *helpers)]         # the hypotheses at the witness
     solver.add(inv.holds(x), *[h.holds(x) for h in helpers], *hints, t.guard, z3.Not(inv.at(t.after, c0, ch0, s0)))
@@ -128,6 +126,23 @@ def _prove_step_case(inv: Invariant, cls: type, helpers: list[Invariant], timeou
         fields = ", ".join(f"{n}={m.eval(v, model_completion=True)}" for n, v in {**a, **o}.items())
         outcome.counterexample.insert(1, f"{cls.__name__}({fields})")
     return outcome
+
+
+_TRANSITIONS: dict = {}
+
+
+def _transition(cls: type):
+    """The relation of ``cls`` over symbolic x, fields and oracles, built once per relation function:
+    building the terms (every field of the state after, case by case) took far longer than solving,
+    and Z3 terms are immutable, so every obligation of every invariant shares them."""
+    relation = RELATIONS[cls]
+    key = (cls, relation)
+    got = _TRANSITIONS.get(key)
+    if got is None:
+        x = fresh("x")
+        a, o = symbolic(cls, "a")
+        got = _TRANSITIONS[key] = (x, a, o, relation(x, a, o))
+    return got
 
 
 def invariants_named(names: Iterable[str] = ()) -> list[Invariant]:
