@@ -94,7 +94,6 @@ class Pending(NamedTuple):
     msg: int
     nack: bool                      # a queue failed to take it (PC-6): it will be nacked
     waits: tuple                    # (queue, key) copies not yet on disk (PC-5)
-    returning: bool                 # a basic.return must go out before its confirm (PC-4)
 
 
 class Channel(NamedTuple):
@@ -112,7 +111,6 @@ class Channel(NamedTuple):
     publish_seq: int                # PC-1
     unconfirmed: tuple              # Pending, sorted by seq
     confirmed: tuple                # ghost: seqs the broker has confirmed, sorted (PC-2)
-    returns: tuple                  # (msg, seq) awaiting basic.return, FIFO; seq 0 outside confirm mode
     tx_pubs: tuple                  # held-back publishes: (exchange, routing_key, mandatory, persistent, msg)
     tx_settles: tuple               # held-back settlements: (kind, Unacked), kind SETTLE_*
     committing: tuple               # copies of the commit in progress not yet on disk; () when none
@@ -189,7 +187,7 @@ class State(NamedTuple):
     events: int                     # ghost: EV_* bits
 
 
-NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, 0, (), (), (), (), (), (), False)
+NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, 0, (), (), (), (), (), False)
 CLOSED_CHANNEL = NEW_CHANNEL._replace(status=CH_CLOSED)
 NEW_CLIENT = ClientChannel(C_OPEN, MODE_NONE, (), (), (), 0, (), 0, 0, False, 0, False)
 CLOSED_CLIENT = NEW_CLIENT._replace(status=C_CLOSED)

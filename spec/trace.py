@@ -22,7 +22,7 @@ The search is exact, and made to scale by never trying what the observations alr
 - a broker step that writes a frame onto a channel is kept only when that frame is the one the
   client reads next on that channel (each channel is a FIFO: ``spec.network``), or when the client
   reads nothing more there (a frame then unread is one in flight when the connection dropped or the
-  recording stopped); an unread confirm or return is never tried, since nothing can depend on it;
+  recording stopped); an unread confirm is never tried, since nothing can depend on it;
 - the disk is written lazily: an fsync is made when a confirm or tx.commit-ok the client reads needs
   it (PC-5, TX-7), a copy that leaves memory unwritten keeps a record as if written just before
   (``_kept_on_disk``), and at a crash the disk is taken to hold every pending write and no pending
@@ -43,21 +43,23 @@ from . import actions as A
 from . import broker, faults, machine, network
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
-    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN,
+    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN,
     CONFIRM_SELECT, CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT,
     TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
 from .state import CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
-INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
+INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
             A.BrokerCloseOk, A.DiskFsync, A.BrokerQueueFail, A.BrokerCrash, A.BrokerRestart)
 
 # Internal steps the checker takes from ``machine.enabled``; fsync, crash and restart it makes itself.
-_FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
+_FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
          A.BrokerCloseOk, A.BrokerQueueFail)
-# Broker frames that no other step depends on: never sent when the client does not read them.
-_UNREAD_USELESS = (BASIC_ACK, BASIC_NACK, BASIC_RETURN)
+# Broker frames written by a step of their own (a confirm) that no other step depends on: never sent
+# when the client does not read them. A basic.return is written by the take of its publish or commit,
+# which has other effects, so it may stay unread (RT-3, TX-6).
+_UNREAD_USELESS = (BASIC_ACK, BASIC_NACK)
 # Client frames whose taking changes what a crash can leave only through copies (``_crash``).
 _TAKEN_AT_CRASH = frozenset((BASIC_PUBLISH, BASIC_ACK, BASIC_NACK, BASIC_REJECT, BASIC_CONSUME, BASIC_QOS,
                              BASIC_CANCEL, CONFIRM_SELECT))
@@ -444,9 +446,13 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
 
     ``order``, when known, is the real-time order of the observations across connections: one
     connection index per observation (a recording's timestamps give it, ``spec.recorded``). A client's
-    write happens before the broker can read it and its read after the broker wrote, so the real run
-    took its client steps in that order: the search then tries only that interleaving of the
-    connections' observations (the broker's own steps still go anywhere between them)."""
+    write happens before the broker can read it, so the real run took its writes, connects and lost
+    connections in that order, and the search tries only that interleaving of them (the broker's own
+    steps still go anywhere between them). A read is the exception: the time a client parses a frame
+    is no earlier than the spec's ``ClientReceive`` of it, which can be any time after the broker
+    wrote it: the bytes may wait in the client's socket buffer, even past a broker crash that ends the
+    connection (DU-2: a frame written before the crash still reaches the client). So a read may be
+    taken ahead of its place in the order (``_Order``)."""
     for c in sorted(observations):
         if not 0 <= c < config.connections:
             raise ValueError(f"observations name connection c{c}, the configuration has {config.connections}")
@@ -456,6 +462,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
         order = tuple(order)
         if sorted(order) != sorted(c for c in range(len(obs)) for _ in obs[c]):
             raise ValueError("order must name each connection once per observation of it")
+        order = _Order(order, obs)
     plan = _Plan(obs, config.channels)
     stack = [(s, (0,) * len(obs), frozenset()) for s in machine.initial_states(config)]
     seen = set()
@@ -480,7 +487,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
         if explored >= max_nodes:
             return Verdict(INCONCLUSIVE, best, total, explored=explored,
                            reason=f"the search gave up after {max_nodes} spec states")
-        eligible = range(len(obs)) if order is None else (order[progress],)
+        eligible = range(len(obs)) if order is None else order.eligible(pos)
         forced = _forced_client_step(state, pos, doubt, obs, plan, state.used.crashes < config.crashes,
                                      eligible, config.channels_open)
         if forced is None:
@@ -491,9 +498,30 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
             continue
         _push_choices(stack, state, pos, doubt, obs, config, plan, eligible)
     state, pos, doubt = best_nodes[0]
-    c = next(i for i in range(len(obs)) if pos[i] < len(obs[i])) if order is None else order[best]
+    c = next(i for i in range(len(obs)) if pos[i] < len(obs[i])) if order is None else order.eligible(pos)[0]
     return Verdict(REJECTED, best, total, c, pos[c], obs[c][pos[c]],
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
+
+
+class _Order:
+    """A real-time order of the observations (``check``): which connections may take their next
+    observation at a search position ``pos``. The next observation in the order may; so may any
+    connection whose next observation is a read (a frame read may have been received earlier)."""
+
+    def __init__(self, order: tuple, obs: tuple) -> None:
+        self.obs = obs
+        self.index: list = [[] for _ in obs]       # [c][k] -> where c's k-th observation is in the order
+        for i, c in enumerate(order):
+            self.index[c].append(i)
+
+    def eligible(self, pos: tuple) -> tuple:
+        """The connection whose next observation comes first in the order, then the others that read next."""
+        obs = self.obs
+        left = [c for c in range(len(obs)) if pos[c] < len(obs[c])]
+        if not left:
+            return ()
+        first = min(left, key=lambda c: self.index[c][pos[c]])
+        return (first,) + tuple(c for c in left if c != first and obs[c][pos[c]][0] == "received")
 
 
 def _push_choices(stack, state, pos, doubt, obs, config, plan: _Plan, eligible) -> None:
