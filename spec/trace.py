@@ -20,9 +20,10 @@ The search is exact, and made to scale by never trying what the observations alr
   it can be, and nothing else is tried there (``_forced``); so are a confirm or commit-ok that its
   client reads next (``_forced_owed``). Broker steps are branched on only where every client waits;
 - a broker step that writes a frame onto a channel is kept only when that frame is the one the
-  client reads next on that channel (each channel is a FIFO: ``spec.network``), or when the client
-  reads nothing more there (a frame then unread is one in flight when the connection dropped or the
-  recording stopped); an unread confirm is never tried, since nothing can depend on it;
+  client reads next on that channel (each channel is a FIFO, but for what RabbitMQ's channel process
+  reorders: ``spec.network.read_from``), or when the client reads nothing more there (a frame then
+  unread is one in flight when the connection dropped or the recording stopped); an unread confirm is
+  never tried, since nothing can depend on it;
 - the disk is written lazily: an fsync is made when a confirm or tx.commit-ok the client reads needs
   it (PC-5, TX-7), a copy that leaves memory unwritten keeps a record as if written just before
   (``_kept_on_disk``), and at a crash the disk is taken to hold every pending write and no pending
@@ -47,7 +48,7 @@ from .frames import (
     CONFIRM_SELECT, CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT,
     TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
-from .state import CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH
+from .state import CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, conn_to_client, with_conn
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
 INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
@@ -174,16 +175,24 @@ class _Plan:
             self.reads_ahead.append(ahead)
             self.reveals.append(reveals)
 
-    def next_read(self, c: int, p: int, ch: int, in_flight: int):
-        """The frame channel ch of connection c reads after the ``in_flight`` frames already on its
-        way, or None when the observations read nothing more there in this epoch."""
+    def next_read(self, c: int, p: int, ch: int, fifo: tuple):
+        """The first frame channel ch of connection c reads that the frames in flight there (``fifo``)
+        do not account for (``network.read_from``), or None when the observations read nothing more
+        there in this epoch."""
         frames = self.frames[c][self.epoch[c][p]][ch]
-        i = self.read[c][p][ch] + in_flight
-        return frames[i] if i < len(frames) else None
+        i = self.read[c][p][ch]
+        while i < len(frames):
+            fifo = network.read_from(fifo, frames[i])
+            if fifo is None:
+                return frames[i]
+            i += 1
+        return None
 
     def fits(self, before, after, pos: tuple) -> bool:
-        """Whether every frame a broker step wrote is the next one its channel reads (or one read by no one
-        that something else may depend on)."""
+        """Whether the frames a broker step wrote can be read as the observations read them: every frame
+        in flight on a channel it wrote to is read next, in an order ``network.read_from`` allows,
+        until what is read next is still to be written; a frame read by no one is one in flight when
+        the connection dropped or the recording stopped, unless nothing else may depend on it."""
         for c, (new, old) in enumerate(zip(after.conns, before.conns)):
             if new.to_client is old.to_client:
                 continue
@@ -191,12 +200,19 @@ class _Plan:
             frames = self.frames[c][self.epoch[c][p]]
             read = self.read[c][p]
             for ch, (new_fifo, old_fifo) in enumerate(zip(new.to_client, old.to_client)):
-                for i in range(len(old_fifo), len(new_fifo)):
-                    idx = read[ch] + i
-                    if idx < len(frames[ch]):
-                        if frames[ch][idx] != new_fifo[i]:
+                if len(new_fifo) <= len(old_fifo):
+                    continue
+                fifo, reads, i = new_fifo, frames[ch], read[ch]
+                while fifo and i < len(reads):
+                    left = network.read_from(fifo, reads[i])
+                    if left is None:
+                        if not network.may_come_first(fifo, reads[i]):
                             return False
-                    elif new_fifo[i][0] in _UNREAD_USELESS:
+                        break
+                    fifo, i = left, i + 1
+                if i >= len(reads):
+                    written = new_fifo[len(old_fifo):]
+                    if any(f[0] in _UNREAD_USELESS and f in written for f in fifo):
                         return False
         return True
 
@@ -227,8 +243,20 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
     if kind == "received":
         ch = obs[1][1]
         fifos = conn.to_client
-        if ch >= len(fifos) or not network.can_move(fifos, ch) or fifos[ch][0] != obs[1]:
+        if ch >= len(fifos):
             return None
+        if ch == 0:
+            fifos = network.end_of_connection(fifos)
+            if fifos is None or not fifos[0] or fifos[0][0] != obs[1]:
+                return None
+        else:
+            closing = conn.broker_closed or 0 < ch <= len(conn.channels) and conn.channels[ch - 1].status != CH_OPEN
+            left = network.read_from(fifos[ch], obs[1], closing)
+            if left is None:
+                return None
+            fifos = fifos[:ch] + ((obs[1],) + left,) + fifos[ch + 1:]    # as written, had it come first
+        if fifos is not conn.to_client:
+            state = with_conn(state, c, conn_to_client(conn, fifos))
         # The client's own answers are observations of their own: a channel.close-ok it sends (and
         # every frame it sends before that), and the connection.close-ok it may send once closed.
         state, _ = machine.step(state, A.ClientReceive(c, ch, False))
@@ -275,7 +303,7 @@ def _owed(state, plan: _Plan, pos: tuple):
         for ch, channel in enumerate(conn.channels, start=1):
             if channel.status != CH_OPEN or not (channel.unconfirmed or channel.commit_pending):
                 continue
-            want = plan.next_read(c, pos[c], ch, len(conn.to_client[ch]))
+            want = plan.next_read(c, pos[c], ch, conn.to_client[ch])
             if want is None:
                 continue
             if want[0] in (BASIC_ACK, BASIC_NACK) and channel.unconfirmed:
@@ -408,7 +436,7 @@ def _deliveries(state, q: int, doubt: frozenset, plan: _Plan, pos: tuple):
     fit), and none when it reads something else first. Dropping copies changes neither the consumers
     nor their room, so the delivery stays enabled while the queue has a copy (``machine.enabled``)."""
     c, ch, _ = broker.next_consumer(state, q)
-    want = plan.next_read(c, pos[c], ch, len(state.conns[c].to_client[ch]))
+    want = plan.next_read(c, pos[c], ch, state.conns[c].to_client[ch])
     if want is not None and want[0] != BASIC_DELIVER:
         return []
     out = []
