@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 # Broker-side channel status (ER-1). CH_CLOSING: the broker closed it and waits for close-ok;
 # CH_ENDING: the client closed it and the broker has not sent close-ok yet. Frames the client sent
-# after the close are dropped in both (RabbitMQ's closing channel process ignores them).
+# after the close are dropped in both (RabbitMQ's closing channel process ignores them), but a
+# close-ok from the client, which ends the channel in both (``broker.take_frame``).
 CH_CLOSED, CH_OPEN, CH_CLOSING, CH_ENDING = 0, 1, 2, 3
 # Client-side channel status.
 C_CLOSED, C_OPEN, C_CLOSING, C_OPENING = 0, 1, 2, 3

@@ -591,8 +591,8 @@ def _forced_client_step(state, pos: tuple, doubt: frozenset, obs: tuple, plan: _
 def _forced(conn, ob: tuple, may_crash_first: bool) -> bool:
     """Whether the client step of observation ``ob`` is one the search takes as soon as it can
     (``may_crash_first``: a crash may still come before it, which drops this connection):
-    - receiving: the client reads the head of a FIFO the broker
-      only appends to, and no crash is tried while a live connection still reads (``_Plan.crash_useful``);
+    - receiving: the client reads a frame in flight (``network.read_from``) from FIFOs the broker only
+      appends to, and no crash is tried while a live connection still reads (``_Plan.crash_useful``);
     - sending: the client appends to a FIFO the broker only takes the head of. A crash allows at least
       as much after a send as before it (``_crash``), except after a publish, which names the next
       message (``Conn.published``) where a publish into a connection already down does not; so a
