@@ -102,7 +102,7 @@ def test_close_and_close_ok_sent_together_end_the_channel_without_a_close_ok_ER_
 def test_after_its_own_close_ok_the_channel_answers_nothing_ER_1():
     # The client's close-ok, taken first, ends the channel: no close-ok of the old channel comes after
     # the new one is open (had the broker's come first, the client's would have been a 504).
-    text = f"""
+    text = """
     c0 sent channel.close(ch=1, reply_code=200, text='OK')
     c0 sent channel.close-ok(ch=1)
     c0 sent channel.open(ch=1)
