@@ -358,7 +358,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     )
     on_closed = _ite(m == CHANNEL_OPEN, reset_channel(x, c, ch, CH_OPEN), conn_err)      # ER-1
     on_closing = _cases(x, (m == CHANNEL_OPEN, conn_err),
-                        (z3.And(status == CH_CLOSING, m == CHANNEL_CLOSE_OK), reset_channel(x, c, ch, CH_CLOSED)))
+                        (m == CHANNEL_CLOSE_OK, reset_channel(x, c, ch, CH_CLOSED)))              # ER-1
     after = _cases(on_closing, (m == CONNECTION_CLOSE, conn_err), (status == CH_OPEN, on_open),
                    (status == CH_CLOSED, on_closed))
     after = _enqueue(after, o.added)                                                     # RT-1, ACK-6
@@ -419,11 +419,6 @@ def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     after = x.replace(unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], z3.Not(covered(i, j, k)))),
                       conf=_lam3(lambda i, j, k: z3.Or(x.conf[i, j, k], covered(i, j, k))))
     return Transition(guard, _send(after, c, ch))
-
-
-def BrokerReturn(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """basic.return of an unroutable mandatory message (``o.returns``: one waits, RT-3)."""
-    return Transition(z3.And(_channel_open(x, a.conn, a.ch), o.returns), _send(x, a.conn, a.ch))
 
 
 def BrokerCommitOk(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -547,7 +542,6 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "BrokerDeliver": {"ready": BOOL, "conn": INT, "ch": INT, "no_ack": BOOL, "key": INT},
     "BrokerCloseOk": {},
     "BrokerConfirm": {"ready": BOOL, "prefix": INT},
-    "BrokerReturn": {"returns": BOOL},
     "BrokerCommitOk": {"written": BOOL},
     "BrokerQueueFail": {"failable": BOOL, "failed": z3.ArraySort(INT, INT, BOOL)},
     "BrokerCrash": {},

@@ -140,9 +140,6 @@ def oracles(state, a) -> dict:
         pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
         return {"ready": bool(pend) and broker.ready_to_confirm(pend[0]),
                 "prefix": broker.confirm_prefix(channel) if channel else 0}
-    if kind is A.BrokerReturn:
-        channel = _channel(state, a)
-        return {"returns": bool(channel and channel.returns)}
     if kind is A.BrokerCommitOk:
         channel = _channel(state, a)
         return {"written": bool(channel) and not channel.committing}

@@ -169,8 +169,8 @@ def project(state, shape: Shape) -> dict[str, int]:
             _put_list(out, f"c{c}.tc{ch}", shape.fifo, [frame_slot(f) for f in fifo])
         for ch, (channel, view) in enumerate(zip(conn.channels, conn.clients), start=1):
             b, v = f"b{c}.{ch}.", f"v{c}.{ch}."
-            if channel.returns or channel.committing and not channel.commit_pending:
-                raise OutsideSubset("returns")
+            if channel.committing and not channel.commit_pending:
+                raise OutsideSubset("a commit applied and not yet answered")
             out.update({b + "status": channel.status, b + "mode": channel.mode, b + "next_tag": channel.next_tag,
                         b + "prefetch": channel.prefetch, b + "glimit": channel.global_limit,
                         b + "volume": channel.volume, b + "qexcess": channel.qos_excess,
@@ -178,8 +178,8 @@ def project(state, shape: Shape) -> dict[str, int]:
             _put_list(out, b + "unacked", shape.keys,
                       [(u.tag, u.key, int(u.redelivered), u.consumer) for u in channel.unacked])
             for p in channel.unconfirmed:
-                if p.nack or p.returning or len(p.waits) > 1:
-                    raise OutsideSubset("a nacked, returned or multi-queue publish")
+                if p.nack or len(p.waits) > 1:
+                    raise OutsideSubset("a nacked or multi-queue publish")
             _put_list(out, b + "unconf", shape.seqs,
                       [(p.seq, msg_code(p.msg), p.waits[0][1] if p.waits else 0) for p in channel.unconfirmed])
             for ex, rk, mand, pers, msg in channel.tx_pubs:
@@ -467,7 +467,7 @@ def instances(config, shape: Shape) -> list:
         out.append(_act(A.BrokerCloseOk, c, ch))
         for s in range(1, shape.seqs + 1):
             out += [_act(A.BrokerConfirm, c, ch, s, False), _act(A.BrokerConfirm, c, ch, s, True)]
-        out += [_act(A.BrokerReturn, c, ch), _act(A.BrokerCommitOk, c, ch)]
+        out.append(_act(A.BrokerCommitOk, c, ch))
     msgs = [c * MSG_STRIDE + n for c in range(shape.conns) for n in range(1, config.messages + 1)]
     for k in range(1, shape.keys + 1):
         for msg in msgs:
@@ -913,7 +913,7 @@ def _never(e: Eff, a, config) -> Transition:
 
 
 # Actions the bounded family has no relation for (outside SUBSET): they never fire in a search.
-NOT_MODELLED = ("ClientConnect", "ClientTxRollback", "BrokerCloseOk", "BrokerReturn", "BrokerQueueFail",
+NOT_MODELLED = ("ClientConnect", "ClientTxRollback", "BrokerCloseOk", "BrokerQueueFail",
                 "ClientCancel", "ClientGet", "ClientNack", "ClientRecover", "ClientDeclareQueue", "ClientBindQueue",
                 "ClientPurgeQueue", "ClientDeleteQueue", "ClientChannelClose", "ClientChannelOpen",
                 "ClientChannelCloseOk", "ClientConnectionClose")

@@ -23,7 +23,8 @@ when:
 - and the frame is one of:
 
   * ``basic.publish`` (not immediate) to the default or fanout exchange, from the only channel whose
-    role publishes, to queues no role gets from and no queue dead-letters into (static);
+    role publishes, to queues no role gets from and no queue dead-letters into (static), and not a
+    mandatory one that no queue takes (its take writes the basic.return: RT-3);
   * ``basic.ack``, ``basic.nack`` or ``basic.reject`` that settles outstanding deliveries of the
     channel (the tag is outstanding; not ``multiple`` with tag 0, which would also settle deliveries
     made later), acknowledging them, or dropping them without requeue from queues without a
@@ -40,7 +41,7 @@ steps), so whatever R finds, the full graph has. The converse rests on three fac
     ``b`` is still enabled after ``t``, ``t`` is still enabled and fusable after ``b``, and
     ``t(b(x)) == b(t(x))``. A fusable take pops the head of one FIFO to the broker and writes nothing
     to any client; a publish appends a copy with a fresh key (the queue's ``enqueued`` + 1) and a fresh
-    message at the tail of each queue it routes to (or appends to the channel's returns); a settlement
+    message at the tail of each queue it routes to (a fusable one writes no return); a settlement
     removes named deliveries from the channel's outstanding ones and records their fates. Against each
     other kind of step: a client's write appends to a FIFO tail (commutes with popping a non-empty
     head); a client's read touches only frames to the client; ``BrokerDeliver`` and ``basic.get`` take
@@ -50,10 +51,9 @@ steps), so whatever R finds, the full graph has. The converse rests on three fac
     channel or its consumers, the consumer a delivery goes to does not depend on what the channel has
     outstanding; a requeue (nack, reject, recover, a channel or connection closing) puts a copy back at
     its old key, below the fresh one, so the ready list is the same sorted list either way; consumes
-    and cancels touch rings, which neither take reads; ``BrokerReturn`` pops the head of the returns a
-    publish may append to; ``DiskFsync`` concerns persistent copies of durable queues, which fused
-    settlements never touch and a publish only adds; confirms, commit-ok and close-ok of any channel
-    touch neither queues' tails nor the settled deliveries. What would not commute is excluded above:
+    and cancels touch rings, which neither take reads; ``DiskFsync`` concerns persistent copies of
+    durable queues, which fused settlements never touch and a publish only adds; confirms, commit-ok
+    and close-ok of any channel touch neither queues' tails nor the settled deliveries. What would not commute is excluded above:
     two enqueuers of one queue (their keys would be swapped), routing that changes (declare, bind,
     delete, a crash, an exclusive queue dying with its connection), a requeue by the take (the
     requeued copy may become the head a delivery takes), dead-lettering (an enqueue), a settlement
@@ -158,8 +158,9 @@ class FusedTakes:
     name = "por"
 
     def __init__(self, config: Any) -> None:
-        from spec import actions, frames, machine, state
+        from spec import actions, broker, frames, machine, state
         self._act = machine._act
+        self._route = broker.route
         self._take_cls = actions.BrokerTakeFrame
         self._step = machine.step
         self._publish = frames.BASIC_PUBLISH
@@ -190,8 +191,9 @@ class FusedTakes:
             return False
         frame = fifo[0]
         method = frame[0]
-        if method == self._publish:
-            return (c, ch) == self.publisher and not frame[7] and frame[2] in self._exchanges
+        if method == self._publish:     # a mandatory one that no queue takes writes its basic.return (RT-3)
+            return (c, ch) == self.publisher and not frame[7] and frame[2] in self._exchanges and \
+                not (frame[4] and not self._route(state, frame[2], frame[3]))
         settle = self._settles.get(method)
         return settle is not None and settle(state, channel, frame)
 

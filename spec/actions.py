@@ -323,17 +323,6 @@ class BrokerConfirm(Action):
 
 
 @dataclass(frozen=True)
-class BrokerReturn(Action):
-    """basic.return of an unroutable mandatory message (RT-3, PC-4)."""
-
-    conn: int
-    ch: int
-
-    def __str__(self) -> str:
-        return f"return the next unroutable message on c{self.conn}.ch{self.ch}"
-
-
-@dataclass(frozen=True)
 class BrokerCommitOk(Action):
     """tx.commit-ok once the commit's persistent copies are on disk (TX-7)."""
 

@@ -1,5 +1,5 @@
 """The broker's side of the rules: what it does with each frame it takes, and its own moves
-(deliver, confirm, return, commit-ok). Everything that changes broker-held state lives here or in
+(deliver, confirm, commit-ok, close-ok). Everything that changes broker-held state lives here or in
 ``spec.storage`` (copies, requeue, settle). Each broker action has its precondition here, beside its
 effect (``can_*``); ``spec.machine.enabled`` is built from them.
 """
@@ -97,13 +97,16 @@ def take_frame(state: State, c: int, ch: int) -> State:
     # Closing (ER-1): the channel ignores every frame until it is gone, and it is not gone yet.
     if method == CHANNEL_OPEN:
         return connection_error(state, c, CHANNEL_ERROR, R_SECOND_OPEN, 0)
-    if status == CH_CLOSING:
-        if method == CHANNEL_CLOSE_OK:
-            return finish_close(state, c, ch)
-        if method == CHANNEL_CLOSE:                         # both ends closed at once: answer it
-            return send(state, c, (CHANNEL_CLOSE_OK, ch))
-    if method == CHANNEL_CLOSE:     # the client closed it twice: RabbitMQ 3.10.8 answers each close (ER-1)
-        return send(state, c, (CHANNEL_CLOSE_OK, ch))
+    if method == CHANNEL_CLOSE_OK:
+        # ER-1. Closed by the broker (CH_CLOSING): the close-ok it waited for. Closed by the client
+        # (CH_ENDING): RabbitMQ 3.10.8's reader forgets a channel on the client's close-ok whoever
+        # closed it, and the channel process, already closing, stops on it without writing its own
+        # close-ok; so a channel.close and close-ok sent together end the channel with no close-ok
+        # (the next frame on it must be channel.open). Had the broker's close-ok gone out first
+        # (``close_ok``), the client's close-ok finds the channel closed: 504 (CH_CLOSED above).
+        return finish_close(state, c, ch)
+    if method == CHANNEL_CLOSE:     # both ends closed at once, or the client closed it twice:
+        return send(state, c, (CHANNEL_CLOSE_OK, ch))       # RabbitMQ 3.10.8 answers each close (ER-1)
     return state
 
 
@@ -129,18 +132,19 @@ def _publish(state, c, ch, channel, frame):
         return with_channel(state, c, ch, channel._replace(
             tx_pubs=channel.tx_pubs + ((exchange, routing_key, mandatory, persistent, msg),)))
     state, copies, unroutable = publish(state, c, ch, exchange, routing_key, mandatory, persistent, msg, 0)
-    returning = unroutable and bool(mandatory)                                     # RT-3
     channel = state.conns[c].channels[ch - 1]
     if channel.mode == MODE_CONFIRM:
         seq = channel.publish_seq + 1
         waits = tuple(pair for pair in copies if persistent and state.queues[pair[0]].durable)  # PC-5
-        channel = channel._replace(publish_seq=seq, unconfirmed=channel.unconfirmed + (
-            Pending(seq, msg, False, waits, returning),))                         # PC-4: return first
-    else:
-        seq = 0
-    if returning:
-        channel = channel._replace(returns=channel.returns + ((msg, seq),))
-    return with_channel(state, c, ch, channel)
+        state = with_channel(state, c, ch, channel._replace(publish_seq=seq, unconfirmed=channel.unconfirmed + (
+            Pending(seq, msg, False, waits),)))
+    if unroutable and mandatory:
+        # RT-3, PC-4: RabbitMQ 3.10.8's channel process writes the basic.return while it handles the
+        # publish, so it reaches the client before the reply to any later method of the channel (and
+        # before its close-ok) and before the publish's confirm, which can only come later. A return
+        # cannot wait, nor be lost with the channel: a broker that never returns is caught in every mode.
+        state = send(state, c, (BASIC_RETURN, ch, NO_ROUTE, msg))
+    return state
 
 
 def settled_tags(outstanding: tuple[int, ...], tag: int, multiple: bool) -> tuple[int, ...] | None:
@@ -529,8 +533,9 @@ def deliver(state: State, q: int) -> State:
 
 
 def ready_to_confirm(pending: Pending) -> bool:
-    """A publish can be confirmed once every queue took it (PC-5) and its return went out (PC-4)."""
-    return not pending.waits and not pending.returning
+    """A publish can be confirmed once every queue took it (PC-5); its basic.return, if any, went out
+    when the broker took the publish (PC-4, ``_publish``)."""
+    return not pending.waits
 
 
 def confirm_prefix(channel) -> int:
@@ -580,16 +585,6 @@ def confirm(state: State, c: int, ch: int, seq: int, multiple: bool) -> State:
         state = state._replace(confirmed_msgs=tuple(sorted(set(state.confirmed_msgs).union(p.msg for p in covered))))
     frame = (BASIC_NACK, ch, seq, multiple, False) if nack else (BASIC_ACK, ch, seq, multiple)
     return send(state, c, frame)
-
-
-def send_return(state: State, c: int, ch: int) -> State:
-    """BrokerReturn: basic.return 312 NO_ROUTE for the oldest unroutable mandatory message (RT-3, PC-4)."""
-    channel = state.conns[c].channels[ch - 1]
-    msg, seq = channel.returns[0]
-    unconfirmed = tuple(p._replace(returning=False) if p.seq == seq else p for p in channel.unconfirmed) \
-        if seq else channel.unconfirmed
-    state = with_channel(state, c, ch, channel._replace(returns=channel.returns[1:], unconfirmed=unconfirmed))
-    return send(state, c, (BASIC_RETURN, ch, NO_ROUTE, msg))
 
 
 def commit_ok(state: State, c: int, ch: int) -> State:
@@ -645,7 +640,7 @@ def can_close_ok(state: State, a) -> bool:
 
 
 def can_confirm(state: State, a) -> bool:
-    """BrokerConfirm: the publish ``seq`` is ready to confirm (PC-5, PC-4); with multiple, ``seq`` is
+    """BrokerConfirm: the publish ``seq`` is ready to confirm (PC-5); with multiple, ``seq`` is
     the end of the longest ready run of one outcome covering two or more publishes (PC-3)."""
     channel = _open_channel(state, a.conn, a.ch)
     if channel is None or not channel.unconfirmed:
@@ -656,12 +651,6 @@ def can_confirm(state: State, a) -> bool:
         if p.seq == a.seq:
             return ready_to_confirm(p)
     return False
-
-
-def can_return(state: State, a) -> bool:
-    """BrokerReturn: an unroutable mandatory message waits for its basic.return (RT-3)."""
-    channel = _open_channel(state, a.conn, a.ch)
-    return channel is not None and bool(channel.returns)
 
 
 def can_commit_ok(state: State, a) -> bool:

@@ -170,6 +170,8 @@ def client_step(state: State, a) -> tuple[State, tuple]:
         view = CLOSED_CLIENT._replace(status=C_CLOSING)
         return write(state, c, ch, (CHANNEL_CLOSE, ch, REPLY_SUCCESS, R_NORMAL, 0), view)
     if kind is A.ClientChannelCloseOk:
+        if view.status == C_CLOSING:        # it closed the channel itself and does not wait for the answer
+            return write(state, c, ch, (CHANNEL_CLOSE_OK, ch), CLOSED_CLIENT)
         return write(state, c, ch, (CHANNEL_CLOSE_OK, ch))
     if kind is A.ClientChannelOpen:
         return write(state, c, ch, (CHANNEL_OPEN, ch), CLOSED_CLIENT._replace(status=C_OPENING))
@@ -221,9 +223,10 @@ def can_open_channel(state: State, a) -> bool:
 
 
 def can_send_close_ok(state: State, a) -> bool:
-    """channel.close-ok by the client: answering a channel.close it read, or out of turn (ER-1)."""
+    """channel.close-ok by the client: answering a channel.close it read, right after its own
+    channel.close (RabbitMQ then forgets the channel without answering: ER-1), or out of turn."""
     view = _view(state, a.conn, a.ch)
-    return view is not None and view.status in (C_CLOSED, C_OPEN)
+    return view is not None and view.status in (C_CLOSED, C_OPEN, C_CLOSING)
 
 
 def can_close_connection(state: State, a) -> bool:

@@ -79,7 +79,6 @@ def candidates(state: State, config):
                 prefix = broker.confirm_prefix(channel)
                 if prefix:
                     yield _act(A.BrokerConfirm, c, ch, prefix, True)
-            yield _act(A.BrokerReturn, c, ch)
             yield _act(A.BrokerCommitOk, c, ch)
     if state.broker_up:
         for q, key, msg, write in faults.pending_disk(state):
@@ -245,7 +244,7 @@ def _spend(state: State, action) -> State:
             return state
         used = used._replace(bad=used.bad + 1)
     elif kind in (A.ClientChannelCloseOk, A.ClientChannelOpen):
-        if state.conns[action.conn].clients[action.ch - 1].status == C_CLOSED:
+        if state.conns[action.conn].clients[action.ch - 1].status != C_OPEN:
             return state
         used = used._replace(bad=used.bad + 1)
     elif kind in (A.ClientPurgeQueue, A.ClientDeleteQueue):
@@ -280,7 +279,6 @@ EFFECTS = {
     A.BrokerTakeFrame: lambda s, a: _broker_wrote(broker.take_frame(s, a.conn, a.ch), s),
     A.BrokerDeliver: lambda s, a: _broker_wrote(broker.deliver(s, a.queue), s),
     A.BrokerConfirm: lambda s, a: _broker_wrote(broker.confirm(s, a.conn, a.ch, a.seq, a.multiple), s),
-    A.BrokerReturn: lambda s, a: _broker_wrote(broker.send_return(s, a.conn, a.ch), s),
     A.BrokerCommitOk: lambda s, a: _broker_wrote(broker.commit_ok(s, a.conn, a.ch), s),
     A.BrokerCloseOk: lambda s, a: _broker_wrote(broker.close_ok(s, a.conn, a.ch), s),
     A.DiskFsync: lambda s, a: (faults.fsync(s, a.queue, a.key, a.msg, a.write), ()),
@@ -300,7 +298,6 @@ PRECONDITIONS = {
     A.BrokerTakeFrame: broker.can_take_frame,
     A.BrokerDeliver: broker.can_deliver,
     A.BrokerConfirm: broker.can_confirm,
-    A.BrokerReturn: broker.can_return,
     A.BrokerCommitOk: broker.can_commit_ok,
     A.BrokerCloseOk: broker.can_close_ok,
     A.DiskFsync: faults.can_fsync,
@@ -347,12 +344,12 @@ def _broker_wrote(after: State, before: State) -> tuple[State, tuple]:
 
 def terminal_ok(state: State, config) -> bool:
     """A state where nothing is enabled is a proper end when nothing is in flight or owed:
-    no frame on the wire, no publish waiting for its confirm (PC-2), no return or commit-ok owed."""
+    no frame on the wire, no publish waiting for its confirm (PC-2), no commit-ok owed."""
     for conn in state.conns:
         if any(conn.to_broker) or any(conn.to_client):
             return False
         for channel in conn.channels:
-            if channel.unconfirmed or channel.returns or channel.commit_pending:
+            if channel.unconfirmed or channel.commit_pending:
                 return False
     return True
 

@@ -13,8 +13,30 @@ has handled what it was handed, and a client sends nothing on a channel after it
 
 A direction of a connection is a tuple of FIFOs indexed by channel number (0..n); every function
 here is pure and keeps that shape.
+
+What reaches the client on one channel is the spec's FIFO but for two things RabbitMQ 3.10.8's channel
+process does, which the spec's atomic steps cannot: ``read_from`` lets the trace checker read them so
+(the explorer keeps each FIFO strict; nothing the properties read depends on these frames' order).
+- basic.consume-ok is sent by the queue process through the channel's mailbox: what the channel writes
+  while it handles the methods already waiting behind the consume (their replies, a confirm, a
+  return) reaches the client first, and a channel or connection that closes in between never sends it
+  (measured with one write each: consume + get: get-empty first, 30 of 30; consume + qos: qos-ok first,
+  100 of 100; consume + a 406, + channel.close, + a 530: no consume-ok, 30 of 30 each). The queue's
+  deliveries to the consumer follow its consume-ok, unless the channel closed first: a closing channel
+  drops the consume-ok but still writes the deliveries (consume of a queue with a ready message +
+  channel.close: the delivery, then close-ok).
+- After a channel error the channel process still writes the deliveries its queues dispatched to it
+  before the error, which wait in its mailbox behind the offending method: they reach the client after
+  the channel.close (publish + ack of an unknown tag in one write to a consuming channel: close, then
+  the delivery, 100 of 100). The spec made them before the error, which requeued them (RQ-4).
+- When the connection ends, deliveries still in the channel's mailbox are never written (publish to a
+  consumed queue + a 530, or + the client's connection.close, in one write: no delivery, and the
+  message comes back redelivered, 20 of 20 each): the spec made them, and the close requeued them (RQ-4;
+  in automatic mode they are lost, AM-2).
 """
 from __future__ import annotations
+
+from .frames import BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_CLOSE_OK
 
 
 def empty(channels: int) -> tuple:
@@ -59,3 +81,50 @@ def all_frames(fifos: tuple):
     """Every frame in flight in one direction of a connection, channel by channel."""
     for fifo in fifos:
         yield from fifo
+
+
+def read_from(fifo: tuple, frame: tuple, closing: bool = True):
+    """The frames left in flight on one channel after the client reads ``frame``, or None when it cannot
+    read it now: the oldest frame; or one behind consume-oks it overtakes (a delivery to one of those
+    consumers only once the channel is ``closing``, which means they are never sent); or a
+    channel.close or channel.close-ok, which drop the consume-oks ahead of them, and a channel.close
+    overtakes the deliveries ahead of it too (module docstring; DS-1, ER-1). ``closing``: the broker
+    has closed the channel or the connection, or may yet do so (the default, for what is still to
+    be written)."""
+    if not fifo:
+        return None
+    if fifo[0] == frame:
+        return fifo[1:]
+    try:
+        i = fifo.index(frame)
+    except ValueError:
+        return None
+    ahead, behind = fifo[:i], fifo[i + 1:]
+    method = frame[0]
+    if method == CHANNEL_CLOSE or method == CHANNEL_CLOSE_OK:
+        kept = tuple(f for f in ahead if f[0] != BASIC_CONSUME_OK)
+        if not kept or (method == CHANNEL_CLOSE and all(f[0] == BASIC_DELIVER for f in kept)):
+            return kept + behind
+        return None
+    for f in ahead:
+        if f[0] != BASIC_CONSUME_OK or (method == BASIC_DELIVER and f[2] == frame[2] and not closing):
+            return None
+    return ahead + behind
+
+
+def may_come_first(fifo: tuple, frame: tuple) -> bool:
+    """Whether ``frame``, not yet written, may still be read before every frame in flight (``read_from``)."""
+    return not fifo or read_from(fifo + (frame,), frame) is not None
+
+
+def end_of_connection(fifos: tuple):
+    """The FIFOs once a connection-level frame (channel 0) can be read: consume-oks and deliveries still
+    in flight are never sent (module docstring), anything else must be read before it; None when it
+    cannot."""
+    if not channels_in_flight(fifos):
+        return fifos
+    for fifo in fifos[1:]:
+        for f in fifo:
+            if f[0] != BASIC_CONSUME_OK and f[0] != BASIC_DELIVER:
+                return None
+    return (fifos[0],) + ((),) * (len(fifos) - 1)

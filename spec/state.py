@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 # Broker-side channel status (ER-1). CH_CLOSING: the broker closed it and waits for close-ok;
 # CH_ENDING: the client closed it and the broker has not sent close-ok yet. Frames the client sent
-# after the close are dropped in both (RabbitMQ's closing channel process ignores them).
+# after the close are dropped in both (RabbitMQ's closing channel process ignores them), but a
+# close-ok from the client, which ends the channel in both (``broker.take_frame``).
 CH_CLOSED, CH_OPEN, CH_CLOSING, CH_ENDING = 0, 1, 2, 3
 # Client-side channel status.
 C_CLOSED, C_OPEN, C_CLOSING, C_OPENING = 0, 1, 2, 3
@@ -94,7 +95,6 @@ class Pending(NamedTuple):
     msg: int
     nack: bool                      # a queue failed to take it (PC-6): it will be nacked
     waits: tuple                    # (queue, key) copies not yet on disk (PC-5)
-    returning: bool                 # a basic.return must go out before its confirm (PC-4)
 
 
 class Channel(NamedTuple):
@@ -112,7 +112,6 @@ class Channel(NamedTuple):
     publish_seq: int                # PC-1
     unconfirmed: tuple              # Pending, sorted by seq
     confirmed: tuple                # ghost: seqs the broker has confirmed, sorted (PC-2)
-    returns: tuple                  # (msg, seq) awaiting basic.return, FIFO; seq 0 outside confirm mode
     tx_pubs: tuple                  # held-back publishes: (exchange, routing_key, mandatory, persistent, msg)
     tx_settles: tuple               # held-back settlements: (kind, Unacked), kind SETTLE_*
     committing: tuple               # copies of the commit in progress not yet on disk; () when none
@@ -189,7 +188,7 @@ class State(NamedTuple):
     events: int                     # ghost: EV_* bits
 
 
-NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, 0, (), (), (), (), (), (), False)
+NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, 0, (), (), (), (), (), False)
 CLOSED_CHANNEL = NEW_CHANNEL._replace(status=CH_CLOSED)
 NEW_CLIENT = ClientChannel(C_OPEN, MODE_NONE, (), (), (), 0, (), 0, 0, False, 0, False)
 CLOSED_CLIENT = NEW_CLIENT._replace(status=C_CLOSED)

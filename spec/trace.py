@@ -20,9 +20,10 @@ The search is exact, and made to scale by never trying what the observations alr
   it can be, and nothing else is tried there (``_forced``); so are a confirm or commit-ok that its
   client reads next (``_forced_owed``). Broker steps are branched on only where every client waits;
 - a broker step that writes a frame onto a channel is kept only when that frame is the one the
-  client reads next on that channel (each channel is a FIFO: ``spec.network``), or when the client
-  reads nothing more there (a frame then unread is one in flight when the connection dropped or the
-  recording stopped); an unread confirm or return is never tried, since nothing can depend on it;
+  client reads next on that channel (each channel is a FIFO, but for what RabbitMQ's channel process
+  reorders: ``spec.network.read_from``), or when the client reads nothing more there (a frame then
+  unread is one in flight when the connection dropped or the recording stopped); an unread confirm is
+  never tried, since nothing can depend on it;
 - the disk is written lazily: an fsync is made when a confirm or tx.commit-ok the client reads needs
   it (PC-5, TX-7), a copy that leaves memory unwritten keeps a record as if written just before
   (``_kept_on_disk``), and at a crash the disk is taken to hold every pending write and no pending
@@ -43,21 +44,23 @@ from . import actions as A
 from . import broker, faults, machine, network
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
-    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN,
+    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN,
     CONFIRM_SELECT, CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT,
     TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
-from .state import CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH
+from .state import CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, conn_to_client, with_conn
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
-INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
+INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
             A.BrokerCloseOk, A.DiskFsync, A.BrokerQueueFail, A.BrokerCrash, A.BrokerRestart)
 
 # Internal steps the checker takes from ``machine.enabled``; fsync, crash and restart it makes itself.
-_FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerReturn, A.BrokerCommitOk,
+_FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
          A.BrokerCloseOk, A.BrokerQueueFail)
-# Broker frames that no other step depends on: never sent when the client does not read them.
-_UNREAD_USELESS = (BASIC_ACK, BASIC_NACK, BASIC_RETURN)
+# Broker frames written by a step of their own (a confirm) that no other step depends on: never sent
+# when the client does not read them. A basic.return is written by the take of its publish or commit,
+# which has other effects, so it may stay unread (RT-3, TX-6).
+_UNREAD_USELESS = (BASIC_ACK, BASIC_NACK)
 # Client frames whose taking changes what a crash can leave only through copies (``_crash``).
 _TAKEN_AT_CRASH = frozenset((BASIC_PUBLISH, BASIC_ACK, BASIC_NACK, BASIC_REJECT, BASIC_CONSUME, BASIC_QOS,
                              BASIC_CANCEL, CONFIRM_SELECT))
@@ -172,16 +175,24 @@ class _Plan:
             self.reads_ahead.append(ahead)
             self.reveals.append(reveals)
 
-    def next_read(self, c: int, p: int, ch: int, in_flight: int):
-        """The frame channel ch of connection c reads after the ``in_flight`` frames already on its
-        way, or None when the observations read nothing more there in this epoch."""
+    def next_read(self, c: int, p: int, ch: int, fifo: tuple):
+        """The first frame channel ch of connection c reads that the frames in flight there (``fifo``)
+        do not account for (``network.read_from``), or None when the observations read nothing more
+        there in this epoch."""
         frames = self.frames[c][self.epoch[c][p]][ch]
-        i = self.read[c][p][ch] + in_flight
-        return frames[i] if i < len(frames) else None
+        i = self.read[c][p][ch]
+        while i < len(frames):
+            fifo = network.read_from(fifo, frames[i])
+            if fifo is None:
+                return frames[i]
+            i += 1
+        return None
 
     def fits(self, before, after, pos: tuple) -> bool:
-        """Whether every frame a broker step wrote is the next one its channel reads (or one read by no one
-        that something else may depend on)."""
+        """Whether the frames a broker step wrote can be read as the observations read them: every frame
+        in flight on a channel it wrote to is read next, in an order ``network.read_from`` allows,
+        until what is read next is still to be written; a frame read by no one is one in flight when
+        the connection dropped or the recording stopped, unless nothing else may depend on it."""
         for c, (new, old) in enumerate(zip(after.conns, before.conns)):
             if new.to_client is old.to_client:
                 continue
@@ -189,12 +200,19 @@ class _Plan:
             frames = self.frames[c][self.epoch[c][p]]
             read = self.read[c][p]
             for ch, (new_fifo, old_fifo) in enumerate(zip(new.to_client, old.to_client)):
-                for i in range(len(old_fifo), len(new_fifo)):
-                    idx = read[ch] + i
-                    if idx < len(frames[ch]):
-                        if frames[ch][idx] != new_fifo[i]:
+                if len(new_fifo) <= len(old_fifo):
+                    continue
+                fifo, reads, i = new_fifo, frames[ch], read[ch]
+                while fifo and i < len(reads):
+                    left = network.read_from(fifo, reads[i])
+                    if left is None:
+                        if not network.may_come_first(fifo, reads[i]):
                             return False
-                    elif new_fifo[i][0] in _UNREAD_USELESS:
+                        break
+                    fifo, i = left, i + 1
+                if i >= len(reads):
+                    written = new_fifo[len(old_fifo):]
+                    if any(f[0] in _UNREAD_USELESS and f in written for f in fifo):
                         return False
         return True
 
@@ -225,8 +243,20 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
     if kind == "received":
         ch = obs[1][1]
         fifos = conn.to_client
-        if ch >= len(fifos) or not network.can_move(fifos, ch) or fifos[ch][0] != obs[1]:
+        if ch >= len(fifos):
             return None
+        if ch == 0:
+            fifos = network.end_of_connection(fifos)
+            if fifos is None or not fifos[0] or fifos[0][0] != obs[1]:
+                return None
+        else:
+            closing = conn.broker_closed or 0 < ch <= len(conn.channels) and conn.channels[ch - 1].status != CH_OPEN
+            left = network.read_from(fifos[ch], obs[1], closing)
+            if left is None:
+                return None
+            fifos = fifos[:ch] + ((obs[1],) + left,) + fifos[ch + 1:]    # as written, had it come first
+        if fifos is not conn.to_client:
+            state = with_conn(state, c, conn_to_client(conn, fifos))
         # The client's own answers are observations of their own: a channel.close-ok it sends (and
         # every frame it sends before that), and the connection.close-ok it may send once closed.
         state, _ = machine.step(state, A.ClientReceive(c, ch, False))
@@ -273,7 +303,7 @@ def _owed(state, plan: _Plan, pos: tuple):
         for ch, channel in enumerate(conn.channels, start=1):
             if channel.status != CH_OPEN or not (channel.unconfirmed or channel.commit_pending):
                 continue
-            want = plan.next_read(c, pos[c], ch, len(conn.to_client[ch]))
+            want = plan.next_read(c, pos[c], ch, conn.to_client[ch])
             if want is None:
                 continue
             if want[0] in (BASIC_ACK, BASIC_NACK) and channel.unconfirmed:
@@ -406,7 +436,7 @@ def _deliveries(state, q: int, doubt: frozenset, plan: _Plan, pos: tuple):
     fit), and none when it reads something else first. Dropping copies changes neither the consumers
     nor their room, so the delivery stays enabled while the queue has a copy (``machine.enabled``)."""
     c, ch, _ = broker.next_consumer(state, q)
-    want = plan.next_read(c, pos[c], ch, len(state.conns[c].to_client[ch]))
+    want = plan.next_read(c, pos[c], ch, state.conns[c].to_client[ch])
     if want is not None and want[0] != BASIC_DELIVER:
         return []
     out = []
@@ -444,9 +474,13 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
 
     ``order``, when known, is the real-time order of the observations across connections: one
     connection index per observation (a recording's timestamps give it, ``spec.recorded``). A client's
-    write happens before the broker can read it and its read after the broker wrote, so the real run
-    took its client steps in that order: the search then tries only that interleaving of the
-    connections' observations (the broker's own steps still go anywhere between them)."""
+    write happens before the broker can read it, so the real run took its writes, connects and lost
+    connections in that order, and the search tries only that interleaving of them (the broker's own
+    steps still go anywhere between them). A read is the exception: the time a client parses a frame
+    is no earlier than the spec's ``ClientReceive`` of it, which can be any time after the broker
+    wrote it: the bytes may wait in the client's socket buffer, even past a broker crash that ends the
+    connection (DU-2: a frame written before the crash still reaches the client). So a read may be
+    taken ahead of its place in the order (``_Order``)."""
     for c in sorted(observations):
         if not 0 <= c < config.connections:
             raise ValueError(f"observations name connection c{c}, the configuration has {config.connections}")
@@ -456,6 +490,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
         order = tuple(order)
         if sorted(order) != sorted(c for c in range(len(obs)) for _ in obs[c]):
             raise ValueError("order must name each connection once per observation of it")
+        order = _Order(order, obs)
     plan = _Plan(obs, config.channels)
     stack = [(s, (0,) * len(obs), frozenset()) for s in machine.initial_states(config)]
     seen = set()
@@ -480,7 +515,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
         if explored >= max_nodes:
             return Verdict(INCONCLUSIVE, best, total, explored=explored,
                            reason=f"the search gave up after {max_nodes} spec states")
-        eligible = range(len(obs)) if order is None else (order[progress],)
+        eligible = range(len(obs)) if order is None else order.eligible(pos)
         forced = _forced_client_step(state, pos, doubt, obs, plan, state.used.crashes < config.crashes,
                                      eligible, config.channels_open)
         if forced is None:
@@ -491,9 +526,30 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
             continue
         _push_choices(stack, state, pos, doubt, obs, config, plan, eligible)
     state, pos, doubt = best_nodes[0]
-    c = next(i for i in range(len(obs)) if pos[i] < len(obs[i])) if order is None else order[best]
+    c = next(i for i in range(len(obs)) if pos[i] < len(obs[i])) if order is None else order.eligible(pos)[0]
     return Verdict(REJECTED, best, total, c, pos[c], obs[c][pos[c]],
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
+
+
+class _Order:
+    """A real-time order of the observations (``check``): which connections may take their next
+    observation at a search position ``pos``. The next observation in the order may; so may any
+    connection whose next observation is a read (a frame read may have been received earlier)."""
+
+    def __init__(self, order: tuple, obs: tuple) -> None:
+        self.obs = obs
+        self.index: list = [[] for _ in obs]       # [c][k] -> where c's k-th observation is in the order
+        for i, c in enumerate(order):
+            self.index[c].append(i)
+
+    def eligible(self, pos: tuple) -> tuple:
+        """The connection whose next observation comes first in the order, then the others that read next."""
+        obs = self.obs
+        left = [c for c in range(len(obs)) if pos[c] < len(obs[c])]
+        if not left:
+            return ()
+        first = min(left, key=lambda c: self.index[c][pos[c]])
+        return (first,) + tuple(c for c in left if c != first and obs[c][pos[c]][0] == "received")
 
 
 def _push_choices(stack, state, pos, doubt, obs, config, plan: _Plan, eligible) -> None:
@@ -535,8 +591,8 @@ def _forced_client_step(state, pos: tuple, doubt: frozenset, obs: tuple, plan: _
 def _forced(conn, ob: tuple, may_crash_first: bool) -> bool:
     """Whether the client step of observation ``ob`` is one the search takes as soon as it can
     (``may_crash_first``: a crash may still come before it, which drops this connection):
-    - receiving: the client reads the head of a FIFO the broker
-      only appends to, and no crash is tried while a live connection still reads (``_Plan.crash_useful``);
+    - receiving: the client reads a frame in flight (``network.read_from``) from FIFOs the broker only
+      appends to, and no crash is tried while a live connection still reads (``_Plan.crash_useful``);
     - sending: the client appends to a FIFO the broker only takes the head of. A crash allows at least
       as much after a send as before it (``_crash``), except after a publish, which names the next
       message (``Conn.published``) where a publish into a connection already down does not; so a

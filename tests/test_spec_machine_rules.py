@@ -94,13 +94,13 @@ def test_persistent_confirm_waits_for_fsync_PC_5():
     state = confirm_mode(start(cfg), cfg)
     state = publish(state, cfg, persistent=True)
     channel = state.conns[0].channels[0]
-    assert channel.unconfirmed == (Pending(1, 1, False, ((0, 1),), False),)
+    assert channel.unconfirmed == (Pending(1, 1, False, ((0, 1),)),)
     enabled = machine.enabled(state, cfg)
     assert not any(isinstance(a, A.BrokerConfirm) for a in enabled)
     assert A.DiskFsync(0, 1, 1, True) in enabled
     state, _ = run(state, cfg, A.DiskFsync(0, 1, 1, True))
     assert state.disk == ((0, 1, 1),)
-    assert state.conns[0].channels[0].unconfirmed == (Pending(1, 1, False, (), False),)
+    assert state.conns[0].channels[0].unconfirmed == (Pending(1, 1, False, ()),)
     state, labels = run(state, cfg, A.BrokerConfirm(0, 1, 1, False))
     assert labels == [Wire(0, False, (BASIC_ACK, 1, 1, 0))]
     assert state.confirmed_msgs == (1,)

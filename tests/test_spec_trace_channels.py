@@ -73,3 +73,163 @@ def test_connection_close_comes_after_every_channel_RQ_4():
     """
     rejected_at(text, allowed=(
         "received basic.get-ok(ch=2, delivery_tag=1, redelivered=False, msg=m0.1, message_count=0)",), exact=True)
+
+
+# ---------------------------------------------------------------- what RabbitMQ's channel process reorders
+# (spec/network.py, ``read_from``; each accepted trace below was recorded on RabbitMQ 3.10.8, the
+# methods of each block sent in one write)
+
+CONSUME = "c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)"
+CONSUME_OK = "c0 received basic.consume-ok(ch=1, consumer_tag=1)"
+
+
+def test_consume_ok_is_overtaken_by_the_replies_to_the_next_methods_DS_1():
+    # RabbitMQ's queue process sends consume-ok through the channel's mailbox, behind the methods
+    # already waiting there: get-empty first (30 of 30), qos-ok first (100 of 100).
+    accepted(f"""
+    {CONSUME}
+    c0 sent basic.get(ch=1, queue=q0, no_ack=False)
+    c0 received basic.get-empty(ch=1)
+    {CONSUME_OK}
+    """)
+    accepted(f"""
+    {CONSUME}
+    c0 sent basic.qos(ch=1, prefetch_count=0, global=False)
+    c0 received basic.qos-ok(ch=1)
+    {CONSUME_OK}
+    """)
+
+
+def test_a_delivery_never_overtakes_its_consumers_consume_ok_DS_1():
+    text = f"""
+    {CONSUME}
+    {pub(1)}
+    {deliver(1, 'm0.1', ch=1)}  # REJECTED
+    {CONSUME_OK}
+    """
+    rejected_at(text, allowed=("received basic.consume-ok(ch=1, consumer_tag=1)",), exact=True)
+
+
+def test_a_closing_channel_drops_the_consume_ok_but_writes_the_deliveries_DS_1_ER_1():
+    # Recorded (20 of 20): consume of a queue with a ready message + channel.close in one write.
+    accepted(f"""
+    {pub(1)}
+    c0 sent basic.qos(ch=1, prefetch_count=0, global=False)
+    c0 received basic.qos-ok(ch=1)
+    {CONSUME}
+    c0 sent channel.close(ch=1, reply_code=200, text='OK')
+    {deliver(1, 'm0.1', ch=1)}
+    c0 received channel.close-ok(ch=1)
+    """)
+
+
+def test_a_closing_channel_or_connection_never_sends_the_consume_ok_ER_1():
+    # A 406, the client's own channel.close, a 530, the client's connection.close: no consume-ok
+    # (30 of 30 each).
+    accepted(f"""
+    {CONSUME}
+    c0 sent basic.ack(ch=1, delivery_tag=99, multiple=False)
+    c0 received channel.close(ch=1, reply_code=406, text='PRECONDITION_FAILED - unknown delivery tag 99')
+    c0 sent channel.close-ok(ch=1)
+    """)
+    accepted(f"""
+    {CONSUME}
+    c0 sent channel.close(ch=1, reply_code=200, text='OK')
+    c0 received channel.close-ok(ch=1)
+    """)
+    accepted(f"""
+    {CONSUME}
+    {CONSUME}
+    c0 received connection.close(ch=0, reply_code=530, text="NOT_ALLOWED - attempt to reuse consumer tag '1'")
+    """)
+    accepted(f"""
+    {CONSUME}
+    c0 sent connection.close(ch=0, reply_code=200, text='OK')
+    c0 received connection.close-ok(ch=0)
+    """)
+
+
+def test_a_reply_to_a_later_method_is_not_dropped_for_a_close_ER_1():
+    # Only consume-oks are dropped: the get's reply is written before the channel's close-ok.
+    text = f"""
+    {pub(1)}
+    c0 sent basic.get(ch=1, queue=q0, no_ack=True)
+    c0 sent channel.close(ch=1, reply_code=200, text='OK')
+    c0 received channel.close-ok(ch=1)  # REJECTED
+    """
+    rejected_at(text, allowed=(
+        "received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.1, message_count=0)",), exact=True)
+
+
+# Recorded (100 of 100): publish + ack of an unknown tag in one write, on a channel consuming the queue.
+# The queue dispatched m0.1 to the channel before the error; the channel wrote it after its close, and
+# the message, requeued when the channel went, comes back redelivered.
+DELIVERED_AFTER_CLOSE = f"""
+c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+{CONSUME_OK}
+{pub(1)}
+c0 sent basic.ack(ch=1, delivery_tag=99, multiple=False)
+c0 received channel.close(ch=1, reply_code=406, text='PRECONDITION_FAILED - unknown delivery tag 99')
+{deliver(1, 'm0.1', ch=1)}
+c0 sent channel.close-ok(ch=1)
+c0 sent channel.open(ch=1)
+c0 received channel.open-ok(ch=1)
+c0 sent basic.get(ch=1, queue=q0, no_ack=False)
+c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=True, msg=m0.1, message_count=0)
+"""
+
+
+def test_deliveries_dispatched_before_a_channel_error_may_follow_its_close_ER_1():
+    accepted(DELIVERED_AFTER_CLOSE)
+    # Not a message that reached the queue only after the error: the publish behind the bad ack is dropped.
+    text = f"""
+    c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+    {CONSUME_OK}
+    c0 sent basic.ack(ch=1, delivery_tag=99, multiple=False)
+    {pub(1)}
+    c0 received channel.close(ch=1, reply_code=406, text='PRECONDITION_FAILED - unknown delivery tag 99')
+    {deliver(1, 'm0.1', ch=1)}  # REJECTED
+    """
+    rejected_at(text, allowed=("sent (any client frame)",), exact=True)
+
+
+def test_the_close_ok_of_a_client_close_comes_after_the_deliveries_RQ_4():
+    # A client's close is answered once the channel is gone, after everything it wrote: a delivery
+    # never follows the close-ok.
+    text = f"""
+    c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+    {CONSUME_OK}
+    {pub(1)}
+    c0 sent channel.close(ch=1, reply_code=200, text='OK')
+    c0 received channel.close-ok(ch=1)
+    {deliver(1, 'm0.1', ch=1)}  # REJECTED
+    """
+    rejected_at(text, allowed=("sent (any client frame)",), exact=True)
+
+
+def test_deliveries_in_flight_are_dropped_when_the_connection_ends_RQ_4():
+    # Recorded (20 of 20 each): a publish to the channel's consumer, then a 530 or the client's own
+    # connection.close, in one write: no delivery, and the message comes back redelivered.
+    for end in ("c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)\n"
+                "c0 received connection.close(ch=0, reply_code=530, text=\"NOT_ALLOWED - attempt to reuse consumer "
+                "tag '1'\")\nc0 sent connection.close-ok(ch=0)",
+                "c0 sent connection.close(ch=0, reply_code=200, text='OK')\nc0 received connection.close-ok(ch=0)"):
+        accepted(f"""
+        c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+        {CONSUME_OK}
+        {pub(1)}
+        {end}
+        c1 sent basic.get(ch=1, queue=q0, no_ack=False)
+        c1 received basic.get-ok(ch=1, delivery_tag=1, redelivered=True, msg=m0.1, message_count=0)
+        """)
+
+
+def test_a_reply_in_flight_is_not_dropped_when_the_connection_ends_ER_1():
+    text = f"""
+    {pub(1)}
+    c0 sent basic.get(ch=1, queue=q0, no_ack=False)
+    c0 sent connection.close(ch=0, reply_code=200, text='OK')
+    c0 received connection.close-ok(ch=0)  # REJECTED
+    """
+    rejected_at(text, allowed=(
+        "received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.1, message_count=0)",), exact=True)

@@ -156,3 +156,65 @@ def test_bench_runs_and_reports_every_trace_accepted(capsys):
     assert trace_bench.main(["--sizes", "40,60", "--seeds", "2"]) == 0
     out = capsys.readouterr().out
     assert "growth with the trace's length" in out and out.count("accepted") >= 4
+
+
+# ---------------------------------------------------------------- reads and the real-time order
+
+def in_order(text: str) -> tuple[dict, tuple]:
+    """The observations of a trace written in real-time order, and that order (``trace.check``)."""
+    lines = [line.split("#")[0].strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    return trace.parse(text), tuple(int(line.split()[0][1:]) for line in lines)
+
+
+# Recorded on the impl core in process (a conformance program, about one in a few thousand): c1's
+# channel error was written before the crash and read by c1 only after it; c1 never answered it.
+CLOSE_READ_AFTER_CRASH = f"""
+c0 sent queue.declare(ch=1, queue=q0, durable=False, exclusive=False)
+c0 received queue.declare-ok(ch=1, queue=q0)
+{pub(1, persistent=True)}
+c0 sent basic.nack(ch=1, delivery_tag=9, multiple=False, requeue=False)
+c0 received channel.close(ch=1, reply_code=406, text='PRECONDITION_FAILED - unknown delivery tag 9')
+c0 sent channel.close-ok(ch=1)
+c0 sent channel.open(ch=1)
+c0 received channel.open-ok(ch=1)
+c1 sent basic.ack(ch=2, delivery_tag=8, multiple=False)
+c0 lost
+c0 connect
+c1 received channel.close(ch=2, reply_code=406, text='PRECONDITION_FAILED - unknown delivery tag 8')
+c1 lost
+c1 connect
+c0 sent queue.declare(ch=1, queue=q0, durable=False, exclusive=False)
+c0 received queue.declare-ok(ch=1, queue=q0)
+c0 sent basic.get(ch=1, queue=q0, no_ack=False)
+c0 received basic.get-empty(ch=1)
+"""
+TRANSIENT_QUEUE = cfg(crashes=1, queues=(QueueSpec(durable=False, declared=False),))
+
+
+def test_a_frame_written_before_a_crash_may_be_read_after_it_DU_2():
+    # The real-time order puts c1's read of its channel.close after c0 saw the crash; the frame was
+    # in c1's socket before it. The crash has its place before c0's lost connection, and the
+    # non-durable queue is empty after it (DU-1).
+    obs, order = in_order(CLOSE_READ_AFTER_CRASH)
+    verdict = trace.check(obs, TRANSIENT_QUEUE, order=order)
+    assert verdict.ok, verdict.explain()
+    # Without the crash there is nothing to explain the empty queue.
+    obs, order = in_order(CLOSE_READ_AFTER_CRASH.replace("c0 lost\nc0 connect\n", "").replace(
+        "c1 lost\nc1 connect\n", ""))
+    verdict = trace.check(obs, TRANSIENT_QUEUE, order=order)
+    assert not verdict.ok and verdict.observation == ("received", (frames.BASIC_GET_EMPTY, 1)), verdict.explain()
+
+
+def test_the_real_time_order_still_binds_writes():
+    # c1 publishes only after c0's get came back empty: c0 cannot have got that message, although
+    # without the order the spec could take c1's publish first.
+    text = f"""
+    c0 sent basic.get(ch=1, queue=q0, no_ack=True)
+    c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m1.1, message_count=0)
+    {pub(1, c=1)}
+    """
+    obs, order = in_order(text)
+    assert trace.check(obs, cfg()).ok
+    verdict = trace.check(obs, cfg(), order=order)
+    assert not verdict.ok and (verdict.conn, verdict.index) == (0, 1), verdict.explain()

@@ -70,6 +70,48 @@ def test_reopened_channel_restarts_tags_and_publish_numbers_ER_1():
                 allowed=("received basic.ack(ch=1, delivery_tag=1, multiple=False)",), exact=True)
 
 
+# Recorded on RabbitMQ 3.10.8 (raw client, one write): the reader forgets a channel on the client's
+# close-ok, and the channel process, already closing, stops without its own close-ok. impl does the same.
+ER1_CLOSE_WITH_CLOSE_OK = f"""
+{pub(1)}
+c0 sent channel.close(ch=1, reply_code=200, text='OK')
+c0 sent channel.close-ok(ch=1)
+c0 sent confirm.select(ch=1)
+c0 received connection.close(ch=0, reply_code=504, text="CHANNEL_ERROR - expected 'channel.open'")
+"""
+
+
+def test_close_and_close_ok_sent_together_end_the_channel_without_a_close_ok_ER_1():
+    accepted(ER1_CLOSE_WITH_CLOSE_OK)
+    # The message published before the close stays in the queue; the channel can be opened again.
+    accepted(f"""
+    {pub(1)}
+    c0 sent channel.close(ch=1, reply_code=200, text='OK')
+    c0 sent channel.close-ok(ch=1)
+    c0 sent channel.open(ch=1)
+    c0 sent basic.get(ch=1, queue=q0, no_ack=True)
+    c0 received channel.open-ok(ch=1)
+    c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.1, message_count=0)
+    """)
+    # The broker's close-ok may still win the race (it went out before the client's close-ok was
+    # taken); the client's close-ok then finds the channel closed: 504, as when it is sent later.
+    accepted(ER1_CLOSE_WITH_CLOSE_OK.replace("c0 received connection.close", "c0 received channel.close-ok(ch=1)\n"
+                                             "c0 received connection.close"))
+
+
+def test_after_its_own_close_ok_the_channel_answers_nothing_ER_1():
+    # The client's close-ok, taken first, ends the channel: no close-ok of the old channel comes after
+    # the new one is open (had the broker's come first, the client's would have been a 504).
+    text = """
+    c0 sent channel.close(ch=1, reply_code=200, text='OK')
+    c0 sent channel.close-ok(ch=1)
+    c0 sent channel.open(ch=1)
+    c0 received channel.open-ok(ch=1)
+    c0 received channel.close-ok(ch=1)  # REJECTED
+    """
+    rejected_at(text, allowed=("sent (any client frame)",), exact=True)
+
+
 def test_connection_error_closes_every_channel_ER_1():
     text = f"""
     {pub(1)}
@@ -191,6 +233,54 @@ def test_unroutable_mandatory_returned_312_other_dropped_RT_3():
                 allowed=("sent (any client frame)",), exact=True)
     rejected_at(RT3.replace("reply_code=312, msg=m0.1)", "reply_code=313, msg=m0.1)  # REJECTED"),
                 allowed=("received basic.return(ch=1, reply_code=312, msg=m0.1)",), exact=True)
+
+
+# Recorded on RabbitMQ 3.10.8 (raw client; publish, qos and close in one write, 100 runs out of 100,
+# with and without confirm mode): the channel process writes the return while it handles the publish,
+# before the reply to the channel's next method.
+RT3_FIRST = f"""
+{pub(1, key='q7', mandatory=True)}
+c0 sent basic.qos(ch=1, prefetch_count=1, global=False)
+c0 sent channel.close(ch=1, reply_code=200, text='OK')
+c0 received basic.return(ch=1, reply_code=312, msg=m0.1)
+c0 received basic.qos-ok(ch=1)
+c0 received channel.close-ok(ch=1)
+"""
+RETURN_LINE = "c0 received basic.return(ch=1, reply_code=312, msg=m0.1)\n"
+
+
+def test_return_comes_before_the_reply_to_the_channels_next_method_RT_3():
+    accepted(RT3_FIRST)
+    allowed = ("received basic.return(ch=1, reply_code=312, msg=m0.1)",)
+    # The reply to the next method overtaking the return.
+    overtaken = RT3_FIRST.replace(RETURN_LINE, "").replace(
+        "c0 received basic.qos-ok(ch=1)", "c0 received basic.qos-ok(ch=1)  # REJECTED\n" + RETURN_LINE.strip())
+    rejected_at(overtaken, allowed=allowed, exact=True)
+
+
+def test_a_broker_that_never_returns_is_caught_outside_confirm_and_tx_mode_RT_3():
+    # The return used to be able to wait behind later replies and be lost with the channel.
+    never = RT3_FIRST.replace(RETURN_LINE, "").replace("c0 received basic.qos-ok(ch=1)",
+                                                       "c0 received basic.qos-ok(ch=1)  # REJECTED")
+    rejected_at(never, allowed=("received basic.return(ch=1, reply_code=312, msg=m0.1)",), exact=True)
+    closed = f"""
+    {pub(1, key='q7', mandatory=True)}
+    c0 sent channel.close(ch=1, reply_code=200, text='OK')
+    c0 received channel.close-ok(ch=1)  # REJECTED
+    """
+    rejected_at(closed, allowed=("received basic.return(ch=1, reply_code=312, msg=m0.1)",), exact=True)
+
+
+def test_a_return_unread_when_the_connection_drops_takes_nothing_back_RT_3():
+    # The take of the publish wrote the return, which the client never read; the publish after it
+    # on the same channel was still taken (the return does not stand in the way of what follows).
+    accepted(f"""
+    {pub(1, key='q7', mandatory=True)}
+    {pub(2)}
+    c0 lost
+    c1 sent basic.get(ch=1, queue=q0, no_ack=True)
+    c1 received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.2, message_count=0)
+    """)
 
 
 # ---------------------------------------------------------------- DU-4: exclusive queues

@@ -345,11 +345,10 @@ def op_strategy(*, errors: bool = True):
 @st.composite
 def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bool = False,
              errors: bool = True, rabbitmq_safe: bool = False, synchronous: bool = False) -> Program:
-    """A program. `crashes`: may kill and restart the broker. `rabbitmq_safe`: keeps away from two
-    races of RabbitMQ 3.10.8 the README documents: no global prefetch in a program that requeues (freed
-    places may go to messages behind the requeued ones), and a basic.consume ends its write (its
-    consume-ok, sent by the queue process, can be overtaken by the reply to a later method). `synchronous`: one connection, one method per step, no
-    crash (the differential test's programs)."""
+    """A program. `crashes`: may kill and restart the broker. `rabbitmq_safe`: keeps away from a race
+    of RabbitMQ 3.10.8 the README documents: no global prefetch in a program that requeues (freed
+    places may go to messages behind the requeued ones). `synchronous`: one connection, one method per
+    step, no crash (the differential test's programs)."""
     flags = tuple(draw(st.builds(QueueFlags, _flag(1, 2), _flag(1, 4))) for _ in range(QUEUES))
     connections = 1 if synchronous else draw(st.integers(1, max_connections))
     prelude = Step(0, tuple(Declare(1, q) for q in range(QUEUES)))
@@ -366,8 +365,6 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
     program = Program(flags, connections, (prelude, *body))
     if not errors:
         program = replace(program, steps=_fresh_consumer_tags(program.steps))
-    if rabbitmq_safe:
-        program = replace(program, steps=tuple(part for s in program.steps for part in _split_after_consume(s)))
     if rabbitmq_safe and requeues(program):
         program = replace(program, steps=tuple(
             replace(s, ops=tuple(replace(op, global_=False) if isinstance(op, Qos) else op for op in s.ops))
@@ -402,21 +399,6 @@ def _fresh_consumer_tags(steps: tuple) -> tuple:
         return op
 
     return tuple(replace(s, ops=tuple(renamed(op) for op in s.ops)) if isinstance(s, Step) else s for s in steps)
-
-
-def _split_after_consume(step):
-    """A step cut into several writes, each ending at a basic.consume."""
-    if not isinstance(step, Step):
-        return [step]
-    parts, current = [], []
-    for op in step.ops:
-        current.append(op)
-        if isinstance(op, Consume):
-            parts.append(replace(step, ops=tuple(current)))
-            current = []
-    if current:
-        parts.append(replace(step, ops=tuple(current)))
-    return parts
 
 
 # ---------------------------------------------------------------- focused programs
