@@ -18,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 IN_PROCESS = "tests/test_conformance_programs.py::test_in_process_core_runs_are_accepted_by_the_spec"
 FOCUSED = "tests/test_conformance_programs.py::test_in_process_focused_runs_are_accepted_by_the_spec"
+TCP_CRASH = "tests/test_conformance_crashes.py::test_impl_server_focused_crash_runs_are_accepted_by_the_spec"
 
 
 class StalePatch(Exception):
@@ -76,6 +77,23 @@ ALL_MUTANTS = (
     Mutant("mandatory_return_dropped", "core/channel.py",
            "        if not reached and mandatory:", "        if not reached and mandatory and False:",
            FOCUSED, "RT-3"),
+    # In the server, not the core: the in-process target commits batches itself, so only a crash of the
+    # server over TCP can show it. A write-behind group commit: the replies a batch holds back (confirms,
+    # commit-ok, declare-ok of a durable queue) go out when the writer takes the batch, which it writes
+    # after gathering for 50 ms. (Without the wait the write, done at once in the writer's thread, wins
+    # the race with the harness's SIGKILL: the test passed on this mutant; SIGKILL leaves the OS's page
+    # cache alone, so what is at stake is the write reaching the OS, not the fsync itself.)
+    Mutant("server_replies_before_the_write", "server.py",
+           "            if ops and self.store is not None:\n"
+           "                await loop.run_in_executor(self.executor, self.store.write, ops)\n"
+           "            self.broker.batch_committed(batch)\n"
+           "            self.after_input()\n",
+           "            self.broker.batch_committed(batch)\n"
+           "            self.after_input()\n"
+           "            await asyncio.sleep(0.05)\n"
+           "            if ops and self.store is not None:\n"
+           "                await loop.run_in_executor(self.executor, self.store.write, ops)\n",
+           TCP_CRASH, "PC-5, PC-10, TX-8"),
 )
 
 

@@ -170,6 +170,7 @@ class TcpTarget:
         self.crashes = broker is not None
         self.quiet = quiet
         self.timeout = timeout
+        self.restart_seconds: list[float] = []     # per crash: SIGKILL until the broker is up again
 
     @classmethod
     def of(cls, name: str, broker, quiet: float = 0.02) -> "TcpTarget":
@@ -180,8 +181,13 @@ class TcpTarget:
                                      label=label, timeout=self.timeout)
 
     def crash(self) -> None:
+        """SIGKILL the broker's process (impl.server, or RabbitMQ's beam: what it has not written to disk
+        is lost) and start it again on the same port and data; the clients find their connections ended
+        and connect again (`run_program`)."""
+        started = time.monotonic()
         self.broker.kill()
-        self.broker.restart()
+        self.broker.start()
+        self.restart_seconds.append(time.monotonic() - started)
 
     def close(self) -> None:
         pass
@@ -199,6 +205,7 @@ class Run:
     names: dict                             # queue index -> real name
     seconds: float = 0.0
     steps: int = 0
+    crashes: int = 0                        # crashes the target went through (a target may not crash)
     step_marks: list = field(default_factory=list)  # (slot, connection, log length) at each step's start
 
 
@@ -418,7 +425,7 @@ def run_program(program: P.Program, target) -> Run:
     bodies: list = []
     started = time.monotonic()
     slots = [_Slot(target, c, run_id) for c in range(program.connections)]
-    steps = 0
+    steps = crashes = 0
     crash_next = [isinstance(s, P.Crash) for s in program.steps[1:]] + [False]
     for step, crash_follows in zip(program.steps, crash_next):
         steps += 1
@@ -426,6 +433,7 @@ def run_program(program: P.Program, target) -> Run:
             if not target.crashes:
                 continue
             target.crash()
+            crashes += 1
             for slot in slots:
                 slot.settle(0.0)
                 if not slot.dead():
@@ -454,7 +462,7 @@ def run_program(program: P.Program, target) -> Run:
     recorded = [slot.finish() for slot in slots]
     seconds = time.monotonic() - started
     _cleanup(target, names)
-    return Run(program, target.name, recorded, names, seconds, steps)
+    return Run(program, target.name, recorded, names, seconds, steps, crashes)
 
 
 def _cleanup(target, names: dict) -> None:
