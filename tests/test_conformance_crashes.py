@@ -7,9 +7,10 @@ and connect again; the recording shows the ended connections, from which the spe
 a second and RabbitMQ several seconds, so the budgets are small (`make bench` runs more, and times the
 restarts). Each target here is a broker of its own, since the shared ones must not be killed.
 
-Two kinds of program per target: general programs (programs.programs, with at least one crash at a
-drawn place) and focused ones made of the episodes that end in a crash (programs.CRASH_EPISODES:
-confirmed persistent publishes, a committed transaction, outstanding deliveries, then the crash)."""
+Two kinds of program: general programs (programs.programs, with at least one crash at a drawn place)
+and focused ones made of the episodes that end in a crash (programs.CRASH_EPISODES: confirmed
+persistent publishes, a committed transaction, outstanding deliveries, then the crash); the impl server
+runs eight of each, RabbitMQ three of both kinds together."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conformance import budget
 from tests.conformance import programs as P
@@ -68,13 +70,9 @@ def rabbitmq_crashing() -> Iterator[TcpTarget]:
         node.close()
 
 
-@budget(2)
-@given(program=P.programs(crashes=True, min_crashes=1, rabbitmq_safe=True, errors=False))
+@budget(3)
+@given(program=st.one_of(P.focused_programs(max_episodes=1, episodes=P.CRASH_EPISODES, rabbitmq_safe=True),
+                         P.programs(crashes=True, min_crashes=1, rabbitmq_safe=True, errors=False)))
 def test_rabbitmq_crash_runs_are_accepted_by_the_spec(rabbitmq_crashing, program):
-    crashed_and_accepted(program, rabbitmq_crashing)
-
-
-@budget(2)
-@given(program=P.focused_programs(max_episodes=1, episodes=P.CRASH_EPISODES, rabbitmq_safe=True))
-def test_rabbitmq_focused_crash_runs_are_accepted_by_the_spec(rabbitmq_crashing, program):
+    """Three programs of both kinds (a restart costs RabbitMQ several seconds; `make bench` runs more)."""
     crashed_and_accepted(program, rabbitmq_crashing)

@@ -1,4 +1,4 @@
-"""The oracle is tested: each planted bug (tests/conformance/mutants.py) in a copy of the broker core is
+"""The oracle is tested: each planted bug (tests/conformance/mutants.py) in a copy of the broker (core or server) is
 caught by the test the mutant names, within CI's budget (the same fixed-seed programs as `make test`),
 and caught by the spec (a rejected trace), not by a crash of the test. A patch gone stale after a change
 to impl/ fails here with StalePatch."""

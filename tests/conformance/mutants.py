@@ -1,10 +1,12 @@
-"""Planted bugs (mutants) in copies of the broker core: the oracle is tested by catching each of them.
+"""Planted bugs (mutants) in copies of the broker (its core, and one in its server that only a crash
+over TCP can show): the oracle is tested by catching each of them.
 
 A mutant is a textual patch of one file under impl/: its exact old text (which must occur exactly once,
 so a patch gone stale after a change to impl/ fails loudly instead of testing nothing) and the new text.
 `make_copy` writes a patched copy of the `impl` package into a directory; `run_catching_test` runs the
 test named by the mutant with that copy first on the import path, in a fresh interpreter, and says
-whether the test failed (the mutant is caught).
+whether the test failed (the mutant is caught). A test that starts the impl server starts the copy's
+(tests/harness/impl_broker.py runs the `impl` package its process imports).
 """
 from __future__ import annotations
 
@@ -130,6 +132,7 @@ def run_catching_test(mutant: Mutant, root: Path, timeout: float = 600) -> subpr
 
 
 # Every mutant is caught by the test it names (tests/test_conformance_mutants.py asserts it): the general
-# programs catch the first five planted; the others need a situation the general programs reach too
-# rarely for CI's budget, which the focused programs (programs.focused_programs) set up.
+# programs catch five; most others need a situation the general programs reach too rarely for CI's
+# budget, which the focused programs (programs.focused_programs) set up; the server's needs a crash of
+# the server process over TCP.
 MUTANTS = ALL_MUTANTS

@@ -112,6 +112,7 @@ class InProcessTarget:
         self.store = Store(self.dir)
         self.broker = self._new_broker()
         self.conns: list[CoreConnection] = []
+        self.restart_seconds: list[float] = []     # per crash: until the broker has recovered the store
 
     def _new_broker(self):
         broker = self.core_module.Broker()
@@ -144,12 +145,14 @@ class InProcessTarget:
 
     def crash(self) -> None:
         """SIGKILL: the open batch is lost, every connection drops, the broker recovers from the store."""
+        started = time.monotonic()
         for conn in self.conns:
             conn.lost = True
         self.conns = []
         self.store.db.close()
         self.store = self.Store(self.dir)
         self.broker = self._new_broker()
+        self.restart_seconds.append(time.monotonic() - started)
 
     def close(self) -> None:
         self.store.db.close()
