@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 from tests.conformance import budget
 from tests.conformance import programs as P
 from tests.conformance.judge import assert_accepted
-from tests.conformance.targets import TcpTarget, run_program
+from tests.conformance.targets import InProcessTarget, TcpTarget, run_program
 from tests.harness.impl_broker import ImplBroker
 from tests.harness.rabbitmq import RabbitMQNode
 
 
-def crashed_and_accepted(program: P.Program, target: TcpTarget) -> None:
+def crashed_and_accepted(program: P.Program, target) -> None:
     """Run the program, check that the broker crashed as often as the program says and that the
     recording shows it (connections ended without a close), then that the spec accepts the recording."""
     run = run_program(program, target)
@@ -76,3 +76,24 @@ def rabbitmq_crashing() -> Iterator[TcpTarget]:
 def test_rabbitmq_crash_runs_are_accepted_by_the_spec(rabbitmq_crashing, program):
     """Three programs of both kinds (a restart costs RabbitMQ several seconds; `make bench` runs more)."""
     crashed_and_accepted(program, rabbitmq_crashing)
+
+
+# Found by the crash programs: impl sent queue.bind-ok of a durable queue to a durable exchange before the
+# binding was on disk, and a crash right after lost it (in process every time, over TCP about one run in
+# two); RabbitMQ 3.10.8 kept it. The spec keeps a durable queue's bindings with the queue (DU-1).
+BOUND_THEN_CRASH = P.Program(queues=(P.QueueFlags(), P.QueueFlags(durable=True)), steps=(
+    P.Step(0, (P.Declare(1, 0), P.Declare(1, 1))), P.Step(0, (P.Bind(1, 1),)), P.Crash(),
+    P.Step(0, (P.Declare(1, 0), P.Declare(1, 1))),
+    P.Step(0, (P.Publish(1, 2, "amq.fanout", mandatory=True), P.Get(1, 1)))))
+
+
+def test_a_durable_binding_survives_a_crash_right_after_bind_ok_in_process():
+    target = InProcessTarget()
+    try:
+        crashed_and_accepted(BOUND_THEN_CRASH, target)
+    finally:
+        target.close()
+
+
+def test_a_durable_binding_survives_a_crash_right_after_bind_ok_on_the_impl_server(impl_crashing):
+    crashed_and_accepted(BOUND_THEN_CRASH, impl_crashing)

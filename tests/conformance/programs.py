@@ -193,7 +193,10 @@ class Step:
 
 @dataclass(frozen=True)
 class Crash:
-    """The broker is killed (SIGKILL) right after the previous step's replies, and restarted."""
+    """The broker is killed (SIGKILL) and restarted: right after the previous step's replies, or, without
+    `wait`, as soon as the previous step is written (the broker may have handled any part of it, and
+    written any part of that to disk)."""
+    wait: bool = True
 
 
 @dataclass(frozen=True)
@@ -218,7 +221,8 @@ class Program:
                  f"connections: {self.connections}"]
         for n, s in enumerate(self.steps, 1):
             if isinstance(s, Crash):
-                lines.append(f"{n:3}. the broker is killed and restarted")
+                when = "" if s.wait else " (before the replies to the step before)"
+                lines.append(f"{n:3}. the broker is killed and restarted{when}")
             else:
                 lines.append(f"{n:3}. c{s.conn}: " + "; ".join(map(repr, s.ops)))
         return "\n".join(lines)
@@ -367,7 +371,7 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
             lambda pair: pair[0] if pair[1] != 5 else Crash())
     drawn = draw(st.lists(step, min_size=4, max_size=max_steps))
     while crashes and sum(isinstance(s, Crash) for s in drawn) < min_crashes:
-        drawn.insert(draw(st.integers(1, len(drawn))), Crash())
+        drawn.insert(draw(st.integers(1, len(drawn))), Crash(wait=draw(st.booleans())))
     body = []
     for s in drawn:
         body += [_ends_at_close(s)] if isinstance(s, Step) else [s, prelude]
@@ -557,7 +561,8 @@ def committed_then_crash(draw, ch: int, q: int) -> list:
     n = draw(st.integers(1, 3))
     ops = [TxSelect(ch)] + [Publish(ch, q, persistent=True) for _ in range(n)] + [TxCommit(ch)]
     ops += [Publish(ch, q, persistent=True) for _ in range(draw(st.integers(0, 2)))]
-    return _writes(draw, ops) + [Crash(), Step(0, tuple(Declare(1, i) for i in range(QUEUES))),
+    return _writes(draw, ops) + [Crash(wait=draw(st.booleans())),
+                                 Step(0, tuple(Declare(1, i) for i in range(QUEUES))),
                                  Step(0, (Get(ch, q),) * (n + 1))]
 
 
@@ -570,7 +575,8 @@ def outstanding_then_crash(draw, ch: int, q: int) -> list:
     ops = [ConfirmSelect(ch)] + [Publish(ch, q, persistent=True) for _ in range(n)]
     ops += draw(st.sampled_from([[Get(ch, q)] * n, [Consume(ch, q, "k")]]))
     ops += draw(st.sampled_from([[], [Ack(ch, 1)], [Ack(ch, n, True)]])) + [Declare(ch, 1 - q)]
-    return _writes(draw, ops) + [Crash(), Step(0, tuple(Declare(1, i) for i in range(QUEUES))),
+    return _writes(draw, ops) + [Crash(wait=draw(st.booleans())),
+                                 Step(0, tuple(Declare(1, i) for i in range(QUEUES))),
                                  Step(0, (Get(ch, q),) * (n + 1))]
 
 

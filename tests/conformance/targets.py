@@ -5,7 +5,8 @@ connections per slot, as spec/recorded.py reads it):
 - `InProcessTarget`: the `impl` core driven in this process, sans-IO, through `CoreConnection`, a raw
   client whose socket is the core itself. Durable writes go to a real `impl.store.Store`; a batch is
   committed only when the client finds nothing more to read, so a crash (`Crash`) right after a step's
-  replies drops the batch still open, as a SIGKILL before the fsync would.
+  replies (or right after its write, before them) drops the batch still open, as a SIGKILL before the
+  write would.
 - `TcpTarget`: any AMQP 0-9-1 broker at host:port (the `impl` server, a private RabbitMQ node, or the
   broker behind `make conformance URL=...`); it can crash and restart only if given a harness broker.
 
@@ -429,7 +430,7 @@ def run_program(program: P.Program, target) -> Run:
     started = time.monotonic()
     slots = [_Slot(target, c, run_id) for c in range(program.connections)]
     steps = crashes = 0
-    crash_next = [isinstance(s, P.Crash) for s in program.steps[1:]] + [False]
+    crash_next = [s if isinstance(s, P.Crash) else None for s in program.steps[1:]] + [None]
     for step, crash_follows in zip(program.steps, crash_next):
         steps += 1
         if isinstance(step, P.Crash):
@@ -437,11 +438,12 @@ def run_program(program: P.Program, target) -> Run:
                 continue
             target.crash()
             crashes += 1
-            for slot in slots:
+            for slot in slots:      # what the broker sent before it died is read before anyone reconnects
                 slot.settle(0.0)
                 if not slot.dead():
                     slot.conn.abort()
                     slot.settle(0.0)
+            for slot in slots:
                 slot.connect()
             continue
         slot = slots[step.conn]
@@ -455,8 +457,10 @@ def run_program(program: P.Program, target) -> Run:
                 slot.closing.add(op.ch)
             if isinstance(op, P.CloseConnection):
                 waiting[0] = 1
+        if crash_follows is not None and not crash_follows.wait:
+            waiting = {}                    # the crash comes as soon as the write is sent
         slot.write(frames, waiting, None if crash_follows else target.quiet)
-        if not crash_follows:
+        if crash_follows is None:
             for other in slots:
                 if other is not slot:
                     other.settle(target.quiet)
