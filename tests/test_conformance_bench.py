@@ -6,14 +6,26 @@ import pytest
 from rich.console import Console
 
 from tests.conformance import bench
+from tests.conformance import programs as P
+from tests.conformance.targets import InProcessTarget
 
 
-def test_bench_runs_in_process_and_prints_its_table():
-    console = Console(record=True, width=140)
-    assert bench.main(["--programs", "4", "--targets", "in-process"], console) == 0
+def test_bench_runs_in_process_and_prints_its_tables():
+    console = Console(record=True, width=160)
+    assert bench.main(["--programs", "4", "--crash-programs", "2", "--targets", "in-process"], console) == 0
     out = console.export_text()
     assert "conformance steps/s (4 fixed-seed programs per target)" in out and "in-process" in out
+    assert "conformance with crashes (2 fixed-seed programs per target)" in out
     assert "not accepted" not in out, out
+
+
+def test_crash_programs_crash_and_their_restarts_are_timed():
+    programs = bench.fixed_crash_programs(4)
+    assert len(programs) == 4 and all(any(isinstance(s, P.Crash) for s in p.steps) for p in programs)
+    result = bench.measure(programs, InProcessTarget)
+    assert result.programs == 4 and result.accepted == 4
+    assert result.crashes == sum(isinstance(s, P.Crash) for p in programs for s in p.steps)
+    assert len(result.restart_seconds) == result.crashes and all(t > 0 for t in result.restart_seconds)
 
 
 def test_programs_are_the_same_every_run():
@@ -23,6 +35,7 @@ def test_programs_are_the_same_every_run():
 @pytest.mark.parametrize("argv, message", [
     (["--programs", "0"], "must be at least 1"),
     (["--programs", "many"], "not an integer"),
+    (["--crash-programs", "-1"], "must be at least 0"),
     (["--targets", "impl,activemq"], "--targets must be a comma-separated list of in-process, impl, rabbitmq"),
     (["--quiet", "-1"], "must be from 0 to 10 seconds"),
 ])

@@ -644,8 +644,8 @@ class Channel:
     def on_queue_bind(self, m: commands.Queue.Bind) -> None:
         exchange, queue, routing_key = self.binding_target(m)
         self.broker.bind(exchange, queue, routing_key, dict(m.arguments or {}))
-        if not m.nowait:
-            self.send(commands.Queue.BindOk())
+        if not m.nowait:  # a durable binding survives a crash once bind-ok is out, like its queue (DU-1)
+            (self.reply_on_disk if exchange.durable and queue.durable else self.send)(commands.Queue.BindOk())
 
     def on_queue_unbind(self, m: commands.Queue.Unbind) -> None:
         name = self.queue_name(m.queue)

@@ -1,10 +1,12 @@
-"""Planted bugs (mutants) in copies of the broker core: the oracle is tested by catching each of them.
+"""Planted bugs (mutants) in copies of the broker (its core, and one in its server that only a crash
+over TCP can show): the oracle is tested by catching each of them.
 
 A mutant is a textual patch of one file under impl/: its exact old text (which must occur exactly once,
 so a patch gone stale after a change to impl/ fails loudly instead of testing nothing) and the new text.
 `make_copy` writes a patched copy of the `impl` package into a directory; `run_catching_test` runs the
 test named by the mutant with that copy first on the import path, in a fresh interpreter, and says
-whether the test failed (the mutant is caught).
+whether the test failed (the mutant is caught). A test that starts the impl server starts the copy's
+(tests/harness/impl_broker.py runs the `impl` package its process imports).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 IN_PROCESS = "tests/test_conformance_programs.py::test_in_process_core_runs_are_accepted_by_the_spec"
 FOCUSED = "tests/test_conformance_programs.py::test_in_process_focused_runs_are_accepted_by_the_spec"
+TCP_CRASH = "tests/test_conformance_crashes.py::test_impl_server_focused_crash_runs_are_accepted_by_the_spec"
 
 
 class StalePatch(Exception):
@@ -76,6 +79,23 @@ ALL_MUTANTS = (
     Mutant("mandatory_return_dropped", "core/channel.py",
            "        if not reached and mandatory:", "        if not reached and mandatory and False:",
            FOCUSED, "RT-3"),
+    # In the server, not the core: the in-process target commits batches itself, so only a crash of the
+    # server over TCP can show it. A write-behind group commit: the replies a batch holds back (confirms,
+    # commit-ok, declare-ok of a durable queue) go out when the writer takes the batch, which it writes
+    # after gathering for 50 ms. (Without the wait the write, done at once in the writer's thread, wins
+    # the race with the harness's SIGKILL: the test passed on this mutant; SIGKILL leaves the OS's page
+    # cache alone, so what is at stake is the write reaching the OS, not the fsync itself.)
+    Mutant("server_replies_before_the_write", "server.py",
+           "            if ops and self.store is not None:\n"
+           "                await loop.run_in_executor(self.executor, self.store.write, ops)\n"
+           "            self.broker.batch_committed(batch)\n"
+           "            self.after_input()\n",
+           "            self.broker.batch_committed(batch)\n"
+           "            self.after_input()\n"
+           "            await asyncio.sleep(0.05)\n"
+           "            if ops and self.store is not None:\n"
+           "                await loop.run_in_executor(self.executor, self.store.write, ops)\n",
+           TCP_CRASH, "PC-5, PC-10, TX-8"),
 )
 
 
@@ -112,6 +132,7 @@ def run_catching_test(mutant: Mutant, root: Path, timeout: float = 600) -> subpr
 
 
 # Every mutant is caught by the test it names (tests/test_conformance_mutants.py asserts it): the general
-# programs catch the first five planted; the others need a situation the general programs reach too
-# rarely for CI's budget, which the focused programs (programs.focused_programs) set up.
+# programs catch five; most others need a situation the general programs reach too rarely for CI's
+# budget, which the focused programs (programs.focused_programs) set up; the server's needs a crash of
+# the server process over TCP.
 MUTANTS = ALL_MUTANTS

@@ -193,7 +193,10 @@ class Step:
 
 @dataclass(frozen=True)
 class Crash:
-    """The broker is killed (SIGKILL) right after the previous step's replies, and restarted."""
+    """The broker is killed (SIGKILL) and restarted: right after the previous step's replies, or, without
+    `wait`, as soon as the previous step is written (the broker may have handled any part of it, and
+    written any part of that to disk)."""
+    wait: bool = True
 
 
 @dataclass(frozen=True)
@@ -218,7 +221,8 @@ class Program:
                  f"connections: {self.connections}"]
         for n, s in enumerate(self.steps, 1):
             if isinstance(s, Crash):
-                lines.append(f"{n:3}. the broker is killed and restarted")
+                when = "" if s.wait else " (before the replies to the step before)"
+                lines.append(f"{n:3}. the broker is killed and restarted{when}")
             else:
                 lines.append(f"{n:3}. c{s.conn}: " + "; ".join(map(repr, s.ops)))
         return "\n".join(lines)
@@ -344,11 +348,16 @@ def op_strategy(*, errors: bool = True):
 
 @st.composite
 def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bool = False,
-             errors: bool = True, rabbitmq_safe: bool = False, synchronous: bool = False) -> Program:
-    """A program. `crashes`: may kill and restart the broker. `rabbitmq_safe`: keeps away from a race
-    of RabbitMQ 3.10.8 the README documents: no global prefetch in a program that requeues (freed
-    places may go to messages behind the requeued ones). `synchronous`: one connection, one method per
-    step, no crash (the differential test's programs)."""
+             min_crashes: int = 0, errors: bool = True, rabbitmq_safe: bool = False,
+             synchronous: bool = False) -> Program:
+    """A program. `crashes`: may kill and restart the broker; `min_crashes`: at least that many crashes,
+    at drawn places (a broker over TCP restarts in seconds, so its programs are few and each must crash).
+    `rabbitmq_safe`: keeps away from a race of RabbitMQ 3.10.8 the README documents, and from its
+    pending commit: no global prefetch in a program that requeues (freed places may go to messages
+    behind the requeued ones), and a tx.commit ends its write (a method on the channel while the commit
+    waits for the disk is a connection error, 504 "unexpected command while processing 'tx.commit'",
+    which the spec does not say). `synchronous`: one connection, one method per step, no crash (the
+    differential test's programs)."""
     flags = tuple(draw(st.builds(QueueFlags, _flag(1, 2), _flag(1, 4))) for _ in range(QUEUES))
     connections = 1 if synchronous else draw(st.integers(1, max_connections))
     prelude = Step(0, tuple(Declare(1, q) for q in range(QUEUES)))
@@ -359,13 +368,23 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
     if crashes:     # about one step in twelve; the queues are declared again after it
         step = st.tuples(step, st.integers(0, 11)).map(
             lambda pair: pair[0] if pair[1] != 5 else Crash())
+    drawn = draw(st.lists(step, min_size=4, max_size=max_steps))
+    while crashes and sum(isinstance(s, Crash) for s in drawn) < min_crashes:
+        drawn.insert(draw(st.integers(1, len(drawn))), Crash(wait=draw(st.booleans())))
     body = []
-    for s in draw(st.lists(step, min_size=4, max_size=max_steps)):
+    for s in drawn:
         body += [_ends_at_close(s)] if isinstance(s, Step) else [s, prelude]
     program = Program(flags, connections, (prelude, *body))
     if not errors:
         program = replace(program, steps=_fresh_consumer_tags(program.steps))
-    if rabbitmq_safe and requeues(program):
+    return safe_for_rabbitmq(program) if rabbitmq_safe else program
+
+
+def safe_for_rabbitmq(program: Program) -> Program:
+    """The program kept away from RabbitMQ 3.10.8's global-prefetch race and its pending commit (see
+    `programs`): each write ends at a tx.commit, and a program that requeues has no global prefetch."""
+    program = replace(program, steps=tuple(part for s in program.steps for part in _split_after_commit(s)))
+    if requeues(program):
         program = replace(program, steps=tuple(
             replace(s, ops=tuple(replace(op, global_=False) if isinstance(op, Qos) else op for op in s.ops))
             if isinstance(s, Step) else s for s in program.steps))
@@ -399,6 +418,21 @@ def _fresh_consumer_tags(steps: tuple) -> tuple:
         return op
 
     return tuple(replace(s, ops=tuple(renamed(op) for op in s.ops)) if isinstance(s, Step) else s for s in steps)
+
+
+def _split_after_commit(step):
+    """A step cut into several writes, each ending at a tx.commit."""
+    if not isinstance(step, Step):
+        return [step]
+    parts, current = [], []
+    for op in step.ops:
+        current.append(op)
+        if isinstance(op, TxCommit):
+            parts.append(replace(step, ops=tuple(current)))
+            current = []
+    if current:
+        parts.append(replace(step, ops=tuple(current)))
+    return parts
 
 
 # ---------------------------------------------------------------- focused programs
@@ -518,22 +552,58 @@ def mandatory_unroutable(draw, ch: int, q: int) -> list:
     return _writes(draw, [mode, Publish(ch, q), where, Publish(ch, q)] + after)
 
 
-EPISODES = (multiple_settlement, settlement_rolled_back, confirmed_then_crash, prefetch_filled,
-            global_limit_over_outstanding, requeued_then_got, committed_in_order, mandatory_unroutable)
+@st.composite
+def committed_then_crash(draw, ch: int, q: int) -> list:
+    """TX-8, DU-2: persistent publishes committed, maybe more left uncommitted, a crash, then gets of
+    the queue: the committed ones survive in a durable queue, the uncommitted ones never appear."""
+    n = draw(st.integers(1, 3))
+    ops = [TxSelect(ch)] + [Publish(ch, q, persistent=True) for _ in range(n)] + [TxCommit(ch)]
+    ops += [Publish(ch, q, persistent=True) for _ in range(draw(st.integers(0, 2)))]
+    return _writes(draw, ops) + [Crash(wait=draw(st.booleans())),
+                                 Step(0, tuple(Declare(1, i) for i in range(QUEUES))),
+                                 Step(0, (Get(ch, q),) * (n + 1))]
 
 
 @st.composite
-def focused_programs(draw, *, max_episodes: int = 4) -> Program:
-    """A program of one connection: episodes (above) on channel 1 or 2 and queue q0 or q1, each after
-    the close of its channel, with general methods (no connection errors) between them."""
+def outstanding_then_crash(draw, ch: int, q: int) -> list:
+    """DU-3, DU-2: persistent messages delivered by gets or a manual-mode consumer and not all acked, a
+    crash, then gets: no delivery is outstanding after the restart, the unacked messages are ready
+    again and redelivered, the acked ones are gone (once the ack reached the disk) or back."""
+    n = draw(st.integers(1, 3))
+    ops = [ConfirmSelect(ch)] + [Publish(ch, q, persistent=True) for _ in range(n)]
+    ops += draw(st.sampled_from([[Get(ch, q)] * n, [Consume(ch, q, "k")]]))
+    ops += draw(st.sampled_from([[], [Ack(ch, 1)], [Ack(ch, n, True)]])) + [Declare(ch, 1 - q)]
+    return _writes(draw, ops) + [Crash(wait=draw(st.booleans())),
+                                 Step(0, tuple(Declare(1, i) for i in range(QUEUES))),
+                                 Step(0, (Get(ch, q),) * (n + 1))]
+
+
+EPISODES = (multiple_settlement, settlement_rolled_back, confirmed_then_crash, prefetch_filled,
+            global_limit_over_outstanding, requeued_then_got, committed_in_order, mandatory_unroutable)
+
+# The episodes that end in a crash: what the programs against a broker over TCP that can be killed run
+# (tests/test_conformance_crashes.py), since each restart costs that broker a second (impl) or several
+# (RabbitMQ).
+CRASH_EPISODES = (confirmed_then_crash, committed_then_crash, outstanding_then_crash)
+
+
+@st.composite
+def focused_programs(draw, *, max_episodes: int = 4, episodes: tuple = EPISODES,
+                     rabbitmq_safe: bool = False) -> Program:
+    """A program of one connection: episodes (above, drawn from `episodes`) on channel 1 or 2 and queue
+    q0 or q1, each after the close of its channel, with general methods (no connection errors) between
+    them. `rabbitmq_safe`: every consumer has a tag of its own, and `safe_for_rabbitmq`."""
     flags = (QueueFlags(draw(_flag(2, 1)), False), QueueFlags(draw(_flag(1, 2)), False))
     prelude = Step(0, tuple(Declare(1, q) for q in range(QUEUES)))
     steps: list = [prelude]
     noise = st.lists(op_strategy(errors=False), min_size=1, max_size=3).map(lambda ops: Step(0, tuple(ops)))
     for _ in range(draw(st.integers(1, max_episodes))):
         steps += [_ends_at_close(s) for s in draw(st.lists(noise, max_size=2))]
-        episode = draw(st.sampled_from(EPISODES))
+        episode = draw(st.sampled_from(episodes))
         ch, q = draw(st.sampled_from(CHANNELS)), draw(declared_queues)
         steps.append(Step(0, (CloseChannel(ch),)))
         steps += draw(episode(ch, q))
-    return Program(flags, 1, tuple(steps))
+    program = Program(flags, 1, tuple(steps))
+    if rabbitmq_safe:
+        program = safe_for_rabbitmq(replace(program, steps=_fresh_consumer_tags(program.steps)))
+    return program

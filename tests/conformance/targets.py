@@ -5,7 +5,8 @@ connections per slot, as spec/recorded.py reads it):
 - `InProcessTarget`: the `impl` core driven in this process, sans-IO, through `CoreConnection`, a raw
   client whose socket is the core itself. Durable writes go to a real `impl.store.Store`; a batch is
   committed only when the client finds nothing more to read, so a crash (`Crash`) right after a step's
-  replies drops the batch still open, as a SIGKILL before the fsync would.
+  replies (or right after its write, before them) drops the batch still open, as a SIGKILL before the
+  write would.
 - `TcpTarget`: any AMQP 0-9-1 broker at host:port (the `impl` server, a private RabbitMQ node, or the
   broker behind `make conformance URL=...`); it can crash and restart only if given a harness broker.
 
@@ -112,6 +113,7 @@ class InProcessTarget:
         self.store = Store(self.dir)
         self.broker = self._new_broker()
         self.conns: list[CoreConnection] = []
+        self.restart_seconds: list[float] = []     # per crash: until the broker has recovered the store
 
     def _new_broker(self):
         broker = self.core_module.Broker()
@@ -144,12 +146,14 @@ class InProcessTarget:
 
     def crash(self) -> None:
         """SIGKILL: the open batch is lost, every connection drops, the broker recovers from the store."""
+        started = time.monotonic()
         for conn in self.conns:
             conn.lost = True
         self.conns = []
         self.store.db.close()
         self.store = self.Store(self.dir)
         self.broker = self._new_broker()
+        self.restart_seconds.append(time.monotonic() - started)
 
     def close(self) -> None:
         self.store.db.close()
@@ -170,6 +174,7 @@ class TcpTarget:
         self.crashes = broker is not None
         self.quiet = quiet
         self.timeout = timeout
+        self.restart_seconds: list[float] = []     # per crash: SIGKILL until the broker is up again
 
     @classmethod
     def of(cls, name: str, broker, quiet: float = 0.02) -> "TcpTarget":
@@ -180,8 +185,13 @@ class TcpTarget:
                                      label=label, timeout=self.timeout)
 
     def crash(self) -> None:
+        """SIGKILL the broker's process (impl.server, or RabbitMQ's beam: what it has not written to disk
+        is lost) and start it again on the same port and data; the clients find their connections ended
+        and connect again (`run_program`)."""
+        started = time.monotonic()
         self.broker.kill()
-        self.broker.restart()
+        self.broker.start()
+        self.restart_seconds.append(time.monotonic() - started)
 
     def close(self) -> None:
         pass
@@ -199,6 +209,7 @@ class Run:
     names: dict                             # queue index -> real name
     seconds: float = 0.0
     steps: int = 0
+    crashes: int = 0                        # crashes the target went through (a target may not crash)
     step_marks: list = field(default_factory=list)  # (slot, connection, log length) at each step's start
 
 
@@ -418,19 +429,21 @@ def run_program(program: P.Program, target) -> Run:
     bodies: list = []
     started = time.monotonic()
     slots = [_Slot(target, c, run_id) for c in range(program.connections)]
-    steps = 0
-    crash_next = [isinstance(s, P.Crash) for s in program.steps[1:]] + [False]
+    steps = crashes = 0
+    crash_next = [s if isinstance(s, P.Crash) else None for s in program.steps[1:]] + [None]
     for step, crash_follows in zip(program.steps, crash_next):
         steps += 1
         if isinstance(step, P.Crash):
             if not target.crashes:
                 continue
             target.crash()
-            for slot in slots:
+            crashes += 1
+            for slot in slots:      # what the broker sent before it died is read before anyone reconnects
                 slot.settle(0.0)
                 if not slot.dead():
                     slot.conn.abort()
                     slot.settle(0.0)
+            for slot in slots:
                 slot.connect()
             continue
         slot = slots[step.conn]
@@ -444,17 +457,24 @@ def run_program(program: P.Program, target) -> Run:
                 slot.closing.add(op.ch)
             if isinstance(op, P.CloseConnection):
                 waiting[0] = 1
+        # A crash is seen only by the connections it ends: one the client closed is opened again first,
+        # so the recording always shows the crash (a client's close waits for its close-ok).
+        closes = any(isinstance(op, P.CloseConnection) for op in step.ops)
+        if crash_follows is not None and not crash_follows.wait and not closes:
+            waiting = {}                    # the crash comes as soon as the write is sent
         slot.write(frames, waiting, None if crash_follows else target.quiet)
-        if not crash_follows:
+        if crash_follows is None:
             for other in slots:
                 if other is not slot:
                     other.settle(target.quiet)
             for s in slots:
                 s.housekeeping()
+        elif closes:
+            slot.housekeeping()
     recorded = [slot.finish() for slot in slots]
     seconds = time.monotonic() - started
     _cleanup(target, names)
-    return Run(program, target.name, recorded, names, seconds, steps)
+    return Run(program, target.name, recorded, names, seconds, steps, crashes)
 
 
 def _cleanup(target, names: dict) -> None:

@@ -22,8 +22,15 @@ import time
 from collections import deque
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 READY_LINE = re.compile(rb"rabbitproof broker listening on (?P<host>[^\s:]+):(?P<port>\d+)")
+
+
+def impl_root() -> Path:
+    """The directory holding the `impl` package this process imports, where the server is started: the
+    repository, or a planted-bug copy put first on sys.path (tests/conformance/mutants.py), so that a
+    mutant of the server is what runs over TCP."""
+    import impl
+    return Path(impl.__file__).resolve().parents[1]
 
 
 class ImplStartFailed(RuntimeError):
@@ -85,7 +92,7 @@ class ImplBroker:
         with open(stderr_path, "wb") as stderr:
             self._proc = subprocess.Popen(
                 self.command(),
-                cwd=REPO_ROOT,
+                cwd=impl_root(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
