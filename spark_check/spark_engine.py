@@ -26,6 +26,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import re
 import shutil
 import tempfile
 import time
@@ -230,6 +231,8 @@ class SparkEngine(Engine):
             raise ValueError("--exact keeps states in one process: it is for the local engine only")
         if checkpoint and resume and os.path.abspath(checkpoint) != os.path.abspath(resume):
             raise ValueError("give --checkpoint or --resume, not both (a resumed run keeps writing where it resumes)")
+        if driver_memory is not None and not re.fullmatch(r"[1-9][0-9]*[kmgt]?", driver_memory.lower()):
+            raise ValueError(f"--driver-memory {driver_memory!r} is not a size such as 8g or 512m")
         if partitions is not None and partitions < 1:
             raise ValueError(f"partitions must be positive, not {partitions}")
         reduction_named(reductions)
@@ -330,11 +333,17 @@ class VisitedSet:
     def __init__(self, spark: Any, partitions: int) -> None:
         self.spark = spark
         self.partitions = partitions
-        self.chunks: list[Any] = []
+        self.chunks: list[Any] = []     # fingerprint frames to join against
+        self.cached: list[Any] = []     # the frames cached for them (to release)
 
-    def add(self, level: Any) -> None:
-        """Add a level's (or several levels') rows."""
-        self.chunks.append(level.select("fp").repartition(self.partitions, "fp").persist())   # cached on first use
+    def add(self, level: Any, partitioned: bool = False) -> None:
+        """Add a level's (or several levels') rows; ``partitioned``: they are already hash-partitioned by
+        fingerprint into as many partitions (the anti-join's output is) and cached, so they are a chunk
+        as they are, with no shuffle."""
+        if not partitioned:
+            level = level.select("fp").repartition(self.partitions, "fp").persist()   # cached on first use
+        self.cached.append(level)
+        self.chunks.append(level.select("fp"))
         if len(self.chunks) > self.MERGE_AT:
             merged = self.chunks[0]
             for c in self.chunks[1:]:
@@ -342,7 +351,7 @@ class VisitedSet:
             merged = merged.repartition(self.partitions, "fp").persist()
             merged.count()
             self.release()
-            self.chunks = [merged]
+            self.cached, self.chunks = [merged], [merged]
 
     def unseen(self, candidates: Any) -> Any:
         """The candidate rows whose fingerprint is in no chunk."""
@@ -351,9 +360,9 @@ class VisitedSet:
         return candidates
 
     def release(self) -> None:
-        for chunk in self.chunks:
-            chunk.unpersist()
-        self.chunks = []
+        for frame in self.cached:
+            frame.unpersist()
+        self.cached, self.chunks = [], []
 
 
 class _LevelRun:
@@ -407,7 +416,9 @@ class _LevelRun:
                 clock.lap("level jobs: expand, write candidates (wall)")
                 candidates = (spark.read.schema(EXPANDED_SCHEMA).parquet(self.store.states_path(level + 1))
                               .where(F.col("fp").isNotNull()).select(*LEVEL_COLUMNS))
-                fresh = visited.unseen(candidates.dropDuplicates(["fp"]))
+                # Computed once and kept on the executors with a short plan (a local checkpoint): hash-
+                # partitioned by fp like the visited chunks, it is written, then becomes the next chunk.
+                fresh = visited.unseen(candidates.dropDuplicates(["fp"])).localCheckpoint(eager=True)
                 fresh.write.mode("overwrite").parquet(self.store.level_path(level + 1))
                 clock.lap("level jobs: deduplicate, write level (wall)")
                 self._merge(out, list(tally.value.values()), level)
@@ -419,7 +430,7 @@ class _LevelRun:
                     self._record(out, level, finished=True)
                     break
                 level += 1
-                visited.add(spark.read.schema(LEVEL_SCHEMA).parquet(self.store.level_path(level)))
+                visited.add(fresh, partitioned=True)
                 self.level_sizes.append(size)
                 out.distinct_states += size
                 out.depth = level + 1
