@@ -1,8 +1,10 @@
 """The Spark engine's level store, which is also its checkpoint.
 
 Each BFS level is one Parquet directory ``levels/level=N`` of rows (fingerprint, parent fingerprint,
-action index, pickled state): the visited set is the ``fp`` column of every level, the parent links its
-``parent`` and ``action`` columns, and the frontier the last level's ``fp`` and ``state``. After a level
+action index, and where the state lies: group and index), beside ``states/level=N``, the states found
+for it, pickled in groups: the visited set is the ``fp`` column of every level, the parent links its
+``parent`` and ``action`` columns, and the frontier the last level's rows with their groups (the states
+of earlier levels are removed once the next level is recorded). After a level
 is written, ``progress.json`` records what the driver knows (counts, coverage, decided properties,
 deadlocks) and the last complete level, replaced atomically. A run killed at any moment resumes from
 the last level that ``progress.json`` names: a half-written level after it is ignored and rewritten.
@@ -20,7 +22,7 @@ from typing import Any, Sequence
 
 from .assembly import SearchOutcome, bounds_of
 
-FORMAT = 1
+FORMAT = 2          # 2: states pickled in groups, apart from the level rows
 PROGRESS = "progress.json"
 
 
@@ -99,6 +101,11 @@ class LevelStore:
     def level_path(self, level: int) -> str:
         return f"{self.directory}/levels/level={level}"
 
+    def states_path(self, level: int) -> str:
+        """The candidates for ``level`` found by expanding the level before: their rows, and their states
+        pickled in groups (the rows of ``level_path(level)`` point into these groups)."""
+        return f"{self.directory}/states/level={level}"
+
     def paths(self, levels: range | Sequence[int]) -> list[str]:
         return [self.level_path(n) for n in levels]
 
@@ -113,15 +120,24 @@ class LevelStore:
         return sum(pq.read_metadata(str(f)).num_rows for f in Path(local).glob("*.parquet"))
 
     def drop_levels_after(self, level: int) -> None:
-        """Remove levels a killed run wrote beyond its last recorded one."""
+        """Remove levels (and their states) a killed run wrote beyond its last recorded one."""
+        self._drop(lambda n: n > level, ("levels", "states"))
+
+    def drop_states_before(self, level: int) -> None:
+        """Remove the states of levels before ``level``: once a level is recorded, only its own states are
+        read again (the parent links, in ``levels``, stay)."""
+        self._drop(lambda n: n < level, ("states",))
+
+    def _drop(self, which: Any, kinds: Sequence[str]) -> None:
         local = _local(self.directory)
         if local is None:
             return
-        root = Path(local) / "levels"
-        if root.is_dir():
-            for child in root.iterdir():
-                if child.name.startswith("level=") and int(child.name[len("level="):]) > level:
-                    shutil.rmtree(child, ignore_errors=True)
+        for kind in kinds:
+            root = Path(local) / kind
+            if root.is_dir():
+                for child in root.iterdir():
+                    if child.name.startswith("level=") and which(int(child.name[len("level="):])):
+                        shutil.rmtree(child, ignore_errors=True)
 
     def write_progress(self, ident: dict[str, Any], level: int, outcome: SearchOutcome, levels: list[int],
                        level_of: dict[str, int], seconds: float, finished: bool = False) -> None:

@@ -75,13 +75,13 @@ def check_output_options(max_states: int | None, chart: str | None) -> None:
 
 
 def build_engine(name: str, *, master: str | None = None, exact: bool = False, checkpoint: str | None = None,
-                 resume: str | None = None, reductions: Sequence[str] = ()) -> Engine:
+                 resume: str | None = None, reductions: Sequence[str] = (), driver_memory: str | None = None) -> Engine:
     """The engine the command line asks for; InputError (one line) for options it cannot take, an
     unreachable master or a checkpoint directory that cannot be written, before any work starts."""
     options: dict[str, Any] = {"exact": exact, "reductions": tuple(reductions)}
-    spark_only = {"--master": master, "--checkpoint": checkpoint, "--resume": resume}
+    spark_only = {"--master": master, "--checkpoint": checkpoint, "--resume": resume, "--driver-memory": driver_memory}
     if name == "spark":
-        options.update(master=master, checkpoint=checkpoint, resume=resume)
+        options.update(master=master, checkpoint=checkpoint, resume=resume, driver_memory=driver_memory)
     else:
         given = [flag for flag, value in spark_only.items() if value]
         if given:
@@ -106,6 +106,9 @@ def build_parser() -> OneLineParser:
     explore.add_argument("--checkpoint", metavar="DIR",
                          help="spark engine: keep the level store (visited set, frontier, parent links) in DIR")
     explore.add_argument("--resume", metavar="DIR", help="spark engine: continue the run checkpointed in DIR")
+    explore.add_argument("--driver-memory", metavar="SIZE",
+                         help="spark engine: the driver's heap, e.g. 8g (default 2g in local mode, where the "
+                              "executors share it)")
     explore.add_argument("--bound", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
                          help="override a bound of the configuration")
     explore.add_argument("--property", action="extend", nargs="+", default=[], metavar="NAME",
@@ -166,7 +169,8 @@ def run_engine(
 def command_explore(args: argparse.Namespace, out: Console) -> int:
     # Every input is checked before any exploration starts.
     engine = build_engine(args.engine, master=args.master, exact=args.exact, checkpoint=args.checkpoint,
-                          resume=args.resume, reductions=reductions_of(args.reduce))
+                          resume=args.resume, reductions=reductions_of(args.reduce),
+                          driver_memory=args.driver_memory)
     check_output_options(args.max_states, args.chart)
     if args.json:
         folder = os.path.dirname(os.path.abspath(args.json))

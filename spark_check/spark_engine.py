@@ -1,20 +1,21 @@
 """``SparkEngine``: the local engine's level-synchronous BFS on Spark (DESIGN.md, spark_check).
 
 Per level:
-1. the frontier (the last level's Parquet directory: fingerprint and pickled state) is expanded on the
-   executors by ``expand_level``, a top-level function running the same ``Expander.expand`` as the local
-   engine on each state: properties decided, deadlock, successors (deduplicated within the task) and, as
-   one extra row per task, the task's counts;
-2. the driver collects only those count rows (one per task: coverage, transitions, deadlocks, the smallest
-   deciding fingerprint of each property);
-3. Spark deduplicates the successors by fingerprint and anti-joins them against the visited set (the
+1. the frontier (the last level's rows, grouped by the pickled group that holds each state, joined with
+   those groups) is expanded on the executors by ``expand_level``, a top-level function running the same
+   ``Expander.expand`` as the local engine on each state: properties decided, deadlock, successors
+   (deduplicated within the task, pickled ``GROUP_STATES`` to a pickle) and, as counts sent with the task,
+   coverage, transitions, deadlocks, the smallest deciding fingerprint of each property;
+2. the successors are written as the next level's candidates (rows and pickled groups);
+3. Spark deduplicates the candidate rows by fingerprint and anti-joins them against the visited set (the
    ``fp`` column of every level written so far), both in the JVM on 64-bit longs, and writes the new
-   states, with their parent fingerprint and action index, as the next level's Parquet directory.
+   rows (fingerprint, parent, action index, group and index) as the next level.
 
-States cross between processes twice: pickled once by the executor that found them (only those new to
-its task), unpickled once by the executor that expands them. The visited set, the frontier and the
-parent links never reach the driver; shortest traces are rebuilt by looking up the parents of the few
-deciding states level by level (one small query per level) and replaying the model on the driver.
+A state is pickled once, with others, by the executor that found it (only those new to its task), and
+unpickled, with its group, by the executor that expands it; deduplication never moves a state, only its
+row. The visited set, the frontier and the parent links never reach the driver; shortest traces are
+rebuilt by looking up the parents of the few deciding states level by level (one small query per level)
+and replaying the model on the driver.
 
 The level directories are the checkpoint (spark_check.checkpoint): ``--checkpoint DIR`` keeps them,
 ``--resume DIR`` continues a killed run. Without either they go to a temporary directory, removed at
@@ -25,6 +26,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import re
 import shutil
 import tempfile
 import time
@@ -47,9 +49,15 @@ from .reductions import reduction_named
 from .results import ExplorationResult
 from .spark_session import check_master, is_local, ship_code, spark_session
 
-# A level's rows, and what an executor returns for a level (the successors new to its task).
-LEVEL_SCHEMA = EXPANDED_SCHEMA = "fp long, parent long, action int, state binary"
+# A level's rows: a state's fingerprint, its parent's and the action from it, and where its pickled
+# state lies: member ``idx`` of group ``grp`` of the level's states directory. What an executor returns
+# for a level: those rows for the successors new to its task, and one row per group of them with the
+# group pickled (``blob``; the other columns null), so the two kinds travel in one output.
+LEVEL_SCHEMA = "fp long, parent long, action int, grp long, idx int"
+EXPANDED_SCHEMA = LEVEL_SCHEMA + ", blob binary"
+LEVEL_COLUMNS = ("fp", "parent", "action", "grp", "idx")
 BATCH_ROWS = 4096
+GROUP_STATES = 128      # successors pickled together (spark_check.bench: sharing makes each 3-4x cheaper)
 
 
 class _TaskCounts(AccumulatorParam):
@@ -65,9 +73,14 @@ class _TaskCounts(AccumulatorParam):
 
 
 def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[Any]) -> Iterator[Any]:
-    """Expand every frontier state in ``batches`` (Arrow batches of fp, state); yield the successors new
-    to this task and add the task's counts to the job's accumulator. Runs on executors: top-level, and
-    pure but for the counts."""
+    """Expand every frontier state in ``batches`` (Arrow batches of grp, blob, items: a pickled group and
+    the (idx, fp) of its members that are in the frontier); yield the successors new to this task, pickled
+    in groups, and add the task's counts to the job's accumulator. Runs on executors: top-level, and pure
+    but for the counts.
+
+    Successors are pickled ``GROUP_STATES`` at a time, in one ``pickle.dumps`` of a list: a successor
+    shares most of its parts with its parent and its siblings, and one pickle writes each shared part
+    once, where a pickle per state writes it again for every state (and unpickling then shares it too)."""
     import pyarrow as pa
 
     described, undecided, tally = job
@@ -85,16 +98,41 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[A
     clock = time.perf_counter
     python = pickling = 0.0         # seconds in this function: all of it, and pickling successors
     task_started = clock()
-    schema = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("state", pa.binary())])
+    schema = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("grp", pa.int64()),
+                        ("idx", pa.int32()), ("blob", pa.binary())])
+    group_base = TaskContext.get().partitionId() << 32     # group ids unique in the level, the same on a retry
+    groups = 0
+    out_fp: list[Any] = []
+    out_parent: list[Any] = []
+    out_action: list[Any] = []
+    out_grp: list[int] = []
+    out_idx: list[Any] = []
+    out_blob: list[Any] = []
+    members: list[Any] = []         # the open group's successors
 
-    def successors_batch(fps: list, parents: list, actions: list, states: list) -> Any:
-        nonlocal pickling
+    def close_group() -> None:
+        """Pickle the open group and add its row."""
+        nonlocal pickling, groups, members
         started = clock()
-        blobs = [dumps(s, 5) for s in states]
+        blob = dumps(members, 5)
         pickling += clock() - started
-        return pa.RecordBatch.from_arrays(
-            [pa.array(fps, pa.int64()), pa.array(parents, pa.int64()), pa.array(actions, pa.int32()),
-             pa.array(blobs, pa.binary())], schema=schema)
+        out_fp.append(None)
+        out_parent.append(None)
+        out_action.append(None)
+        out_grp.append(group_base + groups)
+        out_idx.append(None)
+        out_blob.append(blob)
+        groups += 1
+        members = []
+
+    def output() -> Any:
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(out_fp, pa.int64()), pa.array(out_parent, pa.int64()), pa.array(out_action, pa.int32()),
+             pa.array(out_grp, pa.int64()), pa.array(out_idx, pa.int32()), pa.array(out_blob, pa.binary())],
+            schema=schema)
+        for column in (out_fp, out_parent, out_action, out_grp, out_idx, out_blob):
+            column.clear()
+        return batch
 
     collector_was_on = gc.isenabled()
     gc.disable()        # no collector passes over the states, as in the local engine (expansion.PausedCollector)
@@ -102,47 +140,58 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[A
         for batch in batches:
             if error is not None:
                 continue
-            out_fp: list[int] = []
-            out_parent: list[int] = []
-            out_action: list[int] = []
-            out_state: list[bytes] = []
             started = clock()
-            for fp, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                state = loads(blob)
-                seen.add(fp)
-                expanded += 1
-                try:
-                    decided, actions, successors, deadlocked = expand(state)
-                    for d in decided:
-                        if d not in decided_at or fp < decided_at[d]:
-                            decided_at[d] = fp
-                    if not actions:
-                        if deadlocked:
-                            deadlocks += 1
-                            first_deadlock = fp if first_deadlock is None else min(first_deadlock, fp)
-                        continue
-                    types.update(map(type, actions))
-                    transitions += len(actions)
-                    for i, succ in enumerate(successors):
-                        h = fingerprint(succ)
-                        if h in seen:
+            items = batch.column(2)
+            offsets = items.offsets.to_pylist()
+            flat = items.flatten()
+            member_idx = flat.field(0).to_pylist()
+            member_fp = flat.field(1).to_pylist()
+            for row, blob in enumerate(batch.column(1).to_pylist()):
+                group = loads(blob)
+                for k in range(offsets[row], offsets[row + 1]):
+                    state, fp = group[member_idx[k]], member_fp[k]
+                    seen.add(fp)
+                    expanded += 1
+                    try:
+                        decided, actions, successors, deadlocked = expand(state)
+                        for d in decided:
+                            if d not in decided_at or fp < decided_at[d]:
+                                decided_at[d] = fp
+                        if not actions:
+                            if deadlocked:
+                                deadlocks += 1
+                                first_deadlock = fp if first_deadlock is None else min(first_deadlock, fp)
                             continue
-                        seen.add(h)
-                        out_fp.append(h)
-                        out_parent.append(fp)
-                        out_action.append(i)
-                        out_state.append(succ)
-                except Exception as e:  # noqa: BLE001 - reported as the driver's error, with the trace to ``state``
-                    error = (diagnose(expander, state, e), fp)
+                        types.update(map(type, actions))
+                        transitions += len(actions)
+                        for i, succ in enumerate(successors):
+                            h = fingerprint(succ)
+                            if h in seen:
+                                continue
+                            seen.add(h)
+                            out_fp.append(h)
+                            out_parent.append(fp)
+                            out_action.append(i)
+                            out_grp.append(group_base + groups)
+                            out_idx.append(len(members))
+                            out_blob.append(None)
+                            members.append(succ)
+                            if len(members) >= GROUP_STATES:
+                                close_group()
+                    except Exception as e:  # noqa: BLE001 - reported as the driver's error, with the trace to ``state``
+                        error = (diagnose(expander, state, e), fp)
+                        break
+                    if len(out_fp) >= BATCH_ROWS:
+                        python += clock() - started
+                        yield output()
+                        started = clock()
+                if error is not None:
                     break
-                if len(out_fp) >= BATCH_ROWS:
-                    python += clock() - started
-                    yield successors_batch(out_fp, out_parent, out_action, out_state)
-                    started = clock()
-                    out_fp, out_parent, out_action, out_state = [], [], [], []
             python += clock() - started
-            if out_fp:
-                yield successors_batch(out_fp, out_parent, out_action, out_state)
+        if members:
+            close_group()
+        if out_fp:
+            yield output()
     finally:
         gc.collect(0)
         if collector_was_on:
@@ -182,6 +231,8 @@ class SparkEngine(Engine):
             raise ValueError("--exact keeps states in one process: it is for the local engine only")
         if checkpoint and resume and os.path.abspath(checkpoint) != os.path.abspath(resume):
             raise ValueError("give --checkpoint or --resume, not both (a resumed run keeps writing where it resumes)")
+        if driver_memory is not None and not re.fullmatch(r"[1-9][0-9]*[kmgt]?", driver_memory.lower()):
+            raise ValueError(f"--driver-memory {driver_memory!r} is not a size such as 8g or 512m")
         if partitions is not None and partitions < 1:
             raise ValueError(f"partitions must be positive, not {partitions}")
         reduction_named(reductions)
@@ -258,6 +309,19 @@ class SparkEngine(Engine):
                 shutil.rmtree(directory, ignore_errors=True)
 
 
+class _Clock:
+    """Adds the seconds since the last lap to ``timings[name]`` (where a level's wall time goes)."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = self.timings.get(name, 0.0) + now - self.last
+        self.last = now
+
+
 class VisitedSet:
     """The visited fingerprints, cached on the executors in a few chunks, each hash-partitioned by
     fingerprint like the deduplicated successors: the anti-join then moves no visited fingerprint (no
@@ -269,11 +333,17 @@ class VisitedSet:
     def __init__(self, spark: Any, partitions: int) -> None:
         self.spark = spark
         self.partitions = partitions
-        self.chunks: list[Any] = []
+        self.chunks: list[Any] = []     # fingerprint frames to join against
+        self.cached: list[Any] = []     # the frames cached for them (to release)
 
-    def add(self, level: Any) -> None:
-        """Add a level's (or several levels') rows."""
-        self.chunks.append(level.select("fp").repartition(self.partitions, "fp").persist())   # cached on first use
+    def add(self, level: Any, partitioned: bool = False) -> None:
+        """Add a level's (or several levels') rows; ``partitioned``: they are already hash-partitioned by
+        fingerprint into as many partitions (the anti-join's output is) and cached, so they are a chunk
+        as they are, with no shuffle."""
+        if not partitioned:
+            level = level.select("fp").repartition(self.partitions, "fp").persist()   # cached on first use
+        self.cached.append(level)
+        self.chunks.append(level.select("fp"))
         if len(self.chunks) > self.MERGE_AT:
             merged = self.chunks[0]
             for c in self.chunks[1:]:
@@ -281,7 +351,7 @@ class VisitedSet:
             merged = merged.repartition(self.partitions, "fp").persist()
             merged.count()
             self.release()
-            self.chunks = [merged]
+            self.cached, self.chunks = [merged], [merged]
 
     def unseen(self, candidates: Any) -> Any:
         """The candidate rows whose fingerprint is in no chunk."""
@@ -290,9 +360,9 @@ class VisitedSet:
         return candidates
 
     def release(self) -> None:
-        for chunk in self.chunks:
-            chunk.unpersist()
-        self.chunks = []
+        for frame in self.cached:
+            frame.unpersist()
+        self.cached, self.chunks = [], []
 
 
 class _LevelRun:
@@ -339,14 +409,18 @@ class _LevelRun:
             while True:
                 undecided = tuple(i for i in range(len(self.is_always)) if i not in out.decided_at)
                 tally = spark.sparkContext.accumulator({}, _TaskCounts())
-                frontier = spark.read.schema(LEVEL_SCHEMA).parquet(self.store.level_path(level)).select("fp", "state")
-                expanded = frontier.mapInArrow(partial(expand_level, (self.described, undecided, tally)),
-                                               EXPANDED_SCHEMA)
-                fresh = visited.unseen(expanded.select("fp", "parent", "action", "state").dropDuplicates(["fp"]))
-                job_started = time.perf_counter()
+                expanded = self._frontier(level).mapInArrow(
+                    partial(expand_level, (self.described, undecided, tally)), EXPANDED_SCHEMA)
+                clock = _Clock(out.timings)
+                expanded.write.mode("overwrite").parquet(self.store.states_path(level + 1))
+                clock.lap("level jobs: expand, write candidates (wall)")
+                candidates = (spark.read.schema(EXPANDED_SCHEMA).parquet(self.store.states_path(level + 1))
+                              .where(F.col("fp").isNotNull()).select(*LEVEL_COLUMNS))
+                # Computed once and kept on the executors with a short plan (a local checkpoint): hash-
+                # partitioned by fp like the visited chunks, it is written, then becomes the next chunk.
+                fresh = visited.unseen(candidates.dropDuplicates(["fp"])).localCheckpoint(eager=True)
                 fresh.write.mode("overwrite").parquet(self.store.level_path(level + 1))
-                out.timings["level jobs (wall)"] = out.timings.get("level jobs (wall)", 0.0) + (
-                    time.perf_counter() - job_started)
+                clock.lap("level jobs: deduplicate, write level (wall)")
                 self._merge(out, list(tally.value.values()), level)
                 violated = any(self.is_always[i] for i in out.decided_at) or (config.deadlock_is_error and out.deadlocks)
                 size = self.store.rows(level + 1, spark)
@@ -356,13 +430,15 @@ class _LevelRun:
                     self._record(out, level, finished=True)
                     break
                 level += 1
-                visited.add(spark.read.schema(LEVEL_SCHEMA).parquet(self.store.level_path(level)))
+                visited.add(fresh, partitioned=True)
                 self.level_sizes.append(size)
                 out.distinct_states += size
                 out.depth = level + 1
                 if out.distinct_states > cap:
                     out.error = too_many_states(cap)
                 self._record(out, level, finished=out.error is not None)
+                self.store.drop_states_before(level)        # recorded: only this level's states are read again
+                clock.lap("level bookkeeping: count, record (wall)")
                 if progress is not None:
                     progress(out.distinct_states, out.depth, size, self.seconds())
                 if out.error is not None:
@@ -373,18 +449,29 @@ class _LevelRun:
             visited.release()
         return out
 
+    def _frontier(self, level: int) -> Any:
+        """The states of ``level`` to expand: one row per pickled group that holds any of them (grp, blob)
+        with the (idx, fp) of those members (items). Only groups move, never a state alone."""
+        spark = self.spark
+        members = (spark.read.schema(LEVEL_SCHEMA).parquet(self.store.level_path(level))
+                   .groupBy("grp").agg(F.collect_list(F.struct("idx", "fp")).alias("items")))
+        groups = (spark.read.schema(EXPANDED_SCHEMA).parquet(self.store.states_path(level))
+                  .where(F.col("blob").isNotNull()).select("grp", "blob"))
+        return groups.join(members, "grp").select("grp", "blob", "items")
+
     def _write_initial_level(self, cap: int) -> tuple[SearchOutcome, int]:
-        """Level 0: the initial states, fingerprinted on the driver (they are few)."""
+        """Level 0: the initial states, fingerprinted on the driver (they are few), as one group."""
         fingerprint = self.expander.fingerprint
         rows: dict[int, Any] = {}
         for state in self.expander.initial_states():
             rows.setdefault(fingerprint(state), state)
         out = SearchOutcome(distinct_states=len(rows), depth=1 if rows else 0)
         self.level_sizes = [len(rows)]
-        df = self.spark.createDataFrame(
-            [(fp, fp, -1, pickle.dumps(s, 5)) for fp, s in rows.items()],
-            LEVEL_SCHEMA)
-        df.write.mode("overwrite").parquet(self.store.level_path(0))
+        spark = self.spark
+        spark.createDataFrame([(None, None, None, 0, None, pickle.dumps(list(rows.values()), 5))],
+                              EXPANDED_SCHEMA).write.mode("overwrite").parquet(self.store.states_path(0))
+        spark.createDataFrame([(fp, fp, -1, 0, i) for i, fp in enumerate(rows)],
+                              LEVEL_SCHEMA).write.mode("overwrite").parquet(self.store.level_path(0))
         if len(rows) > cap:
             out.error = too_many_states(cap)
         self._record(out, 0, finished=out.error is not None)

@@ -95,6 +95,9 @@ def spark_session(master: str | None, partitions: int, driver_memory: str | None
         "spark.executorEnv.PYTHONHASHSEED": "0",
         # One task per frontier file: the level's states are spread over ``partitions`` files.
         "spark.sql.shuffle.partitions": str(partitions),
+        # Planned once per level, not re-planned at each shuffle: adaptive execution ran every shuffle as
+        # a job of its own (9 jobs a level instead of 4), and the partitions are already what we want.
+        "spark.sql.adaptive.enabled": "false",
         "spark.sql.adaptive.coalescePartitions.enabled": "false",
         "spark.sql.files.openCostInBytes": str(1 << 40),
         "spark.sql.files.maxPartitionBytes": str(64 << 20),
