@@ -3,7 +3,6 @@ every frame in order, which is what makes it fit to be the observer of the spec'
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from pamqp import commands, header

@@ -10,7 +10,7 @@ from spec.roles import QueueSpec
 from spec.state import NEW_CHANNEL
 from spec.storage import with_channel
 from tests.test_spec_tracekit import (
-    accepted, cfg, client_close, close_406, pub, rejected_at, upto,
+    accepted, cfg, client_close, close_406, pub, rejected_at,
 )
 
 TWO_QUEUES = cfg(queues=(QueueSpec(durable=True), QueueSpec(durable=True)))

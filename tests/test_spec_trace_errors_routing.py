@@ -138,7 +138,7 @@ def test_reply_codes_from_amqp_0_9_1_ER_2():
         (403, 404, 405, 406)
     assert (frames.CHANNEL_ERROR, frames.NOT_ALLOWED, frames.NOT_IMPLEMENTED) == (504, 530, 540)
     assert frames.NO_ROUTE == 312
-    text = f"""
+    text = """
     c0 sent basic.get(ch=1, queue=q5, no_ack=False)
     c0 received channel.close(ch=1, reply_code=404, text="NOT_FOUND - no queue 'q5' in vhost '/'")
     c0 sent channel.close-ok(ch=1)
@@ -147,14 +147,14 @@ def test_reply_codes_from_amqp_0_9_1_ER_2():
 
 
 def test_channel_error_with_a_connection_error_code_rejected_ER_2():
-    text = f"""
+    text = """
     c0 sent tx.commit(ch=1)
     c0 received channel.close(ch=1, reply_code=540, text='PRECONDITION_FAILED - channel is not transactional')  # REJECTED
     """
     rejected_at(text, allowed=(
         "received channel.close(ch=1, reply_code=406, text='PRECONDITION_FAILED - channel is not transactional')",),
         exact=True)
-    hard = f"""
+    hard = """
     c0 sent basic.recover(ch=1, requeue=False)
     c0 received channel.close(ch=1, reply_code=540, text='NOT_IMPLEMENTED - requeue=false')  # REJECTED
     """

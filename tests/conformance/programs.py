@@ -18,7 +18,7 @@ one, `amq.fanout` and one that does not exist.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Union
 
 from hypothesis import strategies as st
@@ -216,7 +216,7 @@ class Program:
 
     def numbered(self) -> str:
         """The program as numbered steps, for people."""
-        lines = [f"queues: " + ", ".join(f"q{i}{' durable' if f.durable else ''}{' exclusive' if f.exclusive else ''}"
+        lines = ["queues: " + ", ".join(f"q{i}{' durable' if f.durable else ''}{' exclusive' if f.exclusive else ''}"
                                           for i, f in enumerate(self.queues)),
                  f"connections: {self.connections}"]
         for n, s in enumerate(self.steps, 1):
