@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.harness.impl_broker import REPO_ROOT as ROOT
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
