@@ -150,24 +150,17 @@ def targets_option(text: str) -> tuple:
     return names
 
 
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
-
-
-def non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0: {value}")
-    return value
+def integer_at_least(minimum: int):
+    """An argparse type: an integer no smaller than ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}: {value}")
+        return value
+    return parse
 
 
 def seconds(text: str) -> float:
@@ -182,8 +175,8 @@ def seconds(text: str) -> float:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tests.conformance.bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--programs", type=positive, default=60, help="programs per target (default 60)")
-    parser.add_argument("--crash-programs", type=non_negative, default=10,
+    parser.add_argument("--programs", type=integer_at_least(1), default=60, help="programs per target (default 60)")
+    parser.add_argument("--crash-programs", type=integer_at_least(0), default=10,
                         help="programs with crashes per target (default 10; 0: none)")
     parser.add_argument("--targets", type=targets_option, default=TARGETS, help="in-process,impl,rabbitmq")
     parser.add_argument("--quiet", type=seconds, default=None,
