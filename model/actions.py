@@ -298,7 +298,6 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     other_channels_quiet = z3.ForAll([k], z3.Implies(z3.And(1 <= k, k <= x.nch), x.tb[c, k] == 0))
     guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.nch, x.tb[c, ch] > 0,
                    z3.Implies(ch == 0, other_channels_quiet),
-                   z3.Implies(ch != 0, z3.Not(x.pending[c, ch])),
                    z3.Implies(ch == 0, m == CONNECTION_CLOSE),        # only connection.close travels on channel 0
                    z3.Implies(z3.And(m == BASIC_GET, o.got), x.ready[o.queue, o.key]))   # the head is ready
     x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1))
@@ -311,6 +310,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     kind = z3.If(m == BASIC_ACK, SETTLE_ACK, z3.If(o.requeue, SETTLE_REQUEUE, SETTLE_DROP))
     on_open = _cases(
         x,
+        (z3.And(x.pending[c, ch], m != CHANNEL_CLOSE), conn_err),                        # TX-7: 504
         (z3.Or(m == CHANNEL_OPEN, m == CHANNEL_CLOSE_OK), conn_err),                     # ER-1
         (m == CHANNEL_CLOSE, reset_channel(x, c, ch, CH_ENDING, kept)),                  # RQ-4
         (z3.And(m == BASIC_PUBLISH, o.immediate), conn_err),

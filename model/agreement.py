@@ -88,11 +88,9 @@ def _frame_oracles(state, a) -> dict:
         if collected is None:
             out["verdict"] = CHANNEL_ERR
     elif m == TX_COMMIT and channel is not None and channel.mode == MODE_TX:
-        # TX-7: the commit waits for the disk when one of its publishes is persistent and routed to a
-        # durable queue (what broker._tx_commit computes).
-        out["waits"] = any(persistent and state.queues[q].durable
-                           for exchange, key, _, persistent, _ in channel.tx_pubs
-                           for q in broker.route(state, exchange, key))
+        # TX-7: the commit-ok is a step of its own when one of its publishes reaches a queue (what
+        # broker._tx_commit computes).
+        out["waits"] = any(broker.route(state, exchange, key) for exchange, key, _, _, _ in channel.tx_pubs)
     elif channel is not None and machine.precondition(state, a):
         # Queue errors (NOT_FOUND, RESOURCE_LOCKED, if-unused, exclusive use, a reused consumer tag):
         # the broker's answer, read from the frames it writes (ER-1).

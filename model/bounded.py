@@ -717,7 +717,8 @@ def BrokerTakeFrame(e: Eff, a, config) -> Transition:
         _send(sel, c, ch, (ok,))
         cases.append((m == method, sel))
 
-    # tx.commit: held-back publishes take effect; commit-ok waits for their copies on disk (TX-2, TX-7, TX-9)
+    # tx.commit: held-back publishes take effect; once copies are enqueued, commit-ok is a step of its own
+    # and waits for them on disk (TX-2, TX-7, TX-9)
     com = e.copy()
     com.need(mode == MODE_TX, com["q.exists"] == 1)
     rows = com.live(b + "txp")
@@ -733,12 +734,12 @@ def BrokerTakeFrame(e: Eff, a, config) -> Transition:
         com[f"grp{k}"] = z3.If(in_group, gid, com[f"grp{k}"])
         com[f"{b}committing{k}"] = z3.If(z3.Or([z3.And(w, key == k) for w, key in waits] + [z3.BoolVal(False)]), _z(1), _z(0))
     com["ngroups"] = z3.If(n >= 2, gid, com["ngroups"])
-    any_wait = z3.Or([w for w, _ in waits] + [z3.BoolVal(False)])
     for i in range(len(rows)):
         com[f"{b}txp.{i}.0"], com[f"{b}txp.{i}.1"] = 0, 0
     com[b + "txp.len"] = 0
-    com[b + "cpending"] = z3.If(any_wait, _z(1), _z(0))
-    _send(com, c, ch, (TX_COMMIT_OK,), z3.Not(any_wait))
+    owed = z3.Or([present for present, _ in rows] + [z3.BoolVal(False)])     # a copy enqueued: commit-ok is a step
+    com[b + "cpending"] = z3.If(owed, _z(1), _z(0))
+    _send(com, c, ch, (TX_COMMIT_OK,), z3.Not(owed))
     cases.append((m == TX_COMMIT, com))
 
     out = e.copy()

@@ -16,7 +16,10 @@ when:
 
 - (static, from the configuration) no role declares, binds, purges or deletes a queue and no queue is
   exclusive, so the queues and bindings never change while the broker is up; no role on connection
-  c can make the broker close the connection (``protocol_errors``, a recover without requeue);
+  c can make the broker close the connection (``protocol_errors``, a recover without requeue); and
+  no other channel of connection c has a role that publishes in a transaction (a frame taken while
+  its commit-ok is owed is a connection error, TX-7; on its own channel a fusable take needs a
+  channel in neither mode, so it never meets that commit);
 - (budgets, which only grow) no fault can happen any more: the crash and queue-failure budgets are
   spent and connections can no longer be lost;
 - the broker is up and holds connection c and channel (c, ch) open, in neither confirm nor tx mode;
@@ -170,7 +173,9 @@ class FusedTakes:
         self._open, self._plain = state.CH_OPEN, state.MODE_NONE
         self.config = config
         self.connections, self.publisher = _static_scope(config)
-        self.channels = tuple((c, ch) for c in self.connections for ch in range(1, config.channels + 1))
+        committers = {key for key, r in config.roles.items() if r.tx and r.publish}
+        self.channels = tuple((c, ch) for c in self.connections for ch in range(1, config.channels + 1)
+                              if not any(cc == c and other != ch for cc, other in committers))
         self._budgets = (config.crashes, config.failures, config.reconnects if config.losses else 0)
 
     def quiet(self, state: Any) -> bool:

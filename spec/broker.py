@@ -13,8 +13,8 @@ from .frames import (
     CONFIRM_SELECT_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE,
     NO_ROUTE, NOT_ALLOWED, NOT_FOUND, NOT_IMPLEMENTED, PRECONDITION_FAILED, QUEUE_BIND, QUEUE_BIND_OK,
     QUEUE_DECLARE, QUEUE_DECLARE_OK, QUEUE_DELETE, QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK,
-    R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_EXPECTED_OPEN, R_IMMEDIATE, R_IN_USE, R_LOCKED, R_NO_EXCHANGE,
-    R_NO_QUEUE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
+    R_COMMIT_PENDING, R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_EXPECTED_OPEN, R_IMMEDIATE, R_IN_USE,
+    R_LOCKED, R_NO_EXCHANGE, R_NO_QUEUE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
     R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG, RESOURCE_LOCKED,
     TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK,
 )
@@ -86,6 +86,11 @@ def take_frame(state: State, c: int, ch: int) -> State:
     if status == CH_OPEN:
         if method == CHANNEL_OPEN:
             return connection_error(state, c, CHANNEL_ERROR, R_SECOND_OPEN, 0)
+        if channel.commit_pending and method != CHANNEL_CLOSE:
+            # TX-7: RabbitMQ 3.10.8's channel refuses every method but channel.close while its
+            # tx.commit waits for the queues (and the disk): 504, a connection error. Waiting for the
+            # commit-ok before taking the frame (``can_take_frame``) is the other outcome allowed.
+            return connection_error(state, c, CHANNEL_ERROR, R_COMMIT_PENDING, 0)
         if method == CHANNEL_CLOSE_OK:
             return connection_error(state, c, COMMAND_INVALID, R_UNIMPLEMENTED, 0)
         return HANDLERS[method](state, c, ch, channel, frame)
@@ -348,7 +353,10 @@ def _tx_select(state, c, ch, channel, frame):
 
 def _tx_commit(state, c, ch, channel, frame):
     """tx.commit: settlements then publishes take effect (TX-2, TX-3); returns go out now (TX-6);
-    commit-ok waits until the commit's persistent copies are on disk (TX-7), which is not atomic (TX-9)."""
+    commit-ok waits until the commit's persistent copies are on disk (TX-7), which is not atomic (TX-9).
+    A commit that enqueued copies owes its commit-ok as a step of its own (``commit_ok``) even when
+    nothing waits for the disk: RabbitMQ 3.10.8's channel waits for every queue's confirm, and a queue
+    delivers to a consumer on the committing channel before it confirms."""
     if channel.mode != MODE_TX:
         return channel_error(state, c, ch, PRECONDITION_FAILED, R_NOT_TX, 0)       # TX-10
     if channel.tx_settles:
@@ -372,7 +380,7 @@ def _tx_commit(state, c, ch, channel, frame):
     if len(group) >= 2:
         state = state._replace(tx_groups=add_sorted(state.tx_groups, tuple(sorted(group))))
     channel = state.conns[c].channels[ch - 1]._replace(tx_pubs=(), tx_settles=())
-    if waits:
+    if group:
         return with_channel(state, c, ch, channel._replace(committing=tuple(sorted(waits)), commit_pending=True))
     return send(with_channel(state, c, ch, channel), c, (TX_COMMIT_OK, ch))
 
@@ -614,14 +622,14 @@ def _open_channel(state: State, c: int, ch: int):
 
 
 def can_take_frame(state: State, a) -> bool:
-    """BrokerTakeFrame: a frame is in flight on that channel and may be taken now (``spec.network``),
-    and the channel does not wait for its commit to reach the disk (TX-7)."""
+    """BrokerTakeFrame: a frame is in flight on that channel and may be taken now (``spec.network``).
+    While the channel's commit-ok is owed (TX-7) the frame may wait for it or be taken first: a
+    channel.close then closes the channel and the commit-ok never comes, any other frame is a
+    connection error (``take_frame``); RabbitMQ 3.10.8 does both."""
     if not _open_broker_end(state, a.conn):
         return False
     conn = state.conns[a.conn]
-    if not 0 <= a.ch < len(conn.to_broker) or not network.can_move(conn.to_broker, a.ch):
-        return False
-    return not (a.ch and conn.channels[a.ch - 1].commit_pending)
+    return 0 <= a.ch < len(conn.to_broker) and network.can_move(conn.to_broker, a.ch)
 
 
 def can_deliver(state: State, a) -> bool:

@@ -182,7 +182,7 @@ EXPECT: dict[str, tuple[str, ...]] = {
     "confirms": ("confirms_in_publish_order", "confirm_multiple", "return_before_ack"),
     "confirm_failures": ("confirm_multiple", "publish_nacked", "missing_exchange_refused",
                          "mode_switch_refused", "not_transactional_refused"),
-    "tx_publish": ("commit_published", "commit_returned"),
+    "tx_publish": ("commit_published", "commit_returned", "commit_pending_refused"),
     "tx_ack": ("multiple_ack_settles_several", "commit_applied_acks", "rollback_kept_outstanding"),
     "crash": ("persistent_never_lost", "acked_never_redelivered", "recovered_after_crash", "confirm_multiple"),
     "routing": ("exclusive_queue_locked", "dead_lettered", "fanout_copies", "requeued_in_place"),

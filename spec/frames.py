@@ -81,8 +81,8 @@ REPLY_SUCCESS = 200
 # Reasons: which error it is, so that the text can be rendered (detail is the one integer it names).
 (R_NORMAL, R_UNKNOWN_TAG, R_TX_TO_CONFIRM, R_CONFIRM_TO_TX, R_NOT_TX, R_NO_EXCHANGE, R_NO_QUEUE,
  R_LOCKED, R_RECOVER_NO_REQUEUE, R_TAG_REUSED, R_PREFETCH_SIZE, R_IMMEDIATE, R_EXPECTED_OPEN,
- R_SECOND_OPEN, R_UNIMPLEMENTED, R_IN_USE, R_NOT_EMPTY, R_EXCLUSIVE_USE) = range(18)
-REASONS = 18
+ R_SECOND_OPEN, R_UNIMPLEMENTED, R_IN_USE, R_NOT_EMPTY, R_EXCLUSIVE_USE, R_COMMIT_PENDING) = range(19)
+REASONS = 19
 
 # Exchanges of the model (RT-1): 0 the default exchange, 1 a fanout exchange, 2 one that is never declared.
 DEFAULT_EXCHANGE, FANOUT_EXCHANGE, MISSING_EXCHANGE = 0, 1, 2
@@ -121,6 +121,7 @@ REPLY_TEXTS = {
     R_IN_USE: "PRECONDITION_FAILED - queue '{q}' in vhost '/' in use",
     R_NOT_EMPTY: "PRECONDITION_FAILED - queue '{q}' in vhost '/' not empty",
     R_EXCLUSIVE_USE: "ACCESS_REFUSED - queue '{q}' in vhost '/' in exclusive use",
+    R_COMMIT_PENDING: "CHANNEL_ERROR - unexpected command while processing 'tx.commit'",
 }
 
 

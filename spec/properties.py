@@ -10,8 +10,8 @@ from . import network
 from .faults import live_copies
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_RETURN,
-    CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, R_CONFIRM_TO_TX, R_EXCLUSIVE_USE,
-    R_IMMEDIATE, R_IN_USE, R_LOCKED,
+    CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, R_COMMIT_PENDING,
+    R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_IMMEDIATE, R_IN_USE, R_LOCKED,
     R_NO_EXCHANGE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
     R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG,
 )
@@ -619,6 +619,9 @@ _connection_refusals = [_close_frame(CONNECTION_CLOSE, r) for r in
 _reach("protocol_error_closes_connection", ("ER-1", "ER-2"), lambda s: any(f(s) for f in _connection_refusals),
        "A frame RabbitMQ refuses (immediate, prefetch_size, a reused consumer tag, a second channel.open, "
        "close-ok out of turn) closed the connection.")
+_reach("commit_pending_refused", ("TX-7", "ER-1"), _close_frame(CONNECTION_CLOSE, R_COMMIT_PENDING),
+       "A frame the broker took while its channel's commit-ok was owed closed the connection with 504 "
+       "(RabbitMQ 3.10.8's channel refuses all but channel.close while its tx.commit waits).")
 _reach("global_limit_counts_gets", ("PF-2", "PF-4"), lambda s: _global_full_of_gets(s),
        "A channel's global limit is reached by basic.get deliveries counted when it was set.")
 

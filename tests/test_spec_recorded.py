@@ -143,3 +143,132 @@ def test_a_recording_gives_the_real_time_order():
     run = recorded.from_recording([[a], [b]])
     assert run.order == (0, 1, 0, 1)
     assert run.check().ok
+
+
+# ---------------------------------------------------------------- a pending tx.commit (TX-7)
+# What RabbitMQ 3.10.8 wrote (tests/conformance programs run on a private node, 30 runs each): a method
+# pipelined behind tx.commit closes the connection with 504 while the commit waits for its queues,
+# persistent or not (30 of 30); a channel.close there is answered and the commit-ok never comes (30 of
+# 30); a consumer on the committing channel gets the committed messages before tx.commit-ok (both of
+# two in 29 of 30, one in the other).
+
+PENDING_504 = "CHANNEL_ERROR - unexpected command while processing 'tx.commit'"
+
+
+def persistent():
+    return commands.Basic.Properties(delivery_mode=2)
+
+
+def tx_prelude(durable: bool = True) -> list:
+    return [
+        entry("sent", commands.Channel.Open()), entry("received", commands.Channel.OpenOk()),
+        entry("sent", commands.Queue.Declare(queue="q", durable=durable)),
+        entry("received", commands.Queue.DeclareOk(queue="q", message_count=0, consumer_count=0)),
+        entry("sent", commands.Tx.Select()), entry("received", commands.Tx.SelectOk()),
+    ]
+
+
+def pipelined_behind_commit(properties=None, commit_ok_first: bool = False) -> list:
+    ok = [entry("received", commands.Tx.CommitOk())] if commit_ok_first else []
+    return tx_prelude() + [
+        entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m1", properties=properties),
+        entry("sent", commands.Tx.Commit()), *ok,
+        entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m2"),
+        entry("received", commands.Connection.Close(reply_code=504, reply_text=PENDING_504, class_id=0,
+                                                    method_id=0), channel=0),
+        entry("sent", commands.Connection.CloseOk(), channel=0),
+    ]
+
+
+@pytest.mark.parametrize("properties", [persistent(), None], ids=["persistent", "transient"])
+def test_a_method_pipelined_behind_a_pending_commit_may_close_the_connection_TX_7(properties):
+    verdict = recorded.check_recording([[pipelined_behind_commit(properties)]])
+    assert verdict.ok, verdict.explain()
+
+
+def test_no_504_once_the_commit_ok_went_out_TX_7():
+    verdict = recorded.check_recording([[pipelined_behind_commit(persistent(), commit_ok_first=True)]])
+    assert verdict.status == trace.REJECTED and verdict.index == 10, verdict.explain()
+
+
+def test_no_504_behind_a_commit_that_enqueued_nothing_TX_7():
+    log = tx_prelude() + [
+        entry("sent", commands.Tx.Commit()),
+        entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m1"),
+        entry("received", commands.Connection.Close(reply_code=504, reply_text=PENDING_504, class_id=0,
+                                                    method_id=0), channel=0),
+    ]
+    verdict = recorded.check_recording([[log]])
+    assert verdict.status == trace.REJECTED and verdict.index == 8, verdict.explain()
+
+
+def closed_behind_commit(commit_ok: bool) -> list:
+    late = [entry("received", commands.Tx.CommitOk())] if commit_ok else []
+    return tx_prelude() + [
+        entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m1", properties=persistent()),
+        entry("sent", commands.Tx.Commit()),
+        entry("sent", commands.Channel.Close(reply_code=200, reply_text="OK", class_id=0, method_id=0)),
+        entry("received", commands.Channel.CloseOk()), *late,
+    ]
+
+
+def test_a_channel_closed_behind_a_pending_commit_never_gets_its_commit_ok_TX_7():
+    verdict = recorded.check_recording([[closed_behind_commit(commit_ok=False)]])
+    assert verdict.ok, verdict.explain()
+    late = recorded.check_recording([[closed_behind_commit(commit_ok=True)]])
+    assert late.status == trace.REJECTED and late.index == 10, late.explain()
+
+
+def consumer_on_the_committing_channel(commit_ok_first: bool) -> list:
+    deliveries = [entry("received", commands.Basic.Deliver(consumer_tag="amq.ctag-1", delivery_tag=t,
+                                                            routing_key="q"), body=f"m{t}".encode())
+                  for t in (2, 3)]
+    ok = [entry("received", commands.Tx.CommitOk())]
+    return [
+        entry("sent", commands.Channel.Open()), entry("received", commands.Channel.OpenOk()),
+        entry("sent", commands.Queue.Declare(queue="q")),
+        entry("received", commands.Queue.DeclareOk(queue="q", message_count=0, consumer_count=0)),
+        entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m1"),
+        entry("sent", commands.Basic.Consume(queue="q", consumer_tag="")),
+        entry("received", commands.Basic.ConsumeOk(consumer_tag="amq.ctag-1")),
+        entry("received", commands.Basic.Deliver(consumer_tag="amq.ctag-1", delivery_tag=1, routing_key="q"),
+              body=b"m1"),
+        entry("sent", commands.Tx.Select()), entry("received", commands.Tx.SelectOk()),
+        entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m2"),
+        entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m3"),
+        entry("sent", commands.Tx.Commit()),
+        *(ok + deliveries if commit_ok_first else deliveries + ok),
+    ]
+
+
+@pytest.mark.parametrize("commit_ok_first", [False, True], ids=["rabbitmq-order", "commit-ok-first"])
+def test_committed_messages_may_reach_a_consumer_of_the_channel_before_commit_ok_TX_7(commit_ok_first):
+    verdict = recorded.check_recording([[consumer_on_the_committing_channel(commit_ok_first)]])
+    assert verdict.ok, verdict.explain()
+
+
+def _pending_commit_programs() -> dict:
+    """The programs behind the recordings above (README, TX-7), for a live run."""
+    from tests.conformance import programs as P
+    queues = (P.QueueFlags(True), P.QueueFlags())
+    prelude = (P.Step(0, (P.Declare(1, 0), P.Declare(1, 1))), P.Step(0, (P.TxSelect(1),)))
+    return {
+        "pipelined-persistent": P.Program(queues, 1, prelude + (
+            P.Step(0, (P.Publish(1, 0, persistent=True), P.TxCommit(1), P.Publish(1, 0))),)),
+        "pipelined-transient": P.Program(queues, 1, prelude + (
+            P.Step(0, (P.Publish(1, 1), P.TxCommit(1), P.Publish(1, 1))),)),
+        "closed-behind-commit": P.Program(queues, 1, prelude + (
+            P.Step(0, (P.Publish(1, 0, persistent=True), P.TxCommit(1), P.CloseChannel(1))),)),
+        "consumer-on-committing-channel": P.Program(steps=(
+            P.Step(0, (P.Declare(1, 0), P.Declare(1, 1))), P.Step(0, (P.Publish(1, 0), P.Consume(1, 0, ""))),
+            P.Step(0, (P.TxSelect(1),)), P.Step(0, (P.Publish(1, 0), P.Publish(1, 0), P.TxCommit(1))))),
+    }
+
+
+@pytest.mark.parametrize("kind", BROKERS)
+@pytest.mark.parametrize("name", sorted(_pending_commit_programs()))
+def test_a_pending_commit_run_live_is_accepted_TX_7(name, kind, broker_for):
+    from tests.conformance.judge import assert_accepted
+    from tests.conformance.targets import TcpTarget, run_program
+    target = TcpTarget.of(kind, broker_for(kind, False), quiet=0.05)
+    assert_accepted(run_program(_pending_commit_programs()[name], target))
