@@ -198,12 +198,18 @@ def _enqueue(x: Z3State, added) -> Z3State:
 
 def _forget(x: Z3State) -> Z3State:
     """A tag neither outstanding nor held back names no copy and no settlement (the spec drops the
-    delivery with its tag)."""
+    delivery with its tag), and a copy no live tag names has no ghost inverse."""
     def named(i, j, t):
         return z3.Or(x.out[i, j, t], x.txs[i, j, t])
+    def back(q, key):                   # the tag the ghost inverse gives still names the copy
+        c, ch, t = x.oc[q, key], x.och[q, key], x.ot[q, key]
+        return z3.And(named(c, ch, t), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key)
     return x.replace(tq=_lam3(lambda i, j, t: z3.If(named(i, j, t), x.tq[i, j, t], -1)),
                      tk=_lam3(lambda i, j, t: z3.If(named(i, j, t), x.tk[i, j, t], 0)),
-                     txk=_lam3(lambda i, j, t: z3.If(x.txs[i, j, t], x.txk[i, j, t], -1)))
+                     txk=_lam3(lambda i, j, t: z3.If(x.txs[i, j, t], x.txk[i, j, t], -1)),
+                     oc=_lam_qk(lambda q, key: z3.If(back(q, key), x.oc[q, key], -1)),
+                     och=_lam_qk(lambda q, key: z3.If(back(q, key), x.och[q, key], -1)),
+                     ot=_lam_qk(lambda q, key: z3.If(back(q, key), x.ot[q, key], 0)))
 
 
 def _connection_error(x: Z3State, c) -> Z3State:
@@ -264,7 +270,7 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key) -> Z3State:
     """The ready copy ``key`` of queue q leaves it for channel (c, ch) with the channel's next tag
     (broker.hand_over, DT-1, DT-2): outstanding in manual mode (AM-3), the tag naming the copy, in
     flight and gone in automatic mode (AM-2); a consumer's (``by_consumer``) or a basic.get's. The
-    copy is marked delivered (RQ-2)."""
+    copy is marked delivered (RQ-2); in manual mode its ghost inverse names the tag."""
     tag = x.ntag[c, ch]
     manual = z3.Not(no_ack)
     return x.replace(ntag=z3.Store(x.ntag, c, ch, tag + 1),
@@ -272,6 +278,9 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key) -> Z3State:
                      bycons=z3.Store(x.bycons, c, ch, tag, z3.Or(x.bycons[c, ch, tag], z3.And(manual, by_consumer))),
                      tq=z3.Store(x.tq, c, ch, tag, z3.If(manual, q, x.tq[c, ch, tag])),
                      tk=z3.Store(x.tk, c, ch, tag, z3.If(manual, key, x.tk[c, ch, tag])),
+                     oc=z3.Store(x.oc, q, key, z3.If(manual, c, x.oc[q, key])),
+                     och=z3.Store(x.och, q, key, z3.If(manual, ch, x.och[q, key])),
+                     ot=z3.Store(x.ot, q, key, z3.If(manual, tag, x.ot[q, key])),
                      ready=z3.Store(x.ready, q, key, False), redel=z3.Store(x.redel, q, key, False),
                      dlv=z3.Store(x.dlv, q, key, True))
 
@@ -453,7 +462,9 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       qex=z3.Lambda([k], z3.And(x.qex[k], x.qdur[k])), qown=z3.K(INT, z3.IntVal(0)),
                       ring=z3.Lambda([i, j, k], z3.BoolVal(False)), ready=z3.Lambda([i, j], z3.BoolVal(False)),
                       redel=z3.Lambda([i, j], z3.BoolVal(False)), tq=z3.Lambda([i, j, k], z3.IntVal(-1)),
-                      tk=z3.Lambda([i, j, k], z3.IntVal(0)), txk=z3.Lambda([i, j, k], z3.IntVal(-1)))
+                      tk=z3.Lambda([i, j, k], z3.IntVal(0)), txk=z3.Lambda([i, j, k], z3.IntVal(-1)),
+                      oc=z3.Lambda([i, j], z3.IntVal(-1)), och=z3.Lambda([i, j], z3.IntVal(-1)),
+                      ot=z3.Lambda([i, j], z3.IntVal(0)))
     return Transition(x.up, after)
 
 

@@ -120,6 +120,17 @@ def outstanding_copies_were_delivered(x: Z3State, c, ch, t) -> z3.BoolRef:
     return z3.Implies(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), x.dlv[x.tq[c, ch, t], x.tk[c, ch, t]])
 
 
+def copies_conserved(x: Z3State, c, ch, t) -> z3.BoolRef:
+    """AM-3, ACK-1, RQ-4 ("in at most one live place", for the places these families hold): the copy
+    an outstanding or held-back tag t of channel (c, ch) names is not ready, and its ghost inverse
+    gives back this tag, so no two tags name one copy (one quantifier, where "no other tag names it"
+    would nest a second); while the broker is down no tag is live (a restart makes disk copies ready)."""
+    q, key = x.tq[c, ch, t], x.tk[c, ch, t]
+    return z3.Implies(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]),
+                      z3.And(x.up, z3.Not(x.ready[q, key]), x.oc[q, key] == c, x.och[q, key] == ch,
+                             x.ot[q, key] == t))
+
+
 def down_broker_holds_only_disk(x: Z3State, c, ch, s) -> z3.BoolRef:
     """DU-1, DU-3: while the broker is down no copy is ready and no consumer in a round-robin, only
     durable queues exist, every connection is down with nothing in flight either way. (For the ready
@@ -149,6 +160,12 @@ INVARIANTS: dict[str, Invariant] = {
         helpers=("down_connection_is_silent", "close_sent_only_when_closed")),
     "redelivered_flag_set": Invariant(
         "redelivered_flag_set", redelivered_flag_set, "all of it", helpers=("copy_keys_issued",)),
+    "copies_conserved": Invariant(
+        "copies_conserved", copies_conserved,
+        "the first half for ready copies and outstanding or held-back deliveries: none of these copies is in "
+        "two places; the automatic-mode deliveries in flight and the second half (every copy is somewhere or "
+        "has a fate) need the fates and the frames in flight, outside these families",
+        helpers=("held_back_tags_issued", "outstanding_copies_were_delivered", "copy_keys_issued")),
     "down_broker_holds_only_disk": Invariant(
         "down_broker_holds_only_disk", down_broker_holds_only_disk, "all of it"),
 }

@@ -77,6 +77,9 @@ class Z3State:
     tq: z3.ArrayRef         # (c, ch, t) -> the queue of the copy outstanding or held back under tag t (-1: none)
     tk: z3.ArrayRef         # (c, ch, t) -> that copy's key (0: none)
     txk: z3.ArrayRef        # (c, ch, t) -> how a held-back settlement of tag t settles it (SETTLE_*; -1: none)
+    oc: z3.ArrayRef         # (q, key) -> the connection of the live tag naming the copy (ghost; -1: none)
+    och: z3.ArrayRef        # (q, key) -> that tag's channel (ghost; -1: none)
+    ot: z3.ArrayRef         # (q, key) -> that tag (ghost; 0: none): (oc, och, ot) is the inverse of (tq, tk)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -103,6 +106,7 @@ SORTS: dict[str, z3.SortRef] = {
     "redel": z3.ArraySort(INT, INT, BOOL), "dlv": z3.ArraySort(INT, INT, BOOL), "enq": z3.ArraySort(INT, INT),
     "disk": z3.ArraySort(INT, INT, BOOL), "tq": z3.ArraySort(INT, INT, INT, INT),
     "tk": z3.ArraySort(INT, INT, INT, INT), "txk": z3.ArraySort(INT, INT, INT, INT),
+    "oc": z3.ArraySort(INT, INT, INT), "och": z3.ArraySort(INT, INT, INT), "ot": z3.ArraySort(INT, INT, INT),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
@@ -110,7 +114,7 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
             "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False,
             "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "redel": False, "dlv": False,
-            "enq": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1}
+            "enq": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -203,6 +207,10 @@ def project(state) -> dict:
                 out["tq"][(c, ch, u.tag)], out["tk"][(c, ch, u.tag)] = u.queue, u.key
                 out["txk"][(c, ch, u.tag)] = kind
             for u in channel.unacked + tuple(u for _, u in channel.tx_settles):
+                # The ghost inverse: the tag naming each copy (were two to name one copy, the last
+                # would win, and copies_conserved would be false of the abstraction, as of the state).
+                out["oc"][(u.queue, u.key)], out["och"][(u.queue, u.key)] = c, ch
+                out["ot"][(u.queue, u.key)] = u.tag
                 if u.consumer:
                     out["bycons"][(c, ch, u.tag)] = True
             for k in channel.consumers:
@@ -229,7 +237,7 @@ def project(state) -> dict:
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
          "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "qex": 1,
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "disk": 2, "tq": 3, "tk": 3,
-         "txk": 3}
+         "txk": 3, "oc": 2, "och": 2, "ot": 2}
 
 
 def abstract(state) -> Z3State:

@@ -51,7 +51,15 @@ def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
             f"broker_closed={ev(x.bclosed[c])} close_in_flight={ev(x.cclose[c])} "
             f"queue {ev(q)}: exists={ev(x.qex[q])} durable={ev(x.qdur[q])} owner={ev(x.qown[q])} "
             f"copy (queue {ev(c)}, key {ev(ch)}): ready={ev(x.ready[c, ch])} redelivered={ev(x.redel[c, ch])} "
-            f"delivered={ev(x.dlv[c, ch])} on_disk={ev(x.disk[c, ch])} enqueued={ev(x.enq[c])}")
+            f"delivered={ev(x.dlv[c, ch])} on_disk={ev(x.disk[c, ch])} enqueued={ev(x.enq[c])} "
+            f"{_tag_copy(ev, x, c, ch, q)}")
+
+
+def _tag_copy(ev, x: Z3State, c, ch, t) -> str:
+    """The copy tag t of channel (c, ch) names, and where that copy is (for copies_conserved)."""
+    q, key = x.tq[c, ch, t], x.tk[c, ch, t]
+    return (f"tag {ev(t)} names copy (queue {ev(q)}, key {ev(key)}): ready={ev(x.ready[q, key])} "
+            f"named_by=({ev(x.oc[q, key])}, {ev(x.och[q, key])}, {ev(x.ot[q, key])})")
 
 
 def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3State, c0, ch0, s0,

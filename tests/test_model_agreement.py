@@ -13,7 +13,7 @@ from model import actions as M
 from model.agreement import Checker
 from spec import actions as A
 from spec import configs, machine
-from spec.frames import BASIC_CONSUME, BASIC_NACK, BASIC_REJECT, QUEUE_DECLARE, TX_ROLLBACK
+from spec.frames import BASIC_ACK, BASIC_CONSUME, BASIC_NACK, BASIC_REJECT, QUEUE_DECLARE, TX_ROLLBACK
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
 PAIRS_WANTED = 10_000
@@ -209,4 +209,41 @@ def test_a_delivery_that_forgets_it_was_delivered_is_caught(monkeypatch):
     state, action = _first_state(configs.get("ack_basics"), lambda a: isinstance(a, A.BrokerDeliver))
     assert Checker().check(state, action, True).ok
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_unrecorded)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def _manual_delivery(state, a):
+    if not isinstance(a, A.BrokerDeliver):
+        return False
+    after = machine.step(state, a)[0]
+    return any(channel.unacked for conn in after.conns for channel in conn.channels)
+
+
+def test_a_delivery_without_its_ghost_inverse_is_caught(monkeypatch):
+    """AM-3: the ghost inverse (copy -> the tag naming it) is part of the abstraction, so a deliver
+    relation that does not record it disagrees with the spec."""
+    def deliver_no_inverse(x, a, o):
+        t = M.BrokerDeliver(x, a, o)
+        return M.Transition(t.guard, t.after.replace(oc=x.oc, och=x.och, ot=x.ot))
+    state, action = _first_state_where(configs.get("ack_basics"), _manual_delivery)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_no_inverse)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def test_an_ack_that_keeps_the_ghost_inverse_is_caught(monkeypatch):
+    """The ghost inverse is reset when its tag no longer names the copy (model.actions._forget): an
+    ack relation that keeps it disagrees with the spec."""
+    def ack_keeps_inverse(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(oc=x.oc, och=x.och, ot=x.ot))
+
+    def ack_of_outstanding(state, a):
+        if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
+            return False
+        conn = state.conns[a.conn]
+        return conn.to_broker[a.ch][0][0] == BASIC_ACK and bool(conn.channels[a.ch - 1].unacked)
+    state, action = _first_state_where(configs.get("ack_basics"), ack_of_outstanding)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, ack_keeps_inverse)
     assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"

@@ -218,3 +218,51 @@ def test_a_crash_that_keeps_what_was_ready_is_refuted(monkeypatch):
     assert prove_step(inv, A.BrokerCrash, []).status == PROVED
     monkeypatch.setitem(M.RELATIONS, A.BrokerCrash, crash_keeps_ready)
     assert prove_step(inv, A.BrokerCrash, []).status == COUNTEREXAMPLE
+
+
+def test_copies_conserved_needs_its_helpers():
+    """Alone, copies_conserved is not inductive: a publish gives its copy the key enq + 1, and nothing
+    says no tag names that key already. With its helpers (a named copy was delivered, a delivered key is
+    at most enq; held-back tags are not outstanding too) it is proved."""
+    inv = INVARIANTS["copies_conserved"]
+    alone = prove_step(inv, A.BrokerTakeFrame, [])
+    assert alone.status == COUNTEREXAMPLE
+    assert prove_step(inv, A.BrokerTakeFrame, [HELPERS[h] for h in inv.helpers]).status == PROVED
+
+
+
+# BrokerDeliver's obligation of copies_conserved needs none of its helpers (proved below without them),
+# and without their quantifiers Z3 builds the planted counterexamples at once.
+def _deliver_obligation():
+    return prove_step(INVARIANTS["copies_conserved"], A.BrokerDeliver, [])
+
+
+def test_a_delivery_that_leaves_its_copy_ready_is_refuted(monkeypatch):
+    """AM-3: a BrokerDeliver relation that hands the queue's head over but leaves it ready puts one copy
+    in two places (ready, and outstanding under the new tag); the proof shows the tag and its copy."""
+    def deliver_keeps_ready(x, a, o):
+        t = M.BrokerDeliver(x, a, o)
+        return M.Transition(t.guard, t.after.replace(ready=z3.Store(t.after.ready, a.queue, o.key, True)))
+    assert _deliver_obligation().status == PROVED
+    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_keeps_ready)
+    outcome = _deliver_obligation()
+    assert outcome.status == COUNTEREXAMPLE
+    after = next(line for line in outcome.counterexample if line.startswith("after:"))
+    assert "ready=True" in after.split("names copy")[1]
+
+
+def test_a_delivery_of_a_copy_already_taken_is_refuted(monkeypatch):
+    """AM-3: a BrokerDeliver relation whose guard does not ask that the queue's head be ready could hand
+    a copy an outstanding tag names to a second tag: the copy is then outstanding twice, and the ghost
+    inverse of the copy no longer gives back the first tag. (The copy is not ready before or after:
+    this is the "no other tag names it" half failing.)"""
+    def deliver_any_key(x, a, o):
+        t = M.BrokerDeliver(x, a, o)
+        return M.Transition(z3.substitute(t.guard, (x.ready[a.queue, o.key], z3.BoolVal(True))), t.after)
+    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_any_key)
+    outcome = _deliver_obligation()
+    assert outcome.status == COUNTEREXAMPLE
+    before = next(line for line in outcome.counterexample if line.startswith("before:")).split("names copy")[1]
+    after = next(line for line in outcome.counterexample if line.startswith("after:")).split("names copy")[1]
+    assert "ready=False" in before and "ready=False" in after
+    assert before.split("named_by=")[1] != after.split("named_by=")[1]
