@@ -61,3 +61,40 @@ def rabbitmq_target(rabbitmq_node):
 @given(program=P.programs(rabbitmq_safe=True, errors=False))
 def test_rabbitmq_runs_are_accepted_by_the_spec(rabbitmq_target, program):
     assert_accepted(run_program(program, rabbitmq_target))
+
+
+# ---------------------------------------------------------------- what rabbitmq_safe changes
+
+def writes(program):
+    return [s.ops for s in program.steps]
+
+
+def test_a_settlement_behind_a_method_that_may_deliver_starts_a_write_of_its_own_DT_1():
+    """RabbitMQ numbers a delivery when its channel handles the queue's message, after the frames already
+    waiting for it: consume + nack of tag 1 in one write gets 406 unknown delivery tag 1 and then the
+    delivery with tag 1 (README, "Where the spec differs from RabbitMQ 3.10.8, on purpose")."""
+    program = P.Program(steps=(P.Step(0, (P.Declare(1, 0), P.Ack(1, 1), P.Consume(1, 0, "a"),
+                                          P.Nack(1, 1), P.Reject(1, 2), P.Get(1, 0), P.Ack(2, 1))),))
+    assert writes(P.safe_for_rabbitmq(program, errors=True)) == [
+        (P.Declare(1, 0), P.Ack(1, 1), P.Consume(1, 0, "a")),
+        (P.Nack(1, 1),), (P.Reject(1, 2), P.Get(1, 0)), (P.Ack(2, 1),)]
+
+
+def test_a_close_ok_the_broker_did_not_ask_for_ends_its_write_ER_1():
+    step = P.Step(0, (P.Get(1, 0), P.CloseOkChannel(1), P.Get(1, 0), P.Publish(1, 0)))
+    assert writes(P.safe_for_rabbitmq(P.Program(steps=(step,)), errors=True)) == [
+        (P.Get(1, 0), P.CloseOkChannel(1)), (P.Get(1, 0), P.Publish(1, 0))]
+
+
+def test_without_errors_a_write_also_ends_at_each_commit_TX_7():
+    step = P.Step(0, (P.TxSelect(1), P.Publish(1, 0), P.TxCommit(1), P.Publish(1, 0), P.TxCommit(1)))
+    assert writes(P.safe_for_rabbitmq(P.Program(steps=(step,)), errors=False)) == [
+        (P.TxSelect(1), P.Publish(1, 0), P.TxCommit(1)), (P.Publish(1, 0), P.TxCommit(1))]
+    assert writes(P.safe_for_rabbitmq(P.Program(steps=(step,)), errors=True)) == [step.ops]
+
+
+def test_a_program_that_requeues_loses_its_global_prefetch_only():
+    program = P.Program(steps=(P.Step(0, (P.Qos(1, 3, global_=True), P.Qos(2, 1))), P.Step(0, (P.Recover(1),))))
+    assert writes(P.safe_for_rabbitmq(program)) == [(P.Qos(1, 3), P.Qos(2, 1)), (P.Recover(1),)]
+    quiet = P.Program(steps=(P.Step(0, (P.Qos(1, 3, global_=True),)),))
+    assert writes(P.safe_for_rabbitmq(quiet)) == [(P.Qos(1, 3, global_=True),)]

@@ -352,11 +352,7 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
              synchronous: bool = False) -> Program:
     """A program. `crashes`: may kill and restart the broker; `min_crashes`: at least that many crashes,
     at drawn places (a broker over TCP restarts in seconds, so its programs are few and each must crash).
-    `rabbitmq_safe`: keeps away from a race of RabbitMQ 3.10.8 the README documents: no global
-    prefetch in a program that requeues (freed places may go to messages behind the requeued ones);
-    and, in a program without errors, from its pending commit: a tx.commit ends its write (a method on
-    the channel while the commit waits for its queues is a connection error, 504 "unexpected command
-    while processing 'tx.commit'", which the spec allows, TX-7). `synchronous`: one connection, one method per step, no crash (the
+    `rabbitmq_safe`: keeps away from the races of RabbitMQ 3.10.8 the README documents (`safe_for_rabbitmq`). `synchronous`: one connection, one method per step, no crash (the
     differential test's programs)."""
     flags = tuple(draw(st.builds(QueueFlags, _flag(1, 2), _flag(1, 4))) for _ in range(QUEUES))
     connections = 1 if synchronous else draw(st.integers(1, max_connections))
@@ -381,16 +377,46 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
 
 
 def safe_for_rabbitmq(program: Program, errors: bool = False) -> Program:
-    """The program kept away from RabbitMQ 3.10.8's global-prefetch race (see `programs`): a program
-    that requeues has no global prefetch. Without `errors`, each write also ends at a tx.commit, since
-    a method pipelined behind the commit is a connection error in RabbitMQ (a 504 the spec accepts)."""
+    """The program kept away from the races of RabbitMQ 3.10.8 the README documents ("Where the spec
+    differs from RabbitMQ 3.10.8, on purpose"):
+    - a program that requeues has no global prefetch (the places a requeue frees may go to messages
+      behind the requeued ones);
+    - a settlement starts a write of its own when a method before it in the write could make a
+      delivery (RabbitMQ's channel numbers a delivery only when it handles its queue's message, after
+      the frames already waiting for it, so a settlement written with the method that causes the
+      delivery is refused as an unknown tag when the spec has issued that tag; DT-1);
+    - a channel.close-ok the broker did not ask for ends its write (RabbitMQ's reader forgets the channel
+      as it passes the close-ok on, so a method behind it may get 504 before the channel's 503; ER-1);
+    - without `errors`, a write ends at each tx.commit (a method pipelined behind the commit is a
+      connection error in RabbitMQ, 504, which the spec accepts: TX-7)."""
+    steps = tuple(part for s in program.steps for part in _split(s, _settles_after_a_delivery_cause))
+    steps = tuple(part for s in steps for part in _split(s, _follows_a_close_ok))
     if not errors:
-        program = replace(program, steps=tuple(part for s in program.steps for part in _split_after_commit(s)))
+        steps = tuple(part for s in steps for part in _split(s, _follows_a_commit))
+    program = replace(program, steps=steps)
     if requeues(program):
         program = replace(program, steps=tuple(
             replace(s, ops=tuple(replace(op, global_=False) if isinstance(op, Qos) else op for op in s.ops))
             if isinstance(s, Step) else s for s in program.steps))
     return program
+
+
+# Methods after which the broker may make a delivery, on their channel or another: they route a message,
+# start a consumer, requeue, or free or widen a prefetch window.
+_DELIVERY_CAUSES = (Publish, Consume, Recover, Ack, Nack, Reject, Qos, TxCommit, CloseChannel)
+
+
+def _settles_after_a_delivery_cause(write: list, op) -> bool:
+    """`op` settles a tag and a method already in the write could make a delivery."""
+    return isinstance(op, (Ack, Nack, Reject)) and any(isinstance(before, _DELIVERY_CAUSES) for before in write)
+
+
+def _follows_a_commit(write: list, op) -> bool:
+    return isinstance(write[-1], TxCommit)
+
+
+def _follows_a_close_ok(write: list, op) -> bool:
+    return isinstance(write[-1], CloseOkChannel)
 
 
 def _ends_at_close(step):
@@ -422,16 +448,17 @@ def _fresh_consumer_tags(steps: tuple) -> tuple:
     return tuple(replace(s, ops=tuple(renamed(op) for op in s.ops)) if isinstance(s, Step) else s for s in steps)
 
 
-def _split_after_commit(step):
-    """A step cut into several writes, each ending at a tx.commit."""
+def _split(step, starts_a_write) -> list:
+    """A step cut into several writes: a new one starts at each method for which `starts_a_write(the
+    write so far, the method)` holds."""
     if not isinstance(step, Step):
         return [step]
     parts, current = [], []
     for op in step.ops:
-        current.append(op)
-        if isinstance(op, TxCommit):
+        if current and starts_a_write(current, op):
             parts.append(replace(step, ops=tuple(current)))
             current = []
+        current.append(op)
     if current:
         parts.append(replace(step, ops=tuple(current)))
     return parts
