@@ -219,20 +219,27 @@ def test_a_channel_closed_behind_a_pending_commit_never_gets_its_commit_ok_TX_7(
     assert late.status == trace.REJECTED and late.index == 10, late.explain()
 
 
-def consumer_on_the_committing_channel(commit_ok_first: bool) -> list:
-    deliveries = [entry("received", commands.Basic.Deliver(consumer_tag="amq.ctag-1", delivery_tag=t,
-                                                            routing_key="q"), body=f"m{t}".encode())
-                  for t in (2, 3)]
-    ok = [entry("received", commands.Tx.CommitOk())]
+def deliver(tag: int) -> LoggedCommand:
+    return entry("received", commands.Basic.Deliver(consumer_tag="amq.ctag-1", delivery_tag=tag, routing_key="q"),
+                 body=f"m{tag}".encode())
+
+
+def publish_then_consume() -> list:
+    """Channel 1 opened, queue q declared, m1 published to it, and a basic.consume of q sent."""
     return [
         entry("sent", commands.Channel.Open()), entry("received", commands.Channel.OpenOk()),
         entry("sent", commands.Queue.Declare(queue="q")),
         entry("received", commands.Queue.DeclareOk(queue="q", message_count=0, consumer_count=0)),
         entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m1"),
         entry("sent", commands.Basic.Consume(queue="q", consumer_tag="")),
-        entry("received", commands.Basic.ConsumeOk(consumer_tag="amq.ctag-1")),
-        entry("received", commands.Basic.Deliver(consumer_tag="amq.ctag-1", delivery_tag=1, routing_key="q"),
-              body=b"m1"),
+    ]
+
+
+def consumer_on_the_committing_channel(commit_ok_first: bool) -> list:
+    deliveries = [deliver(2), deliver(3)]
+    ok = [entry("received", commands.Tx.CommitOk())]
+    return publish_then_consume() + [
+        entry("received", commands.Basic.ConsumeOk(consumer_tag="amq.ctag-1")), deliver(1),
         entry("sent", commands.Tx.Select()), entry("received", commands.Tx.SelectOk()),
         entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m2"),
         entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m3"),
@@ -259,16 +266,9 @@ def settled_before_numbered(tag_known: bool) -> list:
     close = [] if tag_known else [
         entry("received", commands.Channel.Close(reply_code=406, reply_text="PRECONDITION_FAILED - unknown "
                                                  "delivery tag 1", class_id=60, method_id=120))]
-    return [
-        entry("sent", commands.Channel.Open()), entry("received", commands.Channel.OpenOk()),
-        entry("sent", commands.Queue.Declare(queue="q")),
-        entry("received", commands.Queue.DeclareOk(queue="q", message_count=0, consumer_count=0)),
-        entry("sent", commands.Basic.Publish(exchange="", routing_key="q"), body=b"m1"),
-        entry("sent", commands.Basic.Consume(queue="q", consumer_tag="")),
+    return publish_then_consume() + [
         entry("sent", commands.Basic.Nack(delivery_tag=1, requeue=False)),
-        entry("received", commands.Basic.ConsumeOk(consumer_tag="amq.ctag-1")), *close,
-        entry("received", commands.Basic.Deliver(consumer_tag="amq.ctag-1", delivery_tag=1, routing_key="q"),
-              body=b"m1"),
+        entry("received", commands.Basic.ConsumeOk(consumer_tag="amq.ctag-1")), *close, deliver(1),
     ]
 
 
