@@ -197,13 +197,46 @@ def _settle_frame(state, c, ch, channel, tag, multiple, kind):
 
 
 def released(channel, settled):
-    """The channel after settling ``settled``: the global limit counts its consumer deliveries off
-    (PF-3). As in RabbitMQ's limiter, basic.get deliveries are never counted off, and a count that
-    is 0 stays 0."""
+    """The channel after settling ``settled`` at once (one basic.ack / nack / reject, one basic.recover,
+    or one run of a commit, ``commit_runs``): the global limit counts its consumer deliveries off
+    (PF-3, ``count_off``). As in RabbitMQ's limiter, basic.get deliveries are never counted off."""
     if not channel.global_limit:
         return channel
     n = sum(1 for u in settled if u.consumer)
-    return channel._replace(volume=max(0, channel.volume - n)) if n else channel
+    return channel._replace(volume=count_off(channel.volume, n)) if n else channel
+
+
+def count_off(volume: int, n: int) -> int:
+    """RabbitMQ 3.10.8's limiter taking one ack of ``n`` consumer deliveries (rabbit_limiter, the ack
+    cast): a volume of 0 stays 0, any other drops by n, below 0 if n is larger. It goes below 0
+    only on a transactional channel, whose held-back settlements the volume never counted when the
+    limit was set from none (``_qos``); the deliveries that follow then take the limit past its count
+    (measured: README, "held-back settlements and prefetch").
+
+    pre: n >= 1
+    post: volume != 0 or __return__ == 0
+    post: volume == 0 or __return__ == volume - n
+    """
+    return 0 if volume == 0 else volume - n
+
+
+def commit_runs(settles: tuple) -> tuple:
+    """The held-back settlements of a commit as RabbitMQ 3.10.8's channel counts them off (TX-3): one
+    limiter ack per run of consecutive settlements of one kind (ack, requeue, drop), oldest first,
+    because rabbit_channel merges a settlement into the previous one of its kind (ack_cons).
+
+    pre: all(isinstance(s, tuple) and len(s) == 2 for s in settles)
+    post: sum(len(r) for r in __return__) == len(settles)
+    post: all(len({k for k, _ in r}) == 1 for r in __return__)
+    post: all(a[-1][0] != b[0][0] for a, b in zip(__return__, __return__[1:]))
+    """
+    runs: list = []
+    for kind, u in settles:
+        if runs and runs[-1][-1][0] == kind:
+            runs[-1].append((kind, u))
+        else:
+            runs.append([(kind, u)])
+    return tuple(tuple(r) for r in runs)
 
 
 def _ack(state, c, ch, channel, frame):
@@ -224,17 +257,28 @@ def _qos(state, c, ch, channel, frame):
     """basic.qos (PF-2), as RabbitMQ 3.10.8 does it: global=false sets the limit of consumers started
     later AND removes the channel's global limit; global=true with n > 0 limits the channel, its count
     starting, when the channel had no global limit, at every outstanding delivery, basic.get ones
-    included; global=true with 0 removes the global limit. prefetch_size is not implemented (540)."""
+    included, but not those a transaction holds back (TX-3: rabbit_channel counts its unacked queue,
+    which a held-back settlement has left); global=true with 0 removes the global limit.
+    prefetch_size is not implemented (540).
+
+    Two ghosts bound what the channel may hold (``properties.prefetch_respected``): ``qos_excess``,
+    the consumer deliveries outstanding or held back now if more than the new limit (PF-5), and
+    ``qos_uncounted``, the held-back ones the count left out, which the commit counts off all the
+    same, so that the limit can be exceeded by that many for the rest of its life."""
     count, global_, size = frame[2], frame[3], frame[4]
     if size:
         return connection_error(state, c, NOT_IMPLEMENTED, R_PREFETCH_SIZE, size)
     if global_ and count:
-        outstanding = sum(1 for u in channel.unacked if u.consumer)
-        volume = channel.volume if channel.global_limit else len(channel.unacked)
-        channel = channel._replace(global_limit=count, volume=volume,
+        held = sum(1 for _, u in channel.tx_settles if u.consumer)
+        outstanding = sum(1 for u in channel.unacked if u.consumer) + held
+        if channel.global_limit:
+            volume, uncounted = channel.volume, channel.qos_uncounted
+        else:
+            volume, uncounted = len(channel.unacked), held
+        channel = channel._replace(global_limit=count, volume=volume, qos_uncounted=uncounted,
                                    qos_excess=outstanding if count < outstanding else 0)
     else:
-        channel = channel._replace(global_limit=0, volume=0, qos_excess=0)
+        channel = channel._replace(global_limit=0, volume=0, qos_excess=0, qos_uncounted=0)
         if not global_:
             channel = channel._replace(prefetch=count)
     return send(with_channel(state, c, ch, channel), c, (BASIC_QOS_OK, ch))
@@ -363,9 +407,8 @@ def _tx_commit(state, c, ch, channel, frame):
         state = state._replace(events=state.events | EV_COMMIT_WITH_ACKS)
     for kind, unacked in channel.tx_settles:
         state = settle(state, (unacked,), kind)
-    if channel.tx_settles:
-        state = with_channel(state, c, ch, released(state.conns[c].channels[ch - 1],
-                                                    tuple(u for _, u in channel.tx_settles)))
+    for run in commit_runs(channel.tx_settles):
+        state = with_channel(state, c, ch, released(state.conns[c].channels[ch - 1], tuple(u for _, u in run)))
     waits = []
     group = []
     for exchange, routing_key, mandatory, persistent, msg in channel.tx_pubs:
@@ -483,7 +526,9 @@ def has_room(state: State, c: int, ch: int, consumer) -> bool:
     """Whether a consumer may take one more delivery (PF-1, PF-2, PF-3). The channel's global limit
     stops every consumer once its count is reached, automatic-mode ones too, though their deliveries
     are never counted (RabbitMQ's limiter); a per-consumer limit counts the consumer's own outstanding
-    manual-mode deliveries, those held back by a transaction included (AM-2: none in automatic mode)."""
+    manual-mode deliveries (AM-2: none in automatic mode). Deliveries a transaction holds back stay
+    counted by both until the commit (TX-3): RabbitMQ 3.10.8 tells neither the limiter nor the queue
+    before (measured: README, "held-back settlements and prefetch")."""
     channel = state.conns[c].channels[ch - 1]
     if channel.global_limit and channel.volume >= channel.global_limit:
         return False

@@ -107,8 +107,12 @@ class Channel(NamedTuple):
     consumers: tuple                # Consumer, sorted by tag
     prefetch: int                   # limit for consumers started later (basic.qos global=false)
     global_limit: int               # basic.qos global=true; 0 = none
-    volume: int                     # deliveries the global limit counts (RabbitMQ's limiter volume, PF-2)
-    qos_excess: int                 # ghost: outstanding consumer deliveries when the global limit was set (PF-5)
+    volume: int                     # deliveries the global limit counts (RabbitMQ's limiter volume, PF-2);
+    #                                 below 0 after a commit counts off more than it held (``broker.count_off``)
+    qos_excess: int                 # ghost: consumer deliveries outstanding or held back when the global
+    #                                 limit was set, if more than it (PF-5)
+    qos_uncounted: int              # ghost: consumer deliveries a transaction held back when the global limit
+    #                                 was set from none: never counted, yet counted off at commit (TX-3, PF-5)
     publish_seq: int                # PC-1
     unconfirmed: tuple              # Pending, sorted by seq
     confirmed: tuple                # ghost: seqs the broker has confirmed, sorted (PC-2)
@@ -188,7 +192,7 @@ class State(NamedTuple):
     events: int                     # ghost: EV_* bits
 
 
-NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, 0, (), (), (), (), (), False)
+NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, 0, 0, (), (), (), (), (), False)
 CLOSED_CHANNEL = NEW_CHANNEL._replace(status=CH_CLOSED)
 NEW_CLIENT = ClientChannel(C_OPEN, MODE_NONE, (), (), (), 0, (), 0, 0, False, 0, False)
 CLOSED_CLIENT = NEW_CLIENT._replace(status=C_CLOSED)
