@@ -384,6 +384,11 @@ class Channel:
         return wake
 
     def apply_settlement(self, kind: str, deliveries: list[Delivery], requeue: bool) -> None:
+        for queue in self.settled(kind, deliveries, requeue):
+            self.broker.dispatch(queue)
+
+    def settled(self, kind: str, deliveries: list[Delivery], requeue: bool) -> dict[Queue, None]:
+        """Settle `deliveries` at once (one limiter ack); the queues that may now dispatch, in order."""
         wake = self.release(deliveries)
         if kind == "ack":
             for delivery in deliveries:
@@ -396,8 +401,7 @@ class Channel:
         else:
             for delivery in deliveries:
                 self.broker.dead_letter(delivery.qm, "rejected")
-        for queue in wake:
-            self.broker.dispatch(queue)
+        return wake
 
     def settle(self, kind: str, tag: int, multiple: bool, requeue: bool) -> None:
         deliveries = self.take_deliveries(tag, multiple)
@@ -791,13 +795,16 @@ class Channel:
         for message, mandatory in publishes:  # TX-6: returns go out before commit-ok
             if self.route_and_enqueue(message, mandatory)[0]:
                 on_disk = True
-        for kind, deliveries, requeue in settlements:
-            self.apply_settlement(kind, deliveries, requeue)
-        if on_disk:  # TX-7
+        wake: dict[Queue, None] = {}
+        for kind, deliveries, requeue in settlement_runs(settlements):
+            wake.update(self.settled(kind, deliveries, requeue))
+        if on_disk:  # TX-7: the deliveries the commit frees may go out while commit-ok waits
             self.commit_waiting = True
             self.broker.journal.after_commit(self.commit_on_disk)
-        else:
+        else:  # RabbitMQ writes commit-ok before the deliveries its queues then make
             self.send(commands.Tx.CommitOk())
+        for queue in wake:
+            self.broker.dispatch(queue)
 
     def on_tx_rollback(self, m: commands.Tx.Rollback) -> None:
         if self.mode != MODE_TX:
@@ -810,6 +817,20 @@ class Channel:
         self.unacked = dict(sorted(self.unacked.items()))
         self.unacked_order = deque(self.unacked)
         self.send(commands.Tx.RollbackOk())
+
+
+def settlement_runs(settlements: list) -> list:
+    """A commit's held-back settlements as RabbitMQ 3.10.8's channel applies them (TX-3): consecutive
+    settlements of one kind (ack, requeue, discard) merged into one, oldest first, so that the global
+    limit counts each run off at once (rabbit_channel merges them as they are held back)."""
+    runs: list = []
+    for kind, deliveries, requeue in settlements:
+        key = "ack" if kind == "ack" else ("requeue" if requeue else "discard")
+        if runs and runs[-1][0] == key:
+            runs[-1][2].extend(deliveries)
+        else:
+            runs.append((key, kind, list(deliveries), requeue))
+    return [(kind, deliveries, requeue) for _, kind, deliveries, requeue in runs]
 
 
 def unsigned(tag: int) -> int:

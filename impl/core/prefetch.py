@@ -5,7 +5,8 @@ not the channel's number of outstanding deliveries (docs/rabbitmq-3.10.8-observa
 - setting a limit when there is none starts the count at the channel's outstanding deliveries, basic.get
   ones included; changing a limit that is set keeps the count;
 - only manual-mode consumer deliveries made while the limit is set are added, and only settlements of
-  consumer deliveries are taken off, so a basic.get delivery that was counted stays counted;
+  consumer deliveries are taken off, so a basic.get delivery that was counted stays counted; a count of
+  0 stays 0, any other can go below 0 (after a commit: `settled`);
 - while the count is at the limit no consumer of the channel gets anything, no-ack consumers included
   (they are never counted);
 - qos(global=true, 0) and any qos(global=false) remove the limit and the count.
@@ -51,6 +52,10 @@ class GlobalPrefetch:
             self.volume += 1
 
     def settled(self, count: int) -> None:
-        """`count` consumer deliveries were settled or requeued (never basic.get ones)."""
-        if self.limit and count:
-            self.volume = max(0, self.volume - count)
+        """`count` consumer deliveries were settled or requeued at once (never basic.get ones): as
+        RabbitMQ's limiter takes an ack, a count of 0 stays 0 and any other drops by `count`, below 0
+        if `count` is larger. Only a commit does that: the deliveries a transaction held back when the
+        limit was set from none were never counted, yet the commit counts them off, and the channel
+        then gets that many deliveries beyond its limit."""
+        if self.limit and count and self.volume:
+            self.volume -= count
