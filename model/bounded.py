@@ -144,6 +144,8 @@ def project(state, shape: Shape) -> dict[str, int]:
                 copies[u.key] = (u.msg, u.persistent)
             if channel.tx_settles:
                 raise OutsideSubset("held-back settlements")
+            if channel.qos_uncounted:   # only held-back settlements make it, and it outlives them
+                raise OutsideSubset("a global limit set over held-back settlements")
     for q, k, fate, msg, pers in state.fates:
         if fate not in FATES:
             raise OutsideSubset(f"fate {fate}")
@@ -429,10 +431,11 @@ def _fate(e: Eff, k, name: str, when=True) -> None:
 
 
 def _release(e: Eff, c: int, ch: int, settled_consumer) -> None:
-    """broker.released for one settled delivery: the global limit counts a consumer delivery off."""
+    """broker.released for one settled delivery: the global limit counts a consumer delivery off
+    (broker.count_off: a count of 0 stays 0)."""
     b = f"b{c}.{ch}."
     counted = z3.And(_b(e[b + "glimit"]), settled_consumer != 0)
-    e[b + "volume"] = z3.If(counted, z3.If(e[b + "volume"] - 1 > 0, e[b + "volume"] - 1, 0), e[b + "volume"])
+    e[b + "volume"] = z3.If(z3.And(counted, e[b + "volume"] != 0), e[b + "volume"] - 1, e[b + "volume"])
 
 
 def _reset_connection(e: Eff, c: int) -> None:
