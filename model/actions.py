@@ -98,12 +98,17 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
         conf=_lam3(lambda i, j, k: z3.And(x.conf[i, j, k], z3.Or(i != c, j != ch))),
         held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, False),
         ntag=ntag, out=out, txs=_no_tags(x.txs, c, ch), bycons=_no_tags(x.bycons, c, ch),
-        cons=_no_tags(x.cons, c, ch))
+        cons=_no_tags(x.cons, c, ch), txm=_release(x.txm, c, ch))
     if status == CH_OPEN:
         return y
     keep = (lambda t: z3.And(kept[0], kept[1][t])) if kept is not None else (lambda t: z3.BoolVal(False))
     y = y.replace(ring=_lam3(lambda i, j, k: z3.And(x.ring[i, j, k], z3.Not(z3.And(i == c, j == ch, x.cons[i, j, k])))))
     return _requeue(y, _named_by(x, c, ch, lambda t: z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), z3.Not(keep(t)))))
+
+
+def _release(txm: z3.ArrayRef, c, ch) -> z3.ArrayRef:
+    """The messages channel (c, ch) held back are held back no more (TX-2: dropped, or committed)."""
+    return _lam2(lambda i, n: z3.If(z3.And(i == c, txm[i, n] == ch), 0, txm[i, n]))
 
 
 def _no_tags(arr: z3.ArrayRef, c, ch) -> z3.ArrayRef:
@@ -135,8 +140,9 @@ def close_connection(x: Z3State, c) -> Z3State:
         txs=_lam3(lambda i, j, k: z3.And(x.txs[i, j, k], z3.Not(mine(i, j)))),
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], z3.Not(mine(i, j)))),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], z3.Not(mine(i, j)))),
+        txm=_lam2(lambda i, n: z3.If(mine(i, x.txm[i, n]), 0, x.txm[i, n])),
         bclosed=z3.Store(x.bclosed, c, True),
-        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])))
+        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)))
     y = _requeue(y, back)
     return y.replace(**_delete_queues(y, lambda q: y.qown[q] == c + 1))
 
@@ -239,6 +245,7 @@ def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3S
         txs=_lam3(lambda i, j, k: z3.And(x.txs[i, j, k], i != c)),
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], i != c)),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], i != c)),
+        txm=_lam2(lambda i, n: z3.If(i == c, 0, x.txm[i, n])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)),
         bclosed=z3.Store(x.bclosed, c, False),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])),
         cst=z3.Store(x.cst, c, conn_status), cclose=z3.Store(x.cclose, c, False),
@@ -301,15 +308,20 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     the declare's flags (and the queue of basic.get and queue.purge); ``o.answered``: a frame went out
     on this channel (an answer, a channel.close); ``o.key``: the key of the copy a basic.get takes (the
     head of its queue); ``o.requeue``: a nack or reject requeues (or basic.recover's flag);
-    ``o.added``: how many new copies each queue takes (publishes, dead-lettered copies)."""
+    ``o.added``: how many new copies each queue takes (publishes, dead-lettered copies); ``o.n``: the
+    message (c, n) a basic.publish carries, one in flight; ``o.routed``: which messages (c, n) a queue
+    took a first copy of (the publish's, a commit's publishes)."""
     c, ch, m = a.conn, a.ch, o.method
     k = z3.Int("k_")
     other_channels_quiet = z3.ForAll([k], z3.Implies(z3.And(1 <= k, k <= x.nch), x.tb[c, k] == 0))
     guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.nch, x.tb[c, ch] > 0,
                    z3.Implies(ch == 0, other_channels_quiet),
                    z3.Implies(ch == 0, m == CONNECTION_CLOSE),        # only connection.close travels on channel 0
-                   z3.Implies(z3.And(m == BASIC_GET, o.got), x.ready[o.queue, o.key]))   # the head is ready
-    x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1))
+                   z3.Implies(z3.And(m == BASIC_GET, o.got), x.ready[o.queue, o.key]),   # the head is ready
+                   z3.Implies(m == BASIC_PUBLISH, x.inf[c, o.n]))     # a publish carries a message in flight
+    x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1),
+                  inf=z3.Store(x.inf, c, o.n, z3.And(x.inf[c, o.n], m != BASIC_PUBLISH)))
+    published = z3.Store(x.em, c, o.n, z3.Or(x.em[c, o.n], o.routed[o.n]))           # RT-1: queues take copies
     mode, status = x.mode[c, ch], x.cstat[c, ch]
     conn_err = _connection_error(x, c)
     kept = (o.keeps, o.kept)
@@ -324,10 +336,12 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
         (m == CHANNEL_CLOSE, reset_channel(x, c, ch, CH_ENDING, kept)),                  # RQ-4
         (z3.And(m == BASIC_PUBLISH, o.immediate), conn_err),
         (z3.And(m == BASIC_PUBLISH, o.exchange != DEFAULT_EXCHANGE, o.exchange != FANOUT_EXCHANGE), ch_err),  # PC-9
-        (z3.And(m == BASIC_PUBLISH, mode == MODE_TX), x.replace(held=z3.Store(x.held, c, ch, True))),  # TX-2
+        (z3.And(m == BASIC_PUBLISH, mode == MODE_TX), x.replace(held=z3.Store(x.held, c, ch, True),  # TX-2
+                                                                txm=z3.Store(x.txm, c, o.n, ch))),
         (z3.And(m == BASIC_PUBLISH, mode == MODE_CONFIRM), x.replace(                    # PC-1
             seq=z3.Store(x.seq, c, ch, x.seq[c, ch] + 1),
-            unconf=z3.Store(x.unconf, c, ch, x.seq[c, ch] + 1, True))),
+            unconf=z3.Store(x.unconf, c, ch, x.seq[c, ch] + 1, True), em=published)),
+        (m == BASIC_PUBLISH, x.replace(em=published)),
         (z3.And(settle, o.verdict == CHANNEL_ERR), ch_err),                              # ACK-4
         (z3.And(settle, mode == MODE_TX), x.replace(                                     # TX-3
             held=z3.Store(x.held, c, ch, z3.Or(x.held[c, ch], o.settled)),
@@ -359,10 +373,12 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
         (m == TX_SELECT, _ite(mode == MODE_CONFIRM, ch_err, x.replace(mode=z3.Store(x.mode, c, ch, MODE_TX)))),
         (m == TX_COMMIT, _ite(mode != MODE_TX, ch_err, _requeue(x.replace(                # TX-10, TX-7, TX-3
             held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, o.waits),
+            txm=_release(x.txm, c, ch),                                                  # TX-2: enqueued now
+            em=_lam2(lambda i, n: z3.Or(x.em[i, n], z3.And(i == c, x.txm[i, n] == ch, o.routed[n]))),
             txs=_no_tags(x.txs, c, ch), bycons=_drop_tags(x.bycons, c, ch, lambda t: x.txs[c, ch, t])),
             _named_by(x, c, ch, lambda t: z3.And(x.txs[c, ch, t], x.txk[c, ch, t] == SETTLE_REQUEUE))))),
         (m == TX_ROLLBACK, _ite(mode != MODE_TX, ch_err, x.replace(                       # TX-2, TX-3, TX-4
-            held=z3.Store(x.held, c, ch, False), txs=_no_tags(x.txs, c, ch),
+            held=z3.Store(x.held, c, ch, False), txs=_no_tags(x.txs, c, ch), txm=_release(x.txm, c, ch),
             out=_lam3(lambda i, j, t: z3.Or(x.out[i, j, t], z3.And(i == c, j == ch, x.txs[i, j, t])))))),
     )
     on_closed = _ite(m == CHANNEL_OPEN, reset_channel(x, c, ch, CH_OPEN), conn_err)      # ER-1
@@ -464,7 +480,8 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       redel=z3.Lambda([i, j], z3.BoolVal(False)), tq=z3.Lambda([i, j, k], z3.IntVal(-1)),
                       tk=z3.Lambda([i, j, k], z3.IntVal(0)), txk=z3.Lambda([i, j, k], z3.IntVal(-1)),
                       oc=z3.Lambda([i, j], z3.IntVal(-1)), och=z3.Lambda([i, j], z3.IntVal(-1)),
-                      ot=z3.Lambda([i, j], z3.IntVal(0)))
+                      ot=z3.Lambda([i, j], z3.IntVal(0)), inf=z3.Lambda([i, j], z3.BoolVal(False)),
+                      txm=z3.Lambda([i, j], z3.IntVal(0)))
     return Transition(x.up, after)
 
 
@@ -526,7 +543,16 @@ def _client_writes(x: Z3State, a: Terms, o: Terms) -> Transition:
     return Transition(z3.And(x.cst[a.conn] == CONN_UP, o.may), _write(x, a.conn, a.ch))
 
 
-ClientPublish = ClientConsume = ClientCancel = ClientGet = ClientAck = ClientNack = ClientReject = \
+def ClientPublish(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """basic.publish of the connection's next message (client.publish): message (c, published + 1) is
+    in flight to the broker."""
+    c = a.conn
+    t = _client_writes(x, a, o)
+    n = x.pubd[c] + 1
+    return Transition(t.guard, t.after.replace(pubd=z3.Store(x.pubd, c, n), inf=z3.Store(x.inf, c, n, True)))
+
+
+ClientConsume = ClientCancel = ClientGet = ClientAck = ClientNack = ClientReject = \
     ClientQos = ClientRecover = ClientConfirmSelect = ClientTxSelect = ClientTxCommit = ClientTxRollback = \
     ClientDeclareQueue = ClientBindQueue = ClientPurgeQueue = ClientDeleteQueue = ClientChannelClose = \
     ClientChannelOpen = ClientChannelCloseOk = _client_writes
@@ -545,7 +571,7 @@ _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "ver
                          "no_ack": BOOL, "got": BOOL, "keeps": BOOL, "kept": z3.ArraySort(INT, BOOL),
                          "ctag": INT, "cancelled": z3.ArraySort(INT, INT, INT, BOOL),
                          "queue": INT, "durable": BOOL, "exclusive": BOOL, "answered": BOOL, "key": INT,
-                         "added": z3.ArraySort(INT, INT)}
+                         "added": z3.ArraySort(INT, INT), "n": INT, "routed": z3.ArraySort(INT, BOOL)}
 
 # Oracles per action: facts outside this family that its guard or effect reads.
 ORACLES: dict[str, dict[str, z3.SortRef]] = {

@@ -21,10 +21,11 @@ from spec.frames import (
     BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE,
     TX_COMMIT,
 )
+from spec.properties import copy_messages
 from spec.state import CONN_DOWN, MODE_TX
 
 from .actions import CHANNEL_ERR, CONNECTION_ERR, OK, RELATIONS, concrete, symbolic
-from .state import abstract, fresh, same
+from .state import abstract, fresh, message, same
 
 
 def _val(v, sort: z3.SortRef | None = None) -> z3.ExprRef:
@@ -60,7 +61,7 @@ def _frame_oracles(state, a) -> dict:
     out = {"method": 0, "immediate": False, "exchange": 0, "verdict": OK, "settled": False, "size": 0,
            "requeue": False, "waits": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
            "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
-           "exclusive": False, "answered": False, "key": 0, "added": {}}
+           "exclusive": False, "answered": False, "key": 0, "added": {}, "n": 0, "routed": frozenset()}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
@@ -68,6 +69,7 @@ def _frame_oracles(state, a) -> dict:
     m = out["method"] = frame[0]
     if m == BASIC_PUBLISH:
         out["exchange"], out["immediate"] = frame[2], bool(frame[7])
+        out["n"] = message(frame[6])[1]
     elif m == BASIC_QOS:
         out["size"] = frame[4]
     elif m == BASIC_RECOVER:
@@ -120,6 +122,9 @@ def _frame_oracles(state, a) -> dict:
         out["answered"] = len(succ.conns[a.conn].to_client[a.ch]) > len(conn.to_client[a.ch])
         out["added"] = {q: after.enqueued - before.enqueued for q, (before, after) in
                         enumerate(zip(state.queues, succ.queues)) if after.enqueued != before.enqueued}
+        # Which of this connection's messages a queue took a first copy of (RT-1, TX-2).
+        if m in (BASIC_PUBLISH, TX_COMMIT):
+            out["routed"] = frozenset(message(msg)[1] for msg in copy_messages(succ) - copy_messages(state))
     return out
 
 

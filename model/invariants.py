@@ -140,6 +140,24 @@ def down_broker_holds_only_disk(x: Z3State, c, ch, s) -> z3.BoolRef:
                                            z3.Not(x.tc[c, ch]), x.tb[c, ch] == 0))
 
 
+def tx_effects_invisible(x: Z3State, c, n, _) -> z3.BoolRef:
+    """TX-2 (held-back publishes): a message an open transaction holds back is one no queue ever took
+    a copy of, so it is in no queue and has no fate. (The indices are a message: connection, n.)"""
+    return z3.Implies(x.txm[c, n] != 0, z3.Not(x.em[c, n]))
+
+
+def publishes_in_flight_fresh(x: Z3State, c, n, _) -> z3.BoolRef:
+    """Helper: a message whose basic.publish is in flight to the broker is numbered 1..published, held
+    back by no transaction, and no queue took a copy of it: the broker taking it meets a new message."""
+    return z3.Implies(x.inf[c, n], z3.And(x.txm[c, n] == 0, z3.Not(x.em[c, n]), 1 <= n, n <= x.pubd[c]))
+
+
+def messages_numbered(x: Z3State, c, n, _) -> z3.BoolRef:
+    """Helper: a message held back or taken by a queue is numbered 1..published: the client's next
+    message (published + 1) is new."""
+    return z3.And(x.pubd[c] >= 0, z3.Implies(z3.Or(x.txm[c, n] != 0, x.em[c, n]), z3.And(1 <= n, n <= x.pubd[c])))
+
+
 INVARIANTS: dict[str, Invariant] = {
     "confirms_exactly_once": Invariant(
         "confirms_exactly_once", confirms_exactly_once,
@@ -168,6 +186,12 @@ INVARIANTS: dict[str, Invariant] = {
         helpers=("held_back_tags_issued", "outstanding_copies_were_delivered", "copy_keys_issued")),
     "down_broker_holds_only_disk": Invariant(
         "down_broker_holds_only_disk", down_broker_holds_only_disk, "all of it"),
+    "tx_effects_invisible": Invariant(
+        "tx_effects_invisible", tx_effects_invisible,
+        "the first half (a held-back publish's message is in no queue and has no fate: no queue ever took it); "
+        "the second half (a held-back settlement's copy has no 'acknowledged' fate) is false in the spec "
+        "after a crash brings back an acknowledged copy (TX-8; README)",
+        helpers=("publishes_in_flight_fresh",)),
 }
 HELPERS: dict[str, Invariant] = {
     "plain_channel_holds_nothing": Invariant(
@@ -183,6 +207,12 @@ HELPERS: dict[str, Invariant] = {
         "copy_keys_issued", copy_keys_issued, "all of it (helper)", helpers=("outstanding_copies_were_delivered",)),
     "outstanding_copies_were_delivered": Invariant(
         "outstanding_copies_were_delivered", outstanding_copies_were_delivered, "all of it (helper)"),
+    "publishes_in_flight_fresh": Invariant(
+        "publishes_in_flight_fresh", publishes_in_flight_fresh,
+        "all but 'no two frames carry one message, none is held back twice' (a set of messages here) (helper)",
+        helpers=("messages_numbered",)),
+    "messages_numbered": Invariant(
+        "messages_numbered", messages_numbered, "all of it (helper)", helpers=("publishes_in_flight_fresh",)),
 }
 
 
@@ -198,8 +228,9 @@ def init(x: Z3State) -> z3.BoolRef:
                    x.seq[c, ch] == 0, z3.Not(x.held[c, ch]), z3.Not(x.pending[c, ch]), x.tb[c, ch] == 0,
                    x.ntag[c, ch] == 1, z3.Not(x.tc[c, ch]),
                    z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
-                   *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)])   # (queue, key): no copy
+                   *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
+                   z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]))         # (conn, n): no message
     empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring)])
-    per_index = z3.And(z3.Not(x.bclosed[c]), z3.Not(x.cclose[c]), x.qown[c] == 0, x.enq[c] == 0)
+    per_index = z3.And(z3.Not(x.bclosed[c]), z3.Not(x.cclose[c]), x.qown[c] == 0, x.enq[c] == 0, x.pubd[c] == 0)
     return z3.And(x.up, x.nch >= 1, z3.ForAll([c], per_index), z3.ForAll([c, ch], clean),
                   z3.ForAll([c, ch, s], empty))

@@ -1,4 +1,4 @@
-"""The Z3 state of the model: three families of fields over the same unbounded indices.
+"""The Z3 state of the model: five families of fields over the same unbounded indices.
 
 - *channel modes*: what each channel's mode, publish numbering, confirms and held-back transaction
   are, for any number of connections, channels and publishes;
@@ -11,7 +11,10 @@
 - *copies*: each queue's ready copies by enqueue position (key) with their redelivered flag, the
   copies ever delivered (ghost), the copies on disk, how many each queue ever took, which consumers
   are in a queue's round-robin, and the copy each outstanding or held-back tag names (with how a
-  held-back settlement will settle it), for any number of copies, keys and requeues.
+  held-back settlement will settle it), for any number of copies, keys and requeues;
+- *messages*: per connection how many messages its client published, and per message (connection,
+  n) whether a basic.publish of it is in flight to the broker, which channel's open transaction holds
+  it back, and whether any queue ever took a copy of it (ghost), for any number of messages.
 
 A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
@@ -35,7 +38,8 @@ from typing import Iterator
 
 import z3
 
-from spec.frames import CONNECTION_CLOSE, CONNECTION_CLOSE_OK
+from spec.frames import BASIC_PUBLISH, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE
+from spec.properties import copy_messages
 from spec.state import CH_CLOSED, CONN_DOWN, MODE_NONE
 
 INT = z3.IntSort()
@@ -80,6 +84,10 @@ class Z3State:
     oc: z3.ArrayRef         # (q, key) -> the connection of the live tag naming the copy (ghost; -1: none)
     och: z3.ArrayRef        # (q, key) -> that tag's channel (ghost; -1: none)
     ot: z3.ArrayRef         # (q, key) -> that tag (ghost; 0: none): (oc, och, ot) is the inverse of (tq, tk)
+    pubd: z3.ArrayRef       # c -> messages the client of connection c has published; (c, n) is its n-th
+    inf: z3.ArrayRef        # (c, n) -> a basic.publish of message (c, n) is in flight to the broker
+    txm: z3.ArrayRef        # (c, n) -> the channel whose open transaction holds message (c, n) back (0: none, TX-2)
+    em: z3.ArrayRef         # (c, n) -> some queue took a copy of message (c, n) (ghost: a copy carries it)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -107,6 +115,8 @@ SORTS: dict[str, z3.SortRef] = {
     "disk": z3.ArraySort(INT, INT, BOOL), "tq": z3.ArraySort(INT, INT, INT, INT),
     "tk": z3.ArraySort(INT, INT, INT, INT), "txk": z3.ArraySort(INT, INT, INT, INT),
     "oc": z3.ArraySort(INT, INT, INT), "och": z3.ArraySort(INT, INT, INT), "ot": z3.ArraySort(INT, INT, INT),
+    "pubd": z3.ArraySort(INT, INT), "inf": z3.ArraySort(INT, INT, BOOL), "txm": z3.ArraySort(INT, INT, INT),
+    "em": z3.ArraySort(INT, INT, BOOL),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
@@ -114,7 +124,8 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
             "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False,
             "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "redel": False, "dlv": False,
-            "enq": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0}
+            "enq": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
+            "pubd": 0, "inf": False, "txm": 0, "em": False}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -176,6 +187,13 @@ def _numeral(value) -> z3.Ast:
     return got.as_ast()
 
 
+def message(msg: int) -> tuple[int, int]:
+    """A spec message id as the model's pair (connection, n): the n-th message published on that
+    connection (spec.frames names it c * MSG_STRIDE + n). A pair keeps "a connection's next message is
+    new" linear and free of the stride, which the spec needs only to keep ids apart below 2**32."""
+    return divmod(msg, MSG_STRIDE)
+
+
 def project(state) -> dict:
     """The family's fields of a spec ``State`` as plain Python values (index tuple -> value dicts)."""
     out: dict = {name: {} for name in DEFAULTS}
@@ -229,6 +247,17 @@ def project(state) -> dict:
         out["dlv"][(q, key)] = True
     for q, key, _ in state.disk:
         out["disk"][(q, key)] = True
+    for c, conn in enumerate(state.conns):
+        out["pubd"][(c,)] = conn.published
+        for fifo in conn.to_broker:
+            for frame in fifo:
+                if frame[0] == BASIC_PUBLISH:
+                    out["inf"][message(frame[6])] = True
+        for ch, channel in enumerate(conn.channels, start=1):
+            for pub in channel.tx_pubs:
+                out["txm"][message(pub[4])] = ch
+    for msg in copy_messages(state):
+        out["em"][message(msg)] = True
     out["up"] = state.broker_up
     out["nch"] = nch
     return out
@@ -237,7 +266,7 @@ def project(state) -> dict:
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
          "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "qex": 1,
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "disk": 2, "tq": 3, "tk": 3,
-         "txk": 3, "oc": 2, "och": 2, "ot": 2}
+         "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2}
 
 
 def abstract(state) -> Z3State:

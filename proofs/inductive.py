@@ -37,11 +37,12 @@ class Outcome:
 def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
     ev = lambda e: model.eval(e, model_completion=True)   # noqa: E731
     seq = ev(x.seq[c, ch]).as_long()
-    top = max(seq, 0) + 2
-    unconf = [s for s in range(0, top + 1) if z3.is_true(ev(x.unconf[c, ch, s]))]
-    conf = [s for s in range(0, top + 1) if z3.is_true(ev(x.conf[c, ch, s]))]
+    witness = ev(q).as_long()
+    nums = _window(0, seq, witness)
+    unconf = [s for s in nums if z3.is_true(ev(x.unconf[c, ch, s]))]
+    conf = [s for s in nums if z3.is_true(ev(x.conf[c, ch, s]))]
     ntag = ev(x.ntag[c, ch]).as_long()
-    tags = range(min(ntag, 0) - 2, max(ntag, 1) + 3)
+    tags = _window(-2, ntag, witness)
     out = [t for t in tags if z3.is_true(ev(x.out[c, ch, t]))]
     txs = [t for t in tags if z3.is_true(ev(x.txs[c, ch, t]))]
     return (f"{label}: up={ev(x.up)} status={ev(x.cstat[c, ch])} mode={ev(x.mode[c, ch])} publish_seq={seq} "
@@ -52,7 +53,16 @@ def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
             f"queue {ev(q)}: exists={ev(x.qex[q])} durable={ev(x.qdur[q])} owner={ev(x.qown[q])} "
             f"copy (queue {ev(c)}, key {ev(ch)}): ready={ev(x.ready[c, ch])} redelivered={ev(x.redel[c, ch])} "
             f"delivered={ev(x.dlv[c, ch])} on_disk={ev(x.disk[c, ch])} enqueued={ev(x.enq[c])} "
-            f"{_tag_copy(ev, x, c, ch, q)}")
+            f"{_tag_copy(ev, x, c, ch, q)} "
+            f"message ({ev(c)}, {ev(ch)}): published={ev(x.pubd[c])} in_flight={ev(x.inf[c, ch])} "
+            f"held_by_channel={ev(x.txm[c, ch])} taken_by_a_queue={ev(x.em[c, ch])}")
+
+
+def _window(low: int, top: int, witness: int) -> list[int]:
+    """The numbers a counterexample line lists: low .. low + 4, around top (a next tag or publish
+    number) and the witness index. A model may pick a next tag in the tens of thousands, and reading
+    every array entry below it took seconds."""
+    return sorted({*range(low, low + 5), *range(top - 3, top + 3), witness})
 
 
 def _tag_copy(ev, x: Z3State, c, ch, t) -> str:
@@ -114,21 +124,34 @@ def prove_step(inv: Invariant, cls: type, helpers: Iterable[Invariant], timeout_
     return outcome
 
 
+# A step case Z3 gives up on with "incomplete quantifiers" (it found a candidate model it could not
+# check against a quantified hypothesis, usually a true counterexample through a Lambda array) is
+# tried again with other random seeds: which candidate it meets first depends on the order its terms
+# were made in, so the same obligation could come back unknown or as a counterexample depending on
+# what the process had built before. A timeout is not retried.
+_SEEDS = (0, 1, 2)
+
+
 def _prove_step_case(inv: Invariant, cls: type, helpers: list[Invariant], timeout_ms: int,
                      method: int | None) -> Outcome:
     """One case of a step obligation: ``method`` fixes the frame read (0: any method outside _METHODS)."""
     started = time.perf_counter()
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
     x, a, o, t = _transition(cls)
     c0, ch0, s0 = z3.Ints("c0 ch0 s0")
     hints = [i.at(x, c0, ch0, s0) for i in (inv, *helpers)]         # the hypotheses at the witness
-    solver.add(inv.holds(x), *[h.holds(x) for h in helpers], *hints, t.guard, z3.Not(inv.at(t.after, c0, ch0, s0)))
-    if method:
-        solver.add(o.method == method)
-    elif method == 0:
-        solver.add(*[o.method != m for m in _METHODS])
-    outcome = _decide(solver, inv, cls.__name__, x, t.after, c0, ch0, s0, started)
+    for seed in _SEEDS:
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.set("random_seed", seed)
+        solver.add(inv.holds(x), *[h.holds(x) for h in helpers], *hints, t.guard,
+                   z3.Not(inv.at(t.after, c0, ch0, s0)))
+        if method:
+            solver.add(o.method == method)
+        elif method == 0:
+            solver.add(*[o.method != m for m in _METHODS])
+        outcome = _decide(solver, inv, cls.__name__, x, t.after, c0, ch0, s0, started)
+        if outcome.status != UNKNOWN or "incomplete quantifiers" not in outcome.counterexample[0]:
+            break
     if outcome.status == COUNTEREXAMPLE:
         m = solver.model()
         fields = ", ".join(f"{n}={m.eval(v, model_completion=True)}" for n, v in {**a, **o}.items())

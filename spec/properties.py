@@ -9,8 +9,8 @@ from __future__ import annotations
 from . import network
 from .faults import live_copies
 from .frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_RETURN,
-    CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, R_COMMIT_PENDING,
+    BASIC_ACK, BASIC_CANCEL, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH,
+    BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE, R_COMMIT_PENDING,
     R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_IMMEDIATE, R_IN_USE, R_LOCKED,
     R_NO_EXCHANGE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
     R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG,
@@ -424,6 +424,68 @@ def outstanding_copies_were_delivered(state: State) -> bool:
             for _, u in channel.tx_settles:
                 if (u.queue, u.key) not in delivered:
                     return False
+    return True
+
+
+def copy_messages(state: State) -> set:
+    """The messages some copy carries: ready, outstanding, held back as a settlement, in flight in
+    automatic mode, on disk, or gone with a recorded fate. A copy never leaves all of these (a copy
+    that goes records a fate), so this is every message any queue ever took (the Z3 model's ghost
+    ``em``, model.state)."""
+    out = {r[3] for r in state.fates}
+    out.update(r[2] for r in state.disk)
+    for queue in state.queues:
+        out.update(e.msg for e in queue.ready)
+    for conn in state.conns:
+        out.update(d[4] for d in conn.auto)
+        for channel in conn.channels:
+            out.update(u.msg for u in channel.unacked)
+            out.update(u.msg for _, u in channel.tx_settles)
+    return out
+
+
+@always("TX-2", "PC-1")
+def publishes_in_flight_fresh(state: State) -> bool:
+    """Every basic.publish in flight to the broker carries a message of its own connection, numbered
+    1..published, that no copy carries and no transaction holds back, and no two of them carry one
+    message; nor is a message held back twice (the helper that makes tx_effects_invisible inductive:
+    a publish the broker takes is a new message; proofs/)."""
+    held = set()
+    for conn in state.conns:
+        for channel in conn.channels:
+            for pub in channel.tx_pubs:
+                if pub[4] in held:
+                    return False
+                held.add(pub[4])
+    copies = None
+    for c, conn in enumerate(state.conns):
+        for fifo in conn.to_broker:
+            for frame in fifo:
+                if frame[0] != BASIC_PUBLISH:
+                    continue
+                if copies is None:
+                    copies = copy_messages(state)
+                owner, n = divmod(frame[6], MSG_STRIDE)
+                if owner != c or not 1 <= n <= conn.published or frame[6] in copies or frame[6] in held:
+                    return False
+                held.add(frame[6])
+    return True
+
+
+@always("TX-2", "PC-1")
+def messages_numbered(state: State) -> bool:
+    """Every message a copy carries or a transaction holds back is the n-th of its connection, with
+    1 <= n <= the messages that connection has published (the helper that makes
+    publishes_in_flight_fresh inductive: the client's next message is new; proofs/)."""
+    messages = copy_messages(state)
+    for conn in state.conns:
+        for channel in conn.channels:
+            messages.update(pub[4] for pub in channel.tx_pubs)
+    conns = state.conns
+    for msg in messages:
+        c, n = divmod(msg, MSG_STRIDE)
+        if not 0 <= c < len(conns) or not 1 <= n <= conns[c].published:
+            return False
     return True
 
 

@@ -13,7 +13,10 @@ from model import actions as M
 from model.agreement import Checker
 from spec import actions as A
 from spec import configs, machine
-from spec.frames import BASIC_ACK, BASIC_CONSUME, BASIC_NACK, BASIC_REJECT, QUEUE_DECLARE, TX_ROLLBACK
+from spec.frames import (
+    BASIC_ACK, BASIC_CONSUME, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, QUEUE_DECLARE, TX_ROLLBACK,
+)
+from spec.state import MODE_TX
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
 PAIRS_WANTED = 10_000
@@ -246,4 +249,36 @@ def test_an_ack_that_keeps_the_ghost_inverse_is_caught(monkeypatch):
     state, action = _first_state_where(configs.get("ack_basics"), ack_of_outstanding)
     assert Checker().check(state, action, True).ok
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, ack_keeps_inverse)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def test_a_tx_publish_that_does_not_hold_its_message_back_is_caught(monkeypatch):
+    """TX-2: the messages family (which message each transaction holds back) is part of the
+    abstraction, so a relation that takes a publish on a tx channel without holding its message back
+    disagrees with the spec."""
+    def publish_not_held(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(txm=x.txm))
+
+    def tx_publish(state, a):
+        if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
+            return False
+        conn = state.conns[a.conn]
+        return conn.to_broker[a.ch][0][0] == BASIC_PUBLISH and conn.channels[a.ch - 1].mode == MODE_TX
+    state, action = _first_state_where(configs.get("tx_publish"), tx_publish)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, publish_not_held)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def test_a_publish_that_reuses_a_message_name_is_caught(monkeypatch):
+    """The client's next message is (c, published + 1): a ClientPublish relation that names it
+    (c, published) and does not count it disagrees with the spec."""
+    def publish_reuses_name(x, a, o):
+        t = M.ClientPublish(x, a, o)
+        return M.Transition(t.guard, t.after.replace(pubd=x.pubd,
+                                                     inf=z3.Store(x.inf, a.conn, x.pubd[a.conn], True)))
+    state, action = _first_state(configs.get("tx_publish"), lambda a: isinstance(a, A.ClientPublish))
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.ClientPublish, publish_reuses_name)
     assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"

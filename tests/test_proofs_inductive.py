@@ -14,7 +14,8 @@ from spec import actions as A
 from spec import configs, machine
 from spec.frames import QUEUE_DECLARE
 from spec.properties import REGISTRY
-from spec.state import CH_OPEN, CONN_DOWN
+from spec.roles import QueueSpec, Role
+from spec.state import CH_OPEN, CONN_DOWN, EV_RECOVERED, FATE_ACKED
 
 
 def test_every_obligation_is_proved():
@@ -205,7 +206,8 @@ def test_an_enqueue_that_reuses_a_key_is_refuted(monkeypatch):
     inv = INVARIANTS["redelivered_flag_set"]
     helpers = [HELPERS[h] for h in inv.helpers]
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, publish_reuses_key)
-    assert prove_step(inv, A.BrokerTakeFrame, helpers).status == COUNTEREXAMPLE
+    outcome = prove_step(inv, A.BrokerTakeFrame, helpers)
+    assert outcome.status == COUNTEREXAMPLE, (outcome.seconds, outcome.counterexample)
 
 
 def test_a_crash_that_keeps_what_was_ready_is_refuted(monkeypatch):
@@ -266,3 +268,110 @@ def test_a_delivery_of_a_copy_already_taken_is_refuted(monkeypatch):
     after = next(line for line in outcome.counterexample if line.startswith("after:")).split("names copy")[1]
     assert "ready=False" in before and "ready=False" in after
     assert before.split("named_by=")[1] != after.split("named_by=")[1]
+
+
+# tx_effects_invisible (TX-2): the messages family.
+
+def test_tx_effects_invisible_needs_its_helpers():
+    """Alone, tx_effects_invisible is not inductive: a basic.publish taken on a tx channel holds its
+    message back, and nothing says no queue took that message already (nor, on another channel, that
+    no transaction holds it back already while a queue takes it). publishes_in_flight_fresh says
+    so, and is itself inductive only with messages_numbered (the client's next message is new)."""
+    inv = INVARIANTS["tx_effects_invisible"]
+    alone = prove_step(inv, A.BrokerTakeFrame, [])
+    assert alone.status == COUNTEREXAMPLE
+    assert alone.counterexample[0] == "case: frame method 17"               # basic.publish
+    before = next(line for line in alone.counterexample if line.startswith("before:"))
+    after = next(line for line in alone.counterexample if line.startswith("after:"))
+    assert "in_flight=True" in before                                       # the publish taken ...
+    assert "in_flight=False" in after and "taken_by_a_queue=True" in after  # ... meets a message a queue took
+    assert "held_by_channel=0 " not in after
+    assert prove_step(inv, A.BrokerTakeFrame, [HELPERS[h] for h in inv.helpers]).status == PROVED
+    fresh = HELPERS["publishes_in_flight_fresh"]
+    assert prove_step(fresh, A.ClientPublish, []).status == COUNTEREXAMPLE
+    assert prove_step(fresh, A.ClientPublish, [HELPERS[h] for h in fresh.helpers]).status == PROVED
+
+
+# A planted wrong invariant of the messages family (TX-2): "no message is ever held back".
+NOTHING_HELD = Invariant("nothing_held", lambda x, c, n, _: x.txm[c, n] == 0, "fixture")
+
+
+def test_planted_wrong_message_invariant_comes_back_as_a_counterexample():
+    """A basic.publish taken on a tx channel holds its message back: shown before and after."""
+    outcomes = {o.action: o for o in prove_all([NOTHING_HELD], [A.BrokerTakeFrame, A.ClientPublish])}
+    assert outcomes["Init"].status == PROVED
+    assert outcomes["ClientPublish"].status == PROVED                # the client holds nothing back
+    take = outcomes["BrokerTakeFrame"]
+    assert take.status == COUNTEREXAMPLE
+    before = next(line for line in take.counterexample if line.startswith("before:"))
+    after = next(line for line in take.counterexample if line.startswith("after:"))
+    assert "mode=2" in before and "in_flight=True held_by_channel=0" in before
+    assert "in_flight=False held_by_channel=0" not in after and "in_flight=False held_by_channel=" in after
+
+
+def test_a_commit_that_keeps_its_publishes_held_back_is_refuted(monkeypatch):
+    """TX-2: a tx.commit relation that enqueues the held-back publishes but leaves them held back
+    makes a held-back message one a queue took: the proof finds it (not unknown)."""
+    def commit_keeps_them(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(txm=x.txm))
+    inv = INVARIANTS["tx_effects_invisible"]
+    helpers = [HELPERS[h] for h in inv.helpers]
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, commit_keeps_them)
+    outcome = prove_step(inv, A.BrokerTakeFrame, helpers)
+    assert outcome.status == COUNTEREXAMPLE
+    assert outcome.counterexample[0] == "case: frame method 32"            # tx.commit
+    after = next(line for line in outcome.counterexample if line.startswith("after:"))
+    assert "taken_by_a_queue=True" in after and "held_by_channel=0 " not in after
+
+
+def test_the_second_half_of_tx_effects_invisible_fails_after_a_crash():
+    """Why the model covers only the first half of tx_effects_invisible: its second half ("a held-back
+    settlement's copy has no 'acknowledged' fate") is false in the spec once a crash brings back a copy
+    acknowledged before its removal reached the disk (TX-8) and a transaction then settles it again.
+    No standard configuration combines tx with a crash; this one does (breadth-first, 22 steps)."""
+    config = configs.Config(
+        "tx_ack_crash", "fixture", channels=2, messages=1, crashes=1,
+        queues=(QueueSpec(durable=True),),
+        roles={(0, 1): Role(publish=configs.TO_Q0, persistent=(True,)),
+               (0, 2): Role(consume=((configs.Q0, False),), ack=True, tx=True)})
+    bad = _first_violation(config, "tx_effects_invisible")
+    assert not bad.conns[0].channels[1].tx_pubs                               # the first half holds
+    acked = {(f[0], f[1]) for f in bad.fates if f[2] == FATE_ACKED}
+    assert [(u.queue, u.key) for _, u in bad.conns[0].channels[1].tx_settles] == sorted(acked)
+    assert bad.events & EV_RECOVERED
+
+
+def _first_violation(config, name):
+    """The first state of ``config`` (breadth-first) where the registry invariant ``name`` is false."""
+    prop = REGISTRY[name]
+    frontier, seen = list(machine.initial_states(config)), set()
+    while frontier:
+        state = frontier.pop(0)
+        if state in seen:
+            continue
+        seen.add(state)
+        if not prop.holds(state):
+            return state
+        frontier.extend(machine.step(state, a)[0] for a in machine.enabled(state, config))
+    raise AssertionError(f"{name} holds in every state of {config.name}")
+
+
+def test_confirmed_only_when_on_disk_fails_after_a_queue_is_deleted_and_declared_again():
+    """Why the model does not cover confirmed_only_when_on_disk: it is false in the spec once a durable
+    queue is deleted while a consumer holds a confirmed persistent copy of it and is then declared
+    again (durable): queue.delete removes the queue's records from the disk, the outstanding copy stays
+    live, and the new queue is the same queue index, so the copy is live "in a durable queue" and not
+    on disk (13 steps). No standard configuration combines confirms with queue.delete."""
+    config = configs.Config(
+        "confirm_delete_declare", "fixture", connections=2, channels=2, messages=1, admin=1,
+        queues=(QueueSpec(durable=True),),
+        roles={(0, 1): Role(publish=configs.TO_Q0, persistent=(True,), confirm=True),
+               (0, 2): Role(consume=((configs.Q0, False),), ack=True),
+               (1, 1): Role(delete=((configs.Q0, False, False),), declare=(configs.Q0,))})
+    bad = _first_violation(config, "confirmed_only_when_on_disk")
+    (u,) = bad.conns[0].channels[1].unacked                                   # the consumer holds the copy
+    queue = bad.queues[u.queue]
+    assert queue.exists and queue.durable and not queue.ready
+    assert u.persistent and u.msg in bad.confirmed_msgs and not bad.disk
+    assert (u.queue, u.key) not in {(f[0], f[1]) for f in bad.fates}           # never gone: one live copy
