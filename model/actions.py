@@ -181,9 +181,10 @@ def _named_by(x: Z3State, c, ch, which: Callable) -> Callable:
 
 def _requeue(x: Z3State, back: Callable) -> Z3State:
     """storage.requeue: the copies ``back(q, key)`` names are ready again at their place, marked
-    redelivered (RQ-1, RQ-2, RQ-6); a copy whose queue no longer exists is gone instead."""
+    redelivered (RQ-1, RQ-2, RQ-6); a copy whose queue no longer exists, or was deleted and declared
+    again since (storage.orphaned: its key is not above ``born``), is gone instead."""
     def b(q, key):
-        return z3.And(x.qex[q], back(q, key))
+        return z3.And(x.qex[q], x.born[q] < key, back(q, key))
     return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], b(q, key))),
                      redel=_lam_qk(lambda q, key: z3.Or(x.redel[q, key], b(q, key))))
 
@@ -392,9 +393,10 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 def _declare(x: Z3State, c, q, durable, exclusive) -> Z3State:
     """queue.declare of a queue that does not exist creates it; an exclusive one belongs to connection
-    c and is never durable (DU-4). Declaring an existing queue changes nothing."""
+    c and is never durable (DU-4); it is a new queue, so the keys enqueued so far were another's
+    (``born``). Declaring an existing queue changes nothing."""
     new = z3.Not(x.qex[q])
-    return x.replace(qex=z3.Store(x.qex, q, True),
+    return x.replace(qex=z3.Store(x.qex, q, True), born=z3.Store(x.born, q, z3.If(new, x.enq[q], x.born[q])),
                      qdur=z3.Store(x.qdur, q, z3.If(new, z3.And(durable, z3.Not(exclusive)), x.qdur[q])),
                      qown=z3.Store(x.qown, q, z3.If(new, z3.If(exclusive, c + 1, 0), x.qown[q])))
 
@@ -498,12 +500,12 @@ def BrokerRestart(x: Z3State, a: Terms, o: Terms) -> Transition:
 def DiskFsync(x: Z3State, a: Terms, o: Terms) -> Transition:
     """One pending write or removal becomes durable (``o.pending``: it differs from the disk and the
     copy is persistent in a durable queue), PC-5: a write is of a live copy, ready or named by an
-    outstanding or held-back tag (faults.pending_disk)."""
+    outstanding or held-back tag, and not of a deleted queue's (faults.pending_disk)."""
     q, key = a.queue, a.key
     i, j, t = z3.Ints("c_ ch_ t_")
     named = z3.Exists([i, j, t], z3.And(z3.Or(x.out[i, j, t], x.txs[i, j, t]), x.tq[i, j, t] == q,
                                         x.tk[i, j, t] == key))
-    guard = z3.And(x.up, o.pending, z3.Implies(a.write, z3.Or(x.ready[q, key], named)))
+    guard = z3.And(x.up, o.pending, z3.Implies(a.write, z3.And(z3.Or(x.ready[q, key], named), x.born[q] < key)))
     return Transition(guard, x.replace(disk=z3.Store(x.disk, q, key, a.write)))
 
 

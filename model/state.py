@@ -77,6 +77,7 @@ class Z3State:
     redel: z3.ArrayRef      # (q, key) -> that ready copy is marked redelivered (RQ-2)
     dlv: z3.ArrayRef        # (q, key) -> the copy was delivered at least once (ghost, RQ-2)
     enq: z3.ArrayRef        # q -> copies ever enqueued in q; the next key is enq + 1
+    born: z3.ArrayRef       # q -> enq when q was last declared: keys up to it were a deleted queue's
     disk: z3.ArrayRef       # (q, key) -> the copy's record is on disk (PC-5, DU-2)
     tq: z3.ArrayRef         # (c, ch, t) -> the queue of the copy outstanding or held back under tag t (-1: none)
     tk: z3.ArrayRef         # (c, ch, t) -> that copy's key (0: none)
@@ -112,7 +113,7 @@ SORTS: dict[str, z3.SortRef] = {
     "qex": z3.ArraySort(INT, BOOL), "qdur": z3.ArraySort(INT, BOOL), "qown": z3.ArraySort(INT, INT),
     "ring": z3.ArraySort(INT, INT, INT, BOOL), "ready": z3.ArraySort(INT, INT, BOOL),
     "redel": z3.ArraySort(INT, INT, BOOL), "dlv": z3.ArraySort(INT, INT, BOOL), "enq": z3.ArraySort(INT, INT),
-    "disk": z3.ArraySort(INT, INT, BOOL), "tq": z3.ArraySort(INT, INT, INT, INT),
+    "born": z3.ArraySort(INT, INT), "disk": z3.ArraySort(INT, INT, BOOL), "tq": z3.ArraySort(INT, INT, INT, INT),
     "tk": z3.ArraySort(INT, INT, INT, INT), "txk": z3.ArraySort(INT, INT, INT, INT),
     "oc": z3.ArraySort(INT, INT, INT), "och": z3.ArraySort(INT, INT, INT), "ot": z3.ArraySort(INT, INT, INT),
     "pubd": z3.ArraySort(INT, INT), "inf": z3.ArraySort(INT, INT, BOOL), "txm": z3.ArraySort(INT, INT, INT),
@@ -124,7 +125,7 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
             "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False,
             "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "redel": False, "dlv": False,
-            "enq": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
+            "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
             "pubd": 0, "inf": False, "txm": 0, "em": False}
 
 
@@ -238,6 +239,7 @@ def project(state) -> dict:
         out["qdur"][(q,)] = queue.durable
         out["qown"][(q,)] = queue.owner
         out["enq"][(q,)] = queue.enqueued
+        out["born"][(q,)] = queue.born
         for e in queue.ready:
             out["ready"][(q, e.key)] = True
             out["redel"][(q, e.key)] = e.redelivered
@@ -265,7 +267,7 @@ def project(state) -> dict:
 
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
          "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "qex": 1,
-         "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "disk": 2, "tq": 3, "tk": 3,
+         "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2, "tq": 3, "tk": 3,
          "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2}
 
 

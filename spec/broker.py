@@ -462,8 +462,9 @@ def _queue_declare(state, c, ch, channel, frame):
         if queue.owner and queue.owner != c + 1:
             return channel_error(state, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
     else:
-        state = with_queue(state, q, queue._replace(
-            exists=True, durable=bool(durable) and not exclusive, owner=c + 1 if exclusive else 0))
+        state = with_queue(state, q, queue._replace(       # a new queue: older keys were another's
+            exists=True, durable=bool(durable) and not exclusive, owner=c + 1 if exclusive else 0,
+            born=queue.enqueued))
     return send(state, c, (QUEUE_DECLARE_OK, ch, q))
 
 

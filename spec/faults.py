@@ -47,7 +47,7 @@ def pending_disk(state: State) -> list:
     out = []
     live = live_copies(state)
     for (q, k), (msg, persistent) in live.items():
-        if persistent and queues[q].durable and (q, k) not in on_disk:
+        if persistent and queues[q].durable and k > queues[q].born and (q, k) not in on_disk:
             out.append((q, k, msg, True))
     for (q, k), msg in on_disk.items():
         if (q, k) not in live:

@@ -220,14 +220,16 @@ def confirms_exactly_once(state: State) -> bool:
 
 @always("PC-5", "PC-4")
 def confirmed_only_when_on_disk(state: State) -> bool:
-    """A persistent message confirmed with basic.ack has every live copy in a durable queue on disk."""
+    """A persistent message confirmed with basic.ack has every live copy in a durable queue on disk (a
+    copy outstanding from a deleted queue is in none, even once a queue of its name is declared again)."""
     confirmed = set(state.confirmed_msgs)
     if not confirmed:
         return True
     on_disk = {(r[0], r[1]) for r in state.disk}
     skip = _dead_letter_targets(state)
     for (q, key), (msg, persistent) in live_copies(state).items():
-        if msg in confirmed and persistent and state.queues[q].durable and q not in skip and (q, key) not in on_disk:
+        if msg in confirmed and persistent and state.queues[q].durable and key > state.queues[q].born \
+                and q not in skip and (q, key) not in on_disk:
             return False
     return True
 

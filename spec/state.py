@@ -65,6 +65,8 @@ class Queue(NamedTuple):
     enqueued: int                   # copies ever enqueued; the next key is enqueued + 1
     ring: tuple                     # (conn, ch, consumer_tag) in round-robin order (DS-1)
     exclusive: tuple                # (conn, ch, consumer_tag) of its exclusive consumer; () for none
+    born: int = 0                   # copies enqueued before it was last declared: keys up to it were
+    #                                 copies of a queue of this name since deleted (``storage.orphaned``)
 
 
 class Unacked(NamedTuple):

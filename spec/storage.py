@@ -27,7 +27,8 @@ def enqueue(state: State, q: int, msg: int, persistent: bool) -> tuple[State, in
     queue = state.queues[q]
     key = queue.enqueued + 1
     queue = Queue(queue.exists, queue.durable, queue.owner, queue.dead_letter,
-                  queue.ready + (Entry(key, msg, False, bool(persistent)),), key, queue.ring, queue.exclusive)
+                  queue.ready + (Entry(key, msg, False, bool(persistent)),), key, queue.ring, queue.exclusive,
+                  queue.born)
     return with_queue(state, q, queue), key
 
 
@@ -82,14 +83,24 @@ def requeue_position(keys: tuple[int, ...], key: int) -> int:
     return i
 
 
+def orphaned(queue: Queue, key: int) -> bool:
+    """Whether the outstanding copy ``key`` of ``queue`` lost its queue: the queue was deleted, and
+    perhaps declared again since. A queue declared again is a new queue (RabbitMQ 3.10.8: a delivery of
+    the deleted one, requeued by a nack, a reject, a recover or a channel close, or acked, never shows
+    in it; 10 of 10 runs each); the deletion's outstanding deliveries stay outstanding on their
+    channels, and settling them changes no queue."""
+    return not queue.exists or key <= queue.born
+
+
 def requeue(state: State, unacked) -> State:
-    """Put copies back at their original place among the ready ones, marked redelivered (RQ-1, RQ-2, RQ-6)."""
+    """Put copies back at their original place among the ready ones, marked redelivered (RQ-1, RQ-2, RQ-6);
+    a copy whose queue was deleted is gone with it."""
     events = state.events
     queues = state.queues
     gone = []
     for u in unacked:
         queue = queues[u.queue]
-        if not queue.exists:
+        if orphaned(queue, u.key):
             gone.append((u.queue, u.key, FATE_QUEUE_DELETED, u.msg, u.persistent))
             continue
         if u.redelivered:
@@ -115,7 +126,7 @@ def settle(state: State, unacked, kind: int) -> State:
     fates = []
     for u in unacked:
         source = state.queues[u.queue]
-        target = source.dead_letter - 1 if source.exists else -1    # a deleted queue dead-letters nothing
+        target = -1 if orphaned(source, u.key) else source.dead_letter - 1   # a deleted queue dead-letters nothing
         if target >= 0 and state.queues[target].exists:
             state, _ = enqueue(state, target, u.msg, u.persistent)
             fates.append((u.queue, u.key, FATE_DEAD_LETTERED, u.msg, u.persistent))

@@ -95,6 +95,29 @@ def test_delete_cancels_consumers_and_leaves_deliveries_settleable():
     """)
 
 
+# RabbitMQ 3.10.8, 10 of 10 runs each: a queue deleted while a consumer holds a delivery of it, then
+# declared again, gets nothing back when that delivery is requeued (nack, reject, basic.recover, channel
+# close) or acked: the queue declared again is a new queue.
+REDECLARED = f"""
+{pub(1)}
+{consume()}
+{deliver(1, 'm0.1')}
+c0 sent queue.delete(ch=1, queue=q0, if_unused=False, if_empty=False)
+c0 received basic.cancel(ch=2, consumer_tag=1)
+c0 received queue.delete-ok(ch=1, message_count=0)
+c0 sent queue.declare(ch=1, queue=q0, durable=True, exclusive=False)
+c0 received queue.declare-ok(ch=1, queue=q0)
+c0 sent basic.reject(ch=2, delivery_tag=1, requeue=True)
+"""
+
+
+def test_a_queue_declared_again_is_a_new_queue_RQ_1():
+    accepted(REDECLARED + get_empty(1))
+    rejected_at(REDECLARED + get(1, 1, "m0.1", 0, redelivered=True) + "  # REJECTED")
+    # A message published to it since is its own, and alone.
+    accepted(REDECLARED + pub(2) + "\n" + get(1, 1, "m0.2", 0))
+
+
 def test_delete_on_the_consumers_own_channel_answers_before_cancelling():
     text = f"""
     {pub(1)}
