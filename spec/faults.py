@@ -121,14 +121,28 @@ def crash(state: State) -> State:
 def restart(state: State) -> State:
     """BrokerRestart: durable queues come back with their persisted copies, all ready, in enqueue
     order (DU-1, DU-2, DU-3). RabbitMQ 3.10.8 marks what it recovers after an unclean shutdown as
-    redelivered; DU-3 allows that, and the spec does the same for every recovered copy."""
+    redelivered; DU-3 allows that, and the spec does the same for every recovered copy.
+
+    A copy recovered although it had gone with a fate (acknowledged before its removal reached the
+    disk: TX-8) lives again; the ghost ``revived`` records it, so that a property can tell the fates
+    of its earlier life (kept: ``acked_never_redelivered`` is about them) from an effect in this one."""
     by_queue: dict = {}
     for q, k, m in state.disk:
         by_queue.setdefault(q, []).append(Entry(k, m, True, True))
     queues = tuple(queue._replace(ready=tuple(sorted(by_queue.get(q, ())))) if queue.exists else queue
                    for q, queue in enumerate(state.queues))
     events = state.events | (EV_RECOVERED if state.disk else 0)
-    return state._replace(broker_up=True, queues=queues, events=events)
+    return state._replace(broker_up=True, queues=queues, events=events,
+                          revived=revived_copies(state.revived, state.fates, queues))
+
+
+def revived_copies(revived: tuple, fates: tuple, queues: tuple) -> tuple:
+    """``revived`` with every ready copy of ``queues`` (those a restart recovered) that has a fate, sorted."""
+    if not fates:
+        return revived
+    fated = {(f[0], f[1]) for f in fates}
+    back = [(q, e.key) for q, queue in enumerate(queues) for e in queue.ready if (q, e.key) in fated]
+    return tuple(sorted(set(revived).union(back))) if back else revived
 
 
 def queue_fail(state: State, c: int, ch: int, seq: int) -> State:

@@ -24,7 +24,9 @@ MODE_NONE, MODE_CONFIRM, MODE_TX = 0, 1, 2
 # Connection status.
 CONN_DOWN, CONN_UP, CONN_CLOSING = 0, 1, 2
 
-# Fates: how a copy of a message left the broker for good (ghost).
+# Fates: how a copy of a message left the broker (ghost). A history: a record stays when a restart
+# brings the copy back from disk (TX-8: its removal had not reached the disk), and the copy's later
+# life may record the same fate again (``State.revived`` tells the lives apart).
 (FATE_ACKED, FATE_AUTO, FATE_DROPPED, FATE_DEAD_LETTERED, FATE_LOST_CRASH, FATE_LOST_AUTOACK,
  FATE_QUEUE_FAILED, FATE_QUEUE_DELETED, FATE_PURGED) = range(1, 10)
 FATE_NAMES = {FATE_ACKED: "acknowledged", FATE_AUTO: "delivered in automatic mode",
@@ -187,11 +189,13 @@ class State(NamedTuple):
     bindings: tuple                 # queues bound to the fanout exchange, sorted
     disk: tuple                     # (queue, key, msg) persisted copies, sorted (PC-5, DU-2)
     used: Used
-    fates: tuple                    # ghost: (queue, key, fate, msg, persistent) of copies gone for good, sorted
+    fates: tuple                    # ghost: (queue, key, fate, msg, persistent) of copies gone, sorted (a history)
     delivered: tuple                # ghost: (queue, key) copies delivered at least once, sorted (RQ-2)
     confirmed_msgs: tuple           # ghost: messages the broker confirmed with basic.ack, sorted (PC-10)
     tx_groups: tuple                # ghost: the (queue, key) copies each commit enqueued (TX-9)
     events: int                     # ghost: EV_* bits
+    revived: tuple = ()             # ghost: (queue, key) copies a restart recovered from disk although they had
+    #                                 a fate, sorted: their fates recorded before it are of an earlier life (TX-8)
 
 
 NEW_CHANNEL = Channel(CH_OPEN, MODE_NONE, 1, (), (), 0, 0, 0, 0, 0, 0, (), (), (), (), (), False)

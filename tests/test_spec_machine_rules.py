@@ -289,6 +289,41 @@ def test_committed_ack_comes_back_after_crash_TX_8():
     assert not holds("acked_never_redelivered", state)
 
 
+def test_copy_back_after_crash_is_settled_again_in_a_transaction_TX_8_TX_3():
+    """The copy of test_committed_ack_comes_back_after_crash_TX_8, back after the crash, is received
+    again and acknowledged inside a transaction. The restart recorded it in the ghost ``revived``: its
+    "acknowledged" fate is of its earlier life, so the held-back ack has not taken effect
+    (tx_effects_invisible holds) while the hazard still sees an acknowledged message come back. A copy
+    recovered without a fate is not revived."""
+    cfg = config()
+    state = publish(start(cfg), cfg)
+    state = publish(state, cfg)
+    state, _ = run(state, cfg, A.DiskFsync(0, 1, 1, True), A.DiskFsync(0, 2, 2, True))
+    state = tx_mode(state, cfg, ch=2)
+    state, _ = run(state, cfg, A.ClientGet(0, 2, 0, False))
+    state = take(state, cfg)
+    state, _ = receive(state)
+    state, _ = run(state, cfg, A.ClientAck(0, 2, 1, False), A.ClientTxCommit(0, 2))
+    state = take(state, cfg)
+    assert {(f[0], f[1], f[2]) for f in state.fates} == {(0, 1, FATE_ACKED)} and not state.revived
+    state, _ = run(state, cfg, A.BrokerCrash(), A.BrokerRestart())
+    assert [e.key for e in state.queues[0].ready] == [1, 2]
+    assert state.revived == ((0, 1),)                                        # copy 2 had no fate
+    state, _ = run(state, cfg, A.ClientConnect(0, 0))
+    state = tx_mode(state, cfg, ch=2)
+    state, _ = run(state, cfg, A.ClientGet(0, 2, 0, False))
+    state = take(state, cfg)
+    state, _ = receive(state)
+    state, _ = run(state, cfg, A.ClientAck(0, 2, 1, False))
+    state = take(state, cfg)
+    assert [(u.queue, u.key) for _, u in state.conns[0].channels[1].tx_settles] == [(0, 1)]
+    assert holds("tx_effects_invisible", state)
+    assert not holds("acked_never_redelivered", state)
+    invariants_hold(state)
+    # The same state with the ghost forgotten reads the earlier life's fate as this ack's effect.
+    assert not holds("tx_effects_invisible", state._replace(revived=()))
+
+
 def test_rollback_restores_held_back_acks_TX_3():
     cfg = config()
     state = publish(start(cfg), cfg, persistent=False)
