@@ -189,8 +189,8 @@ INVARIANTS: dict[str, Invariant] = {
     "tx_effects_invisible": Invariant(
         "tx_effects_invisible", tx_effects_invisible,
         "the first half (a held-back publish's message is in no queue and has no fate: no queue ever took it); "
-        "the second half (a held-back settlement's copy has no 'acknowledged' fate) is false in the spec "
-        "after a crash brings back an acknowledged copy (TX-8; README)",
+        "not the second half (a held-back settlement's copy has no fate in this life), which needs the fates "
+        "and the restart's ghost `revived` (README)",
         helpers=("publishes_in_flight_fresh",)),
 }
 HELPERS: dict[str, Invariant] = {

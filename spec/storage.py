@@ -33,11 +33,18 @@ def enqueue(state: State, q: int, msg: int, persistent: bool) -> tuple[State, in
 
 
 def add_fates(state: State, records) -> State:
-    """Record copies gone for good (ghost)."""
+    """Record copies gone (ghost). A copy a restart had revived (``State.revived``) that goes again is
+    no longer marked: its fates now include this life's."""
     records = tuple(records)
     if not records:
         return state
-    return with_fates(state, tuple(sorted(set(state.fates).union(records))))
+    state = with_fates(state, tuple(sorted(set(state.fates).union(records))))
+    if state.revived:
+        gone = {(r[0], r[1]) for r in records}
+        revived = tuple(p for p in state.revived if p not in gone)
+        if len(revived) != len(state.revived):
+            state = state._replace(revived=revived)
+    return state
 
 
 def forget_waits(state: State, pairs) -> State:
