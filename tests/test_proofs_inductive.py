@@ -3,6 +3,8 @@ preserved by every spec action, for any number of connections, channels and publ
 invariant comes back as a counterexample, shown as a channel before and after the step."""
 from __future__ import annotations
 
+from collections import deque
+
 import z3
 
 from model import actions as M
@@ -362,15 +364,9 @@ def test_the_second_half_of_tx_effects_invisible_holds_after_a_crash_and_catches
 def _first_violation(config, name):
     """The first state of ``config`` (breadth-first) where the registry invariant ``name`` is false."""
     prop = REGISTRY[name]
-    frontier, seen = list(machine.initial_states(config)), set()
-    while frontier:
-        state = frontier.pop(0)
-        if state in seen:
-            continue
-        seen.add(state)
+    for state in _reachable(config):
         if not prop.holds(state):
             return state
-        frontier.extend(machine.step(state, a)[0] for a in machine.enabled(state, config))
     raise AssertionError(f"{name} holds in every state of {config.name}")
 
 
@@ -397,9 +393,10 @@ def test_confirmed_only_when_on_disk_holds_once_a_queue_declared_again_is_a_new_
 
 
 def _reachable(config):
-    frontier, seen = list(machine.initial_states(config)), set()
+    """Every reachable state of ``config``, breadth-first."""
+    frontier, seen = deque(machine.initial_states(config)), set()
     while frontier:
-        state = frontier.pop()
+        state = frontier.popleft()
         if state in seen:
             continue
         seen.add(state)
