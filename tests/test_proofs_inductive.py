@@ -469,3 +469,13 @@ def test_a_held_back_ack_that_frees_room_at_once_is_refuted(monkeypatch):
     outcome = prove_step(covers, A.BrokerTakeFrame, helpers)
     assert outcome.status == COUNTEREXAMPLE
     assert outcome.counterexample[0] in (f"case: frame method {m}" for m in (BASIC_ACK, BASIC_NACK, BASIC_REJECT))
+
+
+def test_prefetch_helpers_hold_with_a_transaction_under_a_global_limit():
+    """No standard configuration has a global limit on a transactional channel, where the helpers'
+    volume and qos_uncounted matter most: tx_ack with one qos(1, global) allowed (tests/test_spec_prefetch_tx.py)."""
+    from tests.test_spec_prefetch_tx import explore
+    result = explore(*(REGISTRY[name] for name in ("prefetch_respected", *INVARIANTS["prefetch_respected"].helpers)))
+    assert result.complete and result.error is None and result.distinct_states == 63_859
+    assert {p.name: p.verdict for p in result.properties} == {
+        "prefetch_respected": "holds", "prefetch_counts_sane": "holds", "prefetch_volume_covers": "holds"}
