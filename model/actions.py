@@ -98,7 +98,8 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
         conf=_lam3(lambda i, j, k: z3.And(x.conf[i, j, k], z3.Or(i != c, j != ch))),
         held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, False),
         ntag=ntag, out=out, txs=_no_tags(x.txs, c, ch), bycons=_no_tags(x.bycons, c, ch),
-        cons=_no_tags(x.cons, c, ch), txm=_release(x.txm, c, ch))
+        cons=_no_tags(x.cons, c, ch), txm=_release(x.txm, c, ch),
+        **_clear_counts(x, lambda i, j: z3.And(i == c, j == ch)))
     if status == CH_OPEN:
         return y
     keep = (lambda t: z3.And(kept[0], kept[1][t])) if kept is not None else (lambda t: z3.BoolVal(False))
@@ -114,6 +115,40 @@ def _release(txm: z3.ArrayRef, c, ch) -> z3.ArrayRef:
 def _no_tags(arr: z3.ArrayRef, c, ch) -> z3.ArrayRef:
     """A per-tag array with channel (c, ch) emptied."""
     return _lam3(lambda i, j, k: z3.And(arr[i, j, k], z3.Or(i != c, j != ch)))
+
+
+_CHANNEL_COUNTS = ("pf", "glim", "vol", "qexc", "qunc", "tout", "thld")
+
+
+def _clear_counts(x: Z3State, mine: Callable) -> dict:
+    """The prefetch fields of the channels ``mine(i, j)`` names as a clean channel's: no limits, no
+    counts, no consumer (spec.state.CLOSED_CHANNEL, NEW_CHANNEL)."""
+    out = {name: _lam2(lambda i, j, arr=getattr(x, name): z3.If(mine(i, j), 0, arr[i, j])) for name in _CHANNEL_COUNTS}
+    out["kcnt"] = _lam3(lambda i, j, k: z3.If(mine(i, j), 0, x.kcnt[i, j, k]))
+    out["klim"] = _lam3(lambda i, j, k: z3.If(mine(i, j), 0, x.klim[i, j, k]))
+    out["kna"] = _lam3(lambda i, j, k: z3.And(x.kna[i, j, k], z3.Not(mine(i, j))))
+    return out
+
+
+def _bounded(v, lo, hi):
+    """``v`` kept within lo..hi (see ``_fewer``)."""
+    return z3.If(v < lo, lo, z3.If(v > hi, hi, v))
+
+
+def _fewer(x: Z3State, c, ch, dk) -> z3.ArrayRef:
+    """Each consumer k of channel (c, ch) has ``dk[k]`` fewer deliveries (an oracle: how many of the
+    settled ones were k's, a cardinality outside the array fragment). The oracle is taken within
+    0..kcnt, which every settlement of the spec meets (agreement checks the counter after it), so the
+    proofs know a settlement never raises a consumer's count nor takes it below 0."""
+    return _lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch), x.kcnt[i, j, k] - _bounded(dk[k], 0, x.kcnt[i, j, k]),
+                                       x.kcnt[i, j, k]))
+
+
+def _count_off(x: Z3State, c, ch, n):
+    """broker.released with broker.count_off: a global limit's volume takes ``n`` consumer deliveries
+    off, a volume of 0 stays 0 (PF-3); without a global limit nothing changes."""
+    vol = x.vol[c, ch]
+    return z3.Store(x.vol, c, ch, z3.If(x.glim[c, ch] != 0, z3.If(vol == 0, 0, vol - n), vol))
 
 
 def close_connection(x: Z3State, c) -> Z3State:
@@ -140,7 +175,7 @@ def close_connection(x: Z3State, c) -> Z3State:
         txs=_lam3(lambda i, j, k: z3.And(x.txs[i, j, k], z3.Not(mine(i, j)))),
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], z3.Not(mine(i, j)))),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], z3.Not(mine(i, j)))),
-        txm=_lam2(lambda i, n: z3.If(mine(i, x.txm[i, n]), 0, x.txm[i, n])),
+        txm=_lam2(lambda i, n: z3.If(mine(i, x.txm[i, n]), 0, x.txm[i, n])), **_clear_counts(x, mine),
         bclosed=z3.Store(x.bclosed, c, True),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)))
     y = _requeue(y, back)
@@ -247,7 +282,7 @@ def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3S
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], i != c)),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], i != c)),
         txm=_lam2(lambda i, n: z3.If(i == c, 0, x.txm[i, n])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)),
-        bclosed=z3.Store(x.bclosed, c, False),
+        **_clear_counts(x, lambda i, j: i == c), bclosed=z3.Store(x.bclosed, c, False),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])),
         cst=z3.Store(x.cst, c, conn_status), cclose=z3.Store(x.cclose, c, False),
         tc=_lam2(lambda i, j: z3.And(x.tc[i, j], i != c)))
@@ -274,14 +309,20 @@ def _settled(x: Z3State, c, ch, tag, multiple):
     return lambda k: z3.And(x.out[c, ch, k], z3.If(multiple, z3.Or(tag == 0, k <= tag), k == tag))
 
 
-def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key) -> Z3State:
+def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3State:
     """The ready copy ``key`` of queue q leaves it for channel (c, ch) with the channel's next tag
     (broker.hand_over, DT-1, DT-2): outstanding in manual mode (AM-3), the tag naming the copy, in
     flight and gone in automatic mode (AM-2); a consumer's (``by_consumer``) or a basic.get's. The
-    copy is marked delivered (RQ-2); in manual mode its ghost inverse names the tag."""
+    copy is marked delivered (RQ-2); in manual mode its ghost inverse names the tag. A manual-mode
+    delivery to consumer ``ctag`` counts for it and for the channel, and the global limit counts it (PF-3)."""
     tag = x.ntag[c, ch]
     manual = z3.Not(no_ack)
-    return x.replace(ntag=z3.Store(x.ntag, c, ch, tag + 1),
+    counted = z3.And(manual, by_consumer)
+    one = z3.If(counted, 1, 0)
+    return x.replace(tout=z3.Store(x.tout, c, ch, x.tout[c, ch] + one),
+                     kcnt=z3.Store(x.kcnt, c, ch, ctag, x.kcnt[c, ch, ctag] + one),
+                     vol=z3.Store(x.vol, c, ch, x.vol[c, ch] + z3.If(x.glim[c, ch] != 0, one, 0)),
+                     ntag=z3.Store(x.ntag, c, ch, tag + 1),
                      out=z3.Store(x.out, c, ch, tag, z3.Or(x.out[c, ch, tag], manual)),
                      bycons=z3.Store(x.bycons, c, ch, tag, z3.Or(x.bycons[c, ch, tag], z3.And(manual, by_consumer))),
                      tq=z3.Store(x.tq, c, ch, tag, z3.If(manual, q, x.tq[c, ch, tag])),
@@ -301,7 +342,7 @@ def _drop_tags(arr: z3.ArrayRef, c, ch, gone: Callable) -> z3.ArrayRef:
 def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The broker takes the oldest frame of channel ch (``o.method`` and its fields are oracles) and acts
     on it (broker.take_frame); errors that depend on queues or tags are ``o.verdict``. The frame's
-    fields: ``o.tag``, ``o.multiple`` (a settlement), ``o.no_ack`` (basic.get); ``o.got``: a basic.get
+    fields: ``o.tag``, ``o.multiple`` (a settlement), ``o.no_ack`` (basic.get, basic.consume); ``o.got``: a basic.get
     found a ready copy; ``o.keeps``, ``o.kept``: what a closing channel keeps (storage.close_channel);
     ``o.ctag``: the consumer tag of basic.consume or basic.cancel; ``o.cancelled``: the consumers
     (conn, ch, tag) a queue.delete cancels (the deleted queue's), each told with basic.cancel;
@@ -311,15 +352,26 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     head of its queue); ``o.requeue``: a nack or reject requeues (or basic.recover's flag);
     ``o.added``: how many new copies each queue takes (publishes, dead-lettered copies); ``o.n``: the
     message (c, n) a basic.publish carries, one in flight; ``o.routed``: which messages (c, n) a queue
-    took a first copy of (the publish's, a commit's publishes)."""
+    took a first copy of (the publish's, a commit's publishes). The prefetch oracles: ``o.count``,
+    ``o.global_``: basic.qos's fields; ``o.nout``: the channel's outstanding deliveries, basic.get ones
+    included (where a global limit set from none starts its volume); ``o.nset``: how many consumer
+    deliveries a settlement settles; ``o.dk``: per consumer tag, how many of its deliveries a
+    settlement, basic.recover or tx.commit settles; ``o.vol``: the volume after a commit's runs. The
+    guard ties the counts to the counters (a settlement settles at most the consumer deliveries
+    outstanding), and the effects keep them within what the spec can do (``_fewer``, ``_count_off``)."""
     c, ch, m = a.conn, a.ch, o.method
     k = z3.Int("k_")
+    settle_frame = z3.Or(m == BASIC_ACK, m == BASIC_NACK, m == BASIC_REJECT)
     other_channels_quiet = z3.ForAll([k], z3.Implies(z3.And(1 <= k, k <= x.nch), x.tb[c, k] == 0))
     guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.nch, x.tb[c, ch] > 0,
                    z3.Implies(ch == 0, other_channels_quiet),
                    z3.Implies(ch == 0, m == CONNECTION_CLOSE),        # only connection.close travels on channel 0
                    z3.Implies(z3.And(m == BASIC_GET, o.got), x.ready[o.queue, o.key]),   # the head is ready
-                   z3.Implies(m == BASIC_PUBLISH, x.inf[c, o.n]))     # a publish carries a message in flight
+                   z3.Implies(m == BASIC_PUBLISH, x.inf[c, o.n]),     # a publish carries a message in flight
+                   # What the counting oracles are (the frame's prefetch_count is unsigned; a settlement
+                   # settles at most the consumer deliveries outstanding; basic.qos counts every one).
+                   z3.Implies(m == BASIC_QOS, z3.And(o.count >= 0, o.nout >= x.tout[c, ch])),
+                   z3.Implies(settle_frame, z3.And(0 <= o.nset, o.nset <= x.tout[c, ch])))
     x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1),
                   inf=z3.Store(x.inf, c, o.n, z3.And(x.inf[c, o.n], m != BASIC_PUBLISH)))
     published = z3.Store(x.em, c, o.n, z3.Or(x.em[c, o.n], o.routed[o.n]))           # RT-1: queues take copies
@@ -346,19 +398,31 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
         (z3.And(settle, o.verdict == CHANNEL_ERR), ch_err),                              # ACK-4
         (z3.And(settle, mode == MODE_TX), x.replace(                                     # TX-3
             held=z3.Store(x.held, c, ch, z3.Or(x.held[c, ch], o.settled)),
+            tout=z3.Store(x.tout, c, ch, x.tout[c, ch] - o.nset),                       # still counted (PF-3)
+            thld=z3.Store(x.thld, c, ch, x.thld[c, ch] + o.nset),
             out=_lam3(lambda i, j, t: z3.And(x.out[i, j, t], z3.Not(z3.And(i == c, j == ch, settled(t))))),
             txs=_lam3(lambda i, j, t: z3.Or(x.txs[i, j, t], z3.And(i == c, j == ch, settled(t)))),
             txk=_lam3(lambda i, j, t: z3.If(z3.And(i == c, j == ch, settled(t)), kind, x.txk[i, j, t])))),
         (settle, _requeue(x.replace(                                                     # ACK-1..3, ACK-5
-            out=_drop_tags(x.out, c, ch, settled), bycons=_drop_tags(x.bycons, c, ch, settled)),
+            out=_drop_tags(x.out, c, ch, settled), bycons=_drop_tags(x.bycons, c, ch, settled),
+            tout=z3.Store(x.tout, c, ch, x.tout[c, ch] - o.nset), kcnt=_fewer(x, c, ch, o.dk),
+            vol=_count_off(x, c, ch, o.nset)),                                           # PF-3
             _named_by(x, c, ch, lambda t: z3.And(settled(t), kind == SETTLE_REQUEUE)))),
         (z3.And(m == BASIC_QOS, o.size != 0), conn_err),
+        (m == BASIC_QOS, _qos(x, c, ch, o.count, o.global_, o.nout)),                    # PF-2
+        (z3.And(m == BASIC_CONSUME, x.cons[c, ch, o.ctag]), conn_err),                   # a reused consumer tag
         (z3.And(m == BASIC_CONSUME, o.verdict == CONNECTION_ERR), conn_err),
         (z3.And(z3.Or(m == BASIC_CONSUME, m == BASIC_GET, m == QUEUE_BIND, m == QUEUE_PURGE,
                       m == QUEUE_DECLARE, m == QUEUE_DELETE), o.verdict == CHANNEL_ERR), ch_err),
         (m == BASIC_CONSUME, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, True),        # DS-1
-                                       ring=z3.Store(x.ring, c, ch, o.ctag, True))),
+                                       ring=z3.Store(x.ring, c, ch, o.ctag, True),
+                                       kna=z3.Store(x.kna, c, ch, o.ctag, o.no_ack),     # PF-2: the limit now
+                                       klim=z3.Store(x.klim, c, ch, o.ctag, x.pf[c, ch]))),
         (m == BASIC_CANCEL, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, False),
+                                      # its deliveries become a former consumer's (-tag): no tag counts them
+                                      kcnt=z3.Store(x.kcnt, c, ch, o.ctag, 0),
+                                      kna=z3.Store(x.kna, c, ch, o.ctag, False),
+                                      klim=z3.Store(x.klim, c, ch, o.ctag, 0),
                                       ring=z3.Store(x.ring, c, ch, o.ctag,
                                                     z3.And(x.ring[c, ch, o.ctag], z3.Not(x.cons[c, ch, o.ctag]))))),
         (m == QUEUE_PURGE, x.replace(**_emptied(x, lambda q: q == o.queue))),
@@ -367,7 +431,9 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
         (z3.And(m == BASIC_GET, o.got), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False), o.queue, o.key)),
         (z3.And(m == BASIC_RECOVER, z3.Not(o.requeue)), conn_err),                       # RQ-5
         (m == BASIC_RECOVER, _requeue(x.replace(out=_no_tags(x.out, c, ch),               # RQ-5: all requeued
-                                                bycons=_drop_tags(x.bycons, c, ch, lambda t: x.out[c, ch, t])),
+                                                bycons=_drop_tags(x.bycons, c, ch, lambda t: x.out[c, ch, t]),
+                                                tout=z3.Store(x.tout, c, ch, 0), kcnt=_fewer(x, c, ch, o.dk),
+                                                vol=_count_off(x, c, ch, x.tout[c, ch])),
                                       _named_by(x, c, ch, lambda t: x.out[c, ch, t]))),
         (m == CONFIRM_SELECT, _ite(mode == MODE_TX, ch_err,                              # PC-8
                                    x.replace(mode=z3.Store(x.mode, c, ch, MODE_CONFIRM)))),
@@ -376,10 +442,16 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
             held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, o.waits),
             txm=_release(x.txm, c, ch),                                                  # TX-2: enqueued now
             em=_lam2(lambda i, n: z3.Or(x.em[i, n], z3.And(i == c, x.txm[i, n] == ch, o.routed[n]))),
-            txs=_no_tags(x.txs, c, ch), bycons=_drop_tags(x.bycons, c, ch, lambda t: x.txs[c, ch, t])),
+            txs=_no_tags(x.txs, c, ch), bycons=_drop_tags(x.bycons, c, ch, lambda t: x.txs[c, ch, t]),
+            # PF-3: the held-back ones are counted off, one run of a kind at a time (broker.commit_runs):
+            # the volume after is an oracle, no lower than every run taking its whole count off.
+            thld=z3.Store(x.thld, c, ch, 0), kcnt=_fewer(x, c, ch, o.dk),
+            vol=z3.Store(x.vol, c, ch, z3.If(x.glim[c, ch] != 0,
+                                             _bounded(o.vol, x.vol[c, ch] - x.thld[c, ch], o.vol), x.vol[c, ch]))),
             _named_by(x, c, ch, lambda t: z3.And(x.txs[c, ch, t], x.txk[c, ch, t] == SETTLE_REQUEUE))))),
         (m == TX_ROLLBACK, _ite(mode != MODE_TX, ch_err, x.replace(                       # TX-2, TX-3, TX-4
             held=z3.Store(x.held, c, ch, False), txs=_no_tags(x.txs, c, ch), txm=_release(x.txm, c, ch),
+            tout=z3.Store(x.tout, c, ch, x.tout[c, ch] + x.thld[c, ch]), thld=z3.Store(x.thld, c, ch, 0),
             out=_lam3(lambda i, j, t: z3.Or(x.out[i, j, t], z3.And(i == c, j == ch, x.txs[i, j, t])))))),
     )
     on_closed = _ite(m == CHANNEL_OPEN, reset_channel(x, c, ch, CH_OPEN), conn_err)      # ER-1
@@ -389,6 +461,24 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                    (status == CH_CLOSED, on_closed))
     after = _enqueue(after, o.added)                                                     # RT-1, ACK-6
     return Transition(guard, _forget(after.replace(tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered)))))
+
+
+def _qos(x: Z3State, c, ch, count, global_, nout) -> Z3State:
+    """basic.qos (broker._qos, PF-2): global=true with a count limits the channel, its volume kept when
+    it had a global limit, else starting at every outstanding delivery (``nout``, basic.get ones
+    included, held-back ones not); ``qos_uncounted`` is then the held-back consumer deliveries, and
+    ``qos_excess`` the consumer deliveries outstanding or held back if more than the count (PF-5).
+    Otherwise the global limit goes; global=false also sets the limit of consumers started later."""
+    had = x.glim[c, ch] != 0
+    sets = z3.And(global_, count != 0)
+    total = x.tout[c, ch] + x.thld[c, ch]
+
+    def put(arr, value):
+        return z3.Store(arr, c, ch, z3.If(sets, value, 0))
+    return x.replace(glim=put(x.glim, count), vol=put(x.vol, z3.If(had, x.vol[c, ch], nout)),
+                     qunc=put(x.qunc, z3.If(had, x.qunc[c, ch], x.thld[c, ch])),
+                     qexc=put(x.qexc, z3.If(count < total, total, 0)),
+                     pf=z3.Store(x.pf, c, ch, z3.If(global_, x.pf[c, ch], count)))
 
 
 def _declare(x: Z3State, c, q, durable, exclusive) -> Z3State:
@@ -407,18 +497,29 @@ def _delete_queue(x: Z3State, q, cancelled) -> Z3State:
     k = z3.Int("k_")
     told = _lam2(lambda i, j: z3.Or(x.tc[i, j], z3.Exists([k], z3.And(cancelled[i, j, k], x.cons[i, j, k]))))
     return x.replace(cons=_lam3(lambda i, j, t: z3.And(x.cons[i, j, t], z3.Not(cancelled[i, j, t]))), tc=told,
+                     kcnt=_lam3(lambda i, j, t: z3.If(cancelled[i, j, t], 0, x.kcnt[i, j, t])),   # a former
+                     klim=_lam3(lambda i, j, t: z3.If(cancelled[i, j, t], 0, x.klim[i, j, t])),   # consumer's
+                     kna=_lam3(lambda i, j, t: z3.And(x.kna[i, j, t], z3.Not(cancelled[i, j, t]))),
                      ring=_lam3(lambda i, j, t: z3.And(x.ring[i, j, t], z3.Not(cancelled[i, j, t]))),
                      **_delete_queues(x, lambda i: i == q))
 
 
+def has_room(x: Z3State, c, ch, k) -> z3.BoolRef:
+    """broker.has_room: the channel's global limit, if any, is not reached by its volume, and a
+    manual-mode consumer with a limit has fewer deliveries outstanding or held back than it (PF-1..3, TX-3)."""
+    return z3.And(z3.Or(x.glim[c, ch] == 0, x.vol[c, ch] < x.glim[c, ch]),
+                  z3.Or(x.kna[c, ch, k], x.klim[c, ch, k] == 0, x.kcnt[c, ch, k] < x.klim[c, ch, k]))
+
+
 def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The head of a queue to a consumer with room (``o.ready``: the queue has a copy and a consumer
-    room, DS-1, PF-3); the consumer is on channel (``o.conn``, ``o.ch``), which is open
-    (broker.next_consumer), in automatic mode when ``o.no_ack``; the copy (``o.key``, the queue's head,
+    room, DS-1, PF-3); the consumer ``o.ctag`` is on channel (``o.conn``, ``o.ch``), which is open
+    (broker.next_consumer), and has room (``has_room``); the copy (``o.key``, the queue's head,
     ready) takes the channel's next tag."""
-    c, ch = o.conn, o.ch
-    return Transition(z3.And(x.up, o.ready, _channel_open(x, c, ch), x.ready[a.queue, o.key]),
-                      _send(_hand_over(x, c, ch, o.no_ack, z3.BoolVal(True), a.queue, o.key), c, ch))
+    c, ch, k = o.conn, o.ch, o.ctag
+    return Transition(z3.And(x.up, o.ready, _channel_open(x, c, ch), x.ready[a.queue, o.key], x.cons[c, ch, k],
+                             has_room(x, c, ch, k)),
+                      _send(_hand_over(x, c, ch, x.kna[c, ch, k], z3.BoolVal(True), a.queue, o.key, k), c, ch))
 
 
 def _send(x: Z3State, c, ch) -> Z3State:
@@ -483,7 +584,10 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       tk=z3.Lambda([i, j, k], z3.IntVal(0)), txk=z3.Lambda([i, j, k], z3.IntVal(-1)),
                       oc=z3.Lambda([i, j], z3.IntVal(-1)), och=z3.Lambda([i, j], z3.IntVal(-1)),
                       ot=z3.Lambda([i, j], z3.IntVal(0)), inf=z3.Lambda([i, j], z3.BoolVal(False)),
-                      txm=z3.Lambda([i, j], z3.IntVal(0)))
+                      txm=z3.Lambda([i, j], z3.IntVal(0)),
+                      **{name: z3.Lambda([i, j], z3.IntVal(0)) for name in _CHANNEL_COUNTS},
+                      kcnt=z3.Lambda([i, j, k], z3.IntVal(0)), klim=z3.Lambda([i, j, k], z3.IntVal(0)),
+                      kna=z3.Lambda([i, j, k], z3.BoolVal(False)))
     return Transition(x.up, after)
 
 
@@ -573,12 +677,14 @@ _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "ver
                          "no_ack": BOOL, "got": BOOL, "keeps": BOOL, "kept": z3.ArraySort(INT, BOOL),
                          "ctag": INT, "cancelled": z3.ArraySort(INT, INT, INT, BOOL),
                          "queue": INT, "durable": BOOL, "exclusive": BOOL, "answered": BOOL, "key": INT,
-                         "added": z3.ArraySort(INT, INT), "n": INT, "routed": z3.ArraySort(INT, BOOL)}
+                         "added": z3.ArraySort(INT, INT), "n": INT, "routed": z3.ArraySort(INT, BOOL),
+                         "count": INT, "global_": BOOL, "nout": INT, "nset": INT, "dk": z3.ArraySort(INT, INT),
+                         "vol": INT}
 
 # Oracles per action: facts outside this family that its guard or effect reads.
 ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "BrokerTakeFrame": _BROKER_FRAME_ORACLES,
-    "BrokerDeliver": {"ready": BOOL, "conn": INT, "ch": INT, "no_ack": BOOL, "key": INT},
+    "BrokerDeliver": {"ready": BOOL, "conn": INT, "ch": INT, "ctag": INT, "key": INT},
     "BrokerCloseOk": {},
     "BrokerConfirm": {"ready": BOOL, "prefix": INT},
     "BrokerCommitOk": {"written": BOOL},

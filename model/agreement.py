@@ -61,7 +61,8 @@ def _frame_oracles(state, a) -> dict:
     out = {"method": 0, "immediate": False, "exchange": 0, "verdict": OK, "settled": False, "size": 0,
            "requeue": False, "waits": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
            "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
-           "exclusive": False, "answered": False, "key": 0, "added": {}, "n": 0, "routed": frozenset()}
+           "exclusive": False, "answered": False, "key": 0, "added": {}, "n": 0, "routed": frozenset(),
+           "count": 0, "global_": False, "nout": 0, "nset": 0, "dk": {}, "vol": 0}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
@@ -71,7 +72,7 @@ def _frame_oracles(state, a) -> dict:
         out["exchange"], out["immediate"] = frame[2], bool(frame[7])
         out["n"] = message(frame[6])[1]
     elif m == BASIC_QOS:
-        out["size"] = frame[4]
+        out["count"], out["global_"], out["size"] = frame[2], bool(frame[3]), frame[4]
     elif m == BASIC_RECOVER:
         out["requeue"] = bool(frame[2])
     elif m == BASIC_NACK:
@@ -89,11 +90,22 @@ def _frame_oracles(state, a) -> dict:
         out["settled"] = bool(collected and collected[0])
         if collected is None:
             out["verdict"] = CHANNEL_ERR
+        else:                                                           # what the counters take off (PF-3)
+            out["nset"], out["dk"] = _consumer_counts(collected[0])
     elif m == TX_COMMIT and channel is not None and channel.mode == MODE_TX:
         # TX-7: the commit-ok is a step of its own when one of its publishes reaches a queue (what
         # broker._tx_commit computes).
         out["waits"] = any(broker.route(state, exchange, key) for exchange, key, _, _, _ in channel.tx_pubs)
-    elif channel is not None and machine.precondition(state, a):
+    elif m == BASIC_RECOVER and channel is not None:
+        out["dk"] = _consumer_counts(channel.unacked)[1]
+    if m == TX_COMMIT and channel is not None and channel.mode == MODE_TX:
+        out["dk"] = _consumer_counts([u for _, u in channel.tx_settles])[1]
+        if machine.precondition(state, a):        # the volume after the commit's runs (broker.commit_runs)
+            out["vol"] = machine.step(state, a)[0].conns[a.conn].channels[a.ch - 1].volume
+    if m == BASIC_QOS and channel is not None:
+        out["nout"] = len(channel.unacked)
+    if m not in (BASIC_ACK, BASIC_NACK, BASIC_REJECT, TX_COMMIT) and channel is not None and \
+            machine.precondition(state, a):
         # Queue errors (NOT_FOUND, RESOURCE_LOCKED, if-unused, exclusive use, a reused consumer tag):
         # the broker's answer, read from the frames it writes (ER-1).
         _, labels = machine.step(state, a)
@@ -101,7 +113,6 @@ def _frame_oracles(state, a) -> dict:
         out["verdict"] = CONNECTION_ERR if CONNECTION_CLOSE in methods else \
             CHANNEL_ERR if CHANNEL_CLOSE in methods else OK
         if m == BASIC_GET:                                              # DS-1: a copy is handed over
-            out["no_ack"] = bool(frame[3])
             out["got"] = BASIC_GET_OK in methods
             if out["got"]:
                 out["key"] = state.queues[frame[2]].ready[0].key
@@ -109,8 +120,12 @@ def _frame_oracles(state, a) -> dict:
             q = frame[2]
             if q < len(state.queues) and state.queues[q].exists:
                 out["cancelled"] = frozenset(state.queues[q].ring)
+    if m == BASIC_GET:
+        out["no_ack"] = bool(frame[3])
     if m in (BASIC_CONSUME, BASIC_CANCEL):
         out["ctag"] = frame[3] if m == BASIC_CONSUME else frame[2]
+    if m == BASIC_CONSUME:
+        out["no_ack"] = bool(frame[4])
     if m in (QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, BASIC_GET):
         out["queue"] = frame[2]
     if m == QUEUE_DECLARE:
@@ -128,6 +143,16 @@ def _frame_oracles(state, a) -> dict:
     return out
 
 
+def _consumer_counts(delivered) -> tuple[int, dict]:
+    """How many of ``delivered`` went to a consumer (a former one's too), and how many to each
+    consumer tag that is still a consumer's (a former consumer's are marked -tag)."""
+    per: dict = {}
+    for u in delivered:
+        if u.consumer > 0:
+            per[u.consumer] = per.get(u.consumer, 0) + 1
+    return sum(1 for u in delivered if u.consumer), per
+
+
 def oracles(state, a) -> dict:
     """The oracle values of action ``a`` in spec state ``state`` (``model.actions.ORACLES``)."""
     kind = type(a)
@@ -136,7 +161,7 @@ def oracles(state, a) -> dict:
     if kind is A.BrokerDeliver:
         ready = broker.can_deliver(state, a)
         c, ch, consumer = broker.next_consumer(state, a.queue) if ready else (0, 0, None)
-        return {"ready": ready, "conn": c, "ch": ch, "no_ack": bool(consumer and consumer.no_ack),
+        return {"ready": ready, "conn": c, "ch": ch, "ctag": consumer.tag if consumer else 0,
                 "key": state.queues[a.queue].ready[0].key if ready else 0}
     if kind is A.BrokerConfirm:
         channel = _channel(state, a)

@@ -158,6 +158,34 @@ def messages_numbered(x: Z3State, c, n, _) -> z3.BoolRef:
     return z3.And(x.pubd[c] >= 0, z3.Implies(z3.Or(x.txm[c, n] != 0, x.em[c, n]), z3.And(1 <= n, n <= x.pubd[c])))
 
 
+def prefetch_respected(x: Z3State, c, ch, k) -> z3.BoolRef:
+    """PF-5, TX-3 (the index k is a consumer tag of channel (c, ch)): an automatic-mode consumer has no
+    delivery outstanding or held back, a consumer with a limit holds no more than it, and a channel
+    with a global limit holds no more consumer deliveries (outstanding or held back) than the limit
+    plus ``qos_uncounted``, or than ``qos_excess``."""
+    mine = x.kcnt[c, ch, k]
+    total = x.tout[c, ch] + x.thld[c, ch]
+    bound = x.glim[c, ch] + x.qunc[c, ch]
+    return z3.And(z3.Implies(z3.And(x.cons[c, ch, k], x.kna[c, ch, k]), mine == 0),
+                  z3.Implies(z3.And(x.cons[c, ch, k], x.klim[c, ch, k] != 0), mine <= x.klim[c, ch, k]),
+                  z3.Implies(x.glim[c, ch] != 0, total <= z3.If(bound >= x.qexc[c, ch], bound, x.qexc[c, ch])))
+
+
+def prefetch_counts_sane(x: Z3State, c, ch, k) -> z3.BoolRef:
+    """Helper: the counts are never below 0, the limits and qos_uncounted neither, and a consumer tag that is no
+    consumer of the channel counts no delivery (a cancel marks its deliveries a former consumer's)."""
+    return z3.And(x.tout[c, ch] >= 0, x.thld[c, ch] >= 0, x.kcnt[c, ch, k] >= 0, x.pf[c, ch] >= 0,
+                  x.glim[c, ch] >= 0, x.qunc[c, ch] >= 0, x.klim[c, ch, k] >= 0,
+                  z3.Implies(z3.Not(x.cons[c, ch, k]), x.kcnt[c, ch, k] == 0))
+
+
+def prefetch_volume_covers(x: Z3State, c, ch, k) -> z3.BoolRef:
+    """Helper: under a global limit, the consumer deliveries outstanding or held back are no more than
+    the limit's volume plus the held-back ones it left uncounted when it was set (so a delivery, which
+    needs volume < limit, keeps the channel within limit + qos_uncounted)."""
+    return z3.Implies(x.glim[c, ch] != 0, x.tout[c, ch] + x.thld[c, ch] <= x.vol[c, ch] + x.qunc[c, ch])
+
+
 INVARIANTS: dict[str, Invariant] = {
     "confirms_exactly_once": Invariant(
         "confirms_exactly_once", confirms_exactly_once,
@@ -192,8 +220,14 @@ INVARIANTS: dict[str, Invariant] = {
         "not the second half (a held-back settlement's copy has no fate in this life), which needs the fates "
         "and the restart's ghost `revived` (README)",
         helpers=("publishes_in_flight_fresh",)),
+    "prefetch_respected": Invariant(
+        "prefetch_respected", prefetch_respected, "all of it (the counts are ghost counters, agreement checks them)",
+        helpers=("prefetch_counts_sane", "prefetch_volume_covers")),
 }
 HELPERS: dict[str, Invariant] = {
+    "prefetch_counts_sane": Invariant("prefetch_counts_sane", prefetch_counts_sane, "all of it (helper)"),
+    "prefetch_volume_covers": Invariant(
+        "prefetch_volume_covers", prefetch_volume_covers, "all of it (helper)", helpers=("prefetch_counts_sane",)),
     "plain_channel_holds_nothing": Invariant(
         "plain_channel_holds_nothing", plain_channel_holds_nothing, "all of it (helper)"),
     "held_back_tags_issued": Invariant(
@@ -229,8 +263,10 @@ def init(x: Z3State) -> z3.BoolRef:
                    x.ntag[c, ch] == 1, z3.Not(x.tc[c, ch]),
                    z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
-                   z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]))         # (conn, n): no message
-    empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring)])
+                   z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]),         # (conn, n): no message
+                   *[arr[c, ch] == 0 for arr in (x.pf, x.glim, x.vol, x.qexc, x.qunc, x.tout, x.thld)])
+    empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring,
+                                                      x.kna)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])
     per_index = z3.And(z3.Not(x.bclosed[c]), z3.Not(x.cclose[c]), x.qown[c] == 0, x.enq[c] == 0, x.born[c] == 0,
                        x.pubd[c] == 0)
     return z3.And(x.up, x.nch >= 1, z3.ForAll([c], per_index), z3.ForAll([c, ch], clean),

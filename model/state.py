@@ -89,6 +89,16 @@ class Z3State:
     inf: z3.ArrayRef        # (c, n) -> a basic.publish of message (c, n) is in flight to the broker
     txm: z3.ArrayRef        # (c, n) -> the channel whose open transaction holds message (c, n) back (0: none, TX-2)
     em: z3.ArrayRef         # (c, n) -> some queue took a copy of message (c, n) (ghost: a copy carries it)
+    pf: z3.ArrayRef         # (c, ch) -> the per-consumer limit of consumers started later (PF-2)
+    glim: z3.ArrayRef       # (c, ch) -> the channel's global limit (0: none, PF-2)
+    vol: z3.ArrayRef        # (c, ch) -> the deliveries the global limit counts (may go below 0, PF-3)
+    qexc: z3.ArrayRef       # (c, ch) -> ghost qos_excess (PF-5)
+    qunc: z3.ArrayRef       # (c, ch) -> ghost qos_uncounted (TX-3, PF-5)
+    tout: z3.ArrayRef       # (c, ch) -> ghost counter: outstanding consumer deliveries (former consumers' too)
+    thld: z3.ArrayRef       # (c, ch) -> ghost counter: consumer deliveries held back by an open transaction
+    kcnt: z3.ArrayRef       # (c, ch, k) -> ghost counter: consumer k's deliveries, outstanding or held back
+    kna: z3.ArrayRef        # (c, ch, k) -> consumer k is in automatic mode (no_ack)
+    klim: z3.ArrayRef       # (c, ch, k) -> consumer k's own limit (0: none, PF-2)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -118,6 +128,9 @@ SORTS: dict[str, z3.SortRef] = {
     "oc": z3.ArraySort(INT, INT, INT), "och": z3.ArraySort(INT, INT, INT), "ot": z3.ArraySort(INT, INT, INT),
     "pubd": z3.ArraySort(INT, INT), "inf": z3.ArraySort(INT, INT, BOOL), "txm": z3.ArraySort(INT, INT, INT),
     "em": z3.ArraySort(INT, INT, BOOL),
+    **{name: z3.ArraySort(INT, INT, INT) for name in ("pf", "glim", "vol", "qexc", "qunc", "tout", "thld")},
+    "kcnt": z3.ArraySort(INT, INT, INT, INT), "kna": z3.ArraySort(INT, INT, INT, BOOL),
+    "klim": z3.ArraySort(INT, INT, INT, INT),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
@@ -126,7 +139,8 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False,
             "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "redel": False, "dlv": False,
             "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
-            "pubd": 0, "inf": False, "txm": 0, "em": False}
+            "pubd": 0, "inf": False, "txm": 0, "em": False, "pf": 0, "glim": 0, "vol": 0, "qexc": 0, "qunc": 0,
+            "tout": 0, "thld": 0, "kcnt": 0, "kna": False, "klim": 0}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -234,6 +248,17 @@ def project(state) -> dict:
                     out["bycons"][(c, ch, u.tag)] = True
             for k in channel.consumers:
                 out["cons"][(c, ch, k.tag)] = True
+                out["kna"][(c, ch, k.tag)], out["klim"][(c, ch, k.tag)] = k.no_ack, k.limit
+            out["pf"][(c, ch)], out["glim"][(c, ch)], out["vol"][(c, ch)] = \
+                channel.prefetch, channel.global_limit, channel.volume
+            out["qexc"][(c, ch)], out["qunc"][(c, ch)] = channel.qos_excess, channel.qos_uncounted
+            # The ghost counters (prefetch_respected's counts): consumer deliveries outstanding, held
+            # back, and per consumer tag (a former consumer's are marked -tag and counted by no tag).
+            out["tout"][(c, ch)] = sum(1 for u in channel.unacked if u.consumer)
+            out["thld"][(c, ch)] = sum(1 for _, u in channel.tx_settles if u.consumer)
+            for u in channel.unacked + tuple(u for _, u in channel.tx_settles):
+                if u.consumer > 0:
+                    out["kcnt"][(c, ch, u.consumer)] = out["kcnt"].get((c, ch, u.consumer), 0) + 1
     for q, queue in enumerate(state.queues):
         out["qex"][(q,)] = queue.exists
         out["qdur"][(q,)] = queue.durable
@@ -268,7 +293,8 @@ def project(state) -> dict:
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
          "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "qex": 1,
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2, "tq": 3, "tk": 3,
-         "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2}
+         "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2,
+         "pf": 2, "glim": 2, "vol": 2, "qexc": 2, "qunc": 2, "tout": 2, "thld": 2, "kcnt": 3, "kna": 3, "klim": 3}
 
 
 def abstract(state) -> Z3State:

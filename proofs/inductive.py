@@ -55,7 +55,11 @@ def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
             f"delivered={ev(x.dlv[c, ch])} on_disk={ev(x.disk[c, ch])} enqueued={ev(x.enq[c])} "
             f"{_tag_copy(ev, x, c, ch, q)} "
             f"message ({ev(c)}, {ev(ch)}): published={ev(x.pubd[c])} in_flight={ev(x.inf[c, ch])} "
-            f"held_by_channel={ev(x.txm[c, ch])} taken_by_a_queue={ev(x.em[c, ch])}")
+            f"held_by_channel={ev(x.txm[c, ch])} taken_by_a_queue={ev(x.em[c, ch])} "
+            f"prefetch: consumer={ev(x.cons[c, ch, q])} prefetch={ev(x.pf[c, ch])} global_limit={ev(x.glim[c, ch])} "
+            f"volume={ev(x.vol[c, ch])} qos_excess={ev(x.qexc[c, ch])} qos_uncounted={ev(x.qunc[c, ch])} "
+            f"consumer_outstanding={ev(x.tout[c, ch])} consumer_held_back={ev(x.thld[c, ch])} "
+            f"consumer {ev(q)}: count={ev(x.kcnt[c, ch, q])} no_ack={ev(x.kna[c, ch, q])} limit={ev(x.klim[c, ch, q])}")
 
 
 def _window(low: int, top: int, witness: int) -> list[int]:

@@ -495,6 +495,41 @@ def messages_numbered(state: State) -> bool:
     return True
 
 
+def _consumer_deliveries(channel) -> tuple:
+    """The deliveries of a channel that went to a consumer (a former one's too), outstanding or held back."""
+    return tuple(u for u in channel.unacked + tuple(u for _, u in channel.tx_settles) if u.consumer)
+
+
+@always("PF-2", "PF-3")
+def prefetch_counts_sane(state: State) -> bool:
+    """The limits are never below 0, nor ``qos_uncounted``, and a delivery marked with a consumer tag
+    belongs to a consumer of its channel (a cancel marks its deliveries -tag): the helper that makes
+    a new consumer start with no delivery of its own (prefetch_respected; proofs/)."""
+    for conn in state.conns:
+        for channel in conn.channels:
+            if channel.prefetch < 0 or channel.global_limit < 0 or channel.qos_uncounted < 0:
+                return False
+            tags = {k.tag for k in channel.consumers}
+            if any(k.limit < 0 for k in channel.consumers):
+                return False
+            if any(u.consumer > 0 and u.consumer not in tags for u in _consumer_deliveries(channel)):
+                return False
+    return True
+
+
+@always("PF-3", "TX-3")
+def prefetch_volume_covers(state: State) -> bool:
+    """Under a global limit, the consumer deliveries outstanding or held back are no more than the
+    limit's volume plus ``qos_uncounted`` (the helper that makes prefetch_respected inductive: a
+    delivery needs volume < limit; proofs/)."""
+    for conn in state.conns:
+        for channel in conn.channels:
+            if channel.global_limit and \
+                    len(_consumer_deliveries(channel)) > channel.volume + channel.qos_uncounted:
+                return False
+    return True
+
+
 ALWAYS = tuple(name for name, p in REGISTRY.items() if p.kind == "always")
 
 

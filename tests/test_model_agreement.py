@@ -14,7 +14,8 @@ from model.agreement import Checker
 from spec import actions as A
 from spec import configs, machine
 from spec.frames import (
-    BASIC_ACK, BASIC_CONSUME, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, QUEUE_DECLARE, TX_ROLLBACK,
+    BASIC_ACK, BASIC_CONSUME, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_REJECT, QUEUE_DECLARE, TX_COMMIT,
+    TX_ROLLBACK,
 )
 from spec.state import MODE_TX
 
@@ -281,4 +282,85 @@ def test_a_publish_that_reuses_a_message_name_is_caught(monkeypatch):
     state, action = _first_state(configs.get("tx_publish"), lambda a: isinstance(a, A.ClientPublish))
     assert Checker().check(state, action, True).ok
     monkeypatch.setitem(M.RELATIONS, A.ClientPublish, publish_reuses_name)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+# Prefetch (PF-2, PF-3, TX-3): no standard configuration has a global limit on a transactional
+# channel, so the counters' commit and qos cases are checked on tx_ack with one qos(1, global) allowed.
+
+def _tx_ack_global():
+    from tests.test_spec_prefetch_tx import tx_ack_with_global_limit
+    return tx_ack_with_global_limit()
+
+
+def _frame_on(state, a, method) -> bool:
+    return isinstance(a, A.BrokerTakeFrame) and a.ch > 0 and state.conns[a.conn].to_broker[a.ch][0][0] == method
+
+
+def _held_consumer_delivery(channel) -> bool:
+    return any(u.consumer for _, u in channel.tx_settles)
+
+
+def _commit_under_global_limit(state, a) -> bool:
+    channel = state.conns[a.conn].channels[a.ch - 1] if _frame_on(state, a, TX_COMMIT) else None
+    return bool(channel and channel.global_limit and _held_consumer_delivery(channel))
+
+
+def test_agreement_on_a_global_limit_with_transactions():
+    """Random executions of tx_ack with a global limit: every pair agrees, commits that count held-back
+    settlements off the global volume (broker.commit_runs) among them."""
+    import random
+    config, checker, rng = _tx_ack_global(), Checker(), random.Random(8)
+    pairs, commits, problems = 0, 0, []
+    for _ in range(8):
+        for state in _walk(config, [rng.randrange(1 << 16) for _ in range(45)]):
+            for verdict in checker.check_state(state, config):
+                pairs += 1
+                commits += verdict.enabled and _commit_under_global_limit(state, verdict.action)
+                if not verdict.ok:
+                    problems.append(f"{verdict.action!r}: {verdict.problem}")
+    assert not problems, problems[:5]
+    assert pairs >= 2_000 and commits >= 1
+
+
+def test_a_commit_that_does_not_count_off_is_caught(monkeypatch):
+    """TX-3, PF-3: a commit relation that leaves the global volume as it was disagrees with the spec."""
+    def commit_keeps_volume(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(vol=z3.If(o.method == TX_COMMIT, x.vol, t.after.vol)))
+    state, action = _first_state_where(_tx_ack_global(), _commit_under_global_limit)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, commit_keeps_volume)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def _global_qos_over_held_back(state, a) -> bool:
+    if not _frame_on(state, a, BASIC_QOS):
+        return False
+    frame = state.conns[a.conn].to_broker[a.ch][0]
+    channel = state.conns[a.conn].channels[a.ch - 1]
+    return bool(frame[3]) and not channel.global_limit and _held_consumer_delivery(channel)
+
+
+def test_a_qos_that_counts_every_held_delivery_is_caught(monkeypatch):
+    """PF-2, TX-3: a global basic.qos set from none that leaves qos_uncounted at 0 (as if the volume
+    counted the held-back deliveries) disagrees with the spec."""
+    def qos_counts_all(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(qunc=z3.If(o.method == BASIC_QOS, x.qunc, t.after.qunc)))
+    state, action = _first_state_where(_tx_ack_global(), _global_qos_over_held_back)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, qos_counts_all)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def test_a_delivery_that_counts_for_no_consumer_is_caught(monkeypatch):
+    """PF-1: a deliver relation that does not count the delivery for its consumer disagrees with the spec."""
+    def deliver_uncounted(x, a, o):
+        t = M.BrokerDeliver(x, a, o)
+        return M.Transition(t.guard, t.after.replace(kcnt=x.kcnt))
+    config = configs.get("prefetch")
+    state, action = _first_state(config, lambda a: isinstance(a, A.BrokerDeliver))
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_uncounted)
     assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
