@@ -86,9 +86,14 @@ def test_a_wrong_delivery_effect_is_caught(monkeypatch):
         return M.Transition(t.guard, t.after.replace(ntag=x.ntag))
     config = configs.get("ack_basics")
     state, action = _first_state(config, lambda a: isinstance(a, A.BrokerDeliver))
+    _caught(monkeypatch, state, action, A.BrokerDeliver, deliver_same_tag)
+
+
+def _caught(monkeypatch, state, action, cls, planted, problem="relation does not hold for the spec's successor"):
+    """The relation of ``cls`` agrees with the spec on (state, action); ``planted`` in its place does not."""
     assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_same_tag)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    monkeypatch.setitem(M.RELATIONS, cls, planted)
+    assert Checker().check(state, action, True).problem == problem
 
 
 def _first_state_where(config, want):
@@ -120,9 +125,7 @@ def test_a_wrong_rollback_is_caught(monkeypatch):
         t = M.BrokerTakeFrame(x, a, o)
         return M.Transition(t.guard, t.after.replace(out=z3.If(o.method == TX_ROLLBACK, x.out, t.after.out)))
     state, action = _first_state_where(configs.get("tx_ack"), _rollback_of_held_settlements)
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, rollback_forgets)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, rollback_forgets)
 
 
 def test_a_wrong_consumer_effect_is_caught(monkeypatch):
@@ -134,9 +137,7 @@ def test_a_wrong_consumer_effect_is_caught(monkeypatch):
     def takes_consume(state, a):
         return isinstance(a, A.BrokerTakeFrame) and a.ch and state.conns[a.conn].to_broker[a.ch][0][0] == BASIC_CONSUME
     state, action = _first_state_where(configs.get("ack_basics"), takes_consume)
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, consume_forgets)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, consume_forgets)
 
 
 def test_a_weak_guard_is_caught(monkeypatch):
@@ -181,9 +182,7 @@ def test_a_wrong_declare_is_caught(monkeypatch):
         frame = state.conns[a.conn].to_broker[a.ch][0]
         return frame[0] == QUEUE_DECLARE and frame[4] and not state.queues[frame[2]].exists
     state, action = _first_state_where(configs.get("routing"), takes_exclusive_declare)
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, declare_ignores_exclusive)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, declare_ignores_exclusive)
 
 
 
@@ -200,9 +199,7 @@ def test_a_wrong_requeue_is_caught(monkeypatch):
         return (frame[0] == BASIC_NACK and frame[4] or frame[0] == BASIC_REJECT and frame[3]) and \
             machine.step(state, a)[0].queues != state.queues
     state, action = _first_state_where(configs.get("requeue_order"), takes_requeue)
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, requeue_unmarked)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, requeue_unmarked)
 
 
 def test_a_delivery_that_forgets_it_was_delivered_is_caught(monkeypatch):
@@ -211,9 +208,7 @@ def test_a_delivery_that_forgets_it_was_delivered_is_caught(monkeypatch):
         t = M.BrokerDeliver(x, a, o)
         return M.Transition(t.guard, t.after.replace(dlv=x.dlv))
     state, action = _first_state(configs.get("ack_basics"), lambda a: isinstance(a, A.BrokerDeliver))
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_unrecorded)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerDeliver, deliver_unrecorded)
 
 
 def _manual_delivery(state, a):
@@ -230,9 +225,7 @@ def test_a_delivery_without_its_ghost_inverse_is_caught(monkeypatch):
         t = M.BrokerDeliver(x, a, o)
         return M.Transition(t.guard, t.after.replace(oc=x.oc, och=x.och, ot=x.ot))
     state, action = _first_state_where(configs.get("ack_basics"), _manual_delivery)
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_no_inverse)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerDeliver, deliver_no_inverse)
 
 
 def test_an_ack_that_keeps_the_ghost_inverse_is_caught(monkeypatch):
@@ -248,9 +241,7 @@ def test_an_ack_that_keeps_the_ghost_inverse_is_caught(monkeypatch):
         conn = state.conns[a.conn]
         return conn.to_broker[a.ch][0][0] == BASIC_ACK and bool(conn.channels[a.ch - 1].unacked)
     state, action = _first_state_where(configs.get("ack_basics"), ack_of_outstanding)
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, ack_keeps_inverse)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, ack_keeps_inverse)
 
 
 def test_a_tx_publish_that_does_not_hold_its_message_back_is_caught(monkeypatch):
@@ -267,9 +258,7 @@ def test_a_tx_publish_that_does_not_hold_its_message_back_is_caught(monkeypatch)
         conn = state.conns[a.conn]
         return conn.to_broker[a.ch][0][0] == BASIC_PUBLISH and conn.channels[a.ch - 1].mode == MODE_TX
     state, action = _first_state_where(configs.get("tx_publish"), tx_publish)
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, publish_not_held)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, publish_not_held)
 
 
 def test_a_publish_that_reuses_a_message_name_is_caught(monkeypatch):
@@ -280,9 +269,7 @@ def test_a_publish_that_reuses_a_message_name_is_caught(monkeypatch):
         return M.Transition(t.guard, t.after.replace(pubd=x.pubd,
                                                      inf=z3.Store(x.inf, a.conn, x.pubd[a.conn], True)))
     state, action = _first_state(configs.get("tx_publish"), lambda a: isinstance(a, A.ClientPublish))
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.ClientPublish, publish_reuses_name)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.ClientPublish, publish_reuses_name)
 
 
 # Prefetch (PF-2, PF-3, TX-3): no standard configuration has a global limit on a transactional
@@ -329,9 +316,7 @@ def test_a_commit_that_does_not_count_off_is_caught(monkeypatch):
         t = M.BrokerTakeFrame(x, a, o)
         return M.Transition(t.guard, t.after.replace(vol=z3.If(o.method == TX_COMMIT, x.vol, t.after.vol)))
     state, action = _first_state_where(_tx_ack_global(), _commit_under_global_limit)
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, commit_keeps_volume)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, commit_keeps_volume)
 
 
 def _global_qos_over_held_back(state, a) -> bool:
@@ -349,9 +334,7 @@ def test_a_qos_that_counts_every_held_delivery_is_caught(monkeypatch):
         t = M.BrokerTakeFrame(x, a, o)
         return M.Transition(t.guard, t.after.replace(qunc=z3.If(o.method == BASIC_QOS, x.qunc, t.after.qunc)))
     state, action = _first_state_where(_tx_ack_global(), _global_qos_over_held_back)
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, qos_counts_all)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, qos_counts_all)
 
 
 def test_a_delivery_that_counts_for_no_consumer_is_caught(monkeypatch):
@@ -361,6 +344,4 @@ def test_a_delivery_that_counts_for_no_consumer_is_caught(monkeypatch):
         return M.Transition(t.guard, t.after.replace(kcnt=x.kcnt))
     config = configs.get("prefetch")
     state, action = _first_state(config, lambda a: isinstance(a, A.BrokerDeliver))
-    assert Checker().check(state, action, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_uncounted)
-    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+    _caught(monkeypatch, state, action, A.BrokerDeliver, deliver_uncounted)
