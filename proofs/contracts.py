@@ -35,7 +35,6 @@ CONTRACTS: tuple[tuple[str, str], ...] = (
     ("spec.broker.rollback_outstanding", "TX-3, TX-4: what a rollback gives back"),
     ("spec.faults.lost_in_crash", "DU-2, PC-10, TX-8: what a crash keeps"),
     ("spec.broker.count_off", "PF-3, TX-3: what a settlement takes off the global count"),
-    ("spec.broker.commit_runs", "TX-3, PF-3: the runs a commit counts off"),
 )
 
 PER_CONDITION_TIMEOUT = 1.0
