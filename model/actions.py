@@ -99,7 +99,8 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
         held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, False),
         ntag=ntag, out=out, txs=_no_tags(x.txs, c, ch), bycons=_no_tags(x.bycons, c, ch),
         cons=_no_tags(x.cons, c, ch), txm=_release(x.txm, c, ch),
-        **_clear_counts(x, lambda i, j: z3.And(i == c, j == ch)))
+        **_clear_counts(x, lambda i, j: z3.And(i == c, j == ch)),
+        **_drop_pending(x, lambda i, j: z3.And(i == c, j == ch)))
     if status == CH_OPEN:
         return y
     keep = (lambda t: z3.And(kept[0], kept[1][t])) if kept is not None else (lambda t: z3.BoolVal(False))
@@ -110,6 +111,17 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
 def _release(txm: z3.ArrayRef, c, ch) -> z3.ArrayRef:
     """The messages channel (c, ch) held back are held back no more (TX-2: dropped, or committed)."""
     return _lam2(lambda i, n: z3.If(z3.And(i == c, txm[i, n] == ch), 0, txm[i, n]))
+
+
+def _drop_pending(x: Z3State, mine: Callable) -> dict:
+    """The unconfirmed publishes of the channels ``mine(i, j)`` names are gone (PC-9: never confirmed):
+    their messages have no publish left to ack, and no copy holds them up (a copy holds up its own
+    message's publish, on its message's connection)."""
+    def gone(i, n):
+        return mine(i, x.pch[i, n])
+    return {"pch": _lam2(lambda i, n: z3.If(gone(i, n), 0, x.pch[i, n])),
+            "ps": _lam2(lambda i, n: z3.If(gone(i, n), 0, x.ps[i, n])),
+            "hold": _lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(gone(x.mc[q, key], x.mn[q, key]))))}
 
 
 def _no_tags(arr: z3.ArrayRef, c, ch) -> z3.ArrayRef:
@@ -176,6 +188,7 @@ def close_connection(x: Z3State, c) -> Z3State:
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], z3.Not(mine(i, j)))),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], z3.Not(mine(i, j)))),
         txm=_lam2(lambda i, n: z3.If(mine(i, x.txm[i, n]), 0, x.txm[i, n])), **_clear_counts(x, mine),
+        **_drop_pending(x, mine),
         bclosed=z3.Store(x.bclosed, c, True),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)))
     y = _requeue(y, back)
@@ -205,7 +218,9 @@ def _lam_qk(fn: Callable) -> z3.ArrayRef:
 def _emptied(x: Z3State, which: Callable) -> dict:
     """The ready copies of the queues ``which(q)`` names are gone (queue.purge, queue.delete)."""
     return {"ready": _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(which(q)))),
-            "redel": _lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(which(q))))}
+            "redel": _lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(which(q)))),
+            # they hold up no confirm any more (storage.forget_waits)
+            "hold": _lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(z3.And(x.ready[q, key], which(q)))))}
 
 
 def _named_by(x: Z3State, c, ch, which: Callable) -> Callable:
@@ -220,22 +235,38 @@ def _requeue(x: Z3State, back: Callable) -> Z3State:
     again since (storage.orphaned: its key is not above ``born``), is gone instead."""
     def b(q, key):
         return z3.And(x.qex[q], x.born[q] < key, back(q, key))
+
+    def orphaned(q, key):       # gone with its queue: it holds up no confirm any more
+        return z3.And(back(q, key), z3.Not(z3.And(x.qex[q], x.born[q] < key)))
     return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], b(q, key))),
-                     redel=_lam_qk(lambda q, key: z3.Or(x.redel[q, key], b(q, key))))
+                     redel=_lam_qk(lambda q, key: z3.Or(x.redel[q, key], b(q, key))),
+                     hold=_lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(orphaned(q, key)))))
 
 
-def _enqueue(x: Z3State, added) -> Z3State:
+def _new_copy(x: Z3State, added, q, key) -> z3.BoolRef:
+    """Key ``key`` of queue q is one of the ``added[q]`` copies an enqueue adds (``_enqueue``)."""
+    return z3.And(x.enq[q] < key, key <= x.enq[q] + z3.If(added[q] > 0, added[q], 0))
+
+
+def _enqueue(x: Z3State, added, msg_c: Callable, msg_n: Callable, persistent: Callable, holds: Callable) -> Z3State:
     """storage.enqueue ``added[q]`` times into each queue q (publishes, a commit's publishes, copies
-    dead-lettered into q): new copies at the tail, keys enq + 1 .. enq + added, not redelivered (RQ-1)."""
+    dead-lettered into q): new copies at the tail, keys enq + 1 .. enq + added, not redelivered (RQ-1).
+    Each new copy (q, key) carries message (msg_c, msg_n)(q, key), is persistent when ``persistent``
+    and holds up its publish's confirm when ``holds`` (PC-5: a confirm-mode publish's persistent copy
+    in a durable queue waits for the disk)."""
     def n(q):
         return z3.If(added[q] > 0, added[q], 0)
 
     def new(q, key):
-        return z3.And(x.enq[q] < key, key <= x.enq[q] + n(q))
+        return _new_copy(x, added, q, key)
     q = z3.Int("q_")
+
+    def put(arr, value):
+        return _lam_qk(lambda q, key: z3.If(new(q, key), value(q, key), arr[q, key]))
     return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], new(q, key))),
                      redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(new(q, key)))),
-                     enq=z3.Lambda([q], x.enq[q] + n(q)))
+                     enq=z3.Lambda([q], x.enq[q] + n(q)),
+                     mc=put(x.mc, msg_c), mn=put(x.mn, msg_n), pers=put(x.pers, persistent), hold=put(x.hold, holds))
 
 
 def _forget(x: Z3State) -> Z3State:
@@ -282,7 +313,8 @@ def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3S
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], i != c)),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], i != c)),
         txm=_lam2(lambda i, n: z3.If(i == c, 0, x.txm[i, n])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)),
-        **_clear_counts(x, lambda i, j: i == c), bclosed=z3.Store(x.bclosed, c, False),
+        **_clear_counts(x, lambda i, j: i == c), **_drop_pending(x, lambda i, j: i == c),
+        bclosed=z3.Store(x.bclosed, c, False),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])),
         cst=z3.Store(x.cst, c, conn_status), cclose=z3.Store(x.cclose, c, False),
         tc=_lam2(lambda i, j: z3.And(x.tc[i, j], i != c)))
@@ -331,7 +363,13 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3Stat
                      och=z3.Store(x.och, q, key, z3.If(manual, ch, x.och[q, key])),
                      ot=z3.Store(x.ot, q, key, z3.If(manual, tag, x.ot[q, key])),
                      ready=z3.Store(x.ready, q, key, False), redel=z3.Store(x.redel, q, key, False),
-                     dlv=z3.Store(x.dlv, q, key, True))
+                     dlv=z3.Store(x.dlv, q, key, True),
+                     hold=z3.Store(x.hold, q, key, z3.And(x.hold[q, key], manual)))   # automatic: gone
+
+
+def _unhold(x: Z3State, gone: Callable) -> z3.ArrayRef:
+    """The copies ``gone(q, key)`` names (acked, dropped or dead-lettered) hold up no confirm any more."""
+    return _lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(gone(q, key))))
 
 
 def _drop_tags(arr: z3.ArrayRef, c, ch, gone: Callable) -> z3.ArrayRef:
@@ -363,6 +401,24 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     k = z3.Int("k_")
     settle_frame = z3.Or(m == BASIC_ACK, m == BASIC_NACK, m == BASIC_REJECT)
     other_channels_quiet = z3.ForAll([k], z3.Implies(z3.And(1 <= k, k <= x.nch), x.tb[c, k] == 0))
+    # Which steps enqueue into a queue that is no dead-letter target (RT-1, TX-2): a publish taken on an
+    # open channel outside tx mode, its copies carrying the frame's message, and a commit, its copies
+    # carrying messages the committing channel held back (``o.cc``, ``o.cm``: the new copies' messages).
+    # As for the counting oracles, the effect keeps ``o.added`` and ``o.cp`` within what the spec does:
+    # no copy into such a queue from any other step, and a commit's copy there is persistent only if
+    # its message is one the channel held back (agreement checks both on every step).
+    pub = m == BASIC_PUBLISH
+    taken = z3.And(x.cstat[c, ch] == CH_OPEN, z3.Not(x.pending[c, ch]))
+    publishes = z3.And(taken, pub, z3.Not(o.immediate),
+                       z3.Or(o.exchange == DEFAULT_EXCHANGE, o.exchange == FANOUT_EXCHANGE))
+    confirm_pub = z3.And(publishes, x.mode[c, ch] == MODE_CONFIRM)                     # PC-1, PC-5
+    commits = z3.And(taken, m == TX_COMMIT, x.mode[c, ch] == MODE_TX)
+    enqueues = z3.Or(z3.And(publishes, x.mode[c, ch] != MODE_TX), commits)
+    nq = z3.Int("nq_")
+    added = z3.Lambda([nq], z3.If(z3.Or(x.dlt[nq], enqueues), o.added[nq], 0))
+
+    def persistent(q, key):
+        return z3.And(o.cp[q, key], z3.Or(pub, x.dlt[q], z3.And(o.cc[q, key] == c, x.txm[c, o.cm[q, key]] == ch)))
     guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.nch, x.tb[c, ch] > 0,
                    z3.Implies(ch == 0, other_channels_quiet),
                    z3.Implies(ch == 0, m == CONNECTION_CLOSE),        # only connection.close travels on channel 0
@@ -393,7 +449,8 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                                                                 txm=z3.Store(x.txm, c, o.n, ch))),
         (z3.And(m == BASIC_PUBLISH, mode == MODE_CONFIRM), x.replace(                    # PC-1
             seq=z3.Store(x.seq, c, ch, x.seq[c, ch] + 1),
-            unconf=z3.Store(x.unconf, c, ch, x.seq[c, ch] + 1, True), em=published)),
+            unconf=z3.Store(x.unconf, c, ch, x.seq[c, ch] + 1, True), em=published,
+            pch=z3.Store(x.pch, c, o.n, ch), ps=z3.Store(x.ps, c, o.n, x.seq[c, ch] + 1))),
         (m == BASIC_PUBLISH, x.replace(em=published)),
         (z3.And(settle, o.verdict == CHANNEL_ERR), ch_err),                              # ACK-4
         (z3.And(settle, mode == MODE_TX), x.replace(                                     # TX-3
@@ -405,6 +462,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
             txk=_lam3(lambda i, j, t: z3.If(z3.And(i == c, j == ch, settled(t)), kind, x.txk[i, j, t])))),
         (settle, _requeue(x.replace(                                                     # ACK-1..3, ACK-5
             out=_drop_tags(x.out, c, ch, settled), bycons=_drop_tags(x.bycons, c, ch, settled),
+            hold=_unhold(x, _named_by(x, c, ch, lambda t: z3.And(settled(t), kind != SETTLE_REQUEUE))),
             tout=z3.Store(x.tout, c, ch, x.tout[c, ch] - o.nset), kcnt=_fewer(x, c, ch, o.dk),
             vol=_count_off(x, c, ch, o.nset)),                                           # PF-3
             _named_by(x, c, ch, lambda t: z3.And(settled(t), kind == SETTLE_REQUEUE)))),
@@ -443,6 +501,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
             txm=_release(x.txm, c, ch),                                                  # TX-2: enqueued now
             em=_lam2(lambda i, n: z3.Or(x.em[i, n], z3.And(i == c, x.txm[i, n] == ch, o.routed[n]))),
             txs=_no_tags(x.txs, c, ch), bycons=_drop_tags(x.bycons, c, ch, lambda t: x.txs[c, ch, t]),
+            hold=_unhold(x, _named_by(x, c, ch, lambda t: z3.And(x.txs[c, ch, t], x.txk[c, ch, t] != SETTLE_REQUEUE))),
             # PF-3: the held-back ones are counted off, one run of a kind at a time (broker.commit_runs):
             # the volume after is an oracle, no lower than every run taking its whole count off.
             thld=z3.Store(x.thld, c, ch, 0), kcnt=_fewer(x, c, ch, o.dk),
@@ -459,7 +518,9 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                         (m == CHANNEL_CLOSE_OK, reset_channel(x, c, ch, CH_CLOSED)))              # ER-1
     after = _cases(on_closing, (m == CONNECTION_CLOSE, conn_err), (status == CH_OPEN, on_open),
                    (status == CH_CLOSED, on_closed))
-    after = _enqueue(after, o.added)                                                     # RT-1, ACK-6
+    after = _enqueue(after, added, lambda q, key: z3.If(pub, c, o.cc[q, key]),           # RT-1, ACK-6
+                     lambda q, key: z3.If(pub, o.n, o.cm[q, key]), persistent,
+                     lambda q, key: z3.And(confirm_pub, o.cp[q, key], x.qdur[q]))
     return Transition(guard, _forget(after.replace(tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered)))))
 
 
@@ -539,13 +600,22 @@ def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     it (PC-2, PC-3); ``o.ready``: seq's queues took it and its return went out (PC-4, PC-5);
     ``o.prefix``: the longest ready run of one outcome (broker.confirm_prefix)."""
     c, ch, s = a.conn, a.ch, a.seq
-    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix),
-                                                  z3.And(x.unconf[c, ch, s], o.ready)))
 
     def covered(i, j, k):
         return z3.And(i == c, j == ch, x.unconf[i, j, k], z3.If(a.multiple, k <= s, k == s))
+
+    def acks(i, n):                     # message (i, n)'s publish is covered and not to be nacked (PC-6)
+        return z3.And(x.pch[i, n] != 0, covered(i, x.pch[i, n], x.ps[i, n]))
+    q, key = z3.Ints("q_ key_")
+    # PC-5: no copy holds up a covered publish (a copy holds up its own message's publish).
+    none_waits = z3.ForAll([q, key], z3.Not(z3.And(x.hold[q, key], acks(x.mc[q, key], x.mn[q, key]))))
+    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix),
+                                                  z3.And(x.unconf[c, ch, s], o.ready)), none_waits)
     after = x.replace(unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], z3.Not(covered(i, j, k)))),
-                      conf=_lam3(lambda i, j, k: z3.Or(x.conf[i, j, k], covered(i, j, k))))
+                      conf=_lam3(lambda i, j, k: z3.Or(x.conf[i, j, k], covered(i, j, k))),
+                      acked=_lam2(lambda i, n: z3.Or(x.acked[i, n], acks(i, n))),
+                      pch=_lam2(lambda i, n: z3.If(acks(i, n), 0, x.pch[i, n])),
+                      ps=_lam2(lambda i, n: z3.If(acks(i, n), 0, x.ps[i, n])))
     return Transition(guard, _send(after, c, ch))
 
 
@@ -561,7 +631,13 @@ def BrokerQueueFail(x: Z3State, a: Terms, o: Terms) -> Transition:
     the ready copies of its message (``o.failed``) are gone. It will be nacked: the confirm still comes."""
     c, ch = a.conn, a.ch
     gone = _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(o.failed[q, key])))
-    after = x.replace(ready=gone, redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(o.failed[q, key]))))
+
+    def nacked(i, n):                   # the publish's message: it will be nacked, nothing waits for it
+        return z3.And(i == c, x.pch[i, n] == ch, x.ps[i, n] == a.seq)
+    after = x.replace(ready=gone, redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(o.failed[q, key]))),
+                      pch=_lam2(lambda i, n: z3.If(nacked(i, n), 0, x.pch[i, n])),
+                      ps=_lam2(lambda i, n: z3.If(nacked(i, n), 0, x.ps[i, n])),
+                      hold=_lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(nacked(x.mc[q, key], x.mn[q, key])))))
     return Transition(z3.And(_channel_open(x, c, ch), x.unconf[c, ch, a.seq], o.failable), after)
 
 
@@ -587,7 +663,8 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       txm=z3.Lambda([i, j], z3.IntVal(0)),
                       **{name: z3.Lambda([i, j], z3.IntVal(0)) for name in _CHANNEL_COUNTS},
                       kcnt=z3.Lambda([i, j, k], z3.IntVal(0)), klim=z3.Lambda([i, j, k], z3.IntVal(0)),
-                      kna=z3.Lambda([i, j, k], z3.BoolVal(False)))
+                      kna=z3.Lambda([i, j, k], z3.BoolVal(False)), hold=z3.Lambda([i, j], z3.BoolVal(False)),
+                      pch=z3.Lambda([i, j], z3.IntVal(0)), ps=z3.Lambda([i, j], z3.IntVal(0)))
     return Transition(x.up, after)
 
 
@@ -609,8 +686,10 @@ def DiskFsync(x: Z3State, a: Terms, o: Terms) -> Transition:
     i, j, t = z3.Ints("c_ ch_ t_")
     named = z3.Exists([i, j, t], z3.And(z3.Or(x.out[i, j, t], x.txs[i, j, t]), x.tq[i, j, t] == q,
                                         x.tk[i, j, t] == key))
-    guard = z3.And(x.up, o.pending, z3.Implies(a.write, z3.And(z3.Or(x.ready[q, key], named), x.born[q] < key)))
-    return Transition(guard, x.replace(disk=z3.Store(x.disk, q, key, a.write)))
+    live = z3.Or(x.ready[q, key], named)
+    guard = z3.And(x.up, o.pending, z3.If(a.write, z3.And(live, x.born[q] < key), z3.Not(live)))
+    return Transition(guard, x.replace(disk=z3.Store(x.disk, q, key, a.write),           # a written copy
+                                       hold=z3.Store(x.hold, q, key, z3.And(x.hold[q, key], z3.Not(a.write)))))
 
 
 def NetworkLoss(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -679,7 +758,8 @@ _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "ver
                          "queue": INT, "durable": BOOL, "exclusive": BOOL, "answered": BOOL, "key": INT,
                          "added": z3.ArraySort(INT, INT), "n": INT, "routed": z3.ArraySort(INT, BOOL),
                          "count": INT, "global_": BOOL, "nout": INT, "nset": INT, "dk": z3.ArraySort(INT, INT),
-                         "vol": INT}
+                         "vol": INT, "cc": z3.ArraySort(INT, INT, INT), "cm": z3.ArraySort(INT, INT, INT),
+                         "cp": z3.ArraySort(INT, INT, BOOL)}
 
 # Oracles per action: facts outside this family that its guard or effect reads.
 ORACLES: dict[str, dict[str, z3.SortRef]] = {

@@ -32,9 +32,13 @@ def _val(v, sort: z3.SortRef | None = None) -> z3.ExprRef:
     """A concrete oracle value of ``sort``: a bool, an int, a set of ints or of int tuples (an array
     of bools over them), or a dict of ints to ints (an array that is 0 elsewhere)."""
     if isinstance(v, dict):
-        arr = z3.K(z3.IntSort(), z3.IntVal(0))
+        arity = z3.Z3_get_array_arity(sort.ctx.ref(), sort.ast) if isinstance(sort, z3.ArraySortRef) else 1
+        if arity == 1:
+            arr = z3.K(z3.IntSort(), z3.IntVal(0))
+        else:
+            arr = z3.Lambda(list(z3.Ints(" ".join(f"v{k}" for k in range(arity)))), z3.IntVal(0))
         for index, n in sorted(v.items()):
-            arr = z3.Store(arr, index, n)
+            arr = z3.Store(arr, *(index if isinstance(index, tuple) else (index,)), n)
         return arr
     if isinstance(v, frozenset):
         arity = z3.Z3_get_array_arity(sort.ctx.ref(), sort.ast) if isinstance(sort, z3.ArraySortRef) else 1
@@ -62,7 +66,8 @@ def _frame_oracles(state, a) -> dict:
            "requeue": False, "waits": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
            "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
            "exclusive": False, "answered": False, "key": 0, "added": {}, "n": 0, "routed": frozenset(),
-           "count": 0, "global_": False, "nout": 0, "nset": 0, "dk": {}, "vol": 0}
+           "count": 0, "global_": False, "nout": 0, "nset": 0, "dk": {}, "vol": 0, "cc": {}, "cm": {},
+           "cp": frozenset()}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
@@ -137,6 +142,12 @@ def _frame_oracles(state, a) -> dict:
         out["answered"] = len(succ.conns[a.conn].to_client[a.ch]) > len(conn.to_client[a.ch])
         out["added"] = {q: after.enqueued - before.enqueued for q, (before, after) in
                         enumerate(zip(state.queues, succ.queues)) if after.enqueued != before.enqueued}
+        # The new copies' messages and persistent flags (they are ready in the successor).
+        new = [(q, e) for q, (before, after) in enumerate(zip(state.queues, succ.queues))
+               for e in after.ready if e.key > before.enqueued]
+        out["cc"] = {(q, e.key): message(e.msg)[0] for q, e in new}
+        out["cm"] = {(q, e.key): message(e.msg)[1] for q, e in new}
+        out["cp"] = frozenset((q, e.key) for q, e in new if e.persistent)
         # Which of this connection's messages a queue took a first copy of (RT-1, TX-2).
         if m in (BASIC_PUBLISH, TX_COMMIT):
             out["routed"] = frozenset(message(msg)[1] for msg in copy_messages(succ) - copy_messages(state))
@@ -228,6 +239,7 @@ class Checker:
     def __init__(self, timeout_ms: int = 10_000) -> None:
         self.solver = z3.Solver()
         self.solver.set("timeout", timeout_ms)
+        self.timeout_ms = timeout_ms
         self.y = fresh("y")
         # "y equals the spec's successor", built once over a symbolic z that is substituted per pair
         # (building the equalities in Python for every pair was the check's largest cost).
@@ -267,8 +279,17 @@ class Checker:
             after = abstract(machine.step(state, action)[0])
             y = self.y
             is_after = _substitute(self._y_is_z, *[(v, w) for (_, v), (_, w) in zip(self.z.items(), after.items())])
-            s.add(_substitute(formula, *pairs) != is_after)
+            query = _substitute(formula, *pairs) != is_after
+            s.add(query)
             r = s.check()
+            if r == z3.sat:
+                # The reused (incremental) solver has answered sat once for a pair that a fresh solver, and
+                # the same solver asked again, found unsat (seen on a publish, after thousands of pairs):
+                # a "sat" is only believed when a fresh solver agrees.
+                again = z3.Solver()
+                again.set("timeout", self.timeout_ms)
+                again.add(query)
+                r = again.check()
             if r == z3.unsat:
                 return Verdict(action, True)
             # sat, or unknown (a search for another successor can be slow on a loaded machine): the

@@ -186,6 +186,50 @@ def prefetch_volume_covers(x: Z3State, c, ch, k) -> z3.BoolRef:
     return z3.Implies(x.glim[c, ch] != 0, x.tout[c, ch] + x.thld[c, ch] <= x.vol[c, ch] + x.qunc[c, ch])
 
 
+def _unsafe(x: Z3State, q, key) -> z3.BoolRef:
+    """Copy (q, key), if live, is one PC-5 asks to be on disk once its message is confirmed and is not:
+    persistent, in a durable queue that is no dead-letter target, not a deleted queue's (key above
+    ``born``), and not on disk."""
+    return z3.And(x.pers[q, key], x.qdur[q], x.born[q] < key, z3.Not(x.dlt[q]), z3.Not(x.disk[q, key]))
+
+
+def _live_copies(x: Z3State, a, b, d, prop: Callable) -> z3.BoolRef:
+    """``prop`` of every live copy, as two guarded formulas over the same three indices: a ready copy
+    (queue a, key b), and the copy an outstanding or held-back tag d of channel (a, b) names."""
+    q, key = x.tq[a, b, d], x.tk[a, b, d]
+    return z3.And(z3.Implies(x.ready[a, b], prop(a, b)),
+                  z3.Implies(z3.Or(x.out[a, b, d], x.txs[a, b, d]), prop(q, key)))
+
+
+def confirmed_only_when_on_disk(x: Z3State, a, b, d) -> z3.BoolRef:
+    """PC-5, PC-4: a live copy (ready, outstanding or held back) of a message confirmed with basic.ack
+    that is persistent, in a durable queue that is no dead-letter target, and not a deleted queue's,
+    is on disk. (Ready copies: a is a queue, b a key; tags: (a, b) is a channel, d a tag.)"""
+    return _live_copies(x, a, b, d, lambda q, key: z3.Not(z3.And(_unsafe(x, q, key),
+                                                                  x.acked[x.mc[q, key], x.mn[q, key]])))
+
+
+def unwritten_copies_hold_their_confirm(x: Z3State, a, b, d) -> z3.BoolRef:
+    """Helper: a live or stored copy's key was issued (at most the queue's count: a queue declared
+    again is born above it), and a live copy as above that is not on disk carries a message not confirmed with basic.ack,
+    numbered 1..published, in flight to no one and held back by no transaction, and either holds up
+    its publish's confirm or its message has no publish left to ack (plain, tx or nacked)."""
+    def waits(q, key):
+        c, n = x.mc[q, key], x.mn[q, key]
+        return z3.And(key <= x.enq[q], z3.Implies(
+            _unsafe(x, q, key), z3.And(z3.Not(x.acked[c, n]), z3.Not(x.inf[c, n]), x.txm[c, n] == 0,
+                                       n <= x.pubd[c], z3.Or(x.hold[q, key], x.pch[c, n] == 0))))
+    return z3.And(_live_copies(x, a, b, d, waits), z3.Implies(x.disk[a, b], b <= x.enq[a]))
+
+
+def pending_messages_numbered(x: Z3State, c, n, _) -> z3.BoolRef:
+    """Helper: a message in flight to the broker or held back by a transaction is neither confirmed nor
+    carried by an unconfirmed publish; one confirmed, or carried by an unconfirmed publish, is numbered
+    1..published (so the client's next message is neither). (The indices are a message.)"""
+    return z3.And(z3.Implies(z3.Or(x.inf[c, n], x.txm[c, n] != 0), z3.And(z3.Not(x.acked[c, n]), x.pch[c, n] == 0)),
+                  z3.Implies(z3.Or(x.acked[c, n], x.pch[c, n] != 0), z3.And(1 <= n, n <= x.pubd[c])))
+
+
 INVARIANTS: dict[str, Invariant] = {
     "confirms_exactly_once": Invariant(
         "confirms_exactly_once", confirms_exactly_once,
@@ -223,8 +267,18 @@ INVARIANTS: dict[str, Invariant] = {
     "prefetch_respected": Invariant(
         "prefetch_respected", prefetch_respected, "all of it (the counts are ghost counters, agreement checks them)",
         helpers=("prefetch_counts_sane", "prefetch_volume_covers")),
+    "confirmed_only_when_on_disk": Invariant(
+        "confirmed_only_when_on_disk", confirmed_only_when_on_disk, "all of it",
+        helpers=("unwritten_copies_hold_their_confirm", "pending_messages_numbered")),
 }
 HELPERS: dict[str, Invariant] = {
+    "unwritten_copies_hold_their_confirm": Invariant(
+        "unwritten_copies_hold_their_confirm", unwritten_copies_hold_their_confirm, "all of it (helper)",
+        helpers=("pending_messages_numbered", "publishes_in_flight_fresh", "messages_numbered", "copies_conserved",
+                 "held_back_tags_issued")),
+    "pending_messages_numbered": Invariant(
+        "pending_messages_numbered", pending_messages_numbered, "all of it (helper)",
+        helpers=("publishes_in_flight_fresh",)),
     "prefetch_counts_sane": Invariant("prefetch_counts_sane", prefetch_counts_sane, "all of it (helper)"),
     "prefetch_volume_covers": Invariant(
         "prefetch_volume_covers", prefetch_volume_covers, "all of it (helper)", helpers=("prefetch_counts_sane",)),
@@ -264,6 +318,7 @@ def init(x: Z3State) -> z3.BoolRef:
                    z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
                    z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]),         # (conn, n): no message
+                   z3.Not(x.acked[c, ch]), x.pch[c, ch] == 0,
                    *[arr[c, ch] == 0 for arr in (x.pf, x.glim, x.vol, x.qexc, x.qunc, x.tout, x.thld)])
     empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring,
                                                       x.kna)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])

@@ -99,6 +99,15 @@ class Z3State:
     kcnt: z3.ArrayRef       # (c, ch, k) -> ghost counter: consumer k's deliveries, outstanding or held back
     kna: z3.ArrayRef        # (c, ch, k) -> consumer k is in automatic mode (no_ack)
     klim: z3.ArrayRef       # (c, ch, k) -> consumer k's own limit (0: none, PF-2)
+    mc: z3.ArrayRef         # (q, key) -> the connection of the copy's message (set at enqueue, never changed)
+    mn: z3.ArrayRef         # (q, key) -> n of the copy's message (c, n)
+    pers: z3.ArrayRef       # (q, key) -> the copy is persistent (PC-5, DU-2)
+    hold: z3.ArrayRef       # (q, key) -> the copy holds up its publish's confirm: not yet on disk (PC-5, waits)
+    acked: z3.ArrayRef      # (c, n) -> the broker confirmed message (c, n) with basic.ack (ghost, PC-10)
+    pch: z3.ArrayRef        # (c, n) -> the channel of its unconfirmed publish that may still be acked (0: none
+    #                         or nacked, PC-6); a message is published once, so this is a function
+    ps: z3.ArrayRef         # (c, n) -> that publish's sequence number (0: none)
+    dlt: z3.ArrayRef        # q -> queue q is some queue's dead-letter target (rigid: a configuration constant)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -131,6 +140,9 @@ SORTS: dict[str, z3.SortRef] = {
     **{name: z3.ArraySort(INT, INT, INT) for name in ("pf", "glim", "vol", "qexc", "qunc", "tout", "thld")},
     "kcnt": z3.ArraySort(INT, INT, INT, INT), "kna": z3.ArraySort(INT, INT, INT, BOOL),
     "klim": z3.ArraySort(INT, INT, INT, INT),
+    "mc": z3.ArraySort(INT, INT, INT), "mn": z3.ArraySort(INT, INT, INT), "pers": z3.ArraySort(INT, INT, BOOL),
+    "hold": z3.ArraySort(INT, INT, BOOL), "acked": z3.ArraySort(INT, INT, BOOL), "pch": z3.ArraySort(INT, INT, INT),
+    "ps": z3.ArraySort(INT, INT, INT), "dlt": z3.ArraySort(INT, BOOL),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
@@ -140,7 +152,8 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "redel": False, "dlv": False,
             "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
             "pubd": 0, "inf": False, "txm": 0, "em": False, "pf": 0, "glim": 0, "vol": 0, "qexc": 0, "qunc": 0,
-            "tout": 0, "thld": 0, "kcnt": 0, "kna": False, "klim": 0}
+            "tout": 0, "thld": 0, "kcnt": 0, "kna": False, "klim": 0,
+            "mc": 0, "mn": 0, "pers": False, "hold": False, "acked": False, "pch": 0, "ps": 0, "dlt": False}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -285,6 +298,31 @@ def project(state) -> dict:
                 out["txm"][message(pub[4])] = ch
     for msg in copy_messages(state):
         out["em"][message(msg)] = True
+    # Each copy's message and persistent flag, wherever it is now (a copy that left records a fate, so
+    # every copy ever enqueued is somewhere below; a disk record is of a persistent copy).
+    carried = [(f[0], f[1], f[3], f[4]) for f in state.fates]
+    carried += [(q, key, msg, True) for q, key, msg in state.disk]
+    for conn in state.conns:
+        carried += [(d[2], d[3], d[4], d[5]) for d in conn.auto]
+        for channel in conn.channels:
+            carried += [(u.queue, u.key, u.msg, u.persistent) for u in channel.unacked]
+            carried += [(u.queue, u.key, u.msg, u.persistent) for _, u in channel.tx_settles]
+    for q, queue in enumerate(state.queues):
+        carried += [(q, e.key, e.msg, e.persistent) for e in queue.ready]
+        if queue.dead_letter:
+            out["dlt"][(queue.dead_letter - 1,)] = True
+    for q, key, msg, persistent in carried:
+        out["mc"][(q, key)], out["mn"][(q, key)] = message(msg)
+        out["pers"][(q, key)] = bool(persistent)
+    for msg in state.confirmed_msgs:
+        out["acked"][message(msg)] = True
+    for c, conn in enumerate(state.conns):
+        for ch, channel in enumerate(conn.channels, start=1):
+            for p in channel.unconfirmed:
+                for w in p.waits:
+                    out["hold"][w] = True
+                if not p.nack:
+                    out["pch"][message(p.msg)], out["ps"][message(p.msg)] = ch, p.seq
     out["up"] = state.broker_up
     out["nch"] = nch
     return out
@@ -294,7 +332,8 @@ ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, 
          "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "qex": 1,
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2, "tq": 3, "tk": 3,
          "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2,
-         "pf": 2, "glim": 2, "vol": 2, "qexc": 2, "qunc": 2, "tout": 2, "thld": 2, "kcnt": 3, "kna": 3, "klim": 3}
+         "pf": 2, "glim": 2, "vol": 2, "qexc": 2, "qunc": 2, "tout": 2, "thld": 2, "kcnt": 3, "kna": 3, "klim": 3,
+         "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1}
 
 
 def abstract(state) -> Z3State:

@@ -495,6 +495,84 @@ def messages_numbered(state: State) -> bool:
     return True
 
 
+def _pending_messages(state: State) -> dict:
+    """Every unconfirmed publish that is still to be acked (not nacked, PC-6): its message -> its waits."""
+    out = {}
+    for conn in state.conns:
+        for channel in conn.channels:
+            for p in channel.unconfirmed:
+                if not p.nack:
+                    out[p.msg] = p.waits
+    return out
+
+
+def _unsent_messages(state: State) -> set:
+    """The messages of every basic.publish in flight to the broker or held back by a transaction."""
+    out = set()
+    for conn in state.conns:
+        for fifo in conn.to_broker:
+            for frame in fifo:
+                if frame[0] == BASIC_PUBLISH:
+                    out.add(frame[6])
+        for channel in conn.channels:
+            for pub in channel.tx_pubs:
+                out.add(pub[4])
+    return out
+
+
+@always("PC-5", "PC-4")
+def unwritten_copies_hold_their_confirm(state: State) -> bool:
+    """Every live or stored copy's key was issued (at most its queue's count), and a live copy that
+    is persistent, in a durable queue that is no dead-letter target, not a deleted queue's and not on
+    disk carries a message not confirmed with basic.ack, numbered 1..published, in flight to no one
+    and held back by no transaction, and either holds up its publish's confirm (in its waits) or its
+    message has no publish left to ack (the helper that makes confirmed_only_when_on_disk inductive:
+    a confirm waits for every such copy; proofs/)."""
+    queues = state.queues
+    for q, key, _ in state.disk:
+        if key > queues[q].enqueued:
+            return False
+    live = live_copies(state)
+    if not live:
+        return True
+    on_disk = {(r[0], r[1]) for r in state.disk}
+    skip = _dead_letter_targets(state)
+    confirmed = set(state.confirmed_msgs)
+    pending = None
+    unsent = None
+    for (q, key), (msg, persistent) in live.items():
+        queue = queues[q]
+        if key > queue.enqueued:
+            return False
+        if not persistent or not queue.durable or key <= queue.born or q in skip or (q, key) in on_disk:
+            continue
+        c, n = divmod(msg, MSG_STRIDE)
+        if msg in confirmed or not 0 <= c < len(state.conns) or n > state.conns[c].published:
+            return False
+        if pending is None:
+            pending, unsent = _pending_messages(state), _unsent_messages(state)
+        if msg in unsent or (msg in pending and (q, key) not in pending[msg]):
+            return False
+    return True
+
+
+@always("PC-5", "PC-1")
+def pending_messages_numbered(state: State) -> bool:
+    """A message in flight to the broker or held back by a transaction is neither confirmed with
+    basic.ack nor carried by an unconfirmed publish still to be acked; one that is either is numbered
+    1..published (the helper that makes unwritten_copies_hold_their_confirm inductive: a copy the
+    broker enqueues carries a message no confirm has covered; proofs/)."""
+    pending = _pending_messages(state)
+    if not pending and not state.confirmed_msgs:
+        return True
+    unsent = _unsent_messages(state)
+    for msg in (*pending, *state.confirmed_msgs):
+        c, n = divmod(msg, MSG_STRIDE)
+        if msg in unsent or not 0 <= c < len(state.conns) or not 1 <= n <= state.conns[c].published:
+            return False
+    return True
+
+
 def _consumer_deliveries(channel) -> tuple:
     """The deliveries of a channel that went to a consumer (a former one's too), outstanding or held back."""
     return tuple(u for u in channel.unacked + tuple(u for _, u in channel.tx_settles) if u.consumer)
