@@ -55,7 +55,11 @@ def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
             f"delivered={ev(x.dlv[c, ch])} on_disk={ev(x.disk[c, ch])} enqueued={ev(x.enq[c])} "
             f"{_tag_copy(ev, x, c, ch, q)} "
             f"message ({ev(c)}, {ev(ch)}): published={ev(x.pubd[c])} in_flight={ev(x.inf[c, ch])} "
-            f"held_by_channel={ev(x.txm[c, ch])} taken_by_a_queue={ev(x.em[c, ch])} "
+            f"held_by_channel={ev(x.txm[c, ch])} taken_by_a_queue={ev(x.em[c, ch])} acked={ev(x.acked[c, ch])} "
+            f"unconfirmed_publish=({ev(x.pch[c, ch])}, {ev(x.ps[c, ch])}) "
+            f"copy's message=({ev(x.mc[c, ch])}, {ev(x.mn[c, ch])}) "
+            f"message_acked={ev(x.acked[x.mc[c, ch], x.mn[c, ch]])} persistent={ev(x.pers[c, ch])} "
+            f"holds_confirm={ev(x.hold[c, ch])} born={ev(x.born[c])} dead_letter_target={ev(x.dlt[c])} "
             f"prefetch: consumer={ev(x.cons[c, ch, q])} prefetch={ev(x.pf[c, ch])} global_limit={ev(x.glim[c, ch])} "
             f"volume={ev(x.vol[c, ch])} qos_excess={ev(x.qexc[c, ch])} qos_uncounted={ev(x.qunc[c, ch])} "
             f"consumer_outstanding={ev(x.tout[c, ch])} consumer_held_back={ev(x.thld[c, ch])} "
@@ -73,7 +77,10 @@ def _tag_copy(ev, x: Z3State, c, ch, t) -> str:
     """The copy tag t of channel (c, ch) names, and where that copy is (for copies_conserved)."""
     q, key = x.tq[c, ch, t], x.tk[c, ch, t]
     return (f"tag {ev(t)} names copy (queue {ev(q)}, key {ev(key)}): ready={ev(x.ready[q, key])} "
-            f"named_by=({ev(x.oc[q, key])}, {ev(x.och[q, key])}, {ev(x.ot[q, key])})")
+            f"named_by=({ev(x.oc[q, key])}, {ev(x.och[q, key])}, {ev(x.ot[q, key])}) "
+            f"message=({ev(x.mc[q, key])}, {ev(x.mn[q, key])}) persistent={ev(x.pers[q, key])} "
+            f"holds_confirm={ev(x.hold[q, key])} on_disk={ev(x.disk[q, key])} queue_durable={ev(x.qdur[q])} "
+            f"message_acked={ev(x.acked[x.mc[q, key], x.mn[q, key]])}")
 
 
 def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3State, c0, ch0, s0,

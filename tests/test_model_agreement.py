@@ -11,13 +11,14 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from model import actions as M
 from model.agreement import Checker
+from model.state import abstract
 from spec import actions as A
 from spec import configs, machine
 from spec.frames import (
     BASIC_ACK, BASIC_CONSUME, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_REJECT, QUEUE_DECLARE, TX_COMMIT,
     TX_ROLLBACK,
 )
-from spec.state import MODE_TX
+from spec.state import MODE_CONFIRM, MODE_TX
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
 PAIRS_WANTED = 10_000
@@ -345,3 +346,65 @@ def test_a_delivery_that_counts_for_no_consumer_is_caught(monkeypatch):
     config = configs.get("prefetch")
     state, action = _first_state(config, lambda a: isinstance(a, A.BrokerDeliver))
     _caught(monkeypatch, state, action, A.BrokerDeliver, deliver_uncounted)
+
+
+# confirmed_only_when_on_disk (PC-5): which copy holds up which confirm, and which messages were acked.
+
+def _confirm_publish_that_waits(state, a) -> bool:
+    """A basic.publish taken on a confirm channel whose copy must reach the disk before its confirm."""
+    if not _frame_on(state, a, BASIC_PUBLISH) or state.conns[a.conn].channels[a.ch - 1].mode != MODE_CONFIRM:
+        return False
+    after = machine.step(state, a)[0].conns[a.conn].channels[a.ch - 1]
+    return any(p.waits for p in after.unconfirmed)
+
+
+def test_a_confirm_publish_whose_copies_hold_nothing_up_is_caught(monkeypatch):
+    """PC-5: a persistent copy in a durable queue holds its publish's confirm up until it is on disk;
+    a publish relation whose new copies hold nothing up disagrees with the spec."""
+    def holds_nothing(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(hold=x.hold))
+    state, action = _first_state_where(configs.get("confirms"), _confirm_publish_that_waits)
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, holds_nothing)
+
+
+def test_a_write_that_keeps_holding_the_confirm_up_is_caught(monkeypatch):
+    """PC-5: a copy written to disk no longer holds up its confirm (storage.forget_waits)."""
+    def write_keeps_hold(x, a, o):
+        t = M.DiskFsync(x, a, o)
+        return M.Transition(t.guard, t.after.replace(hold=x.hold))
+
+    def write_of_a_waiting_copy(state, a):
+        return isinstance(a, A.DiskFsync) and a.write and any(
+            (a.queue, a.key) in p.waits for conn in state.conns for ch in conn.channels for p in ch.unconfirmed)
+    state, action = _first_state_where(configs.get("confirms"), write_of_a_waiting_copy)
+    _caught(monkeypatch, state, action, A.DiskFsync, write_keeps_hold)
+
+
+def test_a_confirm_that_does_not_record_the_ack_is_caught(monkeypatch):
+    """PC-10's ghost: a basic.ack from the broker adds its publishes' messages to the confirmed ones;
+    a confirm relation that forgets them disagrees with the spec."""
+    def forgets_ack(x, a, o):
+        t = M.BrokerConfirm(x, a, o)
+        return M.Transition(t.guard, t.after.replace(acked=x.acked))
+    state, action = _first_state(configs.get("confirms"), lambda a: isinstance(a, A.BrokerConfirm))
+    _caught(monkeypatch, state, action, A.BrokerConfirm, forgets_ack)
+
+
+def test_the_confirm_guard_waits_for_the_disk_on_concrete_arrays():
+    """PC-5: the confirm's guard asks that no copy hold it up, a universal over copies that Z3 decides on
+    the concrete arrays of the abstraction: after a confirm-mode publish whose copy is not on disk yet,
+    the confirm is disabled in the spec, and the model's guard is false even with the oracle that says
+    "ready to confirm" set to true."""
+    config = configs.get("confirms")
+    before, publish = _first_state_where(config, _confirm_publish_that_waits)
+    state = machine.step(before, publish)[0]
+    channel = state.conns[publish.conn].channels[publish.ch - 1]
+    pending = next(p for p in channel.unconfirmed if p.waits)
+    action = A.BrokerConfirm(publish.conn, publish.ch, pending.seq, False)
+    assert action not in machine.enabled(state, config)
+    assert Checker().check(state, action, False).ok
+    t = M.BrokerConfirm(abstract(state), M.concrete(action), M.Terms(ready=z3.BoolVal(True), prefix=z3.IntVal(0)))
+    solver = z3.Solver()
+    solver.add(t.guard)
+    assert solver.check() == z3.unsat

@@ -9,7 +9,7 @@ import z3
 
 from model import actions as M
 from model.actions import RELATIONS
-from model.invariants import HELPERS, INVARIANTS, Invariant, init
+from model.invariants import HELPERS, INVARIANTS, Invariant, _live_copies, init
 from model.state import abstract
 from proofs.inductive import COUNTEREXAMPLE, PROVED, invariants_named, prove_all, prove_step
 from spec import actions as A
@@ -493,3 +493,53 @@ def test_prefetch_helpers_hold_with_a_transaction_under_a_global_limit():
     assert result.complete and result.error is None and result.distinct_states == 63_859
     assert {p.name: p.verdict for p in result.properties} == {
         "prefetch_respected": "holds", "prefetch_counts_sane": "holds", "prefetch_volume_covers": "holds"}
+
+
+# confirmed_only_when_on_disk (PC-5, PC-4): the copies' messages, the confirm holds and the ack ghost.
+
+def test_confirmed_only_when_on_disk_needs_its_helper():
+    """Alone, confirmed_only_when_on_disk is not inductive: a confirm acks a message, and nothing says
+    its live persistent copies in durable queues are on disk or hold the confirm up.
+    unwritten_copies_hold_their_confirm says so, and the confirm's guard waits for every such copy."""
+    inv = INVARIANTS["confirmed_only_when_on_disk"]
+    alone = prove_step(inv, A.BrokerConfirm, [])
+    assert alone.status == COUNTEREXAMPLE
+    after = next(line for line in alone.counterexample if line.startswith("after:"))
+    assert "message_acked=True persistent=True" in after
+    assert prove_step(inv, A.BrokerConfirm, [HELPERS["unwritten_copies_hold_their_confirm"]]).status == PROVED
+
+
+def test_a_confirm_that_does_not_wait_for_the_disk_is_refuted(monkeypatch):
+    """PC-5: a confirm relation whose guard leaves out "no copy holds it up" acks a message with a
+    persistent copy in a durable queue not yet on disk: the proof finds it (not unknown)."""
+    def eager_confirm(x, a, o):
+        t = M.BrokerConfirm(x, a, o)
+        c, ch, s = a.conn, a.ch, a.seq
+        guard = z3.And(M._channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix),
+                                                        z3.And(x.unconf[c, ch, s], o.ready)))
+        return M.Transition(guard, t.after)
+    inv = INVARIANTS["confirmed_only_when_on_disk"]
+    monkeypatch.setitem(M.RELATIONS, A.BrokerConfirm, eager_confirm)
+    outcome = prove_step(inv, A.BrokerConfirm, [HELPERS["unwritten_copies_hold_their_confirm"]])
+    assert outcome.status == COUNTEREXAMPLE
+    before = next(line for line in outcome.counterexample if line.startswith("before:"))
+    after = next(line for line in outcome.counterexample if line.startswith("after:"))
+    # The witness is a ready copy (its message's fields follow "copy's message") or a tag's copy.
+    assert "message_acked=False persistent=True holds_confirm=True" in before or \
+        "persistent=True holds_confirm=True on_disk=False queue_durable=True message_acked=False" in before
+    assert "message_acked=True persistent=True holds_confirm=True" in after or \
+        "persistent=True holds_confirm=True on_disk=False queue_durable=True message_acked=True" in after
+
+
+def test_planted_wrong_confirmed_on_disk_invariant_comes_back_as_a_counterexample():
+    """The property without its "not a deleted queue's" clause (key above ``born``) is the one the spec
+    broke before a queue declared again became a new queue: a queue.declare makes a live copy of the
+    deleted queue one of a durable queue again. Z3 shows it at queue.declare (frame method 7)."""
+    def without_born(x, a, b, d):
+        def unsafe_and_acked(q, key):
+            return z3.And(x.pers[q, key], x.qdur[q], z3.Not(x.dlt[q]), z3.Not(x.disk[q, key]),
+                          x.acked[x.mc[q, key], x.mn[q, key]])
+        return _live_copies(x, a, b, d, lambda q, key: z3.Not(unsafe_and_acked(q, key)))
+    outcome = prove_step(Invariant("without_born", without_born, "fixture"), A.BrokerTakeFrame, [])
+    assert outcome.status == COUNTEREXAMPLE
+    assert outcome.counterexample[0] == "case: frame method 7"             # queue.declare
