@@ -274,8 +274,8 @@ INVARIANTS: dict[str, Invariant] = {
 HELPERS: dict[str, Invariant] = {
     "unwritten_copies_hold_their_confirm": Invariant(
         "unwritten_copies_hold_their_confirm", unwritten_copies_hold_their_confirm, "all of it (helper)",
-        helpers=("pending_messages_numbered", "publishes_in_flight_fresh", "messages_numbered", "copies_conserved",
-                 "held_back_tags_issued")),
+        helpers=("copies_conserved", "held_back_tags_issued", "pending_messages_numbered", "publishes_in_flight_fresh",
+                 "messages_numbered")),
     "pending_messages_numbered": Invariant(
         "pending_messages_numbered", pending_messages_numbered, "all of it (helper)",
         helpers=("publishes_in_flight_fresh",)),
