@@ -1,4 +1,4 @@
-"""The Z3 state of the model: five families of fields over the same unbounded indices.
+"""The Z3 state of the model: six families of fields over the same unbounded indices.
 
 - *channel modes*: what each channel's mode, publish numbering, confirms and held-back transaction
   are, for any number of connections, channels and publishes;
@@ -14,7 +14,11 @@
   held-back settlement will settle it), for any number of copies, keys and requeues;
 - *messages*: per connection how many messages its client published, and per message (connection,
   n) whether a basic.publish of it is in flight to the broker, which channel's open transaction holds
-  it back, and whether any queue ever took a copy of it (ghost), for any number of messages.
+  it back, and whether any queue ever took a copy of it (ghost), for any number of messages;
+- *confirms and disk*: per copy its message, its persistent flag and whether it holds up its
+  publish's confirm (PC-5: not yet on disk), per message whether the broker acked it (ghost) and the
+  channel and number of its unconfirmed publish still to be acked, and per queue whether it is a
+  dead-letter target (confirmed_only_when_on_disk).
 
 A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
