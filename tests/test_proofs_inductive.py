@@ -543,3 +543,15 @@ def test_planted_wrong_confirmed_on_disk_invariant_comes_back_as_a_counterexampl
     outcome = prove_step(Invariant("without_born", without_born, "fixture"), A.BrokerTakeFrame, [])
     assert outcome.status == COUNTEREXAMPLE
     assert outcome.counterexample[0] == "case: frame method 7"             # queue.declare
+
+
+def test_unwritten_copies_hold_their_confirm_is_not_vacuous():
+    """The spec's helper holds where a confirm-mode publish's persistent copy waits for the disk, and is
+    false once that copy stops holding the confirm up while it is still live and not on disk (what a
+    confirm would then ack too early)."""
+    prop = REGISTRY["unwritten_copies_hold_their_confirm"]
+    state = next(s for s in _reachable(configs.get("confirms"))
+                 if any(p.waits for conn in s.conns for ch in conn.channels for p in ch.unconfirmed))
+    assert prop.holds(state) and REGISTRY["pending_messages_numbered"].holds(state)
+    waits = [w for conn in state.conns for ch in conn.channels for p in ch.unconfirmed for w in p.waits]
+    assert not prop.holds(storage.forget_waits(state, waits))
