@@ -1,15 +1,19 @@
 """The Spark engine's level store, which is also its checkpoint.
 
 Each BFS level is one Parquet directory ``levels/level=N`` of rows (fingerprint, parent fingerprint,
-action index, and where the state lies: group and index), beside ``states/level=N``, the states found
-for it, pickled in groups: the visited set is the ``fp`` column of every level, the parent links its
-``parent`` and ``action`` columns, and the frontier the last level's rows with their groups (the states
-of earlier levels are removed once the next level is recorded). After a level
+action index, and where the state lies: group and index), written by Spark: the parent links. Beside
+them, files the executors write themselves (``spark_check.level_files``): ``states/level=N``, the
+states found for level N, pickled in groups, and ``visited/part-P``, the fingerprints seen so far by
+each deduplication partition. The frontier is the last level's rows with their groups; the states of
+earlier levels, and the older visited files, are removed once the next level is recorded. After a level
 is written, ``progress.json`` records what the driver knows (counts, coverage, decided properties,
-deadlocks) and the last complete level, replaced atomically. A run killed at any moment resumes from
-the last level that ``progress.json`` names: a half-written level after it is ignored and rewritten.
-``identity`` names the exploration (model, configuration and its bounds, properties, reductions), and
-a resume refuses a directory written by another.
+deadlocks, the number of partitions) and the last complete level, replaced atomically. A run killed at
+any moment resumes from the last level that ``progress.json`` names: whatever was written after it is
+removed and written again. ``identity`` names the exploration (model, configuration and its bounds,
+properties, reductions), and a resume refuses a directory written by another.
+
+The directory must be a path the driver and every executor see (local mode, a single machine, or a
+shared file system such as NFS mounted at the same path everywhere).
 """
 from __future__ import annotations
 
@@ -21,8 +25,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .assembly import SearchOutcome, bounds_of
+from .level_files import drop_visited_after, drop_visited_before
 
-FORMAT = 2          # 2: states pickled in groups, apart from the level rows
+FORMAT = 3          # 3: states in group files, visited fingerprints per partition, written by executors
 PROGRESS = "progress.json"
 
 
@@ -47,11 +52,12 @@ def _local(path: str) -> str | None:
 
 
 def check_writable(directory: str) -> None:
-    """ValueError (one line) when ``directory`` cannot be created or written (local paths only; a cluster
-    file system such as hdfs:// is checked by Spark itself)."""
+    """ValueError (one line) when ``directory`` cannot be created or written, or is no path of this
+    machine's file system (executors write into it themselves)."""
     local = _local(directory)
     if local is None:
-        return
+        raise ValueError(f"checkpoint directory {directory!r} must be a path every executor sees (local or NFS), "
+                         "not a URL")
     try:
         os.makedirs(local, exist_ok=True)
         probe = os.path.join(local, ".write-test")
@@ -97,36 +103,37 @@ class LevelStore:
 
     def __init__(self, directory: str) -> None:
         self.directory = directory.rstrip("/")
+        local = _local(self.directory)
+        if local is None:
+            raise ValueError(f"level store {directory!r} must be a path every executor sees (local or NFS), not a URL")
+        self.local = local
 
     def level_path(self, level: int) -> str:
         return f"{self.directory}/levels/level={level}"
 
     def states_path(self, level: int) -> str:
-        """The candidates for ``level`` found by expanding the level before: their rows, and their states
-        pickled in groups (the rows of ``level_path(level)`` point into these groups)."""
-        return f"{self.directory}/states/level={level}"
+        """The states of the candidates for ``level``, found by expanding the level before, in group files
+        (the rows of ``level_path(level)`` point into these groups)."""
+        return f"{self.local}/states/level={level}"
+
+    def visited_path(self) -> str:
+        """The visited fingerprints of each deduplication partition (spark_check.level_files)."""
+        return f"{self.local}/visited"
 
     def paths(self, levels: range | Sequence[int]) -> list[str]:
         return [self.level_path(n) for n in levels]
 
-    def rows(self, level: int, spark: Any) -> int:
-        """Rows written in a level: summed from the Parquet footers when the store is local (no Spark
-        job), else counted by Spark."""
-        local = _local(self.level_path(level))
-        if local is None:
-            return spark.read.parquet(self.level_path(level)).count()
-        import pyarrow.parquet as pq
-
-        return sum(pq.read_metadata(str(f)).num_rows for f in Path(local).glob("*.parquet"))
-
     def drop_levels_after(self, level: int) -> None:
         """Remove levels (and their states) a killed run wrote beyond its last recorded one."""
         self._drop(lambda n: n > level, ("levels", "states"))
+        drop_visited_after(self.visited_path(), level)
 
     def drop_states_before(self, level: int) -> None:
-        """Remove the states of levels before ``level``: once a level is recorded, only its own states are
-        read again (the parent links, in ``levels``, stay)."""
+        """Remove the states of levels before ``level``, and visited files a later level no longer reads:
+        once a level is recorded, only its own states are read again (the parent links, in ``levels``,
+        stay)."""
         self._drop(lambda n: n < level, ("states",))
+        drop_visited_before(self.visited_path(), level)
 
     def _drop(self, which: Any, kinds: Sequence[str]) -> None:
         local = _local(self.directory)
@@ -140,7 +147,8 @@ class LevelStore:
                         shutil.rmtree(child, ignore_errors=True)
 
     def write_progress(self, ident: dict[str, Any], level: int, outcome: SearchOutcome, levels: list[int],
-                       level_of: dict[str, int], seconds: float, finished: bool = False) -> None:
+                       level_of: dict[str, int], seconds: float, finished: bool = False,
+                       partitions: int = 1) -> None:
         """Record, atomically, that ``level`` is complete and what the driver knows so far."""
         local = _local(self.directory)
         if local is None:
@@ -150,6 +158,7 @@ class LevelStore:
             "identity": ident,
             "level": level,
             "finished": finished,
+            "partitions": partitions,
             "level_sizes": levels,
             "level_of": level_of,
             "seconds": seconds,

@@ -1,25 +1,28 @@
 """``SparkEngine``: the local engine's level-synchronous BFS on Spark (DESIGN.md, spark_check).
 
-Per level:
-1. the frontier (the last level's rows, grouped by the pickled group that holds each state, joined with
-   those groups) is expanded on the executors by ``expand_level``, a top-level function running the same
+One Spark job per level, of three stages:
+1. the level's rows (fingerprint, parent, action, and the group and index that hold the state) are
+   grouped by group (a shuffle of rows, never of states);
+2. each task expands its groups with ``expand_level``, a top-level function that reads each group from
+   the file the task that found it wrote (``spark_check.level_files``) and runs the same
    ``Expander.expand`` as the local engine on each state: properties decided, deadlock, successors
-   (deduplicated within the task, pickled ``GROUP_STATES`` to a pickle) and, as counts sent with the task,
-   coverage, transitions, deadlocks, the smallest deciding fingerprint of each property;
-2. the successors are written as the next level's candidates (rows and pickled groups);
-3. Spark deduplicates the candidate rows by fingerprint and anti-joins them against the visited set (the
-   ``fp`` column of every level written so far), both in the JVM on 64-bit longs, and writes the new
-   rows (fingerprint, parent, action index, group and index) as the next level.
+   (deduplicated within the task, pickled ``GROUP_STATES`` to a pickle into the task's own group file)
+   and, as counts sent with the task, coverage, transitions, deadlocks, the smallest deciding
+   fingerprint of each property; it yields a row per successor;
+3. the rows move to the partition of their fingerprint, where ``deduplicate_level`` keeps those the
+   partition has never seen (a sorted numpy array of its fingerprints, in a file of its own, searched
+   and merged in place of a hash join that would rebuild the visited set every level) and Spark writes
+   them as the next level.
 
 A state is pickled once, with others, by the executor that found it (only those new to its task), and
-unpickled, with its group, by the executor that expands it; deduplication never moves a state, only its
-row. The visited set, the frontier and the parent links never reach the driver; shortest traces are
-rebuilt by looking up the parents of the few deciding states level by level (one small query per level)
-and replaying the model on the driver.
+unpickled, with its group, by the executor that expands it; nothing but rows moves between tasks. The
+visited set, the frontier and the parent links never reach the driver; shortest traces are rebuilt by
+looking up the parents of the few deciding states level by level (one small query per level) and
+replaying the model on the driver.
 
-The level directories are the checkpoint (spark_check.checkpoint): ``--checkpoint DIR`` keeps them,
-``--resume DIR`` continues a killed run. Without either they go to a temporary directory, removed at
-the end (on a cluster of several machines, give a ``--checkpoint`` on storage every executor sees).
+The level store is the checkpoint (spark_check.checkpoint): ``--checkpoint DIR`` keeps it, ``--resume
+DIR`` continues a killed run. Without either it goes to a temporary directory, removed at the end (on
+a cluster of several machines, give a ``--checkpoint`` on storage every executor sees at the same path).
 """
 from __future__ import annotations
 
@@ -50,19 +53,17 @@ from .results import ExplorationResult
 from .spark_session import check_master, is_local, ship_code, spark_session
 
 # A level's rows: a state's fingerprint, its parent's and the action from it, and where its pickled
-# state lies: member ``idx`` of group ``grp`` of the level's states directory. What an executor returns
-# for a level: those rows for the successors new to its task, and one row per group of them with the
-# group pickled (``blob``; the other columns null), so the two kinds travel in one output.
+# state lies: member ``idx`` of group ``grp`` (spark_check.level_files). The expansion of a level yields
+# such rows for the successors new to its task (candidates); the deduplication keeps those new to the run.
 LEVEL_SCHEMA = "fp long, parent long, action int, grp long, idx int"
-EXPANDED_SCHEMA = LEVEL_SCHEMA + ", blob binary"
 LEVEL_COLUMNS = ("fp", "parent", "action", "grp", "idx")
 BATCH_ROWS = 4096
 GROUP_STATES = 128      # successors pickled together (spark_check.bench: sharing makes each 3-4x cheaper)
 
 
 class _TaskCounts(AccumulatorParam):
-    """Per-task counts sent back with the task: {partition: counts}. Keyed by partition, so a task that
-    Spark runs again replaces its earlier counts instead of adding to them."""
+    """Per-task counts sent back with the task: {(stage, partition): counts}. Keyed by partition, so a task
+    that Spark runs again replaces its earlier counts instead of adding to them."""
 
     def zero(self, value: dict) -> dict:
         return {}
@@ -72,23 +73,41 @@ class _TaskCounts(AccumulatorParam):
         return a
 
 
-def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[Any]) -> Iterator[Any]:
-    """Expand every frontier state in ``batches`` (Arrow batches of grp, blob, items: a pickled group and
-    the (idx, fp) of its members that are in the frontier); yield the successors new to this task, pickled
-    in groups, and add the task's counts to the job's accumulator. Runs on executors: top-level, and pure
-    but for the counts.
+def _columns(batches: Iterator[Any], names: Sequence[str]) -> list[Any]:
+    """The named columns of every Arrow batch of a task, concatenated, as numpy arrays."""
+    import numpy as np
+
+    parts: list[list[Any]] = [[] for _ in names]
+    for batch in batches:
+        for i, name in enumerate(names):
+            parts[i].append(batch.column(name).to_numpy(zero_copy_only=False))
+    return [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
+
+
+def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: Iterator[Any]) -> Iterator[Any]:
+    """Expand the frontier states in ``batches`` (Arrow batches of a level's rows, those of whole groups);
+    yield a row per successor new to this task and write those successors, pickled in groups, to this
+    task attempt's group file of the next level; add the task's counts to the job's accumulator. Runs on
+    executors: top-level, and pure but for the counts and the file it writes.
 
     Successors are pickled ``GROUP_STATES`` at a time, in one ``pickle.dumps`` of a list: a successor
     shares most of its parts with its parent and its siblings, and one pickle writes each shared part
     once, where a pickle per state writes it again for every state (and unpickling then shares it too)."""
+    import numpy as np
     import pyarrow as pa
 
-    described, undecided, tally = job
+    from .level_files import GroupReader, GroupWriter
+
+    described, undecided, tally, states_in, states_out = job
     expander = described.expander()
     expander.set_undecided(undecided)
     expand = expander.expand
     fingerprint = expander.fingerprint
     dumps, loads = pickle.dumps, pickle.loads
+    context = TaskContext.get()
+    part = context.partitionId()
+    reader = GroupReader(states_in)
+    writer = GroupWriter(states_out, part, context.attemptNumber())
     seen: set[int] = set()
     decided_at: dict[int, int] = {}
     types: Counter[type] = Counter()
@@ -99,100 +118,91 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[A
     python = pickling = 0.0         # seconds in this function: all of it, and pickling successors
     task_started = clock()
     schema = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("grp", pa.int64()),
-                        ("idx", pa.int32()), ("blob", pa.binary())])
-    group_base = TaskContext.get().partitionId() << 32     # group ids unique in the level, the same on a retry
-    groups = 0
+                        ("idx", pa.int32())])
     out_fp: list[Any] = []
     out_parent: list[Any] = []
     out_action: list[Any] = []
     out_grp: list[int] = []
     out_idx: list[Any] = []
-    out_blob: list[Any] = []
-    members: list[Any] = []         # the open group's successors
+    members: list[Any] = []         # the open group's successors (the last rows), given its id once closed
+    open_group = -1
 
     def close_group() -> None:
-        """Pickle the open group and add its row."""
-        nonlocal pickling, groups, members
+        """Pickle the open group, and give its rows the group's id."""
+        nonlocal pickling, members
         started = clock()
-        blob = dumps(members, 5)
+        grp = writer.add(dumps(members, 5))
         pickling += clock() - started
-        out_fp.append(None)
-        out_parent.append(None)
-        out_action.append(None)
-        out_grp.append(group_base + groups)
-        out_idx.append(None)
-        out_blob.append(blob)
-        groups += 1
+        for k in range(len(out_grp) - len(members), len(out_grp)):
+            out_grp[k] = grp
         members = []
 
-    def output() -> Any:
+    def output(n: int) -> Any:
+        """The first ``n`` rows, taken out (the open group's rows, last, wait for its id)."""
+        columns = (out_fp, out_parent, out_action, out_grp, out_idx)
         batch = pa.RecordBatch.from_arrays(
-            [pa.array(out_fp, pa.int64()), pa.array(out_parent, pa.int64()), pa.array(out_action, pa.int32()),
-             pa.array(out_grp, pa.int64()), pa.array(out_idx, pa.int32()), pa.array(out_blob, pa.binary())],
+            [pa.array(c[:n], t) for c, t in zip(columns, (pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.int32()))],
             schema=schema)
-        for column in (out_fp, out_parent, out_action, out_grp, out_idx, out_blob):
-            column.clear()
+        for column in columns:
+            del column[:n]
         return batch
 
     collector_was_on = gc.isenabled()
     gc.disable()        # no collector passes over the states, as in the local engine (expansion.PausedCollector)
     try:
-        for batch in batches:
-            if error is not None:
-                continue
-            started = clock()
-            items = batch.column(2)
-            offsets = items.offsets.to_pylist()
-            flat = items.flatten()
-            member_idx = flat.field(0).to_pylist()
-            member_fp = flat.field(1).to_pylist()
-            for row, blob in enumerate(batch.column(1).to_pylist()):
-                group = loads(blob)
-                for k in range(offsets[row], offsets[row + 1]):
-                    state, fp = group[member_idx[k]], member_fp[k]
-                    seen.add(fp)
-                    expanded += 1
-                    try:
-                        decided, actions, successors, deadlocked = expand(state)
-                        for d in decided:
-                            if d not in decided_at or fp < decided_at[d]:
-                                decided_at[d] = fp
-                        if not actions:
-                            if deadlocked:
-                                deadlocks += 1
-                                first_deadlock = fp if first_deadlock is None else min(first_deadlock, fp)
-                            continue
-                        types.update(map(type, actions))
-                        transitions += len(actions)
-                        for i, succ in enumerate(successors):
-                            h = fingerprint(succ)
-                            if h in seen:
-                                continue
-                            seen.add(h)
-                            out_fp.append(h)
-                            out_parent.append(fp)
-                            out_action.append(i)
-                            out_grp.append(group_base + groups)
-                            out_idx.append(len(members))
-                            out_blob.append(None)
-                            members.append(succ)
-                            if len(members) >= GROUP_STATES:
-                                close_group()
-                    except Exception as e:  # noqa: BLE001 - reported as the driver's error, with the trace to ``state``
-                        error = (diagnose(expander, state, e), fp)
-                        break
-                    if len(out_fp) >= BATCH_ROWS:
-                        python += clock() - started
-                        yield output()
-                        started = clock()
-                if error is not None:
-                    break
-            python += clock() - started
+        started = clock()
+        grp_col, idx_col, fp_col = _columns(batches, ("grp", "idx", "fp"))
+        order = np.lexsort((idx_col, grp_col))
+        grps, idxs, fps = grp_col[order].tolist(), idx_col[order].tolist(), fp_col[order].tolist()
+        group: Any = None
+        loaded = None
+        for k in range(len(grps)):
+            if grps[k] != loaded:
+                loaded = grps[k]
+                group = loads(reader.get(loaded))
+            state, fp = group[idxs[k]], fps[k]
+            seen.add(fp)
+            expanded += 1
+            try:
+                decided, actions, successors, deadlocked = expand(state)
+                for d in decided:
+                    if d not in decided_at or fp < decided_at[d]:
+                        decided_at[d] = fp
+                if not actions:
+                    if deadlocked:
+                        deadlocks += 1
+                        first_deadlock = fp if first_deadlock is None else min(first_deadlock, fp)
+                    continue
+                types.update(map(type, actions))
+                transitions += len(actions)
+                for i, succ in enumerate(successors):
+                    h = fingerprint(succ)
+                    if h in seen:
+                        continue
+                    seen.add(h)
+                    out_fp.append(h)
+                    out_parent.append(fp)
+                    out_action.append(i)
+                    out_grp.append(open_group)
+                    out_idx.append(len(members))
+                    members.append(succ)
+                    if len(members) >= GROUP_STATES:
+                        close_group()
+            except Exception as e:  # noqa: BLE001 - reported as the driver's error, with the trace to ``state``
+                error = (diagnose(expander, state, e), fp)
+                break
+            if len(out_fp) - len(members) >= BATCH_ROWS:
+                python += clock() - started
+                yield output(len(out_fp) - len(members))
+                started = clock()
         if members:
             close_group()
+        writer.close()      # before the rows that name its groups leave the task
+        python += clock() - started
         if out_fp:
-            yield output()
+            yield output(len(out_fp))
     finally:
+        reader.close()
         gc.collect(0)
         if collector_was_on:
             gc.enable()
@@ -203,7 +213,30 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any], batches: Iterator[A
         "seconds": {"python: expand, check, unpickle": python, "python: pickle successors": pickling,
                     "python task (wall)": clock() - task_started},
     }
-    tally.add({TaskContext.get().partitionId(): counts})
+    tally.add({("expand", part): counts})
+
+
+def deduplicate_level(job: tuple[str, int, Any], batches: Iterator[Any]) -> Iterator[Any]:
+    """Keep, of the candidate rows of one fingerprint partition (``batches``), the first of each fingerprint
+    that partition has never seen; yield them as the next level's rows, and write the partition's visited
+    fingerprints with them added. Runs on executors, on numpy arrays of fingerprints: no state moves."""
+    import pyarrow as pa
+
+    from .level_files import new_in_partition, visited_before, write_visited
+
+    visited_dir, level, tally = job
+    started = time.perf_counter()
+    part = TaskContext.get().partitionId()
+    columns = _columns(batches, LEVEL_COLUMNS)
+    keep, visited = new_in_partition(visited_before(visited_dir, part, level), columns[0])
+    write_visited(visited_dir, part, level, visited)
+    tally.add({("deduplicate", part): {"new": len(keep),
+                                        "seconds": {"python: deduplicate": time.perf_counter() - started}}})
+    types = (pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.int32())
+    for begin in range(0, len(keep), 1 << 16):
+        take = keep[begin:begin + (1 << 16)]
+        yield pa.RecordBatch.from_arrays([pa.array(c[take], t) for c, t in zip(columns, types)],
+                                         names=list(LEVEL_COLUMNS))
 
 
 class SparkEngine(Engine):
@@ -322,49 +355,6 @@ class _Clock:
         self.last = now
 
 
-class VisitedSet:
-    """The visited fingerprints, cached on the executors in a few chunks, each hash-partitioned by
-    fingerprint like the deduplicated successors: the anti-join then moves no visited fingerprint (no
-    shuffle, and no broadcast through the driver). Every level adds a chunk; past ``MERGE_AT`` chunks they
-    are merged into one (an LSM tree's merge, so each fingerprint is re-partitioned O(log) times)."""
-
-    MERGE_AT = 8
-
-    def __init__(self, spark: Any, partitions: int) -> None:
-        self.spark = spark
-        self.partitions = partitions
-        self.chunks: list[Any] = []     # fingerprint frames to join against
-        self.cached: list[Any] = []     # the frames cached for them (to release)
-
-    def add(self, level: Any, partitioned: bool = False) -> None:
-        """Add a level's (or several levels') rows; ``partitioned``: they are already hash-partitioned by
-        fingerprint into as many partitions (the anti-join's output is) and cached, so they are a chunk
-        as they are, with no shuffle."""
-        if not partitioned:
-            level = level.select("fp").repartition(self.partitions, "fp").persist()   # cached on first use
-        self.cached.append(level)
-        self.chunks.append(level.select("fp"))
-        if len(self.chunks) > self.MERGE_AT:
-            merged = self.chunks[0]
-            for c in self.chunks[1:]:
-                merged = merged.union(c)
-            merged = merged.repartition(self.partitions, "fp").persist()
-            merged.count()
-            self.release()
-            self.cached, self.chunks = [merged], [merged]
-
-    def unseen(self, candidates: Any) -> Any:
-        """The candidate rows whose fingerprint is in no chunk."""
-        for chunk in self.chunks:
-            candidates = candidates.join(chunk, "fp", "left_anti")
-        return candidates
-
-    def release(self) -> None:
-        for frame in self.cached:
-            frame.unpersist()
-        self.cached, self.chunks = [], []
-
-
 class _LevelRun:
     """One exploration's driver loop over levels, with what the driver keeps between them (small:
     counts, and the level of each state a trace will lead to)."""
@@ -381,6 +371,9 @@ class _LevelRun:
         self.earlier = 0.0                  # seconds spent by the run this one resumes
         self.level_sizes: list[int] = []
         self.level_of: dict[int, int] = {}  # fingerprint of a trace's target -> its level
+        # Deduplication partitions: fixed for the whole run (a fingerprint's partition keeps its visited
+        # file), so a resumed run takes the number its checkpoint recorded.
+        self.partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
 
     def seconds(self) -> float:
         return self.earlier + time.perf_counter() - self.started
@@ -388,90 +381,89 @@ class _LevelRun:
     def search(self, config: Any, max_states: int | None, stop_on_violation: bool,
                progress: ProgressCallback | None, resume: bool) -> SearchOutcome:
         cap = config.max_states if max_states is None else max_states
+        spark, store = self.spark, self.store
         if resume:
-            data = read_progress(self.store.directory)
+            data = read_progress(store.directory)
             out = outcome_from(data)
             level = data["level"]
+            self.partitions = data["partitions"]
             self.level_sizes = list(data["level_sizes"])
             self.level_of = {int(k): v for k, v in data["level_of"].items()}
             self.earlier = data["seconds"]
-            self.store.drop_levels_after(level)
+            store.drop_levels_after(level)
             if data.get("finished"):
                 return out
         else:
             out, level = self._write_initial_level(cap)
             if out.error is not None:
                 return out
-        spark = self.spark
-        visited = VisitedSet(spark, int(spark.conf.get("spark.sql.shuffle.partitions")))
-        visited.add(spark.read.schema(LEVEL_SCHEMA).parquet(*self.store.paths(range(level + 1))))
         try:
             while True:
                 undecided = tuple(i for i in range(len(self.is_always)) if i not in out.decided_at)
                 tally = spark.sparkContext.accumulator({}, _TaskCounts())
-                expanded = self._frontier(level).mapInArrow(
-                    partial(expand_level, (self.described, undecided, tally)), EXPANDED_SCHEMA)
                 clock = _Clock(out.timings)
-                expanded.write.mode("overwrite").parquet(self.store.states_path(level + 1))
-                clock.lap("level jobs: expand, write candidates (wall)")
-                candidates = (spark.read.schema(EXPANDED_SCHEMA).parquet(self.store.states_path(level + 1))
-                              .where(F.col("fp").isNotNull()).select(*LEVEL_COLUMNS))
-                # Computed once and kept on the executors with a short plan (a local checkpoint): hash-
-                # partitioned by fp like the visited chunks, it is written, then becomes the next chunk.
-                fresh = visited.unseen(candidates.dropDuplicates(["fp"])).localCheckpoint(eager=True)
-                fresh.write.mode("overwrite").parquet(self.store.level_path(level + 1))
-                clock.lap("level jobs: deduplicate, write level (wall)")
-                self._merge(out, list(tally.value.values()), level)
+                # One Spark job a level: the level's rows, grouped by the group that holds their states, are
+                # expanded where the groups are read; the candidates move, as rows only, to the partition of
+                # their fingerprint, which keeps the new ones and writes them as the next level.
+                rows = spark.read.schema(LEVEL_SCHEMA).parquet(store.level_path(level)).select("grp", "idx", "fp")
+                candidates = rows.repartition(self.partitions, "grp").mapInArrow(
+                    partial(expand_level, (self.described, undecided, tally, store.states_path(level),
+                                           store.states_path(level + 1))), LEVEL_SCHEMA)
+                fresh = candidates.repartition(self.partitions, "fp").mapInArrow(
+                    partial(deduplicate_level, (store.visited_path(), level + 1, tally)), LEVEL_SCHEMA)
+                fresh.write.mode("overwrite").parquet(store.level_path(level + 1))
+                clock.lap("level jobs: expand, deduplicate, write level (wall)")
+                counts = tally.value
+                self._merge(out, [c for (stage, _), c in counts.items() if stage == "expand"], level)
+                size = 0
+                for (stage, _), c in counts.items():
+                    if stage == "deduplicate":
+                        size += c["new"]
+                        for name, seconds in c["seconds"].items():
+                            out.timings[name] = out.timings.get(name, 0.0) + seconds
                 violated = any(self.is_always[i] for i in out.decided_at) or (config.deadlock_is_error and out.deadlocks)
-                size = self.store.rows(level + 1, spark)
                 if size == 0 or out.error is not None or (stop_on_violation and violated):
                     out.stopped = out.error is None and size > 0
-                    self.store.drop_levels_after(level)
+                    store.drop_levels_after(level)
                     self._record(out, level, finished=True)
                     break
                 level += 1
-                visited.add(fresh, partitioned=True)
                 self.level_sizes.append(size)
                 out.distinct_states += size
                 out.depth = level + 1
                 if out.distinct_states > cap:
                     out.error = too_many_states(cap)
                 self._record(out, level, finished=out.error is not None)
-                self.store.drop_states_before(level)        # recorded: only this level's states are read again
-                clock.lap("level bookkeeping: count, record (wall)")
+                store.drop_states_before(level)        # recorded: only this level's states are read again
+                clock.lap("level bookkeeping: record (wall)")
                 if progress is not None:
                     progress(out.distinct_states, out.depth, size, self.seconds())
                 if out.error is not None:
                     break
         except KeyboardInterrupt:
             out.error = f"interrupted at depth {out.depth} after {out.distinct_states:,} distinct states"
-        finally:
-            visited.release()
         return out
 
-    def _frontier(self, level: int) -> Any:
-        """The states of ``level`` to expand: one row per pickled group that holds any of them (grp, blob)
-        with the (idx, fp) of those members (items). Only groups move, never a state alone."""
-        spark = self.spark
-        members = (spark.read.schema(LEVEL_SCHEMA).parquet(self.store.level_path(level))
-                   .groupBy("grp").agg(F.collect_list(F.struct("idx", "fp")).alias("items")))
-        groups = (spark.read.schema(EXPANDED_SCHEMA).parquet(self.store.states_path(level))
-                  .where(F.col("blob").isNotNull()).select("grp", "blob"))
-        return groups.join(members, "grp").select("grp", "blob", "items")
-
     def _write_initial_level(self, cap: int) -> tuple[SearchOutcome, int]:
-        """Level 0: the initial states, fingerprinted on the driver (they are few), as one group."""
+        """Level 0: the initial states, fingerprinted on the driver (they are few), as one group; their rows
+        go through the deduplication like every level's, which starts the visited files."""
+        from .level_files import GroupWriter
+
         fingerprint = self.expander.fingerprint
         rows: dict[int, Any] = {}
         for state in self.expander.initial_states():
             rows.setdefault(fingerprint(state), state)
         out = SearchOutcome(distinct_states=len(rows), depth=1 if rows else 0)
         self.level_sizes = [len(rows)]
-        spark = self.spark
-        spark.createDataFrame([(None, None, None, 0, None, pickle.dumps(list(rows.values()), 5))],
-                              EXPANDED_SCHEMA).write.mode("overwrite").parquet(self.store.states_path(0))
-        spark.createDataFrame([(fp, fp, -1, 0, i) for i, fp in enumerate(rows)],
-                              LEVEL_SCHEMA).write.mode("overwrite").parquet(self.store.level_path(0))
+        store = self.store
+        writer = GroupWriter(store.states_path(0), 0, 0)
+        grp = writer.add(pickle.dumps(list(rows.values()), 5))
+        writer.close()
+        tally = self.spark.sparkContext.accumulator({}, _TaskCounts())
+        (self.spark.createDataFrame([(fp, fp, -1, grp, i) for i, fp in enumerate(rows)], LEVEL_SCHEMA)
+         .repartition(self.partitions, "fp")
+         .mapInArrow(partial(deduplicate_level, (store.visited_path(), 0, tally)), LEVEL_SCHEMA)
+         .write.mode("overwrite").parquet(store.level_path(0)))
         if len(rows) > cap:
             out.error = too_many_states(cap)
         self._record(out, 0, finished=out.error is not None)
@@ -504,7 +496,8 @@ class _LevelRun:
         """Record that ``level`` is written; ``finished`` when the search is over (a resume then only
         rebuilds the result: expanding the last level again would count its transitions twice)."""
         self.store.write_progress(self.ident, level, out, self.level_sizes,
-                                  {str(k): v for k, v in self.level_of.items()}, self.seconds(), finished)
+                                  {str(k): v for k, v in self.level_of.items()}, self.seconds(), finished,
+                                  self.partitions)
 
     def parent_lookup(self) -> Any:
         """A parent lookup for trace replay that reads, for each fingerprint, only its own level."""

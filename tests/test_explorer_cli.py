@@ -121,6 +121,13 @@ def test_a_checkpoint_directory_that_cannot_be_written_is_refused(tmp_path, caps
     assert err.startswith("spark_check: error: checkpoint directory ") and "cannot be written: Not a directory" in err
 
 
+def test_a_checkpoint_url_is_refused_executors_write_into_the_directory_themselves(capsys):
+    code, out, err = run(["explore", "manual", "--engine", "spark", "--checkpoint", "hdfs://namenode/run1"], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("spark_check: error: checkpoint directory 'hdfs://namenode/run1' must be a path every "
+                          "executor sees")
+
+
 def test_resume_needs_a_checkpoint_of_the_same_exploration(tmp_path, capsys):
     from spark_check.assembly import SearchOutcome
     from spark_check.checkpoint import LevelStore, identity
