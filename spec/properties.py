@@ -236,13 +236,15 @@ def confirmed_only_when_on_disk(state: State) -> bool:
 
 @always("PC-10", "DU-2")
 def confirmed_survives_crash(state: State) -> bool:
-    """No persistent message confirmed with basic.ack and routed to a durable queue is lost in a crash."""
+    """No persistent message confirmed with basic.ack and routed to a durable queue is lost in a crash (a
+    copy outstanding from a deleted queue is in none, even once a queue of its name is declared again)."""
     if not state.fates or not state.confirmed_msgs:
         return True
     confirmed = set(state.confirmed_msgs)
     skip = _dead_letter_targets(state)
-    return not any(f[2] == FATE_LOST_CRASH and f[4] and f[3] in confirmed and state.queues[f[0]].durable
-                   and f[0] not in skip for f in state.fates)
+    queues = state.queues
+    return not any(f[2] == FATE_LOST_CRASH and f[4] and f[3] in confirmed and queues[f[0]].durable
+                   and f[1] > queues[f[0]].born and f[0] not in skip for f in state.fates)
 
 
 @always("TX-2", "TX-3", "TX-4")

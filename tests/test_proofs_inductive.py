@@ -17,7 +17,7 @@ from spec import broker, configs, machine, storage
 from spec.frames import BASIC_ACK, BASIC_NACK, BASIC_REJECT, QUEUE_DECLARE
 from spec.properties import REGISTRY
 from spec.roles import QueueSpec, Role
-from spec.state import CH_OPEN, CONN_DOWN, FATE_ACKED, MODE_TX
+from spec.state import CH_OPEN, CONN_DOWN, FATE_ACKED, FATE_LOST_CRASH, MODE_TX
 
 
 def test_every_obligation_is_proved():
@@ -390,6 +390,27 @@ def test_confirmed_only_when_on_disk_holds_once_a_queue_declared_again_is_a_new_
         orphans += any(u.msg in state.confirmed_msgs and u.key <= queue.born and queue.exists and queue.durable
                        for u in state.conns[0].channels[1].unacked)
     assert orphans, "the configuration never holds a confirmed copy of a deleted queue declared again"
+
+
+def test_confirmed_survives_crash_holds_once_a_queue_declared_again_is_a_new_one():
+    """The same queue-identity root for PC-10: a confirmed persistent copy outstanding from a deleted
+    durable queue, the queue declared again, then a crash. The copy is lost, but it was in no durable
+    queue any more (the one declared again is a new queue), so no confirmed message of a durable queue
+    is lost. Before the property skipped the deleted queue's keys it was false here (14 steps)."""
+    config = configs.Config(
+        "confirm_delete_declare_crash", "fixture", connections=2, channels=2, messages=1, admin=1, crashes=1,
+        queues=(QueueSpec(durable=True),),
+        roles={(0, 1): Role(publish=configs.TO_Q0, persistent=(True,), confirm=True),
+               (0, 2): Role(consume=((configs.Q0, False),), ack=True),
+               (1, 1): Role(delete=((configs.Q0, False, False),), declare=(configs.Q0,))})
+    prop = REGISTRY["confirmed_survives_crash"]
+    orphans_lost = 0
+    for state in _reachable(config):
+        assert prop.holds(state), state
+        queue = state.queues[0]
+        orphans_lost += any(f[2] == FATE_LOST_CRASH and f[3] in state.confirmed_msgs and f[1] <= queue.born
+                            and queue.durable for f in state.fates)
+    assert orphans_lost, "the configuration never loses a confirmed copy of a deleted queue in a crash"
 
 
 def _reachable(config):
