@@ -642,9 +642,18 @@ def BrokerQueueFail(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 
 def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """The broker dies: every connection drops with its channels (DU-2, TX-9)."""
+    """The broker dies: every connection drops with its channels (DU-2, TX-9); every live copy not on
+    disk is lost (the ghost ``lost``, faults.lost_in_crash): a ready one, or the one an outstanding or
+    held-back tag names, found through the ghost inverse (oc, och, ot), as copies_conserved makes it
+    the only tag that can name the copy."""
     i, j = z3.Ints("c_ ch_")
     k = z3.Int("s_")
+
+    def named(q, key):
+        c, ch, t = x.oc[q, key], x.och[q, key], x.ot[q, key]
+        return z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key)
+    lost = _lam_qk(lambda q, key: z3.Or(x.lost[q, key], z3.And(z3.Or(x.ready[q, key], named(q, key)),
+                                                                z3.Not(x.disk[q, key]))))
     after = x.replace(up=z3.BoolVal(False), bclosed=z3.K(INT, z3.BoolVal(False)),
                       cstat=z3.Lambda([i, j], z3.IntVal(CH_CLOSED)), mode=z3.Lambda([i, j], z3.IntVal(MODE_NONE)),
                       seq=z3.Lambda([i, j], z3.IntVal(0)), unconf=z3.Lambda([i, j, k], z3.BoolVal(False)),
@@ -664,7 +673,7 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       **{name: z3.Lambda([i, j], z3.IntVal(0)) for name in _CHANNEL_COUNTS},
                       kcnt=z3.Lambda([i, j, k], z3.IntVal(0)), klim=z3.Lambda([i, j, k], z3.IntVal(0)),
                       kna=z3.Lambda([i, j, k], z3.BoolVal(False)), hold=z3.Lambda([i, j], z3.BoolVal(False)),
-                      pch=z3.Lambda([i, j], z3.IntVal(0)), ps=z3.Lambda([i, j], z3.IntVal(0)))
+                      pch=z3.Lambda([i, j], z3.IntVal(0)), ps=z3.Lambda([i, j], z3.IntVal(0)), lost=lost)
     return Transition(x.up, after)
 
 

@@ -18,7 +18,8 @@
 - *confirms and disk*: per copy its message, its persistent flag and whether it holds up its
   publish's confirm (PC-5: not yet on disk), per message whether the broker acked it (ghost) and the
   channel and number of its unconfirmed publish still to be acked, and per queue whether it is a
-  dead-letter target (confirmed_only_when_on_disk).
+  dead-letter target (confirmed_only_when_on_disk), and per copy whether a crash lost it (ghost: a
+  ``FATE_LOST_CRASH`` record, confirmed_survives_crash).
 
 A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
@@ -44,7 +45,7 @@ import z3
 
 from spec.frames import BASIC_PUBLISH, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE
 from spec.properties import copy_messages
-from spec.state import CH_CLOSED, CONN_DOWN, MODE_NONE
+from spec.state import CH_CLOSED, CONN_DOWN, FATE_LOST_CRASH, MODE_NONE
 
 INT = z3.IntSort()
 BOOL = z3.BoolSort()
@@ -112,6 +113,7 @@ class Z3State:
     #                         or nacked, PC-6); a message is published once, so this is a function
     ps: z3.ArrayRef         # (c, n) -> that publish's sequence number (0: none)
     dlt: z3.ArrayRef        # q -> queue q is some queue's dead-letter target (rigid: a configuration constant)
+    lost: z3.ArrayRef       # (q, key) -> a crash lost the copy: live and not on disk (ghost, PC-10, DU-2)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -147,6 +149,7 @@ SORTS: dict[str, z3.SortRef] = {
     "mc": z3.ArraySort(INT, INT, INT), "mn": z3.ArraySort(INT, INT, INT), "pers": z3.ArraySort(INT, INT, BOOL),
     "hold": z3.ArraySort(INT, INT, BOOL), "acked": z3.ArraySort(INT, INT, BOOL), "pch": z3.ArraySort(INT, INT, INT),
     "ps": z3.ArraySort(INT, INT, INT), "dlt": z3.ArraySort(INT, BOOL),
+    "lost": z3.ArraySort(INT, INT, BOOL),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
@@ -157,7 +160,8 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
             "pubd": 0, "inf": False, "txm": 0, "em": False, "pf": 0, "glim": 0, "vol": 0, "qexc": 0, "qunc": 0,
             "tout": 0, "thld": 0, "kcnt": 0, "kna": False, "klim": 0,
-            "mc": 0, "mn": 0, "pers": False, "hold": False, "acked": False, "pch": 0, "ps": 0, "dlt": False}
+            "mc": 0, "mn": 0, "pers": False, "hold": False, "acked": False, "pch": 0, "ps": 0, "dlt": False,
+            "lost": False}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -327,6 +331,9 @@ def project(state) -> dict:
                     out["hold"][w] = True
                 if not p.nack:
                     out["pch"][message(p.msg)], out["ps"][message(p.msg)] = ch, p.seq
+    for f in state.fates:
+        if f[2] == FATE_LOST_CRASH:
+            out["lost"][(f[0], f[1])] = True
     out["up"] = state.broker_up
     out["nch"] = nch
     return out
@@ -337,7 +344,7 @@ ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, 
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2, "tq": 3, "tk": 3,
          "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2,
          "pf": 2, "glim": 2, "vol": 2, "qexc": 2, "qunc": 2, "tout": 2, "thld": 2, "kcnt": 3, "kna": 3, "klim": 3,
-         "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1}
+         "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1, "lost": 2}
 
 
 def abstract(state) -> Z3State:

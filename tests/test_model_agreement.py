@@ -408,3 +408,49 @@ def test_the_confirm_guard_waits_for_the_disk_on_concrete_arrays():
     solver = z3.Solver()
     solver.add(t.guard)
     assert solver.check() == z3.unsat
+
+
+# confirmed_survives_crash (PC-10, DU-2): the ghost of the copies a crash lost.
+
+def _crash_where(want):
+    """A reachable state of the crash configuration where BrokerCrash is enabled and ``want(state)``."""
+    return _first_state_where(configs.get("crash"), lambda state, a: isinstance(a, A.BrokerCrash) and want(state))
+
+
+def _outstanding_unwritten(state) -> bool:
+    """A copy an outstanding tag names is not on disk: the crash loses it."""
+    on_disk = {(r[0], r[1]) for r in state.disk}
+    return any((u.queue, u.key) not in on_disk for conn in state.conns for ch in conn.channels for u in ch.unacked)
+
+
+def _planted_crash(lost):
+    def crash(x, a, o):
+        t = M.BrokerCrash(x, a, o)
+        return M.Transition(t.guard, t.after.replace(lost=lost(x, t.after)))
+    return crash
+
+
+def test_a_crash_that_records_no_loss_is_caught(monkeypatch):
+    """PC-10: a crash records every live copy not on disk as lost; one that records none disagrees."""
+    state, action = _crash_where(_outstanding_unwritten)
+    _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash(lambda x, y: x.lost))
+
+
+def test_a_crash_that_loses_only_ready_copies_is_caught(monkeypatch):
+    """PC-10: the copy an outstanding tag names is live too (found through the ghost inverse); a crash
+    that records only the ready copies not on disk disagrees with the spec."""
+    def ready_only(x, y):
+        q, key = z3.Ints("q_ key_")
+        return z3.Lambda([q, key], z3.Or(x.lost[q, key], z3.And(x.ready[q, key], z3.Not(x.disk[q, key]))))
+    state, action = _crash_where(_outstanding_unwritten)
+    _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash(ready_only))
+
+
+def test_a_crash_that_loses_copies_on_disk_is_caught(monkeypatch):
+    """DU-2: a live copy on disk survives the crash; a crash that records it lost disagrees."""
+    def loses_written(x, y):
+        q, key = z3.Ints("q_ key_")
+        return z3.Lambda([q, key], z3.Or(y.lost[q, key], x.ready[q, key]))
+    state, action = _crash_where(lambda s: any((q, e.key) in {(r[0], r[1]) for r in s.disk}
+                                               for q, queue in enumerate(s.queues) for e in queue.ready))
+    _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash(loses_written))
