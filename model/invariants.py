@@ -230,6 +230,30 @@ def pending_messages_numbered(x: Z3State, c, n, _) -> z3.BoolRef:
                   z3.Implies(z3.Or(x.acked[c, n], x.pch[c, n] != 0), z3.And(1 <= n, n <= x.pubd[c])))
 
 
+def _counted(x: Z3State, q, key) -> z3.BoolRef:
+    """Copy (q, key), if lost in a crash, is one PC-10 counts: persistent, in a durable queue that is no
+    dead-letter target, and not a deleted queue's (key above ``born``). The queue's durability and
+    ``born`` are read now, as the spec's property reads them."""
+    return z3.And(x.pers[q, key], x.qdur[q], x.born[q] < key, z3.Not(x.dlt[q]))
+
+
+def confirmed_survives_crash(x: Z3State, q, key, _) -> z3.BoolRef:
+    """PC-10, DU-2: no copy a crash lost that is counted as above carries a message confirmed with
+    basic.ack. (The first two indices are a queue and a key.)"""
+    return z3.Not(z3.And(x.lost[q, key], _counted(x, q, key), x.acked[x.mc[q, key], x.mn[q, key]]))
+
+
+def lost_copies_stay_unconfirmed(x: Z3State, q, key, _) -> z3.BoolRef:
+    """Helper: a copy a crash lost has a key that was issued (at most its queue's count: a queue
+    declared again is born above it, and no later copy takes its key), and one counted as above
+    carries a message not confirmed with basic.ack, with no publish left to ack, in flight to no one,
+    held back by no transaction, and numbered 1..published (so no later publish carries it)."""
+    c, n = x.mc[q, key], x.mn[q, key]
+    return z3.Implies(x.lost[q, key], z3.And(
+        key <= x.enq[q], z3.Implies(_counted(x, q, key), z3.And(
+            z3.Not(x.acked[c, n]), x.pch[c, n] == 0, z3.Not(x.inf[c, n]), x.txm[c, n] == 0, n <= x.pubd[c]))))
+
+
 INVARIANTS: dict[str, Invariant] = {
     "confirms_exactly_once": Invariant(
         "confirms_exactly_once", confirms_exactly_once,
@@ -270,8 +294,14 @@ INVARIANTS: dict[str, Invariant] = {
     "confirmed_only_when_on_disk": Invariant(
         "confirmed_only_when_on_disk", confirmed_only_when_on_disk, "all of it",
         helpers=("unwritten_copies_hold_their_confirm", "pending_messages_numbered")),
+    "confirmed_survives_crash": Invariant(
+        "confirmed_survives_crash", confirmed_survives_crash, "all of it",
+        helpers=("lost_copies_stay_unconfirmed", "confirmed_only_when_on_disk")),
 }
 HELPERS: dict[str, Invariant] = {
+    "lost_copies_stay_unconfirmed": Invariant(
+        "lost_copies_stay_unconfirmed", lost_copies_stay_unconfirmed, "all of it (helper)",
+        helpers=("unwritten_copies_hold_their_confirm",)),
     "unwritten_copies_hold_their_confirm": Invariant(
         "unwritten_copies_hold_their_confirm", unwritten_copies_hold_their_confirm, "all of it (helper)",
         helpers=("copies_conserved", "held_back_tags_issued", "pending_messages_numbered", "publishes_in_flight_fresh",
@@ -318,7 +348,7 @@ def init(x: Z3State) -> z3.BoolRef:
                    z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
                    z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]),         # (conn, n): no message
-                   z3.Not(x.acked[c, ch]), x.pch[c, ch] == 0,
+                   z3.Not(x.acked[c, ch]), x.pch[c, ch] == 0, z3.Not(x.lost[c, ch]),
                    *[arr[c, ch] == 0 for arr in (x.pf, x.glim, x.vol, x.qexc, x.qunc, x.tout, x.thld)])
     empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring,
                                                       x.kna)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])

@@ -558,6 +558,38 @@ def unwritten_copies_hold_their_confirm(state: State) -> bool:
     return True
 
 
+@always("PC-10", "DU-2")
+def lost_copies_stay_unconfirmed(state: State) -> bool:
+    """Every copy a crash lost has a key that was issued (at most its queue's count), and one that is
+    persistent, in a durable queue that is no dead-letter target and not a deleted queue's carries a
+    message not confirmed with basic.ack, with no unconfirmed publish still to be acked, in flight to
+    no one, held back by no transaction, and numbered 1..published (the helper that makes
+    confirmed_survives_crash inductive: the crash drops every unconfirmed publish, so nothing acks
+    such a message later; proofs/)."""
+    lost = [f for f in state.fates if f[2] == FATE_LOST_CRASH]
+    if not lost:
+        return True
+    queues = state.queues
+    skip = _dead_letter_targets(state)
+    confirmed = set(state.confirmed_msgs)
+    pending = None
+    unsent = None
+    for q, key, _, msg, persistent in lost:
+        queue = queues[q]
+        if key > queue.enqueued:
+            return False
+        if not persistent or not queue.durable or key <= queue.born or q in skip:
+            continue
+        c, n = divmod(msg, MSG_STRIDE)
+        if msg in confirmed or not 0 <= c < len(state.conns) or n > state.conns[c].published:
+            return False
+        if pending is None:
+            pending, unsent = _pending_messages(state), _unsent_messages(state)
+        if msg in pending or msg in unsent:
+            return False
+    return True
+
+
 @always("PC-5", "PC-1")
 def pending_messages_numbered(state: State) -> bool:
     """A message in flight to the broker or held back by a transaction is neither confirmed with

@@ -576,3 +576,62 @@ def test_unwritten_copies_hold_their_confirm_is_not_vacuous():
     assert prop.holds(state) and REGISTRY["pending_messages_numbered"].holds(state)
     waits = [w for conn in state.conns for ch in conn.channels for p in ch.unconfirmed for w in p.waits]
     assert not prop.holds(storage.forget_waits(state, waits))
+
+
+# confirmed_survives_crash (PC-10, DU-2): the ghost of the copies a crash lost.
+
+def test_confirmed_survives_crash_needs_its_helpers():
+    """Alone, confirmed_survives_crash is not inductive: a confirm may ack the message of a copy lost
+    in an earlier crash, and a crash may lose a copy whose message is acked.
+    lost_copies_stay_unconfirmed says a lost copy's message has no publish left to ack, and
+    confirmed_only_when_on_disk that the copies a crash loses carry no acked message."""
+    inv = INVARIANTS["confirmed_survives_crash"]
+    for cls in (A.BrokerConfirm, A.BrokerCrash):
+        alone = prove_step(inv, cls, [])
+        assert alone.status == COUNTEREXAMPLE, cls
+        assert "message_acked=True persistent=True" in next(line for line in alone.counterexample
+                                                            if line.startswith("after:"))
+    helpers = [HELPERS["lost_copies_stay_unconfirmed"], INVARIANTS["confirmed_only_when_on_disk"]]
+    assert prove_step(inv, A.BrokerConfirm, helpers[:1]).status == PROVED
+    assert prove_step(inv, A.BrokerCrash, helpers).status == PROVED
+
+
+def test_a_crash_that_keeps_publishes_to_confirm_is_refuted(monkeypatch):
+    """PC-10: the crash drops every unconfirmed publish, so nothing acks a lost copy's message later; a
+    crash relation that keeps them (the channel and number of each message's publish still to be
+    acked) is refuted: a copy it loses carries a message still to be acked."""
+    def crash_keeps_publishes(x, a, o):
+        t = M.BrokerCrash(x, a, o)
+        return M.Transition(t.guard, t.after.replace(pch=x.pch, ps=x.ps))
+    helper = HELPERS["lost_copies_stay_unconfirmed"]
+    assert helper.helpers == ("unwritten_copies_hold_their_confirm",)
+    given = [HELPERS["unwritten_copies_hold_their_confirm"]]
+    assert prove_step(helper, A.BrokerCrash, given).status == PROVED
+    monkeypatch.setitem(M.RELATIONS, A.BrokerCrash, crash_keeps_publishes)
+    assert prove_step(helper, A.BrokerCrash, given).status == COUNTEREXAMPLE
+
+
+def test_planted_wrong_survives_crash_invariant_comes_back_as_a_counterexample():
+    """The property without its "not a deleted queue's" clause is the one the spec broke: a copy lost
+    from a deleted queue (not durable any more) whose message was acked counts again once a queue of
+    its name is declared durable. Z3 shows it at queue.declare (frame method 7)."""
+    def without_born(x, q, key, _):
+        return z3.Not(z3.And(x.lost[q, key], x.pers[q, key], x.qdur[q], z3.Not(x.dlt[q]),
+                             x.acked[x.mc[q, key], x.mn[q, key]]))
+    outcome = prove_step(Invariant("without_born", without_born, "fixture"), A.BrokerTakeFrame, [])
+    assert outcome.status == COUNTEREXAMPLE
+    assert outcome.counterexample[0] == "case: frame method 7"             # queue.declare
+
+
+def test_lost_copies_stay_unconfirmed_is_not_vacuous():
+    """The spec's helper holds where a crash has lost a persistent copy of a durable queue, and is false
+    once that copy's message is taken for confirmed."""
+    prop = REGISTRY["lost_copies_stay_unconfirmed"]
+
+    def counted(state):
+        return [f for f in state.fates if f[2] == FATE_LOST_CRASH and f[4] and state.queues[f[0]].durable
+                and f[1] > state.queues[f[0]].born]
+    state = next(s for s in _reachable(configs.get("crash")) if counted(s))
+    assert prop.holds(state) and REGISTRY["confirmed_survives_crash"].holds(state)
+    msg = counted(state)[0][3]
+    assert not prop.holds(state._replace(confirmed_msgs=tuple(sorted({*state.confirmed_msgs, msg}))))
