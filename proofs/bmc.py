@@ -51,7 +51,12 @@ SECONDS = 60.0          # each hazard's time limit in ``make verify`` (searches,
 
 # Hazards whose search does not finish within SECONDS on this machine, with the reason: reported as
 # unknown in the table (never as found), and not counted as an unexpected unknown by ``make verify``.
-EXPECTED_UNKNOWN: dict[str, str] = {}
+EXPECTED_UNKNOWN: dict[str, str] = {
+    "consumer_sees_publication_order": "its shortest counterexample is 15 steps over two connections; the search "
+    "finds it and shows none shorter in 44 s to over 80 s here, varying from run to run even at one load (its "
+    "bound-14 query alone takes 11 s to over 35 s), so within the 60 s limit it is found in some runs and "
+    "unknown in others",
+}
 
 # Each hazard and the standard configuration the explorer exhibits it in (spec.configs.EXPECT).
 HAZARD_CONFIGS = {
@@ -390,7 +395,7 @@ def check_hazard(hazard: str, max_steps: int = MAX_STEPS, timeout_ms: int = TIME
         return out
     out.explorer_length = explorer_length(hazard, config)
     if deadline is None:
-        deadline = started + (20.0 if hazard in EXPECTED_UNKNOWN else SECONDS)
+        deadline = started + SECONDS
     status, actions, why = search(hazard, config, max_steps, timeout_ms, deadline)
     out.status, out.actions, out.detail = status, actions, why
     if status == FOUND:

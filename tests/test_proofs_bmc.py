@@ -74,7 +74,8 @@ def test_the_independent_and_commuting_pairs_commute_in_the_spec_and_a_planted_p
     """The canonical interleavings rest on independence and on Z3's commutation proofs: both checked on
     the spec at every state of the explorer's counterexamples; a pair that does not commute (a client's
     publish and the broker taking that channel's frame, when no frame waits: the take needs the frame;
-    two publishes of one channel: their frames swap) is refused by the check, and neither is listed."""
+    a publish and a consume written on one channel: their frames' order differs) is refused by the
+    check, and neither is listed as such."""
     for hazard in ("outstanding_within_prefetch", "consumer_sees_publication_order"):
         config = configs.get(bmc.HAZARD_CONFIGS[hazard])
         shape = bmc.B.shape_of(config)
