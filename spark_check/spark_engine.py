@@ -116,7 +116,7 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: 
     error: tuple[str, int] | None = None
     clock = time.perf_counter
     python = pickling = 0.0         # seconds in this function: all of it, and pickling successors
-    task_started = clock()
+    task_started, task_cpu = clock(), time.process_time()
     schema = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("grp", pa.int64()),
                         ("idx", pa.int32())])
     out_fp: list[Any] = []
@@ -211,7 +211,8 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: 
         "coverage": {t.__name__: n for t, n in types.items()}, "transitions": transitions,
         "error": error, "expanded": expanded,
         "seconds": {"python: expand, check, unpickle": python, "python: pickle successors": pickling,
-                    "python task (wall)": clock() - task_started},
+                    "python task (wall)": clock() - task_started,
+                    "python task (CPU)": time.process_time() - task_cpu},
     }
     tally.add({("expand", part): counts})
 
