@@ -652,8 +652,10 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
     def named(q, key):
         c, ch, t = x.oc[q, key], x.och[q, key], x.ot[q, key]
         return z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key)
-    lost = _lam_qk(lambda q, key: z3.Or(x.lost[q, key], z3.And(z3.Or(x.ready[q, key], named(q, key)),
-                                                                z3.Not(x.disk[q, key]))))
+    def gone(q, key):
+        return z3.And(z3.Or(x.ready[q, key], named(q, key)), z3.Not(x.disk[q, key]))
+    lost = _lam_qk(lambda q, key: z3.Or(x.lost[q, key], gone(q, key)))
+    fated = _lam_qk(lambda q, key: z3.Or(x.fated[q, key], gone(q, key)))
     after = x.replace(up=z3.BoolVal(False), bclosed=z3.K(INT, z3.BoolVal(False)),
                       cstat=z3.Lambda([i, j], z3.IntVal(CH_CLOSED)), mode=z3.Lambda([i, j], z3.IntVal(MODE_NONE)),
                       seq=z3.Lambda([i, j], z3.IntVal(0)), unconf=z3.Lambda([i, j, k], z3.BoolVal(False)),
@@ -673,16 +675,20 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       **{name: z3.Lambda([i, j], z3.IntVal(0)) for name in _CHANNEL_COUNTS},
                       kcnt=z3.Lambda([i, j, k], z3.IntVal(0)), klim=z3.Lambda([i, j, k], z3.IntVal(0)),
                       kna=z3.Lambda([i, j, k], z3.BoolVal(False)), hold=z3.Lambda([i, j], z3.BoolVal(False)),
-                      pch=z3.Lambda([i, j], z3.IntVal(0)), ps=z3.Lambda([i, j], z3.IntVal(0)), lost=lost)
+                      pch=z3.Lambda([i, j], z3.IntVal(0)), ps=z3.Lambda([i, j], z3.IntVal(0)), lost=lost,
+                      fated=fated)
     return Transition(x.up, after)
 
 
 def BrokerRestart(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The broker starts again (DU-1): each existing (durable) queue's ready copies are those on disk,
-    marked redelivered (DU-2, DU-3)."""
+    marked redelivered (DU-2, DU-3); a recovered copy that had a fate lives again (the spec's ghost
+    ``revived``): it is not gone in this life (``fated``)."""
     def recovered(q, key):
         return z3.If(x.qex[q], x.disk[q, key], x.ready[q, key])
     return Transition(z3.Not(x.up), x.replace(up=z3.BoolVal(True), ready=_lam_qk(recovered),
+                                              fated=_lam_qk(lambda q, key: z3.And(x.fated[q, key],
+                                                                                  z3.Not(recovered(q, key)))),
                                               redel=_lam_qk(lambda q, key: z3.If(x.qex[q], x.disk[q, key],
                                                                                  x.redel[q, key]))))
 
@@ -811,8 +817,34 @@ def oracle_sorts(cls: type) -> dict[str, z3.SortRef]:
     return ORACLES.get(cls.__name__, {"may": BOOL})
 
 
+def _live(x: Z3State, q, key) -> z3.BoolRef:
+    """Copy (q, key) is live: ready, or named by the outstanding or held-back tag its ghost inverse
+    gives (copies_conserved makes that the only tag that can name it)."""
+    c, ch, t = x.oc[q, key], x.och[q, key], x.ot[q, key]
+    return z3.Or(x.ready[q, key],
+                 z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key))
+
+
+def gone_in_this_life(relation: Callable[[Z3State, Terms, Terms], Transition]) -> Callable:
+    """``relation`` with the ghost ``fated``: every live copy that is live no more is gone in this life.
+    Outside a crash (which keeps the copies on disk for the restart: ``BrokerCrash``) and the restart
+    (``BrokerRestart``), the spec records a fate (``storage.add_fates``) for every copy that stops being
+    live (ack, reject or nack without requeue, dead-lettering, purge, queue.delete, a requeue into a
+    deleted queue, a queue failure), or hands it over in automatic mode (its fate is sure: AM-2), and
+    for no other copy but those already in flight in automatic mode."""
+    def with_fates(x: Z3State, a: Terms, o: Terms) -> Transition:
+        t = relation(x, a, o)
+        y = t.after
+        fated = _lam_qk(lambda q, key: z3.Or(x.fated[q, key], z3.And(_live(x, q, key), z3.Not(_live(y, q, key)))))
+        return Transition(t.guard, y.replace(fated=fated))
+    with_fates.__name__ = relation.__name__
+    with_fates.__doc__ = relation.__doc__
+    return with_fates
+
+
 RELATIONS: dict[type, Callable[[Z3State, Terms, Terms], Transition]] = {
-    cls: globals()[cls.__name__] for cls in action_classes()
+    cls: (globals()[cls.__name__] if cls in (A.BrokerCrash, A.BrokerRestart)
+          else gone_in_this_life(globals()[cls.__name__])) for cls in action_classes()
 }
 
 

@@ -140,10 +140,31 @@ def down_broker_holds_only_disk(x: Z3State, c, ch, s) -> z3.BoolRef:
                                            z3.Not(x.tc[c, ch]), x.tb[c, ch] == 0))
 
 
-def tx_effects_invisible(x: Z3State, c, n, _) -> z3.BoolRef:
+def tx_effects_invisible(x: Z3State, c, n, t) -> z3.BoolRef:
     """TX-2 (held-back publishes): a message an open transaction holds back is one no queue ever took
-    a copy of, so it is in no queue and has no fate. (The indices are a message: connection, n.)"""
+    a copy of, so it is in no queue and has no fate. TX-3, TX-4 (held-back settlements): the copy a
+    held-back tag names is not gone in this life (``fated``: no fate since a restart last recovered
+    it). (For the publishes the first two indices are a message, connection and n; for the
+    settlements they are a channel, and t is a tag.)"""
+    return z3.And(held_back_publishes_unseen(x, c, n, t), held_back_settlements_unfated(x, c, n, t))
+
+
+def held_back_publishes_unseen(x: Z3State, c, n, _) -> z3.BoolRef:
+    """tx_effects_invisible's first half (TX-2): a held-back message is one no queue ever took."""
     return z3.Implies(x.txm[c, n] != 0, z3.Not(x.em[c, n]))
+
+
+def held_back_settlements_unfated(x: Z3State, c, ch, t) -> z3.BoolRef:
+    """tx_effects_invisible's second half (TX-3, TX-4): a held-back tag's copy is not gone in this life."""
+    return z3.Implies(x.txs[c, ch, t], z3.Not(x.fated[x.tq[c, ch, t], x.tk[c, ch, t]]))
+
+
+def live_copies_unfated(x: Z3State, a, b, d) -> z3.BoolRef:
+    """Helper: no live copy (ready, outstanding or held back) is gone in this life, and a copy gone
+    in this life has a key that was issued (at most its queue's count), so no new copy is one. (Ready
+    copies: a is a queue, b a key; tags: (a, b) is a channel, d a tag.)"""
+    return z3.And(_live_copies(x, a, b, d, lambda q, key: z3.Not(x.fated[q, key])),
+                  z3.Implies(x.fated[a, b], b <= x.enq[a]))
 
 
 def publishes_in_flight_fresh(x: Z3State, c, n, _) -> z3.BoolRef:
@@ -284,10 +305,10 @@ INVARIANTS: dict[str, Invariant] = {
         "down_broker_holds_only_disk", down_broker_holds_only_disk, "all of it"),
     "tx_effects_invisible": Invariant(
         "tx_effects_invisible", tx_effects_invisible,
-        "the first half (a held-back publish's message is in no queue and has no fate: no queue ever took it); "
-        "not the second half (a held-back settlement's copy has no fate in this life), which needs the fates "
-        "and the restart's ghost `revived` (README)",
-        helpers=("publishes_in_flight_fresh",)),
+        "all of it: a held-back publish's message is in no queue and has no fate (no queue ever took it), and "
+        "a held-back settlement's copy has no fate in this life (the ghost `fated`, agreement checks it)",
+        helpers=("publishes_in_flight_fresh", "live_copies_unfated", "copies_conserved", "copy_keys_issued",
+                 "outstanding_copies_were_delivered", "held_back_tags_issued")),
     "prefetch_respected": Invariant(
         "prefetch_respected", prefetch_respected, "all of it (the counts are ghost counters, agreement checks them)",
         helpers=("prefetch_counts_sane", "prefetch_volume_covers")),
@@ -299,6 +320,10 @@ INVARIANTS: dict[str, Invariant] = {
         helpers=("lost_copies_stay_unconfirmed", "confirmed_only_when_on_disk")),
 }
 HELPERS: dict[str, Invariant] = {
+    "live_copies_unfated": Invariant(
+        "live_copies_unfated", live_copies_unfated, "all of it (helper)",
+        helpers=("copies_conserved", "copy_keys_issued", "outstanding_copies_were_delivered",
+                 "held_back_tags_issued")),
     "lost_copies_stay_unconfirmed": Invariant(
         "lost_copies_stay_unconfirmed", lost_copies_stay_unconfirmed, "all of it (helper)",
         helpers=("unwritten_copies_hold_their_confirm",)),
@@ -348,7 +373,7 @@ def init(x: Z3State) -> z3.BoolRef:
                    z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
                    z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]),         # (conn, n): no message
-                   z3.Not(x.acked[c, ch]), x.pch[c, ch] == 0, z3.Not(x.lost[c, ch]),
+                   z3.Not(x.acked[c, ch]), x.pch[c, ch] == 0, z3.Not(x.lost[c, ch]), z3.Not(x.fated[c, ch]),
                    *[arr[c, ch] == 0 for arr in (x.pf, x.glim, x.vol, x.qexc, x.qunc, x.tout, x.thld)])
     empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring,
                                                       x.kna)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])

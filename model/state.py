@@ -19,7 +19,9 @@
   publish's confirm (PC-5: not yet on disk), per message whether the broker acked it (ghost) and the
   channel and number of its unconfirmed publish still to be acked, and per queue whether it is a
   dead-letter target (confirmed_only_when_on_disk), and per copy whether a crash lost it (ghost: a
-  ``FATE_LOST_CRASH`` record, confirmed_survives_crash).
+  ``FATE_LOST_CRASH`` record, confirmed_survives_crash) and whether it is gone in this life (ghost:
+  a fate not of an earlier life, ``State.revived``, or in flight in automatic mode, whose fate is
+  sure; tx_effects_invisible).
 
 A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
@@ -114,6 +116,8 @@ class Z3State:
     ps: z3.ArrayRef         # (c, n) -> that publish's sequence number (0: none)
     dlt: z3.ArrayRef        # q -> queue q is some queue's dead-letter target (rigid: a configuration constant)
     lost: z3.ArrayRef       # (q, key) -> a crash lost the copy: live and not on disk (ghost, PC-10, DU-2)
+    fated: z3.ArrayRef      # (q, key) -> the copy is gone in this life: a fate since the last restart that
+    #                         recovered it (not in ``revived``), or in flight in automatic mode (ghost, TX-3)
 
     def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
         for f in fields(self):
@@ -149,7 +153,7 @@ SORTS: dict[str, z3.SortRef] = {
     "mc": z3.ArraySort(INT, INT, INT), "mn": z3.ArraySort(INT, INT, INT), "pers": z3.ArraySort(INT, INT, BOOL),
     "hold": z3.ArraySort(INT, INT, BOOL), "acked": z3.ArraySort(INT, INT, BOOL), "pch": z3.ArraySort(INT, INT, INT),
     "ps": z3.ArraySort(INT, INT, INT), "dlt": z3.ArraySort(INT, BOOL),
-    "lost": z3.ArraySort(INT, INT, BOOL),
+    "lost": z3.ArraySort(INT, INT, BOOL), "fated": z3.ArraySort(INT, INT, BOOL),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
@@ -161,7 +165,7 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "pubd": 0, "inf": False, "txm": 0, "em": False, "pf": 0, "glim": 0, "vol": 0, "qexc": 0, "qunc": 0,
             "tout": 0, "thld": 0, "kcnt": 0, "kna": False, "klim": 0,
             "mc": 0, "mn": 0, "pers": False, "hold": False, "acked": False, "pch": 0, "ps": 0, "dlt": False,
-            "lost": False}
+            "lost": False, "fated": False}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -334,6 +338,13 @@ def project(state) -> dict:
     for f in state.fates:
         if f[2] == FATE_LOST_CRASH:
             out["lost"][(f[0], f[1])] = True
+    revived = set(state.revived)
+    for f in state.fates:
+        if (f[0], f[1]) not in revived:
+            out["fated"][(f[0], f[1])] = True
+    for conn in state.conns:
+        for d in conn.auto:
+            out["fated"][(d[2], d[3])] = True
     out["up"] = state.broker_up
     out["nch"] = nch
     return out
@@ -344,7 +355,7 @@ ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, 
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2, "tq": 3, "tk": 3,
          "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2,
          "pf": 2, "glim": 2, "vol": 2, "qexc": 2, "qunc": 2, "tout": 2, "thld": 2, "kcnt": 3, "kna": 3, "klim": 3,
-         "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1, "lost": 2}
+         "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1, "lost": 2, "fated": 2}
 
 
 def abstract(state) -> Z3State:

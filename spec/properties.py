@@ -279,6 +279,33 @@ def tx_effects_invisible(state: State) -> bool:
     return True
 
 
+@always("TX-3", "TX-4", "AM-2")
+def live_copies_unfated(state: State) -> bool:
+    """No live copy (ready, outstanding, held back by an open transaction) is gone in this life: it
+    has no fate but of an earlier life (``State.revived``) and is not in flight in automatic mode;
+    and every copy gone in this life has a key its queue issued (at most its count). The helper that
+    makes the second half of tx_effects_invisible inductive (proofs/)."""
+    if not state.fates and not any(conn.auto for conn in state.conns):
+        return True
+    fated = {(f[0], f[1]) for f in state.fates}
+    fated.difference_update(state.revived)
+    for conn in state.conns:
+        fated.update((d[2], d[3]) for d in conn.auto)
+    queues = state.queues
+    if any(key > queues[q].enqueued for q, key in fated):
+        return False
+    for q, queue in enumerate(queues):
+        if any((q, e.key) in fated for e in queue.ready):
+            return False
+    for conn in state.conns:
+        for channel in conn.channels:
+            if any((u.queue, u.key) in fated for u in channel.unacked):
+                return False
+            if any((u.queue, u.key) in fated for _, u in channel.tx_settles):
+                return False
+    return True
+
+
 @always("PC-8", "TX-1")
 def confirm_and_tx_exclusive(state: State) -> bool:
     """A tx channel has no publish numbering; a confirm channel holds nothing back."""

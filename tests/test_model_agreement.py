@@ -454,3 +454,75 @@ def test_a_crash_that_loses_copies_on_disk_is_caught(monkeypatch):
     state, action = _crash_where(lambda s: any((q, e.key) in {(r[0], r[1]) for r in s.disk}
                                                for q, queue in enumerate(s.queues) for e in queue.ready))
     _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash(loses_written))
+
+
+# tx_effects_invisible (TX-3, TX-4): the ghost of the copies gone in this life (``fated``).
+
+def _takes(method, tx=None):
+    """An enabled BrokerTakeFrame of a settlement ``method`` of an outstanding tag, on a channel in tx
+    mode (``tx``) or not."""
+    def want(state, a):
+        if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
+            return False
+        conn = state.conns[a.conn]
+        frame, channel = conn.to_broker[a.ch][0], conn.channels[a.ch - 1]
+        return frame[0] == method and (tx is None or (channel.mode == MODE_TX) == tx) and \
+            any(u.tag == frame[2] for u in channel.unacked)     # it settles an outstanding delivery
+    return want
+
+
+def test_an_ack_that_records_no_fate_is_caught(monkeypatch):
+    """ACK-1: basic.ack outside a transaction gives the copy its fate; a relation without the ghost
+    ``fated`` (the copy stops being live and is not gone) disagrees with the spec."""
+    state, action = _first_state_where(configs.get("ack_basics"), _takes(BASIC_ACK, tx=False))
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, M.BrokerTakeFrame)
+
+
+def test_a_tx_ack_that_records_a_fate_is_caught(monkeypatch):
+    """TX-3: basic.ack in a transaction is held back, the copy stays live with no fate; a relation
+    that records it gone at once disagrees with the spec."""
+    def eager(x, a, o):
+        t = M.gone_in_this_life(M.BrokerTakeFrame)(x, a, o)
+        gone = M._named_by(x, a.conn, a.ch, lambda t_: x.out[a.conn, a.ch, t_])
+        return M.Transition(t.guard, t.after.replace(fated=M._lam_qk(
+            lambda q, key: z3.Or(t.after.fated[q, key], gone(q, key)))))
+    state, action = _first_state_where(configs.get("tx_ack"), _takes(BASIC_ACK, tx=True))
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, eager)
+
+
+def test_an_automatic_mode_delivery_not_gone_is_caught(monkeypatch):
+    """AM-2: a copy handed over in automatic mode is gone in this life (its fate is sure); a delivery
+    relation without the ghost disagrees with the spec."""
+    def auto(state, a):
+        return isinstance(a, A.BrokerDeliver) and any(
+            k.no_ack for conn in state.conns for ch in conn.channels for k in ch.consumers)
+    state, action = _first_state_where(configs.get("auto_ack"), auto)
+    _caught(monkeypatch, state, action, A.BrokerDeliver, M.BrokerDeliver)
+
+
+def test_a_crash_that_records_no_fate_is_caught(monkeypatch):
+    """PC-10: a crash loses every live copy not on disk; one that leaves them not gone disagrees."""
+    state, action = _crash_where(_outstanding_unwritten)
+    _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash_fated(lambda x, y: x.fated))
+
+
+def _planted_crash_fated(fated):
+    def crash(x, a, o):
+        t = M.BrokerCrash(x, a, o)
+        return M.Transition(t.guard, t.after.replace(fated=fated(x, t.after)))
+    return crash
+
+
+def test_a_restart_that_keeps_revived_copies_gone_is_caught(monkeypatch):
+    """TX-8: a restart recovers a copy acknowledged before its removal reached the disk; it lives
+    again (the spec's ``revived``), so it is not gone in this life; a restart that keeps it gone
+    disagrees with the spec."""
+    def revives(state, a):
+        fated = {(f[0], f[1]) for f in state.fates}
+        return isinstance(a, A.BrokerRestart) and any((r[0], r[1]) in fated for r in state.disk)
+    state, action = _first_state_where(configs.get("crash"), revives)
+
+    def keeps(x, a, o):
+        t = M.BrokerRestart(x, a, o)
+        return M.Transition(t.guard, t.after.replace(fated=x.fated))
+    _caught(monkeypatch, state, action, A.BrokerRestart, keeps)

@@ -9,6 +9,7 @@ import z3
 
 from model import actions as M
 from model.actions import RELATIONS
+from model import invariants as MI
 from model.invariants import HELPERS, INVARIANTS, Invariant, _live_copies, init
 from model.state import abstract
 from proofs.inductive import COUNTEREXAMPLE, PROVED, invariants_named, prove_all, prove_step
@@ -272,14 +273,17 @@ def test_a_delivery_of_a_copy_already_taken_is_refuted(monkeypatch):
     assert before.split("named_by=")[1] != after.split("named_by=")[1]
 
 
-# tx_effects_invisible (TX-2): the messages family.
+# tx_effects_invisible (TX-2): the messages family. Its first half alone, with its one helper.
+FIRST_HALF = Invariant("tx_effects_invisible (first half)", MI.held_back_publishes_unseen, "fixture",
+                       helpers=("publishes_in_flight_fresh",))
+
 
 def test_tx_effects_invisible_needs_its_helpers():
-    """Alone, tx_effects_invisible is not inductive: a basic.publish taken on a tx channel holds its
+    """Alone, tx_effects_invisible's first half is not inductive: a basic.publish taken on a tx channel holds its
     message back, and nothing says no queue took that message already (nor, on another channel, that
     no transaction holds it back already while a queue takes it). publishes_in_flight_fresh says
     so, and is itself inductive only with messages_numbered (the client's next message is new)."""
-    inv = INVARIANTS["tx_effects_invisible"]
+    inv = FIRST_HALF
     alone = prove_step(inv, A.BrokerTakeFrame, [])
     assert alone.status == COUNTEREXAMPLE
     assert alone.counterexample[0] == "case: frame method 17"               # basic.publish
@@ -288,7 +292,8 @@ def test_tx_effects_invisible_needs_its_helpers():
     assert "in_flight=True" in before                                       # the publish taken ...
     assert "in_flight=False" in after and "taken_by_a_queue=True" in after  # ... meets a message a queue took
     assert "held_by_channel=0 " not in after
-    assert prove_step(inv, A.BrokerTakeFrame, [HELPERS[h] for h in inv.helpers]).status == PROVED
+    known = {**INVARIANTS, **HELPERS}
+    assert prove_step(inv, A.BrokerTakeFrame, [known[h] for h in inv.helpers]).status == PROVED
     fresh = HELPERS["publishes_in_flight_fresh"]
     assert prove_step(fresh, A.ClientPublish, []).status == COUNTEREXAMPLE
     assert prove_step(fresh, A.ClientPublish, [HELPERS[h] for h in fresh.helpers]).status == PROVED
@@ -317,7 +322,7 @@ def test_a_commit_that_keeps_its_publishes_held_back_is_refuted(monkeypatch):
     def commit_keeps_them(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
         return M.Transition(t.guard, t.after.replace(txm=x.txm))
-    inv = INVARIANTS["tx_effects_invisible"]
+    inv = FIRST_HALF
     helpers = [HELPERS[h] for h in inv.helpers]
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, commit_keeps_them)
     outcome = prove_step(inv, A.BrokerTakeFrame, helpers)
@@ -359,6 +364,83 @@ def test_the_second_half_of_tx_effects_invisible_holds_after_a_crash_and_catches
     held = [(u.queue, u.key) for _, u in bad.conns[0].channels[1].tx_settles]
     assert held and set(held) <= {(f[0], f[1]) for f in bad.fates if f[2] == FATE_ACKED}
     assert not bad.revived and not bad.conns[0].channels[1].tx_pubs          # the second half fails
+
+
+# tx_effects_invisible's second half (TX-3, TX-4): the ghost of the copies gone in this life.
+
+def test_the_second_half_needs_its_helpers():
+    """Alone, the second half is not inductive: a basic.ack taken on a tx channel holds back a tag
+    whose copy nothing says is not gone already. live_copies_unfated says no live copy is; it needs
+    the ghost inverse (copies_conserved) at every step, and at a restart nothing more: the restart
+    makes its recovered copies live again (the spec's ``revived``)."""
+    half = Invariant("second half", MI.held_back_settlements_unfated, "fixture")
+    alone = prove_step(half, A.BrokerTakeFrame, [])
+    assert alone.status == COUNTEREXAMPLE
+    inv = INVARIANTS["tx_effects_invisible"]
+    known = {**INVARIANTS, **HELPERS}
+    assert prove_step(half, A.BrokerTakeFrame, [known[h] for h in inv.helpers]).status == PROVED
+    helper = HELPERS["live_copies_unfated"]
+    assert prove_step(helper, A.BrokerRestart, []).status == PROVED
+    assert prove_step(helper, A.BrokerTakeFrame, []).status == COUNTEREXAMPLE
+
+
+def test_a_restart_that_keeps_recovered_copies_gone_is_refuted(monkeypatch):
+    """TX-8: a copy acknowledged before its removal reached the disk comes back at the restart; a
+    restart relation that keeps it gone in this life (as if ``revived`` were not there) makes a
+    ready copy gone: live_copies_unfated is refuted at the restart."""
+    def restart_keeps(x, a, o):
+        t = M.BrokerRestart(x, a, o)
+        return M.Transition(t.guard, t.after.replace(fated=x.fated))
+    helper = HELPERS["live_copies_unfated"]
+    monkeypatch.setitem(M.RELATIONS, A.BrokerRestart, restart_keeps)
+    outcome = prove_step(helper, A.BrokerRestart, [])
+    assert outcome.status == COUNTEREXAMPLE
+
+
+def test_a_tx_ack_that_takes_effect_at_once_is_refuted(monkeypatch):
+    """TX-3: a basic.ack on a tx channel is held back; a relation that also gives the copy its fate at
+    once (the eager settlement the spec test above plants) is refuted: the held-back tag's copy is gone."""
+    def eager(x, a, o):
+        t = M.gone_in_this_life(M.BrokerTakeFrame)(x, a, o)
+        c, ch = a.conn, a.ch
+        q, key = x.tq[c, ch, o.tag], x.tk[c, ch, o.tag]
+        eager = z3.And(o.method == BASIC_ACK, x.mode[c, ch] == MODE_TX, x.out[c, ch, o.tag])
+        return M.Transition(t.guard, t.after.replace(fated=z3.Store(t.after.fated, q, key,
+                                                                    z3.Or(t.after.fated[q, key], eager))))
+    helpers = [HELPERS["live_copies_unfated"], INVARIANTS["copies_conserved"]]     # enough for this step
+    half = Invariant("second half", MI.held_back_settlements_unfated, "fixture")
+    assert prove_step(half, A.BrokerTakeFrame, helpers).status == PROVED
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, eager)
+    outcome = prove_step(half, A.BrokerTakeFrame, helpers)
+    assert outcome.status == COUNTEREXAMPLE
+    assert outcome.counterexample[0] == f"case: frame method {BASIC_ACK}"
+
+
+def test_planted_wrong_unfated_invariant_comes_back_as_a_counterexample():
+    """"No delivered copy is gone in this life" is wrong: basic.ack gives a delivered copy its fate.
+    Z3 shows it at a settlement frame."""
+    def delivered_unfated(x, q, key, _):
+        return z3.Implies(x.dlv[q, key], z3.Not(x.fated[q, key]))
+    outcome = prove_step(Invariant("delivered_unfated", delivered_unfated, "fixture"), A.BrokerTakeFrame, [])
+    assert outcome.status == COUNTEREXAMPLE
+
+
+def test_live_copies_unfated_is_not_vacuous():
+    """The spec's helper holds where a revived copy is held back by a transaction, and is false once
+    that copy is taken for gone in this life (``revived`` forgotten)."""
+    config = configs.Config(
+        "tx_ack_crash", "fixture", channels=2, messages=1, crashes=1,
+        queues=(QueueSpec(durable=True),),
+        roles={(0, 1): Role(publish=configs.TO_Q0, persistent=(True,)),
+               (0, 2): Role(consume=((configs.Q0, False),), ack=True, tx=True)})
+    prop = REGISTRY["live_copies_unfated"]
+
+    def held_revived(state):
+        return [(u.queue, u.key) for _, u in state.conns[0].channels[1].tx_settles
+                if (u.queue, u.key) in set(state.revived)]
+    state = next(s for s in _reachable(config) if held_revived(s))
+    assert prop.holds(state) and REGISTRY["tx_effects_invisible"].holds(state)
+    assert not prop.holds(state._replace(revived=()))
 
 
 def _first_violation(config, name):
