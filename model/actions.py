@@ -215,9 +215,28 @@ def _lam_qk(fn: Callable) -> z3.ArrayRef:
     return z3.Lambda([q, key], fn(q, key))
 
 
+def _lam_qab(fn: Callable) -> z3.ArrayRef:
+    q, a, b = z3.Ints("q_ a_ b_")
+    return z3.Lambda([q, a, b], fn(q, a, b))
+
+
+def _ahead_of_kept(x: Z3State, kept: Callable) -> z3.ArrayRef:
+    """The order of a queue's ready copies once only those ``kept(q, key)`` names stay: removing a
+    copy moves none of the others (broker.hand_over takes the head; a purge, a delete, a crash or a
+    failing queue takes others too)."""
+    return _lam_qab(lambda q, a, b: z3.And(x.ahead[q, a, b], kept(q, a), kept(q, b)))
+
+
+def is_head(x: Z3State, q, key) -> z3.BoolRef:
+    """Copy ``key`` is the head of queue q: ready, and no ready copy is ahead of it (queue.ready[0])."""
+    j = z3.Int("j_")
+    return z3.And(x.ready[q, key], z3.ForAll([j], z3.Not(x.ahead[q, j, key])))
+
+
 def _emptied(x: Z3State, which: Callable) -> dict:
     """The ready copies of the queues ``which(q)`` names are gone (queue.purge, queue.delete)."""
     return {"ready": _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(which(q)))),
+            "ahead": _lam_qab(lambda q, a, b: z3.And(x.ahead[q, a, b], z3.Not(which(q)))),
             "redel": _lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(which(q)))),
             # they hold up no confirm any more (storage.forget_waits)
             "hold": _lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(z3.And(x.ready[q, key], which(q)))))}
@@ -238,7 +257,14 @@ def _requeue(x: Z3State, back: Callable) -> Z3State:
 
     def orphaned(q, key):       # gone with its queue: it holds up no confirm any more
         return z3.And(back(q, key), z3.Not(z3.And(x.qex[q], x.born[q] < key)))
-    return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], b(q, key))),
+
+    def ready(q, key):
+        return z3.Or(x.ready[q, key], b(q, key))
+
+    def ahead(q, i, j):         # storage.requeue_position: a copy back goes after the lower keys, before the higher
+        return z3.If(z3.And(x.ready[q, i], x.ready[q, j]), x.ahead[q, i, j],
+                     z3.And(ready(q, i), ready(q, j), i < j))
+    return x.replace(ready=_lam_qk(ready), ahead=_lam_qab(ahead),
                      redel=_lam_qk(lambda q, key: z3.Or(x.redel[q, key], b(q, key))),
                      hold=_lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(orphaned(q, key)))))
 
@@ -263,7 +289,9 @@ def _enqueue(x: Z3State, added, msg_c: Callable, msg_n: Callable, persistent: Ca
 
     def put(arr, value):
         return _lam_qk(lambda q, key: z3.If(new(q, key), value(q, key), arr[q, key]))
-    return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], new(q, key))),
+    def ahead(q, i, j):         # at the tail: behind every ready copy, and behind the new ones of lower key
+        return z3.Or(x.ahead[q, i, j], z3.And(new(q, j), z3.Or(x.ready[q, i], z3.And(new(q, i), i < j))))
+    return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], new(q, key))), ahead=_lam_qab(ahead),
                      redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(new(q, key)))),
                      enq=z3.Lambda([q], x.enq[q] + n(q)),
                      mc=put(x.mc, msg_c), mn=put(x.mn, msg_n), pers=put(x.pers, persistent), hold=put(x.hold, holds))
@@ -363,6 +391,7 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3Stat
                      och=z3.Store(x.och, q, key, z3.If(manual, ch, x.och[q, key])),
                      ot=z3.Store(x.ot, q, key, z3.If(manual, tag, x.ot[q, key])),
                      ready=z3.Store(x.ready, q, key, False), redel=z3.Store(x.redel, q, key, False),
+                     ahead=_ahead_of_kept(x, lambda i, j: z3.Not(z3.And(i == q, j == key))),
                      dlv=z3.Store(x.dlv, q, key, True),
                      hold=z3.Store(x.hold, q, key, z3.And(x.hold[q, key], manual)))   # automatic: gone
 
@@ -422,7 +451,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.nch, x.tb[c, ch] > 0,
                    z3.Implies(ch == 0, other_channels_quiet),
                    z3.Implies(ch == 0, m == CONNECTION_CLOSE),        # only connection.close travels on channel 0
-                   z3.Implies(z3.And(m == BASIC_GET, o.got), x.ready[o.queue, o.key]),   # the head is ready
+                   z3.Implies(z3.And(m == BASIC_GET, o.got), is_head(x, o.queue, o.key)),   # the head
                    z3.Implies(m == BASIC_PUBLISH, x.inf[c, o.n]),     # a publish carries a message in flight
                    # What the counting oracles are (the frame's prefetch_count is unsigned; a settlement
                    # settles at most the consumer deliveries outstanding; basic.qos counts every one).
@@ -575,10 +604,10 @@ def has_room(x: Z3State, c, ch, k) -> z3.BoolRef:
 def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The head of a queue to a consumer with room (``o.ready``: the queue has a copy and a consumer
     room, DS-1, PF-3); the consumer ``o.ctag`` is on channel (``o.conn``, ``o.ch``), which is open
-    (broker.next_consumer), and has room (``has_room``); the copy (``o.key``, the queue's head,
-    ready) takes the channel's next tag."""
+    (broker.next_consumer), and has room (``has_room``); the copy (``o.key``, the queue's head: ready,
+    no ready copy ahead of it) takes the channel's next tag."""
     c, ch, k = o.conn, o.ch, o.ctag
-    return Transition(z3.And(x.up, o.ready, _channel_open(x, c, ch), x.ready[a.queue, o.key], x.cons[c, ch, k],
+    return Transition(z3.And(x.up, o.ready, _channel_open(x, c, ch), is_head(x, a.queue, o.key), x.cons[c, ch, k],
                              has_room(x, c, ch, k)),
                       _send(_hand_over(x, c, ch, x.kna[c, ch, k], z3.BoolVal(True), a.queue, o.key, k), c, ch))
 
@@ -634,7 +663,8 @@ def BrokerQueueFail(x: Z3State, a: Terms, o: Terms) -> Transition:
 
     def nacked(i, n):                   # the publish's message: it will be nacked, nothing waits for it
         return z3.And(i == c, x.pch[i, n] == ch, x.ps[i, n] == a.seq)
-    after = x.replace(ready=gone, redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(o.failed[q, key]))),
+    after = x.replace(ready=gone, ahead=_ahead_of_kept(x, lambda q, key: z3.Not(o.failed[q, key])),
+                      redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(o.failed[q, key]))),
                       pch=_lam2(lambda i, n: z3.If(nacked(i, n), 0, x.pch[i, n])),
                       ps=_lam2(lambda i, n: z3.If(nacked(i, n), 0, x.ps[i, n])),
                       hold=_lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(nacked(x.mc[q, key], x.mn[q, key])))))
@@ -667,6 +697,7 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       cclose=z3.K(INT, z3.BoolVal(False)), tc=z3.Lambda([i, j], z3.BoolVal(False)),
                       qex=z3.Lambda([k], z3.And(x.qex[k], x.qdur[k])), qown=z3.K(INT, z3.IntVal(0)),
                       ring=z3.Lambda([i, j, k], z3.BoolVal(False)), ready=z3.Lambda([i, j], z3.BoolVal(False)),
+                      ahead=z3.Lambda([i, j, k], z3.BoolVal(False)),
                       redel=z3.Lambda([i, j], z3.BoolVal(False)), tq=z3.Lambda([i, j, k], z3.IntVal(-1)),
                       tk=z3.Lambda([i, j, k], z3.IntVal(0)), txk=z3.Lambda([i, j, k], z3.IntVal(-1)),
                       oc=z3.Lambda([i, j], z3.IntVal(-1)), och=z3.Lambda([i, j], z3.IntVal(-1)),
@@ -686,7 +717,9 @@ def BrokerRestart(x: Z3State, a: Terms, o: Terms) -> Transition:
     ``revived``): it is not gone in this life (``fated``)."""
     def recovered(q, key):
         return z3.If(x.qex[q], x.disk[q, key], x.ready[q, key])
-    return Transition(z3.Not(x.up), x.replace(up=z3.BoolVal(True), ready=_lam_qk(recovered),
+    def ahead(q, i, j):         # in enqueue order (faults.restart sorts them by key)
+        return z3.If(x.qex[q], z3.And(x.disk[q, i], x.disk[q, j], i < j), x.ahead[q, i, j])
+    return Transition(z3.Not(x.up), x.replace(up=z3.BoolVal(True), ready=_lam_qk(recovered), ahead=_lam_qab(ahead),
                                               fated=_lam_qk(lambda q, key: z3.And(x.fated[q, key],
                                                                                   z3.Not(recovered(q, key)))),
                                               redel=_lam_qk(lambda q, key: z3.If(x.qex[q], x.disk[q, key],
@@ -702,7 +735,7 @@ def DiskFsync(x: Z3State, a: Terms, o: Terms) -> Transition:
     named = z3.Exists([i, j, t], z3.And(z3.Or(x.out[i, j, t], x.txs[i, j, t]), x.tq[i, j, t] == q,
                                         x.tk[i, j, t] == key))
     live = z3.Or(x.ready[q, key], named)
-    guard = z3.And(x.up, o.pending, z3.If(a.write, z3.And(live, x.born[q] < key), z3.Not(live)))
+    guard = z3.And(x.up, o.pending, z3.If(a.write, z3.And(live, x.qdur[q], x.born[q] < key), z3.Not(live)))
     return Transition(guard, x.replace(disk=z3.Store(x.disk, q, key, a.write),           # a written copy
                                        hold=z3.Store(x.hold, q, key, z3.And(x.hold[q, key], z3.Not(a.write)))))
 

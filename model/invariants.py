@@ -107,6 +107,14 @@ def redelivered_flag_set(x: Z3State, q, key, _) -> z3.BoolRef:
     return z3.Implies(z3.And(x.ready[q, key], z3.Not(x.redel[q, key])), z3.Not(x.dlv[q, key]))
 
 
+def queue_in_publication_order(x: Z3State, q, a, b) -> z3.BoolRef:
+    """RQ-1 (requeued copies included, RQ-2): of two ready copies of queue q, the one ahead has the
+    lower key, the earlier enqueue position. ``ahead`` relates ready copies only (the abstraction
+    reads it off the queue's list, so that part is true of every spec state; the proof needs it said).
+    (The indices are a queue and two keys.)"""
+    return z3.Implies(x.ahead[q, a, b], z3.And(a < b, x.ready[q, a], x.ready[q, b]))
+
+
 def copy_keys_issued(x: Z3State, q, key, _) -> z3.BoolRef:
     """Helper: a queue's keys are issued 1, 2, 3, ...: a ready, delivered or stored copy has a key
     between 1 and the number of copies the queue took; only a ready copy has a redelivered flag."""
@@ -121,14 +129,39 @@ def outstanding_copies_were_delivered(x: Z3State, c, ch, t) -> z3.BoolRef:
 
 
 def copies_conserved(x: Z3State, c, ch, t) -> z3.BoolRef:
-    """AM-3, ACK-1, RQ-4 ("in at most one live place", for the places these families hold): the copy
-    an outstanding or held-back tag t of channel (c, ch) names is not ready, and its ghost inverse
-    gives back this tag, so no two tags name one copy (one quantifier, where "no other tag names it"
-    would nest a second); while the broker is down no tag is live (a restart makes disk copies ready)."""
+    """AM-3, ACK-1, RQ-4, DU-2. The first half ("in at most one live place", for the places these
+    families hold): the copy an outstanding or held-back tag t of channel (c, ch) names is not ready,
+    and its ghost inverse gives back this tag, so no two tags name one copy (one quantifier, where "no
+    other tag names it" would nest a second); while the broker is down no tag is live (a restart makes
+    disk copies ready). The second half (``copies_accounted_for``, the first two indices a queue and a key)."""
+    return z3.And(copies_in_one_place(x, c, ch, t), copies_accounted_for(x, c, ch, t))
+
+
+def copies_in_one_place(x: Z3State, c, ch, t) -> z3.BoolRef:
+    """copies_conserved's first half: the copy a live tag names is not ready, the broker is up, and
+    the copy's ghost inverse gives back this tag."""
     q, key = x.tq[c, ch, t], x.tk[c, ch, t]
     return z3.Implies(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]),
                       z3.And(x.up, z3.Not(x.ready[q, key]), x.oc[q, key] == c, x.och[q, key] == ch,
                              x.ot[q, key] == t))
+
+
+def copies_accounted_for(x: Z3State, q, key, _) -> z3.BoolRef:
+    """copies_conserved's second half: every copy its queue took (key 1..enq) is live (ready, or named
+    by the tag its ghost inverse gives), gone with a fate (``fated``: in this life, or in flight in
+    automatic mode, whose fate is sure; a copy a restart revived is live), or, while the broker is
+    down, on disk."""
+    c, ch, t = x.oc[q, key], x.och[q, key], x.ot[q, key]
+    live = z3.Or(x.ready[q, key],
+                 z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key))
+    return z3.Implies(z3.And(1 <= key, key <= x.enq[q]),
+                      z3.Or(live, x.fated[q, key], z3.And(z3.Not(x.up), x.disk[q, key])))
+
+
+def stored_copies_in_durable_queues(x: Z3State, q, key, _) -> z3.BoolRef:
+    """Helper: a durable queue exists (a delete makes a queue not durable, a crash keeps durable ones),
+    and a copy on disk is of a durable queue. (The indices are a queue and a key.)"""
+    return z3.And(z3.Implies(x.qdur[q], x.qex[q]), z3.Implies(x.disk[q, key], x.qdur[q]))
 
 
 def down_broker_holds_only_disk(x: Z3State, c, ch, s) -> z3.BoolRef:
@@ -295,12 +328,18 @@ INVARIANTS: dict[str, Invariant] = {
         helpers=("down_connection_is_silent", "close_sent_only_when_closed")),
     "redelivered_flag_set": Invariant(
         "redelivered_flag_set", redelivered_flag_set, "all of it", helpers=("copy_keys_issued",)),
+    "queue_in_publication_order": Invariant(
+        "queue_in_publication_order", queue_in_publication_order,
+        "all of it: of two ready copies of a queue, the one ahead has the lower key (the order is the "
+        "field `ahead`, read off the queue's list)", helpers=("copy_keys_issued", "outstanding_copies_were_delivered")),
     "copies_conserved": Invariant(
         "copies_conserved", copies_conserved,
-        "the first half for ready copies and outstanding or held-back deliveries: none of these copies is in "
-        "two places; the automatic-mode deliveries in flight and the second half (every copy is somewhere or "
-        "has a fate) need the fates and the frames in flight, outside these families",
-        helpers=("held_back_tags_issued", "outstanding_copies_were_delivered", "copy_keys_issued")),
+        "the second half (every copy a queue took is live, gone with a fate, or on disk while the broker is "
+        "down) and the first half for ready copies and outstanding or held-back deliveries: none of these "
+        "copies is in two places; that an automatic-mode delivery in flight is in no other place needs the "
+        "frames in flight to the client, outside these families",
+        helpers=("held_back_tags_issued", "outstanding_copies_were_delivered", "copy_keys_issued",
+                 "stored_copies_in_durable_queues", "down_broker_holds_only_disk", "live_copies_unfated")),
     "down_broker_holds_only_disk": Invariant(
         "down_broker_holds_only_disk", down_broker_holds_only_disk, "all of it"),
     "tx_effects_invisible": Invariant(
@@ -346,6 +385,8 @@ HELPERS: dict[str, Invariant] = {
         helpers=("closed_channel_is_silent",)),
     "close_sent_only_when_closed": Invariant(
         "close_sent_only_when_closed", close_sent_only_when_closed, "all of it (helper)"),
+    "stored_copies_in_durable_queues": Invariant(
+        "stored_copies_in_durable_queues", stored_copies_in_durable_queues, "all of it (helper)"),
     "copy_keys_issued": Invariant(
         "copy_keys_issued", copy_keys_issued, "all of it (helper)", helpers=("outstanding_copies_were_delivered",)),
     "outstanding_copies_were_delivered": Invariant(
@@ -376,8 +417,8 @@ def init(x: Z3State) -> z3.BoolRef:
                    z3.Not(x.acked[c, ch]), x.pch[c, ch] == 0, z3.Not(x.lost[c, ch]), z3.Not(x.fated[c, ch]),
                    *[arr[c, ch] == 0 for arr in (x.pf, x.glim, x.vol, x.qexc, x.qunc, x.tout, x.thld)])
     empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring,
-                                                      x.kna)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])
+                                                      x.kna, x.ahead)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])
     per_index = z3.And(z3.Not(x.bclosed[c]), z3.Not(x.cclose[c]), x.qown[c] == 0, x.enq[c] == 0, x.born[c] == 0,
-                       x.pubd[c] == 0)
+                       x.pubd[c] == 0, z3.Implies(x.qdur[c], x.qex[c]))
     return z3.And(x.up, x.nch >= 1, z3.ForAll([c], per_index), z3.ForAll([c, ch], clean),
                   z3.ForAll([c, ch, s], empty))

@@ -8,7 +8,8 @@
 - *connections and queues*: each connection's status as its client sees it, whether a
   connection.close is in flight to it and on which channels frames are, and each queue's existence,
   durability and exclusive owner, for any number of connections and queues;
-- *copies*: each queue's ready copies by enqueue position (key) with their redelivered flag, the
+- *copies*: each queue's ready copies by enqueue position (key) with their redelivered flag and
+  their order in the queue (which ready copy is ahead of which), the
   copies ever delivered (ghost), the copies on disk, how many each queue ever took, which consumers
   are in a queue's round-robin, and the copy each outstanding or held-back tag names (with how a
   held-back settlement will settle it), for any number of copies, keys and requeues;
@@ -81,6 +82,7 @@ class Z3State:
     qown: z3.ArrayRef       # q -> its exclusive owner, connection index + 1; 0 when not exclusive (DU-4)
     ring: z3.ArrayRef       # (c, ch, k) -> consumer k of channel (c, ch) is in its queue's round-robin (DS-1)
     ready: z3.ArrayRef      # (q, key) -> the copy with enqueue position key is ready in queue q (RQ-1)
+    ahead: z3.ArrayRef      # (q, a, b) -> ready copies a and b of queue q, a ahead of b in the queue (RQ-1)
     redel: z3.ArrayRef      # (q, key) -> that ready copy is marked redelivered (RQ-2)
     dlv: z3.ArrayRef        # (q, key) -> the copy was delivered at least once (ghost, RQ-2)
     enq: z3.ArrayRef        # q -> copies ever enqueued in q; the next key is enq + 1
@@ -141,6 +143,7 @@ SORTS: dict[str, z3.SortRef] = {
     "cst": z3.ArraySort(INT, INT), "cclose": z3.ArraySort(INT, BOOL), "tc": z3.ArraySort(INT, INT, BOOL),
     "qex": z3.ArraySort(INT, BOOL), "qdur": z3.ArraySort(INT, BOOL), "qown": z3.ArraySort(INT, INT),
     "ring": z3.ArraySort(INT, INT, INT, BOOL), "ready": z3.ArraySort(INT, INT, BOOL),
+    "ahead": z3.ArraySort(INT, INT, INT, BOOL),
     "redel": z3.ArraySort(INT, INT, BOOL), "dlv": z3.ArraySort(INT, INT, BOOL), "enq": z3.ArraySort(INT, INT),
     "born": z3.ArraySort(INT, INT), "disk": z3.ArraySort(INT, INT, BOOL), "tq": z3.ArraySort(INT, INT, INT, INT),
     "tk": z3.ArraySort(INT, INT, INT, INT), "txk": z3.ArraySort(INT, INT, INT, INT),
@@ -160,7 +163,8 @@ SORTS: dict[str, z3.SortRef] = {
 DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "unconf": False, "conf": False,
             "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
             "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False,
-            "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "redel": False, "dlv": False,
+            "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "ahead": False, "redel": False,
+            "dlv": False,
             "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
             "pubd": 0, "inf": False, "txm": 0, "em": False, "pf": 0, "glim": 0, "vol": 0, "qexc": 0, "qunc": 0,
             "tout": 0, "thld": 0, "kcnt": 0, "kna": False, "klim": 0,
@@ -290,9 +294,11 @@ def project(state) -> dict:
         out["qown"][(q,)] = queue.owner
         out["enq"][(q,)] = queue.enqueued
         out["born"][(q,)] = queue.born
-        for e in queue.ready:
+        for i, e in enumerate(queue.ready):
             out["ready"][(q, e.key)] = True
             out["redel"][(q, e.key)] = e.redelivered
+            for later in queue.ready[i + 1:]:
+                out["ahead"][(q, e.key, later.key)] = True
         for c, ch, k in queue.ring:
             out["ring"][(c, ch, k)] = True
     for q, key in state.delivered:
@@ -352,7 +358,8 @@ def project(state) -> dict:
 
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
          "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "qex": 1,
-         "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2, "tq": 3, "tk": 3,
+         "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "ahead": 3, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2,
+         "tq": 3, "tk": 3,
          "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2,
          "pf": 2, "glim": 2, "vol": 2, "qexc": 2, "qunc": 2, "tout": 2, "thld": 2, "kcnt": 3, "kna": 3, "klim": 3,
          "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1, "lost": 2, "fated": 2}

@@ -442,6 +442,22 @@ def copy_keys_issued(state: State) -> bool:
     return True
 
 
+@always("DU-1", "PC-5")
+def stored_copies_in_durable_queues(state: State) -> bool:
+    """A durable queue exists, and every copy on disk is of a durable queue: an fsync writes only
+    into a durable queue, a delete takes the queue's records with it and makes it not durable, and a
+    crash keeps the durable queues (the helper that lets copies_conserved's second half through a
+    restart: a stored copy comes back ready; proofs/)."""
+    queues = state.queues
+    for queue in queues:
+        if queue.durable and not queue.exists:
+            return False
+    for q, _, _ in state.disk:
+        if not queues[q].durable:
+            return False
+    return True
+
+
 @always("RQ-2", "AM-3")
 def outstanding_copies_were_delivered(state: State) -> bool:
     """The copy an outstanding or held-back delivery names was delivered (the helper that makes

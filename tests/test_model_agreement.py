@@ -13,12 +13,13 @@ from model import actions as M
 from model.agreement import Checker
 from model.state import abstract
 from spec import actions as A
-from spec import configs, machine
+from spec import broker, configs, machine
 from spec.frames import (
-    BASIC_ACK, BASIC_CONSUME, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_REJECT, QUEUE_DECLARE, TX_COMMIT,
-    TX_ROLLBACK,
+    BASIC_ACK, BASIC_CONSUME, BASIC_DELIVER, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_REJECT, QUEUE_DECLARE,
+    TX_COMMIT, TX_ROLLBACK,
 )
 from spec.state import MODE_CONFIRM, MODE_TX
+from tests.fixtures.model_plants import requeue_to_tail
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
 PAIRS_WANTED = 10_000
@@ -201,6 +202,52 @@ def test_a_wrong_requeue_is_caught(monkeypatch):
             machine.step(state, a)[0].queues != state.queues
     state, action = _first_state_where(configs.get("requeue_order"), takes_requeue)
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, requeue_unmarked)
+
+
+def _requeue_ahead_of_a_ready_copy(state, a):
+    """A settlement frame that requeues a copy ahead of a copy already ready in its queue (RQ-1)."""
+    if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
+        return False
+    frame = state.conns[a.conn].to_broker[a.ch][0]
+    if not (frame[0] == BASIC_NACK and frame[4] or frame[0] == BASIC_REJECT and frame[3]):
+        return False
+    after = machine.step(state, a)[0]
+    for before, queue in zip(state.queues, after.queues):
+        old = {e.key for e in before.ready}
+        back = [i for i, e in enumerate(queue.ready) if e.key not in old]
+        if back and back[0] < len(queue.ready) - 1:
+            return True
+    return False
+
+
+def test_a_requeue_to_the_tail_is_caught(monkeypatch):
+    """RQ-1: a settlement relation that puts a requeued copy behind every ready copy, rather than back
+    at its place among them, disagrees with the spec (the queue's order is the model's ``ahead``)."""
+    state, action = _first_state_where(configs.get("requeue_order"), _requeue_ahead_of_a_ready_copy)
+    assert Checker().check(state, action, True).ok
+    monkeypatch.setattr(M, "_requeue", requeue_to_tail(M._requeue))    # the relations are built at each check
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def test_a_spec_that_delivers_behind_the_head_is_caught(monkeypatch):
+    """DS-1, RQ-1: were the spec to hand a consumer the last ready copy rather than the head, the
+    model (whose delivery takes the copy no ready copy is ahead of) would disagree with it."""
+    def has_two_ready(state, a):
+        return isinstance(a, A.BrokerDeliver) and len(state.queues[a.queue].ready) >= 2
+    state, action = _first_state_where(configs.get("requeue_order"), has_two_ready)
+    assert Checker().check(state, action, True).ok
+
+    def deliver_last(state, q):         # broker.deliver, taking the tail of the queue instead of its head
+        c, ch, consumer = broker.next_consumer(state, q)
+        queue = state.queues[q]
+        entry = queue.ready[-1]
+        ring = tuple(r for r in queue.ring if r != (c, ch, consumer.tag)) + ((c, ch, consumer.tag),)
+        state = broker.with_queue(state, q, queue._replace(ready=queue.ready[:-1], ring=ring))
+        tag = state.conns[c].channels[ch - 1].next_tag
+        state = broker.hand_over(state, c, ch, q, entry, consumer.no_ack, consumer.tag)
+        return broker.send(state, c, (BASIC_DELIVER, ch, consumer.tag, tag, entry.redelivered, entry.msg))
+    monkeypatch.setattr(broker, "deliver", deliver_last)
+    assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
 
 
 def test_a_delivery_that_forgets_it_was_delivered_is_caught(monkeypatch):

@@ -12,13 +12,14 @@ from model.actions import RELATIONS
 from model import invariants as MI
 from model.invariants import HELPERS, INVARIANTS, Invariant, _live_copies, init
 from model.state import abstract
-from proofs.inductive import COUNTEREXAMPLE, PROVED, invariants_named, prove_all, prove_step
+from proofs.inductive import COUNTEREXAMPLE, PROVED, _transition, invariants_named, prove_all, prove_step
 from spec import actions as A
 from spec import broker, configs, machine, storage
-from spec.frames import BASIC_ACK, BASIC_NACK, BASIC_REJECT, QUEUE_DECLARE
+from spec.frames import BASIC_ACK, BASIC_NACK, BASIC_RECOVER, BASIC_REJECT, QUEUE_DECLARE
 from spec.properties import REGISTRY
 from spec.roles import QueueSpec, Role
 from spec.state import CH_OPEN, CONN_DOWN, FATE_ACKED, FATE_LOST_CRASH, MODE_TX
+from tests.fixtures.model_plants import requeue_to_tail
 
 
 def test_every_obligation_is_proved():
@@ -190,6 +191,62 @@ def test_planted_wrong_copies_invariant_comes_back_as_a_counterexample():
     assert "redelivered=False" in before and "ready=True redelivered=True" in after   # requeued
 
 
+# A planted wrong invariant of a queue's order (RQ-1): "the copy ahead is the newer one".
+NEWEST_FIRST = Invariant("newest_first", lambda x, q, a, b: z3.Implies(x.ahead[q, a, b], a > b), "fixture")
+
+
+def test_planted_wrong_order_invariant_comes_back_as_a_counterexample():
+    """A second copy enqueued goes behind the first: the one ahead is the older."""
+    outcomes = {o.action: o for o in prove_all([NEWEST_FIRST], [A.BrokerTakeFrame, A.BrokerDeliver])}
+    assert outcomes["Init"].status == PROVED                      # no copy yet
+    assert outcomes["BrokerDeliver"].status == PROVED             # taking the head moves no other copy
+    take = outcomes["BrokerTakeFrame"]
+    assert take.status == COUNTEREXAMPLE
+    after = next(line for line in take.counterexample if line.startswith("after:"))
+    a, b = (int(v) for v in take.counterexample[1].replace("channel (", "").replace("), index", "").split()[1:])
+    assert f"ahead_of_key_{b}=True" in after and a < b
+
+
+def test_queue_in_publication_order_needs_its_helpers():
+    """Alone, queue_in_publication_order is not inductive: nothing says the copy a requeue brings
+    back has a key below the one an enqueue in the same step gives. With copy_keys_issued and
+    outstanding_copies_were_delivered (the copy a tag names was delivered, so its key was issued) it is."""
+    inv = INVARIANTS["queue_in_publication_order"]
+    assert prove_step(inv, A.BrokerTakeFrame, []).status == COUNTEREXAMPLE
+    assert prove_step(inv, A.BrokerTakeFrame, [HELPERS[h] for h in inv.helpers]).status == PROVED
+
+
+def _order_broken_by(method: int, requeued_behind_a_ready_copy: bool = False) -> bool:
+    """Whether a settlement frame of ``method`` that enqueues no new copy can break
+    queue_in_publication_order (no helper is needed once no copy is enqueued in the step); with
+    ``requeued_behind_a_ready_copy``, in this way: a copy ready before, of the higher key, ends up
+    ahead of a copy the step brought back."""
+    inv = INVARIANTS["queue_in_publication_order"]
+    x, a, o, t = _transition(A.BrokerTakeFrame)
+    q, ahead, behind = z3.Ints("q0 ahead0 behind0")
+    solver = z3.Solver()
+    solver.set("timeout", 20_000)
+    solver.add(inv.holds(x), inv.at(x, q, ahead, behind), t.guard, z3.Not(inv.at(t.after, q, ahead, behind)),
+               o.method == method, o.added == z3.K(z3.IntSort(), z3.IntVal(0)))
+    if requeued_behind_a_ready_copy:
+        solver.add(ahead > behind, x.ready[q, ahead], z3.Not(x.ready[q, behind]), t.after.ahead[q, ahead, behind])
+    result = solver.check()
+    assert result != z3.unknown
+    return result == z3.sat
+
+
+def test_a_requeue_to_the_tail_is_refuted(monkeypatch):
+    """RQ-1: a requeue that puts copies back behind every ready copy (a queue of requeues at the tail,
+    as some brokers do), rather than at their place, breaks queue_in_publication_order at every frame
+    that requeues (basic.reject, basic.recover, basic.nack): a copy of higher key, ready before, ends
+    up ahead of the copy brought back. The model's requeue keeps the order (Z3 proves no step breaks it)."""
+    methods = (BASIC_REJECT, BASIC_RECOVER, BASIC_NACK)
+    assert [_order_broken_by(m) for m in methods] == [False, False, False]
+    monkeypatch.setattr(M, "_requeue", requeue_to_tail(M._requeue))
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, M.gone_in_this_life(M.BrokerTakeFrame))   # built anew
+    assert [_order_broken_by(m, requeued_behind_a_ready_copy=True) for m in methods] == [True, True, True]
+
+
 def test_redelivered_flag_set_needs_its_helper():
     """Alone, redelivered_flag_set is not inductive: a new copy takes key enq + 1, and nothing says
     that key was never delivered. With copy_keys_issued it is proved."""
@@ -225,21 +282,29 @@ def test_a_crash_that_keeps_what_was_ready_is_refuted(monkeypatch):
     assert prove_step(inv, A.BrokerCrash, []).status == COUNTEREXAMPLE
 
 
+# copies_conserved's first half ("in at most one live place") on its own, with the helpers it needs.
+ONE_PLACE = Invariant("copies_in_one_place", MI.copies_in_one_place, "fixture",
+                      helpers=("held_back_tags_issued", "outstanding_copies_were_delivered", "copy_keys_issued"))
+
+
 def test_copies_conserved_needs_its_helpers():
-    """Alone, copies_conserved is not inductive: a publish gives its copy the key enq + 1, and nothing
-    says no tag names that key already. With its helpers (a named copy was delivered, a delivered key is
-    at most enq; held-back tags are not outstanding too) it is proved."""
-    inv = INVARIANTS["copies_conserved"]
-    alone = prove_step(inv, A.BrokerTakeFrame, [])
+    """Alone, copies_conserved's first half is not inductive: a publish gives its copy the key enq + 1,
+    and nothing says no tag names that key already. With its helpers (a named copy was delivered, a
+    delivered key is at most enq; held-back tags are not outstanding too) it is proved, and so is the
+    whole of copies_conserved with all of its helpers."""
+    alone = prove_step(ONE_PLACE, A.BrokerTakeFrame, [])
     assert alone.status == COUNTEREXAMPLE
-    assert prove_step(inv, A.BrokerTakeFrame, [HELPERS[h] for h in inv.helpers]).status == PROVED
+    assert prove_step(ONE_PLACE, A.BrokerTakeFrame, [HELPERS[h] for h in ONE_PLACE.helpers]).status == PROVED
+    inv = INVARIANTS["copies_conserved"]
+    known = {**INVARIANTS, **HELPERS}
+    assert prove_step(inv, A.BrokerTakeFrame, [known[h] for h in inv.helpers]).status == PROVED
 
 
 
-# BrokerDeliver's obligation of copies_conserved needs none of its helpers (proved below without them),
-# and without their quantifiers Z3 builds the planted counterexamples at once.
+# BrokerDeliver's obligation of copies_conserved's first half needs none of its helpers (proved below
+# without them), and without their quantifiers Z3 builds the planted counterexamples at once.
 def _deliver_obligation():
-    return prove_step(INVARIANTS["copies_conserved"], A.BrokerDeliver, [])
+    return prove_step(ONE_PLACE, A.BrokerDeliver, [])
 
 
 def test_a_delivery_that_leaves_its_copy_ready_is_refuted(monkeypatch):
@@ -407,7 +472,7 @@ def test_a_tx_ack_that_takes_effect_at_once_is_refuted(monkeypatch):
         eager = z3.And(o.method == BASIC_ACK, x.mode[c, ch] == MODE_TX, x.out[c, ch, o.tag])
         return M.Transition(t.guard, t.after.replace(fated=z3.Store(t.after.fated, q, key,
                                                                     z3.Or(t.after.fated[q, key], eager))))
-    helpers = [HELPERS["live_copies_unfated"], INVARIANTS["copies_conserved"]]     # enough for this step
+    helpers = [HELPERS["live_copies_unfated"], ONE_PLACE]     # enough for this step (copies_conserved's first half)
     half = Invariant("second half", MI.held_back_settlements_unfated, "fixture")
     assert prove_step(half, A.BrokerTakeFrame, helpers).status == PROVED
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, eager)
