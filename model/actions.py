@@ -18,10 +18,10 @@ import z3
 
 from spec import actions as A
 from spec.frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER,
-    BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CONFIRM_SELECT, CONNECTION_CLOSE,
-    CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE,
-    QUEUE_PURGE, TX_COMMIT, TX_ROLLBACK, TX_SELECT,
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH,
+    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CONFIRM_SELECT,
+    CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE, QUEUE_BIND, QUEUE_DECLARE,
+    QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT, TX_ROLLBACK, TX_SELECT,
 )
 from spec.state import (
     CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_CLOSING, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX,
@@ -345,7 +345,8 @@ def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3S
         bclosed=z3.Store(x.bclosed, c, False),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])),
         cst=z3.Store(x.cst, c, conn_status), cclose=z3.Store(x.cclose, c, False),
-        tc=_lam2(lambda i, j: z3.And(x.tc[i, j], i != c)))
+        tc=_lam2(lambda i, j: z3.And(x.tc[i, j], i != c)),
+        auto=_lam_qk(lambda q, key: z3.If(x.auto[q, key] == c + 1, 0, x.auto[q, key])))   # lost in flight (AM-2)
 
 
 def _write(x: Z3State, c, ch) -> Z3State:
@@ -393,6 +394,7 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3Stat
                      ready=z3.Store(x.ready, q, key, False), redel=z3.Store(x.redel, q, key, False),
                      ahead=_ahead_of_kept(x, lambda i, j: z3.Not(z3.And(i == q, j == key))),
                      dlv=z3.Store(x.dlv, q, key, True),
+                     auto=z3.Store(x.auto, q, key, z3.If(manual, x.auto[q, key], c + 1)),   # in flight (AM-2)
                      hold=z3.Store(x.hold, q, key, z3.And(x.hold[q, key], manual)))   # automatic: gone
 
 
@@ -707,6 +709,7 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       kcnt=z3.Lambda([i, j, k], z3.IntVal(0)), klim=z3.Lambda([i, j, k], z3.IntVal(0)),
                       kna=z3.Lambda([i, j, k], z3.BoolVal(False)), hold=z3.Lambda([i, j], z3.BoolVal(False)),
                       pch=z3.Lambda([i, j], z3.IntVal(0)), ps=z3.Lambda([i, j], z3.IntVal(0)), lost=lost,
+                      auto=z3.Lambda([i, j], z3.IntVal(0)),
                       fated=fated)
     return Transition(x.up, after)
 
@@ -759,11 +762,15 @@ def ClientConnect(x: Z3State, a: Terms, o: Terms) -> Transition:
 def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The client reads the next frame (``o.readable``; ``o.method`` is the frame, ``o.more``: another
     one follows it on that channel): a connection.close or close-ok ends the connection; a
-    channel.close is answered with close-ok when ``answer``."""
+    channel.close is answered with close-ok when ``answer``; an automatic-mode delivery read
+    (``o.auto``: of copy (``o.aq``, ``o.ak``), in flight on this connection) is in flight no more."""
     c, ch, m = a.conn, a.ch, o.method
     closes = z3.Or(m == CONNECTION_CLOSE, m == CONNECTION_CLOSE_OK)
-    guard = z3.And(o.readable, x.tc[c, ch], z3.Implies(closes, x.cclose[c]))
-    x = x.replace(tc=z3.Store(x.tc, c, ch, o.more))
+    guard = z3.And(o.readable, x.tc[c, ch], z3.Implies(closes, x.cclose[c]),
+                   z3.Implies(o.auto, z3.And(z3.Or(m == BASIC_DELIVER, m == BASIC_GET_OK),
+                                             x.auto[o.aq, o.ak] == c + 1)))
+    x = x.replace(tc=z3.Store(x.tc, c, ch, o.more),
+                  auto=z3.If(o.auto, z3.Store(x.auto, o.aq, o.ak, 0), x.auto))
     after = _cases(x, (closes, reset_connection(x, c, z3.BoolVal(False))),
                    (z3.And(m == CHANNEL_CLOSE, a.answer), _write(x, c, ch)))
     return Transition(guard, _forget(after))
@@ -822,7 +829,7 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "DiskFsync": {"pending": BOOL},
     "NetworkLoss": {"connected": BOOL},
     "ClientConnect": {"down": BOOL},
-    "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL},
+    "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL, "auto": BOOL, "aq": INT, "ak": INT},
 }
 
 

@@ -17,9 +17,9 @@ import z3
 from spec import actions as A
 from spec import broker, client, faults, machine
 from spec.frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
-    BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE,
-    TX_COMMIT,
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH,
+    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE,
+    QUEUE_PURGE, TX_COMMIT,
 )
 from spec.properties import copy_messages
 from spec.state import CONN_DOWN, MODE_TX
@@ -198,7 +198,14 @@ def oracles(state, a) -> dict:
     if kind is A.ClientReceive:
         readable = client.can_receive(state, a)
         fifo = state.conns[a.conn].to_client[a.ch] if readable else ()
-        return {"readable": readable, "method": fifo[0][0] if readable else 0, "more": len(fifo) > 1}
+        out = {"readable": readable, "method": fifo[0][0] if readable else 0, "more": len(fifo) > 1,
+               "auto": False, "aq": 0, "ak": 0}
+        if readable and fifo[0][0] in (BASIC_DELIVER, BASIC_GET_OK):    # client.receive: the copy, if automatic
+            tag = fifo[0][3] if fifo[0][0] == BASIC_DELIVER else fifo[0][2]
+            auto = next((d for d in state.conns[a.conn].auto if d[0] == a.ch and d[1] == tag), None)
+            if auto is not None:
+                out.update(auto=True, aq=auto[2], ak=auto[3])
+        return out
     if kind in (A.BrokerCloseOk, A.BrokerCrash, A.BrokerRestart):
         return {}
     return {"may": machine.precondition(state, a)}

@@ -129,12 +129,24 @@ def outstanding_copies_were_delivered(x: Z3State, c, ch, t) -> z3.BoolRef:
 
 
 def copies_conserved(x: Z3State, c, ch, t) -> z3.BoolRef:
-    """AM-3, ACK-1, RQ-4, DU-2. The first half ("in at most one live place", for the places these
-    families hold): the copy an outstanding or held-back tag t of channel (c, ch) names is not ready,
-    and its ghost inverse gives back this tag, so no two tags name one copy (one quantifier, where "no
-    other tag names it" would nest a second); while the broker is down no tag is live (a restart makes
-    disk copies ready). The second half (``copies_accounted_for``, the first two indices a queue and a key)."""
-    return z3.And(copies_in_one_place(x, c, ch, t), copies_accounted_for(x, c, ch, t))
+    """AM-2, AM-3, ACK-1, RQ-4, DU-2. The first half ("in at most one live place"): the copy an
+    outstanding or held-back tag t of channel (c, ch) names is not ready, and its ghost inverse gives
+    back this tag, so no two tags name one copy (one quantifier, where "no other tag names it" would
+    nest a second); while the broker is down no tag is live (a restart makes disk copies ready); and a
+    copy in flight in automatic mode is in no other live place (``automatic_copies_in_one_place``). The
+    second half (``copies_accounted_for``). (For those two the first two indices are a queue and a key.)"""
+    return z3.And(copies_in_one_place(x, c, ch, t), automatic_copies_in_one_place(x, c, ch, t),
+                  copies_accounted_for(x, c, ch, t))
+
+
+def automatic_copies_in_one_place(x: Z3State, q, key, _) -> z3.BoolRef:
+    """copies_conserved's first half for the automatic-mode deliveries in flight (AM-2): such a copy
+    is not ready, and no live tag names it (the tag its ghost inverse gives does not: with the first
+    half, then none does); it was delivered, and the broker is up (a crash loses them). (The indices
+    are a queue and a key.)"""
+    c, ch, t = x.oc[q, key], x.och[q, key], x.ot[q, key]
+    named = z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key)
+    return z3.Implies(x.auto[q, key] != 0, z3.And(x.up, x.dlv[q, key], z3.Not(x.ready[q, key]), z3.Not(named)))
 
 
 def copies_in_one_place(x: Z3State, c, ch, t) -> z3.BoolRef:
@@ -334,10 +346,8 @@ INVARIANTS: dict[str, Invariant] = {
         "field `ahead`, read off the queue's list)", helpers=("copy_keys_issued", "outstanding_copies_were_delivered")),
     "copies_conserved": Invariant(
         "copies_conserved", copies_conserved,
-        "the second half (every copy a queue took is live, gone with a fate, or on disk while the broker is "
-        "down) and the first half for ready copies and outstanding or held-back deliveries: none of these "
-        "copies is in two places; that an automatic-mode delivery in flight is in no other place needs the "
-        "frames in flight to the client, outside these families",
+        "all of it: every copy a queue took is live, gone with a fate, or on disk while the broker is down; "
+        "no copy is in two live places (ready, outstanding or held back, in flight in automatic mode)",
         helpers=("held_back_tags_issued", "outstanding_copies_were_delivered", "copy_keys_issued",
                  "stored_copies_in_durable_queues", "down_broker_holds_only_disk", "live_copies_unfated")),
     "down_broker_holds_only_disk": Invariant(
@@ -415,6 +425,7 @@ def init(x: Z3State) -> z3.BoolRef:
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
                    z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]),         # (conn, n): no message
                    z3.Not(x.acked[c, ch]), x.pch[c, ch] == 0, z3.Not(x.lost[c, ch]), z3.Not(x.fated[c, ch]),
+                   x.auto[c, ch] == 0,
                    *[arr[c, ch] == 0 for arr in (x.pf, x.glim, x.vol, x.qexc, x.qunc, x.tout, x.thld)])
     empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring,
                                                       x.kna, x.ahead)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])

@@ -11,8 +11,9 @@
 - *copies*: each queue's ready copies by enqueue position (key) with their redelivered flag and
   their order in the queue (which ready copy is ahead of which), the
   copies ever delivered (ghost), the copies on disk, how many each queue ever took, which consumers
-  are in a queue's round-robin, and the copy each outstanding or held-back tag names (with how a
-  held-back settlement will settle it), for any number of copies, keys and requeues;
+  are in a queue's round-robin, the copy each outstanding or held-back tag names (with how a
+  held-back settlement will settle it), and the copies in flight in automatic mode with the
+  connection they travel on, for any number of copies, keys and requeues;
 - *messages*: per connection how many messages its client published, and per message (connection,
   n) whether a basic.publish of it is in flight to the broker, which channel's open transaction holds
   it back, and whether any queue ever took a copy of it (ghost), for any number of messages;
@@ -118,6 +119,8 @@ class Z3State:
     ps: z3.ArrayRef         # (c, n) -> that publish's sequence number (0: none)
     dlt: z3.ArrayRef        # q -> queue q is some queue's dead-letter target (rigid: a configuration constant)
     lost: z3.ArrayRef       # (q, key) -> a crash lost the copy: live and not on disk (ghost, PC-10, DU-2)
+    auto: z3.ArrayRef       # (q, key) -> the connection (index + 1) an automatic-mode delivery of the copy is in
+    #                         flight on, not yet read (conn.auto, AM-2); 0: none
     fated: z3.ArrayRef      # (q, key) -> the copy is gone in this life: a fate since the last restart that
     #                         recovered it (not in ``revived``), or in flight in automatic mode (ghost, TX-3)
 
@@ -157,6 +160,7 @@ SORTS: dict[str, z3.SortRef] = {
     "hold": z3.ArraySort(INT, INT, BOOL), "acked": z3.ArraySort(INT, INT, BOOL), "pch": z3.ArraySort(INT, INT, INT),
     "ps": z3.ArraySort(INT, INT, INT), "dlt": z3.ArraySort(INT, BOOL),
     "lost": z3.ArraySort(INT, INT, BOOL), "fated": z3.ArraySort(INT, INT, BOOL),
+    "auto": z3.ArraySort(INT, INT, INT),
 }
 
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
@@ -169,7 +173,7 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "pubd": 0, "inf": False, "txm": 0, "em": False, "pf": 0, "glim": 0, "vol": 0, "qexc": 0, "qunc": 0,
             "tout": 0, "thld": 0, "kcnt": 0, "kna": False, "klim": 0,
             "mc": 0, "mn": 0, "pers": False, "hold": False, "acked": False, "pch": 0, "ps": 0, "dlt": False,
-            "lost": False, "fated": False}
+            "lost": False, "fated": False, "auto": 0}
 
 
 def fresh(prefix: str) -> Z3State:
@@ -348,9 +352,10 @@ def project(state) -> dict:
     for f in state.fates:
         if (f[0], f[1]) not in revived:
             out["fated"][(f[0], f[1])] = True
-    for conn in state.conns:
+    for c, conn in enumerate(state.conns):
         for d in conn.auto:
             out["fated"][(d[2], d[3])] = True
+            out["auto"][(d[2], d[3])] = c + 1
     out["up"] = state.broker_up
     out["nch"] = nch
     return out
@@ -362,7 +367,8 @@ ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, 
          "tq": 3, "tk": 3,
          "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2,
          "pf": 2, "glim": 2, "vol": 2, "qexc": 2, "qunc": 2, "tout": 2, "thld": 2, "kcnt": 3, "kna": 3, "klim": 3,
-         "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1, "lost": 2, "fated": 2}
+         "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1, "lost": 2, "fated": 2,
+         "auto": 2}
 
 
 def abstract(state) -> Z3State:

@@ -54,6 +54,7 @@ def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
             f"copy (queue {ev(c)}, key {ev(ch)}): ready={ev(x.ready[c, ch])} redelivered={ev(x.redel[c, ch])} "
             f"delivered={ev(x.dlv[c, ch])} on_disk={ev(x.disk[c, ch])} enqueued={ev(x.enq[c])} "
             f"ahead_of_key_{ev(q)}={ev(x.ahead[c, ch, q])} key_{ev(q)}_ready={ev(x.ready[c, q])} "
+            f"in_flight_auto_on={ev(x.auto[c, ch])} "
             f"{_tag_copy(ev, x, c, ch, q)} "
             f"message ({ev(c)}, {ev(ch)}): published={ev(x.pubd[c])} in_flight={ev(x.inf[c, ch])} "
             f"held_by_channel={ev(x.txm[c, ch])} taken_by_a_queue={ev(x.em[c, ch])} acked={ev(x.acked[c, ch])} "

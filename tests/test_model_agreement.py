@@ -13,7 +13,7 @@ from model import actions as M
 from model.agreement import Checker
 from model.state import abstract
 from spec import actions as A
-from spec import broker, configs, machine
+from spec import broker, client, configs, machine
 from spec.frames import (
     BASIC_ACK, BASIC_CONSUME, BASIC_DELIVER, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_REJECT, QUEUE_DECLARE,
     TX_COMMIT, TX_ROLLBACK,
@@ -248,6 +248,35 @@ def test_a_spec_that_delivers_behind_the_head_is_caught(monkeypatch):
         return broker.send(state, c, (BASIC_DELIVER, ch, consumer.tag, tag, entry.redelivered, entry.msg))
     monkeypatch.setattr(broker, "deliver", deliver_last)
     assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
+
+
+def _keeping(relation, *names):
+    """``relation`` with the fields ``names`` left as they were before the step (a planted bug)."""
+    def planted(x, a, o):
+        t = relation(x, a, o)
+        return M.Transition(t.guard, t.after.replace(**{n: getattr(x, n) for n in names}))
+    return planted
+
+
+def test_a_loss_that_keeps_automatic_deliveries_in_flight_is_caught(monkeypatch):
+    """AM-2: a lost connection loses the automatic-mode deliveries in flight on it (the model's
+    ``auto``); a NetworkLoss relation that kept them disagrees with the spec."""
+    def loss_with_auto_in_flight(state, a):
+        return isinstance(a, A.NetworkLoss) and bool(state.conns[a.conn].auto)
+    state, action = _first_state_where(configs.get("hazard_auto_ack_loss"), loss_with_auto_in_flight)
+    _caught(monkeypatch, state, action, A.NetworkLoss, _keeping(M.NetworkLoss, "auto"))
+
+
+def test_a_read_that_leaves_an_automatic_delivery_in_flight_is_caught(monkeypatch):
+    """AM-2: the client reading an automatic-mode delivery takes it out of flight; a ClientReceive
+    relation that left it there disagrees with the spec."""
+    def reads_auto(state, a):
+        if not isinstance(a, A.ClientReceive) or not client.can_receive(state, a):
+            return False
+        frame = state.conns[a.conn].to_client[a.ch][0]
+        return frame[0] == BASIC_DELIVER and any(d[0] == a.ch and d[1] == frame[3] for d in state.conns[a.conn].auto)
+    state, action = _first_state_where(configs.get("auto_ack"), reads_auto)
+    _caught(monkeypatch, state, action, A.ClientReceive, _keeping(M.ClientReceive, "auto"))
 
 
 def test_a_delivery_that_forgets_it_was_delivered_is_caught(monkeypatch):
