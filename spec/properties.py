@@ -565,6 +565,18 @@ def _unsent_messages(state: State) -> set:
     return out
 
 
+def _counted(queue, q: int, key: int, persistent: bool, skip) -> bool:
+    """Whether copy (q, key) is one PC-5 and PC-10 count: persistent, in a durable queue that is no
+    dead-letter target (``skip``) and not a deleted queue's (key above ``born``)."""
+    return persistent and queue.durable and key > queue.born and q not in skip
+
+
+def _acked_or_unnumbered(state: State, msg: int, confirmed: set) -> bool:
+    """Whether message ``msg`` was confirmed with basic.ack, or is not numbered 1..published."""
+    c, n = divmod(msg, MSG_STRIDE)
+    return msg in confirmed or not 0 <= c < len(state.conns) or n > state.conns[c].published
+
+
 @always("PC-5", "PC-4")
 def unwritten_copies_hold_their_confirm(state: State) -> bool:
     """Every live or stored copy's key was issued (at most its queue's count), and a live copy that
@@ -589,10 +601,9 @@ def unwritten_copies_hold_their_confirm(state: State) -> bool:
         queue = queues[q]
         if key > queue.enqueued:
             return False
-        if not persistent or not queue.durable or key <= queue.born or q in skip or (q, key) in on_disk:
+        if not _counted(queue, q, key, persistent, skip) or (q, key) in on_disk:
             continue
-        c, n = divmod(msg, MSG_STRIDE)
-        if msg in confirmed or not 0 <= c < len(state.conns) or n > state.conns[c].published:
+        if _acked_or_unnumbered(state, msg, confirmed):
             return False
         if pending is None:
             pending, unsent = _pending_messages(state), _unsent_messages(state)
@@ -621,10 +632,9 @@ def lost_copies_stay_unconfirmed(state: State) -> bool:
         queue = queues[q]
         if key > queue.enqueued:
             return False
-        if not persistent or not queue.durable or key <= queue.born or q in skip:
+        if not _counted(queue, q, key, persistent, skip):
             continue
-        c, n = divmod(msg, MSG_STRIDE)
-        if msg in confirmed or not 0 <= c < len(state.conns) or n > state.conns[c].published:
+        if _acked_or_unnumbered(state, msg, confirmed):
             return False
         if pending is None:
             pending, unsent = _pending_messages(state), _unsent_messages(state)

@@ -250,12 +250,17 @@ def test_a_spec_that_delivers_behind_the_head_is_caught(monkeypatch):
     assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
 
 
-def _keeping(relation, *names):
-    """``relation`` with the fields ``names`` left as they were before the step (a planted bug)."""
+def _replacing(relation, **values):
+    """``relation`` with each field named in ``values`` set to ``value(x, after)`` instead (a planted bug)."""
     def planted(x, a, o):
         t = relation(x, a, o)
-        return M.Transition(t.guard, t.after.replace(**{n: getattr(x, n) for n in names}))
+        return M.Transition(t.guard, t.after.replace(**{n: v(x, t.after) for n, v in values.items()}))
     return planted
+
+
+def _keeping(relation, *names):
+    """``relation`` with the fields ``names`` left as they were before the step (a planted bug)."""
+    return _replacing(relation, **{n: (lambda x, y, n=n: getattr(x, n)) for n in names})
 
 
 def test_a_loss_that_keeps_automatic_deliveries_in_flight_is_caught(monkeypatch):
@@ -500,10 +505,7 @@ def _outstanding_unwritten(state) -> bool:
 
 
 def _planted_crash(lost):
-    def crash(x, a, o):
-        t = M.BrokerCrash(x, a, o)
-        return M.Transition(t.guard, t.after.replace(lost=lost(x, t.after)))
-    return crash
+    return _replacing(M.BrokerCrash, lost=lost)
 
 
 def test_a_crash_that_records_no_loss_is_caught(monkeypatch):
@@ -583,10 +585,7 @@ def test_a_crash_that_records_no_fate_is_caught(monkeypatch):
 
 
 def _planted_crash_fated(fated):
-    def crash(x, a, o):
-        t = M.BrokerCrash(x, a, o)
-        return M.Transition(t.guard, t.after.replace(fated=fated(x, t.after)))
-    return crash
+    return _replacing(M.BrokerCrash, fated=fated)
 
 
 def test_a_restart_that_keeps_revived_copies_gone_is_caught(monkeypatch):
