@@ -54,6 +54,8 @@ broker: $(STAMP)
 bench: $(STAMP) rabbitmq java
 	$(PY) -m spark_check.bench --engines local,spark --master local[2]
 	$(PY) -m spark_check.reduction_check
+	$(PY) -m spark_check.reduction_check --reduce por,symmetry
+	$(PY) -m spark_check.reduction_check --reduce symmetry twin_consumers
 	$(PY) -m spark_check.trace_bench
 	$(PY) -m tests.bench.recorded_trace_bench --messages 250
 	$(PY) -m tests.bench.broker_bench

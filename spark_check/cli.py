@@ -49,7 +49,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser, reduce_default: str = 
     parser.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))} (default local)")
     parser.add_argument("--master", metavar="URL",
                         help="spark engine: Spark master (local[*] by default; spark://HOST:PORT, yarn, k8s://...)")
-    default = "those written for the model: por for the spec" if reduce_default == "written" else reduce_default
+    default = "those written for the model: por,symmetry for the spec" if reduce_default == "written" else reduce_default
     parser.add_argument("--reduce", default=reduce_default, metavar="NAMES",
                         help=f"state-space reductions, comma-separated: {', '.join(REDUCTIONS)}, or none "
                              f"(default {default}; README, \"Reductions\")")

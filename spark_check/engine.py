@@ -102,9 +102,8 @@ class LocalEngine(Engine):
     name = "local"
 
     def __init__(self, exact: bool = False, reductions: Sequence[str] = ()) -> None:
-        reduction_named(reductions)
         self.exact = exact
-        self.reductions = tuple(reductions)
+        self.reductions = reduction_named(reductions)
 
     def explore(
         self,

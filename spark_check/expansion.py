@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from spec.properties_api import Property
 
-from .reductions import build_reduction
+from .reductions import build_reduction, build_symmetry
 
 
 class Expansion(NamedTuple):
@@ -46,7 +46,9 @@ class Expander:
     ``fingerprint`` names a state in the visited set: ``hash`` (64 bits, the same in every process since
     states hold no strings), or ``the_state`` for an exact visited set. ``reductions`` names reductions
     (spark_check.reductions): with ``por``, each successor is replaced by its normal form under fused
-    takes, and an edge carries every model step that led there.
+    takes, and an edge carries every model step that led there; with ``symmetry``, the fingerprint names
+    the state's orbit under the configuration's renamings (spark_check.symmetry), so one real state of
+    each orbit is kept.
     """
 
     def __init__(
@@ -66,7 +68,10 @@ class Expander:
         self._enabled = model.enabled
         self._step = model.step
         self._terminal_ok = model.terminal_ok
+        self.symmetry = build_symmetry(reductions, model, config)
         self.fingerprint: Callable[[Any], Any] = the_state if exact else hash
+        if self.symmetry is not None and self.symmetry.renamings:
+            self.fingerprint = self.symmetry.fingerprint_of(exact)
         self.undecided: list[int] = list(range(len(self.properties)))
         self._refresh()
 

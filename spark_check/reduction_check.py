@@ -5,11 +5,14 @@ For each configuration both searches must complete, and:
 
 - every property has the same verdict, and the same number of deadlocked states is reached (a
   deadlock has nothing enabled, so it is its own normal form: the reduced search reaches exactly
-  the full search's deadlocks);
+  the full search's deadlocks); under ``symmetry`` one per orbit: no more, and some iff some;
 - every trace of the reduced search (witness, counterexample, deadlock) replays in the model, step by
-  step, to a state that decides its property (or deadlocks); its number of BFS levels is at most the
-  full search's shortest trace, which is at most its number of model steps;
-- the same action classes fire, and the reduced search keeps no more states than the full one.
+  step, to a state that decides its property (or deadlocks); under ``por`` its number of BFS levels is
+  at most the full search's shortest trace, which is at most its number of model steps; under
+  ``symmetry`` alone it has exactly the full search's number of steps;
+- the same action classes fire, and the reduced search keeps no more states than the full one;
+- under ``symmetry``, the renamings commute with the model and the properties on every reachable state
+  (``spark_check.symmetry.equivariance_problems``).
 
 ``make bench`` runs it over every standard configuration; tests/test_reductions.py over the small ones.
 """
@@ -93,12 +96,21 @@ def compare_reduction(model: Any, config: Any, properties: Sequence[Any], reduct
         if f.trace is None or r.trace is None:
             continue
         problems += _trace_problems(model, config, f.name, f.trace, r.trace,
-                                    lambda s, p=by_name[f.name]: decides(p, s))
-    if full.deadlocks != reduced.deadlocks:
+                                    lambda s, p=by_name[f.name]: decides(p, s), fused="por" in reductions)
+    if "symmetry" in reductions:    # one deadlock per orbit: fewer, but none only where the full search has none
+        if reduced.deadlocks > full.deadlocks or (reduced.deadlocks > 0) != (full.deadlocks > 0):
+            problems.append(f"deadlocks: {full.deadlocks:,} in full, {reduced.deadlocks:,} reduced (orbits)")
+    elif full.deadlocks != reduced.deadlocks:
         problems.append(f"deadlocks: {full.deadlocks:,} in full, {reduced.deadlocks:,} reduced")
-    elif full.deadlock_trace is not None and reduced.deadlock_trace is not None:
+    if not any(p.startswith("deadlocks") for p in problems) and full.deadlock_trace is not None \
+            and reduced.deadlock_trace is not None:
         problems += _trace_problems(model, config, "deadlock", full.deadlock_trace, reduced.deadlock_trace,
-                                    lambda s: not model.enabled(s, config) and not model.terminal_ok(s, config))
+                                    lambda s: not model.enabled(s, config) and not model.terminal_ok(s, config),
+                                    fused="por" in reductions)
+    if "symmetry" in reductions:
+        from .symmetry import automorphisms, equivariance_problems
+        if automorphisms(config):
+            problems += equivariance_problems(model, config, properties)[1]
     fired_full = {n for n, c in full.coverage.items() if c}
     fired_reduced = {n for n, c in reduced.coverage.items() if c}
     if fired_full != fired_reduced:
@@ -106,13 +118,17 @@ def compare_reduction(model: Any, config: Any, properties: Sequence[Any], reduct
     return out
 
 
-def _trace_problems(model: Any, config: Any, name: str, full: Trace, reduced: Trace, decided: Any) -> list[str]:
+def _trace_problems(model: Any, config: Any, name: str, full: Trace, reduced: Trace, decided: Any,
+                    fused: bool = True) -> list[str]:
     """What is wrong with the reduced search's trace for ``name``: it must replay to a state that
-    decides it, and levels(reduced) <= steps(full) <= steps(reduced)."""
+    decides it, and levels(reduced) <= steps(full) <= steps(reduced) with fused takes (``por``), or
+    exactly as many steps without them (a search over orbits keeps every shortest distance)."""
     out = []
-    if not levels(reduced) <= len(full.steps) <= len(reduced.steps):
+    if fused and not levels(reduced) <= len(full.steps) <= len(reduced.steps):
         out.append(f"{name}: trace lengths break levels(reduced) {levels(reduced)} <= steps(full) "
                    f"{len(full.steps)} <= steps(reduced) {len(reduced.steps)}")
+    if not fused and len(reduced.steps) != len(full.steps):
+        out.append(f"{name}: {len(reduced.steps)} steps reduced, {len(full.steps)} in full")
     ends = replay(model, config, reduced)
     if not ends:
         out.append(f"{name}: the reduced trace does not replay in the model")

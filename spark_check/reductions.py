@@ -111,24 +111,25 @@ model to a state that decides its property. Coverage counts the actions enabled 
 fused take counts as enabled where it was fused), so counts are smaller, but no action class that
 fires in the full graph is missing.
 
-Symmetry reduction is not offered: every standard configuration gives each channel its own role,
-so no two channels, connections or consumers are interchangeable (README, "Reductions").
+``symmetry``: states that differ by a renaming of interchangeable connections and channels are one
+state of the search; its soundness argument is in spark_check.symmetry. The two compose.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-REDUCTIONS: tuple[str, ...] = ("por",)
+REDUCTIONS: tuple[str, ...] = ("por", "symmetry")
 
 
 def reduction_named(names: Sequence[str]) -> tuple[str, ...]:
-    """The reduction names, checked; ValueError naming an unknown or repeated one."""
+    """The reduction names, checked, in the order of ``REDUCTIONS`` (so that a run, a checkpoint and the
+    manifest name one combination one way); ValueError naming an unknown or repeated one."""
     unknown = [n for n in names if n not in REDUCTIONS]
     if unknown:
         raise ValueError(f"unknown reduction {unknown[0]!r}; available: {', '.join(REDUCTIONS)}")
     if len(set(names)) != len(names):
         raise ValueError(f"reduction named twice: {', '.join(names)}")
-    return tuple(names)
+    return tuple(n for n in REDUCTIONS if n in names)
 
 
 def parse_reductions(text: str) -> tuple[str, ...]:
@@ -138,20 +139,39 @@ def parse_reductions(text: str) -> tuple[str, ...]:
 
 
 def written_for(model: Any) -> tuple[str, ...]:
-    """The reductions written for ``model`` (``make verify`` uses them): ``por`` for the spec, none else."""
+    """The reductions written for ``model`` (``make verify`` uses them): ``por`` and ``symmetry`` for the
+    spec, none else."""
     import spec.machine
-    return ("por",) if model is spec.machine else ()
+    return REDUCTIONS if model is spec.machine else ()
+
+
+def _for_the_spec(name: str, model: Any) -> None:
+    """ValueError (one line) unless ``model`` is the spec's, which reduction ``name`` is written for."""
+    import spec.machine
+    if model is not spec.machine:
+        raise ValueError(f"reduction {name!r} is written for the spec's model (spec.machine) only")
+
+
+def build_symmetry(names: Sequence[str], model: Any, config: Any) -> Any:
+    """The ``symmetry`` reduction of ``config`` when ``names`` ask for it (spark_check.symmetry.Symmetry),
+    else None; ValueError (one line) when it does not apply to ``model``."""
+    reduction_named(names)
+    if "symmetry" not in names:
+        return None
+    _for_the_spec("symmetry", model)
+    from .symmetry import Symmetry
+    return Symmetry(config)
 
 
 def build_reduction(names: Sequence[str], model: Any, config: Any) -> "FusedTakes | None":
-    """The reduction ``names`` ask for on ``model`` and ``config`` (None for none); ValueError (one line)
-    when it does not apply to that model."""
+    """The fused-takes reduction ``names`` ask for on ``model`` and ``config`` (None without ``por``);
+    ValueError (one line) when one of ``names`` does not apply to that model."""
     reduction_named(names)
+    if "symmetry" in names:
+        _for_the_spec("symmetry", model)
     if "por" not in names:
         return None
-    import spec.machine
-    if model is not spec.machine:
-        raise ValueError("reduction 'por' is written for the spec's model (spec.machine) only")
+    _for_the_spec("por", model)
     return FusedTakes(config)
 
 
@@ -280,44 +300,7 @@ def _static_scope(config: Any) -> tuple[tuple[int, ...], tuple[int, int] | None]
 
 
 def symmetries(config: Any) -> int:
-    """How many renamings of connections, of each connection's channels and of queues, other than the
-    identity, map the configuration onto itself (roles, queues, bindings): the states symmetry
-    reduction could merge are those related by one of them, so with none it merges nothing."""
-    from dataclasses import replace
-    from itertools import permutations, product
-
-    from spec.frames import DEFAULT_EXCHANGE
-
-    queues, n = config.queues, len(config.queues)
-
-    def rename_role(role: Any, q: tuple[int, ...]) -> Any:
-        def qi(i: int) -> int:
-            return q[i] if 0 <= i < n else i
-        return replace(
-            role,
-            publish=tuple((e, qi(k) if e == DEFAULT_EXCHANGE else k) for e, k in role.publish),
-            consume=tuple((qi(i), a) for i, a in role.consume), get=tuple((qi(i), a) for i, a in role.get),
-            declare=tuple(qi(i) for i in role.declare), bind=tuple(qi(i) for i in role.bind),
-            purge=tuple(qi(i) for i in role.purge), delete=tuple((qi(i), u, e) for i, u, e in role.delete))
-
-    def normal(roles: dict) -> dict:
-        from spec.roles import IDLE
-        return {k: r for k, r in roles.items() if r != IDLE}
-
-    original = normal(config.roles)
-    channel_perms = list(permutations(range(1, config.channels + 1)))
-    count = 0
-    for pc in permutations(range(config.connections)):
-        for pchs in product(channel_perms, repeat=config.connections):
-            for pq in permutations(range(n)):
-                if pc == tuple(range(config.connections)) and pq == tuple(range(n)) and \
-                        all(p == tuple(range(1, config.channels + 1)) for p in pchs):
-                    continue
-                roles = normal({(pc[c], pchs[c][ch - 1]): rename_role(r, pq) for (c, ch), r in config.roles.items()})
-                renamed = [None] * n
-                for i, spec in enumerate(queues):
-                    renamed[pq[i]] = replace(spec, dead_letter=pq[spec.dead_letter] if spec.dead_letter >= 0 else -1)
-                if roles == original and tuple(renamed) == tuple(queues) and \
-                        sorted(pq[b] for b in config.bindings) == sorted(config.bindings):
-                    count += 1
-    return count
+    """How many renamings of connections and channels, other than the identity, map ``config`` onto itself
+    (spark_check.symmetry.automorphisms): with none, symmetry reduction merges no state."""
+    from .symmetry import automorphisms
+    return len(automorphisms(config))

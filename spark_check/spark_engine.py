@@ -269,7 +269,7 @@ class SparkEngine(Engine):
             raise ValueError(f"--driver-memory {driver_memory!r} is not a size such as 8g or 512m")
         if partitions is not None and partitions < 1:
             raise ValueError(f"partitions must be positive, not {partitions}")
-        reduction_named(reductions)
+        reductions = reduction_named(reductions)
         check_master(master)
         if checkpoint:
             check_writable(checkpoint)

@@ -79,8 +79,8 @@ def verify(
 ) -> VerifyReport:
     """Explore each configuration with its own properties, compare with (or update) the manifest, and
     print the table and the counterexamples of every failed check on ``console`` when one is given.
-    Without ``engine``, the local engine with the reductions written for ``model`` (``por`` for the
-    spec: it changes no verdict, README "Reductions")."""
+    Without ``engine``, the local engine with the reductions written for ``model`` (``por`` and
+    ``symmetry`` for the spec: they change no verdict, README "Reductions")."""
     engine = engine or LocalEngine(reductions=written_for(model))
     action_types = action_types_of(model)
     pinned = read_manifest(manifest_path)

@@ -73,6 +73,8 @@ class Config:
 Q0, Q1, Q2 = 0, 1, 2
 TO_Q0 = ((DEFAULT_EXCHANGE, Q0),)
 NOWHERE = ((DEFAULT_EXCHANGE, 7),)          # a routing key no queue has: unroutable (RT-3)
+# One role on two connections: the configuration is symmetric under swapping them (spark_check.symmetry).
+TWIN = Role(consume=((Q0, False),), ack=True, multiple=True, reject=(True,), close=True)
 
 _configs = [
     Config("ack_basics", "one publisher, one manual consumer acking, nacking and rejecting with multiple",
@@ -120,6 +122,9 @@ _configs = [
            bindings=(Q0,),
            roles={(0, 1): Role(publish=((FANOUT_EXCHANGE, 0),), declare=(Q1,), bind=(Q1,)),
                   (1, 1): Role(consume=((Q0, False), (Q1, False)), reject=(False,), ack=True)}),
+    Config("twin_consumers", "two connections consume one queue in the same role: a symmetric configuration",
+           connections=3, messages=2, requeues=1, closes=1,
+           roles={(0, 1): Role(publish=TO_Q0), (1, 1): TWIN, (2, 1): TWIN}),
     # Hazards: each of these must be exhibited (DESIGN.md, "hazards").
     Config("queue_admin", "purge and delete (if-unused, if-empty) of a queue another connection consumes",
            connections=2, channels=2, messages=2, admin=2, requeues=1,
@@ -186,6 +191,8 @@ EXPECT: dict[str, tuple[str, ...]] = {
     "tx_ack": ("multiple_ack_settles_several", "commit_applied_acks", "rollback_kept_outstanding"),
     "crash": ("persistent_never_lost", "acked_never_redelivered", "recovered_after_crash", "confirm_multiple"),
     "routing": ("exclusive_queue_locked", "dead_lettered", "fanout_copies", "requeued_in_place"),
+    "twin_consumers": ("consumer_sees_publication_order", "requeued_in_place", "redelivery_seen",
+                       "multiple_ack_settles_several", "requeued_twice", "channel_close_requeues"),
     "queue_admin": ("queue_purged", "deleted_queue_cancels_consumer", "delete_refused", "requeued_in_place"),
     "global_prefetch": ("global_limit_counts_gets", "auto_delivered", "get_empty"),
     "protocol_errors": ("protocol_error_closes_connection", "exclusive_consumer_refused", "auto_delivered"),

@@ -83,17 +83,19 @@ def test_a_property_that_cannot_be_sent_to_executors_is_refused_before_any_work(
         spark.prepare(toy, toy.get("tiny"), [closure])
 
 
-@pytest.mark.parametrize("name", ["hazard_consumer_order", "hazard_prefetch_exceeded"])
-def test_agrees_with_the_local_engine_under_the_partial_order_reduction(spark, name):
+@pytest.mark.parametrize("name, reductions", [("hazard_consumer_order", ("por",)),
+                                               ("hazard_prefetch_exceeded", ("por",)),
+                                               ("twin_consumers", ("por", "symmetry"))])
+def test_agrees_with_the_local_engine_under_the_reductions(spark, name, reductions):
     config = SPEC.config(name)
     properties = SPEC.properties(config)
-    local = LocalEngine(reductions=("por",)).explore(SPEC.model, config, properties, action_types=SPEC.action_types())
-    spark.reductions = ("por",)     # the module's session, with the reduction for this exploration only
+    local = LocalEngine(reductions=reductions).explore(SPEC.model, config, properties, action_types=SPEC.action_types())
+    spark.reductions = reductions   # the module's session, with the reductions for this exploration only
     try:
         distributed = spark.explore(SPEC.model, config, properties, action_types=SPEC.action_types())
     finally:
         spark.reductions = ()
-    assert distributed.reductions == ("por",) and disagreements(local, distributed) == []
+    assert distributed.reductions == reductions and disagreements(local, distributed) == []
     assert distributed.distinct_states < LocalEngine().explore(SPEC.model, config, properties).distinct_states
     # Shortest traces may differ between the engines (and fuse different numbers of takes); each replays.
     for p in distributed.properties:

@@ -84,19 +84,19 @@ def test_configurations_whose_queues_or_connections_can_change_under_it_fuse_not
 
 def test_names_are_checked_and_por_is_for_the_spec_only():
     assert parse_reductions("por") == ("por",) and parse_reductions("none") == () and parse_reductions("") == ()
-    with pytest.raises(ValueError, match="unknown reduction 'symmetry'"):
-        parse_reductions("symmetry")
+    with pytest.raises(ValueError, match="unknown reduction 'symmetric'"):
+        parse_reductions("symmetric")
     with pytest.raises(ValueError, match="named twice"):
         parse_reductions("por,por")
     with pytest.raises(ValueError, match=r"\(spec.machine\) only"):
         Expander(toy, toy.get("manual"), [], reductions=("por",))
-    assert written_for(SPEC.model) == ("por",) and written_for(toy) == ()
+    assert written_for(SPEC.model) == ("por", "symmetry") and written_for(toy) == ()
 
 
 def test_the_command_lines_refuse_a_bad_reduction_in_one_line(capsys):
     assert cli.main(["explore", "ack_basics", "--reduce", "sym", "--no-progress"]) == cli.EXIT_BAD_INPUT
     err = capsys.readouterr().err.strip()
-    assert err == "spark_check: error: --reduce: unknown reduction 'sym'; available: por"
+    assert err == "spark_check: error: --reduce: unknown reduction 'sym'; available: por, symmetry"
     assert verify_cli.main(["ack_basics", "--reduce", "sym"]) == 2
     assert "unknown reduction 'sym'" in capsys.readouterr().err
 
@@ -111,16 +111,3 @@ def test_the_manifest_pins_reduced_counts_beside_the_full_ones():
     assert compare(full, entry) == [] and compare(reduced, entry) == []
     assert compare(reduced, pinned_entry(None, full)) == [
         "no manifest entry for --reduce por (run with --update-manifest)"]
-
-
-def test_no_standard_configuration_has_a_symmetry_but_interchangeable_consumers_are_found():
-    import dataclasses
-
-    from spec.roles import Role
-    from spark_check.reductions import symmetries
-
-    assert {n: symmetries(SPEC.config(n)) for n in SPEC.configs.STANDARD} == {n: 0 for n in SPEC.configs.STANDARD}
-    twins = dataclasses.replace(SPEC.config("hazard_consumer_order"),
-                                roles={(0, 1): Role(publish=((0, 0),)), (1, 1): Role(consume=((0, False),)),
-                                       (2, 1): Role(consume=((0, False),))}, connections=3)
-    assert symmetries(twins) == 1       # swapping the two consumers' connections

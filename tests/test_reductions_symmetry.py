@@ -1,0 +1,157 @@
+"""The symmetry reduction (spark_check.symmetry): which renamings a configuration allows, what a renaming
+does to a state, the facts its soundness argument rests on (checked on every reachable state, and shown to
+catch a renaming that is not a symmetry), and searches with it against full ones: the same verdicts,
+traces of the same length that replay in the model, the same action classes, fewer states, pinned."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from spark_check.bundle import load_spec
+from spark_check.engine import LocalEngine
+from spark_check.expansion import Expander
+from spark_check.reduction_check import compare_reduction, decides, replay
+from spark_check.reductions import parse_reductions, symmetries, written_for
+from spark_check.symmetry import Renaming, automorphisms, equivariance_problems, rename
+from spec.configs import Q0, TO_Q0
+from spec.roles import Role
+from tests import toy_model as toy
+
+SPEC = load_spec()
+TWINS = SPEC.config("twin_consumers")
+# Two consumer channels of one connection with the same role (channel symmetry, not connection symmetry).
+CHANNEL_TWINS = dataclasses.replace(TWINS, name="channel_twins", connections=2, channels=2,
+                                    roles={(0, 1): Role(publish=TO_Q0), (1, 1): TWINS.roles[(1, 1)],
+                                           (1, 2): TWINS.roles[(1, 1)]})
+# Automatic-mode consumers on two connections, a durable queue, a crash and lost connections.
+AUTO_TWINS = dataclasses.replace(
+    SPEC.config("auto_ack"), name="auto_twins", connections=3, messages=1, crashes=1, gets=0,
+    queues=(dataclasses.replace(TWINS.queues[0], durable=True),),
+    roles={(0, 1): Role(publish=TO_Q0, persistent=(True,), confirm=True),
+           (1, 1): Role(consume=((Q0, True),)), (2, 1): Role(consume=((Q0, True),))})
+
+
+def properties(config):
+    return SPEC.properties(config)
+
+
+def first_state(config, wanted):
+    """The first state, in BFS order, for which ``wanted`` holds."""
+    seen = set(SPEC.model.initial_states(config))
+    frontier = list(seen)
+    while frontier:
+        for x in frontier:
+            if wanted(x):
+                return x
+        nxt = []
+        for x in frontier:
+            for a in SPEC.model.enabled(x, config):
+                y = SPEC.model.step(x, a)[0]
+                if y not in seen:
+                    seen.add(y)
+                    nxt.append(y)
+        frontier = nxt
+    raise AssertionError("no such state")
+
+
+def test_only_the_twin_configuration_is_symmetric_and_publishers_are_never_renamed():
+    assert {n: symmetries(SPEC.config(n)) for n in SPEC.configs.STANDARD} == \
+        {n: int(n == "twin_consumers") for n in SPEC.configs.STANDARD}
+    assert automorphisms(TWINS) == (Renaming((0, 2, 1), ((1,), (1,), (1,))),)
+    assert automorphisms(CHANNEL_TWINS) == (Renaming((0, 1), ((1, 2), (2, 1))),)
+    both = Role(publish=TO_Q0, consume=((Q0, False),), ack=True)
+    publishers = dataclasses.replace(TWINS, roles={(0, 1): both, (1, 1): both})
+    assert automorphisms(publishers) == ()      # message ids name their connection (RQ-3 compares them)
+
+
+def test_a_renaming_moves_every_name_of_a_channel_and_nothing_else():
+    g = automorphisms(CHANNEL_TWINS)[0]
+    x = first_state(CHANNEL_TWINS, lambda s: s.conns[1].channels[0].unacked and s.conns[1].to_client[2]
+                    and not s.conns[1].to_client[1])
+    y = rename(x, g)
+    cx, cy = x.conns[1], y.conns[1]
+    assert cy.channels == (cx.channels[1], cx.channels[0]) and cy.clients == (cx.clients[1], cx.clients[0])
+    assert cy.to_client[2] == () and cy.to_client[1] == tuple((f[0], 1) + f[2:] for f in cx.to_client[2])
+    assert cy.to_broker[0] == cx.to_broker[0] and y.conns[0] == x.conns[0]
+    swap = {(1, 1): (1, 2), (1, 2): (1, 1)}
+    assert y.queues[0].ring == tuple(swap[(c, ch)] + (t,) for c, ch, t in x.queues[0].ring)
+    assert (y.disk, y.fates, y.delivered, y.used) == (x.disk, x.fates, x.delivered, x.used)
+    assert y != x and rename(y, g) == x
+
+
+def test_a_renaming_of_connections_moves_them_and_their_consumers():
+    g = automorphisms(TWINS)[0]
+    x = first_state(TWINS, lambda s: s.conns[1].channels[0].unacked and not s.conns[2].channels[0].unacked)
+    y = rename(x, g)
+    assert (y.conns[1], y.conns[2], y.conns[0]) == (x.conns[2], x.conns[1], x.conns[0])
+    assert y.queues[0].ring == tuple(({1: 2, 2: 1}[c], ch, t) for c, ch, t in x.queues[0].ring)
+    assert rename(y, g) == x
+
+
+def test_the_renamings_commute_with_the_model_and_the_properties_on_every_reachable_state():
+    config = AUTO_TWINS      # the other configurations: in every comparison below (compare_reduction checks it)
+    checked, problems = equivariance_problems(SPEC.model, config, properties(config))
+    assert problems == []
+    assert checked == LocalEngine().explore(SPEC.model, config, properties(config)).distinct_states
+
+
+def test_the_check_catches_renamings_that_are_not_symmetries():
+    publisher_swap = Renaming((1, 0, 2), ((1,), (1,), (1,)))       # the publisher and a consumer
+    _, problems = equivariance_problems(SPEC.model, TWINS, properties(TWINS), renamings=(publisher_swap,), limit=3)
+    assert problems and problems[0].startswith("(2):")
+    both = Role(publish=TO_Q0, consume=((Q0, False),), ack=True, reject=(True,))
+    publishers = dataclasses.replace(SPEC.config("hazard_consumer_order"), roles={(0, 1): both, (1, 1): both})
+    swap = Renaming((1, 0), ((1,), (1,)))       # two publishers: the message ids still name the old connection
+    _, problems = equivariance_problems(SPEC.model, publishers, properties(publishers), renamings=(swap,), limit=10)
+    assert {p[:3] for p in problems} == {"(2)", "(3)"}
+    assert "(3): renaming ((1, 0), ((1,), (1,))) changes messages_numbered" in problems
+
+
+@pytest.mark.parametrize("config, reductions", [
+    (TWINS, ("symmetry",)), (CHANNEL_TWINS, ("symmetry",)), (AUTO_TWINS, ("symmetry",)), (TWINS, ("por", "symmetry"))],
+    ids=["twin_consumers", "channel_twins", "auto_twins", "twin_consumers-por"])
+def test_verdicts_traces_deadlocks_and_coverage_agree_with_the_full_search(config, reductions):
+    comparison = compare_reduction(SPEC.model, config, properties(config), reductions, SPEC.action_types())
+    assert comparison.problems == []
+    full, reduced = comparison.full, comparison.reduced
+    assert reduced.reductions == reductions
+    assert [(p.name, p.verdict) for p in reduced.properties] == [(p.name, p.verdict) for p in full.properties]
+    assert reduced.distinct_states < full.distinct_states
+    assert any(p.found for p in reduced.properties)
+    for f, r in zip(full.properties, reduced.properties):
+        if f.trace is not None and reductions == ("symmetry",):
+            assert len(r.trace.steps) == len(f.trace.steps)
+
+
+def test_the_twin_configuration_pins_its_counts_with_and_without_symmetry():
+    props = properties(TWINS)
+    counts = {r: LocalEngine(reductions=r).explore(SPEC.model, TWINS, props).distinct_states
+              for r in [(), ("symmetry",), ("por",), ("por", "symmetry")]}
+    assert counts == {(): 33870, ("symmetry",): 16977, ("por",): 20080, ("por", "symmetry"): 10071}
+    exact = LocalEngine(exact=True, reductions=("symmetry",)).explore(SPEC.model, TWINS, props)
+    assert exact.distinct_states == 16977 and exact.exact
+
+
+def test_a_trace_found_over_orbits_is_a_path_of_the_model():
+    props = [p for p in properties(TWINS) if p.name == "consumer_sees_publication_order"]
+    result = LocalEngine(reductions=("symmetry",)).explore(SPEC.model, TWINS, props)
+    trace = result.properties[0].trace
+    assert trace is not None and len(trace.steps) == 15
+    ends = replay(SPEC.model, TWINS, trace)     # step by step through the model, to the trace's final state
+    assert ends and decides(props[0], ends[0])
+    assert any(any(v.disorder for v in c.clients) for c in ends[0].conns)
+
+
+def test_names_are_checked_ordered_and_symmetry_is_for_the_spec_only():
+    assert parse_reductions("symmetry,por") == ("por", "symmetry") == parse_reductions("por,symmetry")
+    assert written_for(SPEC.model) == ("por", "symmetry") and written_for(toy) == ()
+    with pytest.raises(ValueError, match=r"reduction 'symmetry' is written for the spec's model \(spec.machine\) only"):
+        Expander(toy, toy.get("manual"), [], reductions=("symmetry",))
+    # Without a renaming the fingerprint is the plain hash: a symmetric-free configuration costs nothing.
+    plain = Expander(SPEC.model, SPEC.config("ack_basics"), [], reductions=("symmetry",))
+    assert plain.fingerprint is hash
+
+
+def test_engines_name_a_combination_one_way():
+    assert LocalEngine(reductions=["symmetry", "por"]).reductions == ("por", "symmetry")
