@@ -17,6 +17,7 @@ from spec.configs import Config
 
 from .engine import Engine, too_many_states
 from .questions import PROPERTIES, QUESTIONS, Question, SetupMachine
+from .reductions import build_reduction
 from .results import ExplorationResult, Trace
 from .setup_file import Setup
 from .setup_model import lossy, to_config
@@ -134,4 +135,6 @@ def prepare(setup: Setup, engine: Engine, bounds: Mapping[str, Any] | None = Non
     """Everything checked before any work: the bounds (ConfigError), and what the engine must be able to
     ship (ValueError)."""
     config = config_for(setup, bounds, max_states)
-    engine.prepare(machine_for(setup), config, PROPERTIES)
+    machine = machine_for(setup)
+    build_reduction(engine.reductions, machine, config)
+    engine.prepare(machine, config, PROPERTIES)

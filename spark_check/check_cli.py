@@ -18,7 +18,7 @@ from spec.configs import ConfigError
 from .bundle import InputError
 from .check import check_setup, prepare, setup_name
 from .check_report import checked_json, print_checked, write_charts
-from .cli import build_engine, check_output_options, output_console, parse_bounds
+from .cli import build_engine, check_output_options, output_console, parse_bounds, reductions_of
 from .engine import ENGINES
 from .report import ProgressDisplay
 from .setup_file import SetupError, read_setup
@@ -49,6 +49,9 @@ def build_parser() -> Parser:
     check.add_argument("--bound", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
                        help="override a bound of the explored configuration (requeues, crashes, ...)")
     check.add_argument("--max-states", type=int, metavar="N", help="stop each exploration after N states")
+    check.add_argument("--reduce", default="symmetry", metavar="NAMES",
+                       help="state-space reductions: symmetry (the default: consumers with the same settings are "
+                            "interchangeable, no answer changes) or none")
     check.add_argument("--no-advice", action="store_true", help="do not try the what-if changes")
     shown = check.add_mutually_exclusive_group()
     shown.add_argument("--progress", dest="progress", action="store_true", default=None,
@@ -64,7 +67,7 @@ def command_check(args: argparse.Namespace, out: Console) -> int:
     bounds = parse_bounds(args.bound)
     if "messages" in bounds:
         raise InputError("--bound messages: set each publisher's messages in the setup file")
-    engine = build_engine(args.engine, master=args.master)
+    engine = build_engine(args.engine, master=args.master, reductions=reductions_of(args.reduce))
     try:
         prepare(setup, engine, bounds, args.max_states)
     except (ConfigError, ValueError) as e:

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .chart import chart_svg
-from .check import Checked, names, setup_name
+from .check import Checked, machine_for, names, setup_name
 from .report import print_trace
 from .whatif import Tried
 
@@ -33,9 +33,24 @@ def checked_text(checked: Checked) -> str:
     if not r.complete:
         return (f"The search stopped at {r.distinct_states:,} states ({r.error}): the questions it had not "
                 "answered yet are undecided.")
-    return (f"Checked: every one of {r.distinct_states:,} reachable states (depth {r.depth}), for "
-            f"{bounds_text(checked)}. No Z3 proof covers these questions for every size yet: "
+    return (f"Checked: every one of {r.distinct_states:,} reachable states (depth {r.depth}){swapped_text(checked)}, "
+            f"for {bounds_text(checked)}. No Z3 proof covers these questions for every size yet: "
             "\"cannot happen\" holds within these bounds.")
+
+
+def swapped_text(checked: Checked) -> str:
+    """Under the symmetry reduction, which consumers are interchangeable (states that differ only by
+    swapping them are counted once); empty when none are."""
+    if "symmetry" not in checked.result.reductions:
+        return ""
+    setup = checked.setup
+    renamings = machine_for(setup).symmetry(checked.config).renamings
+    moved = sorted({c for g in renamings for c, d in enumerate(g.conns) if c != d})
+    if not moved:
+        return ""
+    first = len(setup.publishers)
+    who = " and ".join(repr(setup.consumers[c - first].name) for c in moved)
+    return f", counting once the states that differ only by swapping the interchangeable consumers {who}"
 
 
 def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], charts: dict[str, Path]) -> None:

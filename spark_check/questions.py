@@ -111,6 +111,33 @@ class SetupMachine:
         """An end state is a proper end unless a publisher still waits for a confirm or a commit-ok."""
         return not publisher_waits(watched)
 
+    def symmetry(self, config: Any) -> Any:
+        """The ``symmetry`` reduction of a setup (spark_check.symmetry): the configuration's renamings
+        that also keep each connection's message limit and whether faults may lose it (two consumers
+        with the same settings are interchangeable), applied to the spec state and to the ghost."""
+        from .symmetry import Symmetry, automorphisms
+        limits, lossy = self.limits, self.lossy
+        kept = tuple(g for g in automorphisms(config)
+                     if all(limits[d] == limits[c] and lossy[d] == lossy[c] for c, d in enumerate(g.conns)))
+        return Symmetry(config, kept, rename_watched)
+
+
+def rename_watched(watched: Watched, g: Any) -> Watched:
+    """``watched`` with connections and channels renamed by ``g`` (spark_check.symmetry.Renaming): the spec
+    state, and every (conn, ch) the ghost names, with the publisher of ``last`` (a connection too)."""
+    from .symmetry import rename
+
+    def at(e: tuple) -> tuple:
+        c, ch = e[0], e[1]
+        return (g.conns[c], g.channels[c][ch - 1]) + e[2:]
+
+    gh = watched.ghost
+    last = tuple(sorted(at(e)[:2] + (g.conns[e[2]], e[3]) for e in gh.last))
+    ghost = Ghost(tuple(sorted(map(at, gh.tx_open))), tuple(sorted(map(at, gh.committing))),
+                  tuple(sorted(map(at, gh.awaiting))), gh.believed, gh.returned, tuple(sorted(map(at, gh.held))),
+                  gh.counts, last, gh.disorder, tuple(sorted(map(at, gh.prepared))))
+    return Watched(rename(watched.spec, g), ghost)
+
 
 _PROGRAM_STEPS = frozenset({A.ClientPublish, A.ClientConsume, A.ClientQos, A.ClientAck, A.ClientNack,
                             A.ClientReject, A.NetworkLoss})

@@ -139,26 +139,28 @@ def parse_reductions(text: str) -> tuple[str, ...]:
 
 
 def written_for(model: Any) -> tuple[str, ...]:
-    """The reductions written for ``model`` (``make verify`` uses them): ``por`` and ``symmetry`` for the
-    spec, none else."""
+    """The reductions written for ``model`` (``make verify`` and `rabbitproof check` use them): ``por``
+    and ``symmetry`` for the spec, ``symmetry`` for a model that gives its own, none else."""
     import spec.machine
-    return REDUCTIONS if model is spec.machine else ()
-
-
-def _for_the_spec(name: str, model: Any) -> None:
-    """ValueError (one line) unless ``model`` is the spec's, which reduction ``name`` is written for."""
-    import spec.machine
-    if model is not spec.machine:
-        raise ValueError(f"reduction {name!r} is written for the spec's model (spec.machine) only")
+    if model is spec.machine:
+        return REDUCTIONS
+    return ("symmetry",) if getattr(model, "symmetry", None) is not None else ()
 
 
 def build_symmetry(names: Sequence[str], model: Any, config: Any) -> Any:
     """The ``symmetry`` reduction of ``config`` when ``names`` ask for it (spark_check.symmetry.Symmetry),
-    else None; ValueError (one line) when it does not apply to ``model``."""
+    else None; ValueError (one line) when it does not apply to ``model``. It is written for the spec and
+    for a model that gives its own (``model.symmetry(config)``: `rabbitproof check`'s SetupMachine)."""
     reduction_named(names)
     if "symmetry" not in names:
         return None
-    _for_the_spec("symmetry", model)
+    own = getattr(model, "symmetry", None)
+    if own is not None:
+        return own(config)
+    import spec.machine
+    if model is not spec.machine:
+        raise ValueError("reduction 'symmetry' is written for the spec's model (spec.machine) and for setups "
+                         "(rabbitproof check) only")
     from .symmetry import Symmetry
     return Symmetry(config)
 
@@ -167,11 +169,12 @@ def build_reduction(names: Sequence[str], model: Any, config: Any) -> "FusedTake
     """The fused-takes reduction ``names`` ask for on ``model`` and ``config`` (None without ``por``);
     ValueError (one line) when one of ``names`` does not apply to that model."""
     reduction_named(names)
-    if "symmetry" in names:
-        _for_the_spec("symmetry", model)
+    build_symmetry(names, model, config)
     if "por" not in names:
         return None
-    _for_the_spec("por", model)
+    import spec.machine
+    if model is not spec.machine:
+        raise ValueError("reduction 'por' is written for the spec's model (spec.machine) only")
     return FusedTakes(config)
 
 

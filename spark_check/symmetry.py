@@ -47,6 +47,11 @@ So every verdict is the same, every shortest trace has the full search's length,
 (g maps an action to one of its own class). Combined with ``por``: the normal form under fused takes
 commutes with g (fusability reads the configuration, which g preserves, and the state of one channel,
 which g renames; the takes are confluent), so the reduced graph's orbits are taken the same way.
+
+`rabbitproof check`'s machine (spark_check.questions.SetupMachine) wraps the spec's state with an observer
+ghost and gives its own ``symmetry``: the configuration's renamings that also keep each connection's
+message limit and whether a fault may lose it, applied to the spec state and to every (conn, ch) the
+ghost names (``questions.rename_watched``). The same three facts are checked of it, questions included.
 """
 from __future__ import annotations
 
@@ -128,12 +133,15 @@ class Symmetry:
 
     name = "symmetry"
 
-    def __init__(self, config: Any, renamings: tuple[Renaming, ...] | None = None) -> None:
+    def __init__(self, config: Any, renamings: tuple[Renaming, ...] | None = None,
+                 rename_state: Callable[[Any, Renaming], Any] | None = None) -> None:
         self.renamings = automorphisms(config) if renamings is None else tuple(renamings)
+        self.rename = rename if rename_state is None else rename_state   # a model whose states wrap the spec's
 
     def orbit(self, state: Any) -> list[Any]:
         """``state`` and its renamings (with repetitions when some renaming fixes it)."""
-        return [state] + [rename(state, g) for g in self.renamings]
+        rename_ = self.rename
+        return [state] + [rename_(state, g) for g in self.renamings]
 
     def fingerprint_of(self, exact: bool) -> Callable[[Any], Any]:
         """The orbit's fingerprint: the least 64-bit hash of its states, or, exactly, the orbit itself."""
@@ -147,10 +155,14 @@ def equivariance_problems(model: Any, config: Any, properties: Any, renamings: t
                           limit: int = 10) -> tuple[int, list[str]]:
     """Facts (1) to (3) of the module docstring, checked for every renaming on every state reachable in
     the full graph (exactly: states, not fingerprints). Returns the number of states checked and at most
-    ``limit`` problems. ``renamings`` replaces the configuration's automorphisms (a test's wrong one)."""
+    ``limit`` problems. ``renamings`` replaces the model's own (a test's wrong one)."""
     from collections import Counter
 
-    renamings = automorphisms(config) if renamings is None else tuple(renamings)
+    from .reductions import build_symmetry
+
+    symmetry = build_symmetry(("symmetry",), model, config)
+    renamings = symmetry.renamings if renamings is None else tuple(renamings)
+    rename = symmetry.rename
     enabled, step = model.enabled, model.step
     initial = set(model.initial_states(config))
     problems: list[str] = []

@@ -35,11 +35,14 @@ EXPECTED = {
     "requeue-on-failure": (CANNOT, CANNOT, CAN, CAN, CANNOT),
     "reply-queue": (CAN, CANNOT, CANNOT, CANNOT, CANNOT),
     "safe-pipeline": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
+    "two-workers": (CANNOT, CAN, CAN, CANNOT, CANNOT),
 }
 
 
 def checked(name: str):
-    return check_setup(read_setup(EXAMPLES / f"{name}.toml"), LocalEngine())
+    """An example checked as `rabbitproof check` does it: with the symmetry reduction (it changes no answer:
+    tests/test_reductions_symmetry.py)."""
+    return check_setup(read_setup(EXAMPLES / f"{name}.toml"), LocalEngine(reductions=("symmetry",)))
 
 
 def test_every_example_is_pinned():
@@ -204,6 +207,8 @@ def test_json_and_charts(tmp_path):
     (PUBLISHER.format(confirms="true"), ("--engine", "warp"), "unknown engine 'warp'"),
     (PUBLISHER.format(confirms="true"), ("--master", "local[2]"), "--master is for the spark engine"),
     (PUBLISHER.format(confirms="true"), ("--max-states", "0"), "--max-states must be positive"),
+    (PUBLISHER.format(confirms="true"), ("--reduce", "sym"), "unknown reduction 'sym'; available: por, symmetry"),
+    (PUBLISHER.format(confirms="true"), ("--reduce", "por"), "reduction 'por' is written for the spec's model"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, message):
     path = tmp_path / "t.toml"

@@ -25,3 +25,21 @@ def test_spark_answers_as_the_local_engine_does():
                    [len(a.trace.steps) if a.trace else None for a in local.answers]
     finally:
         engine.close()
+
+
+def test_spark_answers_as_the_local_engine_does_under_symmetry():
+    """Two identical workers (the two-workers example with one message): the setup machine's own
+    symmetry (SetupMachine.symmetry) is rebuilt on the executors, and both engines merge the same states."""
+    from spark_check.setup_file import parse_setup
+
+    text = (EXAMPLES / "two-workers.toml").read_text().replace("messages = 2", "messages = 1")
+    setup = parse_setup(text, "two-workers.toml")
+    engine = SparkEngine("local[2]", reductions=("symmetry",))
+    try:
+        local = check_setup(setup, LocalEngine(reductions=("symmetry",)))
+        spark = check_setup(setup, engine)
+    finally:
+        engine.close()
+    assert spark.result.reductions == ("symmetry",) and disagreements(local.result, spark.result) == []
+    assert spark.result.distinct_states < check_setup(setup, LocalEngine()).result.distinct_states
+    assert [a.verdict for a in spark.answers] == [a.verdict for a in local.answers]

@@ -9,6 +9,11 @@ import dataclasses
 import pytest
 
 from spark_check.bundle import load_spec
+from spark_check.check import check_setup, machine_for
+from spark_check.check_report import checked_text
+from spark_check.questions import PROPERTIES
+from spark_check.setup_file import parse_setup
+from spark_check.setup_model import to_config
 from spark_check.engine import LocalEngine
 from spark_check.expansion import Expander
 from spark_check.reduction_check import compare_reduction, decides, replay
@@ -17,6 +22,7 @@ from spark_check.symmetry import Renaming, automorphisms, equivariance_problems,
 from spec.configs import Q0, TO_Q0
 from spec.roles import Role
 from tests import toy_model as toy
+from tests.test_check import EXAMPLES
 
 SPEC = load_spec()
 TWINS = SPEC.config("twin_consumers")
@@ -146,7 +152,7 @@ def test_a_trace_found_over_orbits_is_a_path_of_the_model():
 def test_names_are_checked_ordered_and_symmetry_is_for_the_spec_only():
     assert parse_reductions("symmetry,por") == ("por", "symmetry") == parse_reductions("por,symmetry")
     assert written_for(SPEC.model) == ("por", "symmetry") and written_for(toy) == ()
-    with pytest.raises(ValueError, match=r"reduction 'symmetry' is written for the spec's model \(spec.machine\) only"):
+    with pytest.raises(ValueError, match=r"reduction 'symmetry' is written for the spec's model \(spec.machine\) and"):
         Expander(toy, toy.get("manual"), [], reductions=("symmetry",))
     # Without a renaming the fingerprint is the plain hash: a symmetric-free configuration costs nothing.
     plain = Expander(SPEC.model, SPEC.config("ack_basics"), [], reductions=("symmetry",))
@@ -155,3 +161,30 @@ def test_names_are_checked_ordered_and_symmetry_is_for_the_spec_only():
 
 def test_engines_name_a_combination_one_way():
     assert LocalEngine(reductions=["symmetry", "por"]).reductions == ("por", "symmetry")
+
+
+# The two-workers example with one message: two consumers with the same settings, each on its connection.
+TWO_WORKERS = (EXAMPLES / "two-workers.toml").read_text().replace("messages = 2", "messages = 1")
+
+
+def test_two_identical_workers_of_a_setup_are_interchangeable_and_no_answer_changes():
+    setup = parse_setup(TWO_WORKERS, "two-workers.toml")
+    machine, config = machine_for(setup), to_config(setup)
+    assert machine.symmetry(config).renamings == (Renaming((0, 2, 1), ((1,), (1,), (1,))),)
+    checked, problems = equivariance_problems(machine, config, PROPERTIES)     # the observer's ghost too
+    assert problems == []
+    full = check_setup(setup, LocalEngine())
+    reduced = check_setup(setup, LocalEngine(reductions=("symmetry",)))
+    assert checked == full.result.distinct_states
+    assert [a.verdict for a in reduced.answers] == [a.verdict for a in full.answers]
+    assert [len(a.trace.steps) if a.trace else None for a in reduced.answers] == \
+        [len(a.trace.steps) if a.trace else None for a in full.answers]
+    assert reduced.result.distinct_states < full.result.distinct_states
+    assert written_for(machine) == ("symmetry",)
+    swapped = "swapping the interchangeable consumers 'worker-1' and 'worker-2'"
+    assert swapped in checked_text(reduced) and swapped not in checked_text(full)
+
+
+def test_workers_that_differ_are_not_interchangeable():
+    setup = parse_setup(TWO_WORKERS.replace("prefetch = 1", "prefetch = 2", 1), "two-workers.toml")
+    assert machine_for(setup).symmetry(to_config(setup)).renamings == ()
