@@ -203,7 +203,9 @@ def drain_and_check(broker: Broker, ledger: Ledger, report: CycleReport, rng: ra
             ledger.acked.add(message_id)
             conn.basic_ack(1, present[message_id])
         # The unacknowledged rest goes back to the queue when the connection closes (RQ-4).
-        conn.rpc(1, commands.Basic.Qos(prefetch_count=1000))  # a round trip: the acks were processed
+        # A round trip: the acks were processed. As long a wait as for the deliveries: a node just restarted
+        # may take more than the default 10 s to answer after thousands of acks (seen once in CI, RabbitMQ).
+        conn.rpc(1, commands.Basic.Qos(prefetch_count=1000), timeout=30)
     finally:
         conn.close(timeout=10)
 
