@@ -346,6 +346,7 @@ def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3S
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])),
         cst=z3.Store(x.cst, c, conn_status), cclose=z3.Store(x.cclose, c, False),
         tc=_lam2(lambda i, j: z3.And(x.tc[i, j], i != c)),
+        ccl=_lam2(lambda i, j: z3.And(x.ccl[i, j], i != c)), aft=_lam2(lambda i, j: z3.And(x.aft[i, j], i != c)),
         auto=_lam_qk(lambda q, key: z3.If(x.auto[q, key] == c + 1, 0, x.auto[q, key])))   # lost in flight (AM-2)
 
 
@@ -552,7 +553,16 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     after = _enqueue(after, added, lambda q, key: z3.If(pub, c, o.cc[q, key]),           # RT-1, ACK-6
                      lambda q, key: z3.If(pub, o.n, o.cm[q, key]), persistent,
                      lambda q, key: z3.And(confirm_pub, o.cp[q, key], x.qdur[q]))
-    return Transition(guard, _forget(after.replace(tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered)))))
+    # ER-1: what went out on this channel. A channel error sends channel.close (the channel was open
+    # and is closing now); a channel that was closing answers only with close-ok; anything else follows
+    # the last channel.close in flight, if there is one.
+    sends_close = z3.And(status == CH_OPEN, after.cstat[c, ch] == CH_CLOSING)
+    other = z3.And(o.answered, status != CH_CLOSING, status != CH_ENDING)
+    return Transition(guard, _forget(after.replace(
+        tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered)),
+        ccl=z3.Store(after.ccl, c, ch, z3.Or(after.ccl[c, ch], sends_close)),
+        aft=z3.Store(after.aft, c, ch, z3.If(sends_close, False,
+                                             z3.Or(after.aft[c, ch], z3.And(other, after.ccl[c, ch])))))))
 
 
 def _qos(x: Z3State, c, ch, count, global_, nout) -> Z3State:
@@ -587,8 +597,13 @@ def _delete_queue(x: Z3State, q, cancelled) -> Z3State:
     """queue.delete: the queue goes (if it exists); its consumers stop, each told with basic.cancel on
     its channel (``cancelled``: the queue's consumers)."""
     k = z3.Int("k_")
-    told = _lam2(lambda i, j: z3.Or(x.tc[i, j], z3.Exists([k], z3.And(cancelled[i, j, k], x.cons[i, j, k]))))
+
+    def cancels(i, j):
+        return z3.Exists([k], z3.And(cancelled[i, j, k], x.cons[i, j, k]))
+    told = _lam2(lambda i, j: z3.Or(x.tc[i, j], cancels(i, j)))
+    after_close = _lam2(lambda i, j: z3.Or(x.aft[i, j], z3.And(x.ccl[i, j], cancels(i, j))))
     return x.replace(cons=_lam3(lambda i, j, t: z3.And(x.cons[i, j, t], z3.Not(cancelled[i, j, t]))), tc=told,
+                     aft=after_close,
                      kcnt=_lam3(lambda i, j, t: z3.If(cancelled[i, j, t], 0, x.kcnt[i, j, t])),   # a former
                      klim=_lam3(lambda i, j, t: z3.If(cancelled[i, j, t], 0, x.klim[i, j, t])),   # consumer's
                      kna=_lam3(lambda i, j, t: z3.And(x.kna[i, j, t], z3.Not(cancelled[i, j, t]))),
@@ -614,16 +629,19 @@ def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
                       _send(_hand_over(x, c, ch, x.kna[c, ch, k], z3.BoolVal(True), a.queue, o.key, k), c, ch))
 
 
-def _send(x: Z3State, c, ch) -> Z3State:
-    """broker.send: a frame goes out to the client on channel ch of connection c."""
-    return x.replace(tc=z3.Store(x.tc, c, ch, True))
+def _send(x: Z3State, c, ch, close_ok: bool = False) -> Z3State:
+    """broker.send: a frame goes out to the client on channel ch of connection c; unless it is a
+    channel.close-ok, it follows the last channel.close in flight there, if any (ER-1)."""
+    if close_ok:
+        return x.replace(tc=z3.Store(x.tc, c, ch, True))
+    return x.replace(tc=z3.Store(x.tc, c, ch, True), aft=z3.Store(x.aft, c, ch, z3.Or(x.aft[c, ch], x.ccl[c, ch])))
 
 
 def BrokerCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
     """channel.close-ok for a channel the client closed: it is gone (ER-1)."""
     c, ch = a.conn, a.ch
     guard = z3.And(_broker_end_open(x, c), 1 <= ch, ch <= x.nch, x.cstat[c, ch] == CH_ENDING)
-    return Transition(guard, _forget(_send(reset_channel(x, c, ch, CH_CLOSED), c, ch)))
+    return Transition(guard, _forget(_send(reset_channel(x, c, ch, CH_CLOSED), c, ch, close_ok=True)))
 
 
 def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -697,6 +715,7 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       txs=z3.Lambda([i, j, k], z3.BoolVal(False)), bycons=z3.Lambda([i, j, k], z3.BoolVal(False)),
                       cons=z3.Lambda([i, j, k], z3.BoolVal(False)), cst=z3.K(INT, z3.IntVal(CONN_DOWN)),
                       cclose=z3.K(INT, z3.BoolVal(False)), tc=z3.Lambda([i, j], z3.BoolVal(False)),
+                      ccl=z3.Lambda([i, j], z3.BoolVal(False)), aft=z3.Lambda([i, j], z3.BoolVal(False)),
                       qex=z3.Lambda([k], z3.And(x.qex[k], x.qdur[k])), qown=z3.K(INT, z3.IntVal(0)),
                       ring=z3.Lambda([i, j, k], z3.BoolVal(False)), ready=z3.Lambda([i, j], z3.BoolVal(False)),
                       ahead=z3.Lambda([i, j, k], z3.BoolVal(False)),
@@ -762,14 +781,19 @@ def ClientConnect(x: Z3State, a: Terms, o: Terms) -> Transition:
 def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The client reads the next frame (``o.readable``; ``o.method`` is the frame, ``o.more``: another
     one follows it on that channel): a connection.close or close-ok ends the connection; a
-    channel.close is answered with close-ok when ``answer``; an automatic-mode delivery read
+    channel.close is answered with close-ok when ``answer`` (``o.close_left``: another channel.close
+    is still in flight on that channel after it); an automatic-mode delivery read
     (``o.auto``: of copy (``o.aq``, ``o.ak``), in flight on this connection) is in flight no more."""
     c, ch, m = a.conn, a.ch, o.method
     closes = z3.Or(m == CONNECTION_CLOSE, m == CONNECTION_CLOSE_OK)
     guard = z3.And(o.readable, x.tc[c, ch], z3.Implies(closes, x.cclose[c]),
+                   z3.Implies(m == CHANNEL_CLOSE, x.ccl[c, ch]), z3.Implies(o.close_left, o.more),
                    z3.Implies(o.auto, z3.And(z3.Or(m == BASIC_DELIVER, m == BASIC_GET_OK),
                                              x.auto[o.aq, o.ak] == c + 1)))
+    reads_close = m == CHANNEL_CLOSE
     x = x.replace(tc=z3.Store(x.tc, c, ch, o.more),
+                  ccl=z3.Store(x.ccl, c, ch, z3.If(reads_close, o.close_left, x.ccl[c, ch])),
+                  aft=z3.Store(x.aft, c, ch, z3.And(x.aft[c, ch], z3.Implies(reads_close, o.close_left))),
                   auto=z3.If(o.auto, z3.Store(x.auto, o.aq, o.ak, 0), x.auto))
     after = _cases(x, (closes, reset_connection(x, c, z3.BoolVal(False))),
                    (z3.And(m == CHANNEL_CLOSE, a.answer), _write(x, c, ch)))
@@ -829,7 +853,8 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "DiskFsync": {"pending": BOOL},
     "NetworkLoss": {"connected": BOOL},
     "ClientConnect": {"down": BOOL},
-    "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL, "auto": BOOL, "aq": INT, "ak": INT},
+    "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL, "close_left": BOOL, "auto": BOOL, "aq": INT,
+                      "ak": INT},
 }
 
 

@@ -199,7 +199,7 @@ def oracles(state, a) -> dict:
         readable = client.can_receive(state, a)
         fifo = state.conns[a.conn].to_client[a.ch] if readable else ()
         out = {"readable": readable, "method": fifo[0][0] if readable else 0, "more": len(fifo) > 1,
-               "auto": False, "aq": 0, "ak": 0}
+               "close_left": any(f[0] == CHANNEL_CLOSE for f in fifo[1:]), "auto": False, "aq": 0, "ak": 0}
         if readable and fifo[0][0] in (BASIC_DELIVER, BASIC_GET_OK):    # client.receive: the copy, if automatic
             tag = fifo[0][3] if fifo[0][0] == BASIC_DELIVER else fifo[0][2]
             auto = next((d for d in state.conns[a.conn].auto if d[0] == a.ch and d[1] == tag), None)

@@ -13,7 +13,7 @@ from typing import Callable
 
 import z3
 
-from spec.state import CH_CLOSED, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX
+from spec.state import CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX
 
 from .state import Z3State
 
@@ -72,13 +72,16 @@ def held_back_tags_issued(x: Z3State, c, ch, t) -> z3.BoolRef:
 
 
 def closed_channel_is_silent(x: Z3State, c, ch, t) -> z3.BoolRef:
-    """ER-1, RQ-4 (what a channel holds): a channel that is not open has no consumer, no settlement held
-    back and no consumer delivery outstanding (they were stopped and requeued); a closed one has no
-    delivery outstanding at all (a closing one may keep basic.get deliveries)."""
-    return z3.Implies(x.cstat[c, ch] != CH_OPEN,
-                      z3.And(z3.Not(x.cons[c, ch, t]), z3.Not(x.txs[c, ch, t]),
-                             z3.Implies(x.out[c, ch, t], z3.And(z3.Not(x.bycons[c, ch, t]),
-                                                                x.cstat[c, ch] != CH_CLOSED))))
+    """ER-1, RQ-4: a channel the broker is closing (it sent channel.close and waits for the close-ok)
+    has nothing but close-ok in flight to the client after its channel.close; a channel that is not
+    open has no consumer, no settlement held back and no consumer delivery outstanding (they were
+    stopped and requeued); a closed one has no delivery outstanding at all (a closing one may keep
+    basic.get deliveries)."""
+    return z3.And(z3.Implies(x.cstat[c, ch] == CH_CLOSING, z3.Not(x.aft[c, ch])),
+                  z3.Implies(x.cstat[c, ch] != CH_OPEN,
+                             z3.And(z3.Not(x.cons[c, ch, t]), z3.Not(x.txs[c, ch, t]),
+                                    z3.Implies(x.out[c, ch, t], z3.And(z3.Not(x.bycons[c, ch, t]),
+                                                                       x.cstat[c, ch] != CH_CLOSED)))))
 
 
 def exclusive_queue_has_owner(x: Z3State, c, ch, q) -> z3.BoolRef:
@@ -333,8 +336,9 @@ INVARIANTS: dict[str, Invariant] = {
         "conjunct reads the frames in flight to it, outside this family", helpers=("held_back_tags_issued",)),
     "closed_channel_is_silent": Invariant(
         "closed_channel_is_silent", closed_channel_is_silent,
-        "the broker's conjunct (what a channel that is not open holds); the frames after a channel.close "
-        "are in flight to the client, outside these families"),
+        "all of it: nothing but close-ok after the channel.close of a channel the broker is closing "
+        "(the whole first half for clients that send close-ok only in answer: the spec's docstring), "
+        "and what a channel that is not open holds"),
     "exclusive_queue_has_owner": Invariant(
         "exclusive_queue_has_owner", exclusive_queue_has_owner, "all of it",
         helpers=("down_connection_is_silent", "close_sent_only_when_closed")),
@@ -420,7 +424,7 @@ def init(x: Z3State) -> z3.BoolRef:
     # each is instantiated at once at a counterexample's indices (nested, E-matching could miss it).
     clean = z3.And(z3.Or(x.cstat[c, ch] == CH_OPEN, x.cstat[c, ch] == CH_CLOSED), x.mode[c, ch] == MODE_NONE,
                    x.seq[c, ch] == 0, z3.Not(x.held[c, ch]), z3.Not(x.pending[c, ch]), x.tb[c, ch] == 0,
-                   x.ntag[c, ch] == 1, z3.Not(x.tc[c, ch]),
+                   x.ntag[c, ch] == 1, z3.Not(x.tc[c, ch]), z3.Not(x.ccl[c, ch]), z3.Not(x.aft[c, ch]),
                    z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
                    z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]),         # (conn, n): no message

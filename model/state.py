@@ -6,7 +6,8 @@
   open transaction and which of those went to a consumer, and the channel's consumer tags, for any
   number of deliveries and consumers (tags are their own index, like publish numbers);
 - *connections and queues*: each connection's status as its client sees it, whether a
-  connection.close is in flight to it and on which channels frames are, and each queue's existence,
+  connection.close is in flight to it, on which channels frames are and whether a channel.close is
+  among them with something other than close-ok after it, and each queue's existence,
   durability and exclusive owner, for any number of connections and queues;
 - *copies*: each queue's ready copies by enqueue position (key) with their redelivered flag and
   their order in the queue (which ready copy is ahead of which), the
@@ -47,8 +48,8 @@ from typing import Iterator
 
 import z3
 
-from spec.frames import BASIC_PUBLISH, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE
-from spec.properties import copy_messages
+from spec.frames import BASIC_PUBLISH, CHANNEL_CLOSE, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE
+from spec.properties import copy_messages, sent_after_close
 from spec.state import CH_CLOSED, CONN_DOWN, FATE_LOST_CRASH, MODE_NONE
 
 INT = z3.IntSort()
@@ -78,6 +79,8 @@ class Z3State:
     cst: z3.ArrayRef        # c -> the connection's status as its client sees it (CONN_*)
     cclose: z3.ArrayRef     # c -> a connection.close or close-ok is in flight to the client (ER-1)
     tc: z3.ArrayRef         # (c, ch) -> frames are in flight to the client on channel ch (0: the connection's)
+    ccl: z3.ArrayRef        # (c, ch) -> a channel.close is in flight to the client on channel ch (ER-1)
+    aft: z3.ArrayRef        # (c, ch) -> a frame other than close-ok follows the last such channel.close
     qex: z3.ArrayRef        # q -> queue q exists
     qdur: z3.ArrayRef       # q -> queue q is durable (DU-1)
     qown: z3.ArrayRef       # q -> its exclusive owner, connection index + 1; 0 when not exclusive (DU-4)
@@ -144,6 +147,7 @@ SORTS: dict[str, z3.SortRef] = {
     "txs": z3.ArraySort(INT, INT, INT, BOOL), "bycons": z3.ArraySort(INT, INT, INT, BOOL),
     "cons": z3.ArraySort(INT, INT, INT, BOOL),
     "cst": z3.ArraySort(INT, INT), "cclose": z3.ArraySort(INT, BOOL), "tc": z3.ArraySort(INT, INT, BOOL),
+    "ccl": z3.ArraySort(INT, INT, BOOL), "aft": z3.ArraySort(INT, INT, BOOL),
     "qex": z3.ArraySort(INT, BOOL), "qdur": z3.ArraySort(INT, BOOL), "qown": z3.ArraySort(INT, INT),
     "ring": z3.ArraySort(INT, INT, INT, BOOL), "ready": z3.ArraySort(INT, INT, BOOL),
     "ahead": z3.ArraySort(INT, INT, INT, BOOL),
@@ -166,7 +170,7 @@ SORTS: dict[str, z3.SortRef] = {
 # What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
 DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "unconf": False, "conf": False,
             "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
-            "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False,
+            "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False, "ccl": False, "aft": False,
             "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "ahead": False, "redel": False,
             "dlv": False,
             "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
@@ -252,6 +256,8 @@ def project(state) -> dict:
         out["cclose"][(c,)] = any(f[0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK) for f in conn.to_client[0])
         for ch, fifo in enumerate(conn.to_client):
             out["tc"][(c, ch)] = bool(fifo)
+            out["ccl"][(c, ch)] = any(f[0] == CHANNEL_CLOSE for f in fifo)
+            out["aft"][(c, ch)] = sent_after_close(fifo)
         for ch, fifo in enumerate(conn.to_broker):
             out["tb"][(c, ch)] = len(fifo)
         for ch, channel in enumerate(conn.channels, start=1):
@@ -362,7 +368,7 @@ def project(state) -> dict:
 
 
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
-         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "qex": 1,
+         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "ccl": 2, "aft": 2, "qex": 1,
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "ahead": 3, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2,
          "tq": 3, "tk": 3,
          "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2,

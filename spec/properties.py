@@ -17,7 +17,7 @@ from .frames import (
 )
 from .properties_api import Property
 from .state import (
-    CH_CLOSED, CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
+    C_OPEN, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
     EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_RECOVERED, EV_REQUEUE_TWICE, EV_ROLLBACK_KEPT,
     EV_TX_RETURN, FATE_ACKED, FATE_AUTO, FATE_DEAD_LETTERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH, FATE_PURGED,
     MODE_CONFIRM, MODE_NONE, MODE_TX, State,
@@ -62,6 +62,18 @@ def _dead_letter_targets(state: State) -> set:
     return {queue.dead_letter - 1 for queue in state.queues if queue.dead_letter}
 
 
+def client_in_step(view) -> bool:
+    """The client's view of a channel is of the broker's channel of that number, when the broker holds
+    it open: the client holds it open too (its channel.open was answered). What the client saw is
+    compared with what the broker did only then. A client that sends channel.open for a channel it
+    holds open, or channel.close-ok before it has read the broker's channel.close (frames out of turn,
+    protocol errors), starts a view of a channel the broker has not opened yet, or lets the broker
+    open a new channel while frames of the old one are still in flight to it: until it reads the
+    channel.open-ok, its view and the broker's channel are of different channels
+    (``tests/test_closed_channel.py`` shows both)."""
+    return view.status == C_OPEN
+
+
 # Performance: the predicates below run on every reachable state, so they exit early when the
 # collections they inspect are empty and use plain loops (no generators) in their inner loops.
 
@@ -71,7 +83,8 @@ def _dead_letter_targets(state: State) -> set:
 @always("DT-1", "DT-2")
 def delivery_tags_increase(state: State) -> bool:
     """Per channel, tags are issued 1, 2, 3, ... and never reused: outstanding ones are below the next
-    tag and increasing, and the client reads tags in increasing order."""
+    tag and increasing, and the client reads tags in increasing order (while it holds the channel open:
+    ``client_in_step``)."""
     for conn in state.conns:
         for ch, channel in enumerate(conn.channels, start=1):
             last = 0
@@ -79,9 +92,9 @@ def delivery_tags_increase(state: State) -> bool:
                 if u.tag <= last or u.tag >= channel.next_tag:
                     return False
                 last = u.tag
-            if channel.status != CH_OPEN:
-                continue
             view = conn.clients[ch - 1]
+            if channel.status != CH_OPEN or not client_in_step(view):
+                continue
             last = view.last_tag
             for frame in conn.to_client[ch]:
                 if frame[0] in (BASIC_DELIVER, BASIC_GET_OK):
@@ -196,25 +209,24 @@ def prefetch_respected(state: State) -> bool:
 @always("PC-1", "PC-2", "PC-3")
 def confirms_exactly_once(state: State) -> bool:
     """On a confirm channel, publishes are numbered 1..n and each is either still unconfirmed or
-    confirmed once; what the client saw confirmed the broker did confirm."""
+    confirmed once; what the client saw confirmed the broker did confirm (while the client holds the
+    channel open: ``client_in_step``)."""
     for conn in state.conns:
         for ch, channel in enumerate(conn.channels, start=1):
+            view = conn.clients[ch - 1]
+            in_step = channel.status == CH_OPEN and not conn.broker_closed and client_in_step(view)
             if not channel.publish_seq and not channel.unconfirmed and not channel.confirmed:
                 # Nothing published in confirm mode: the client must have seen no confirm either.
-                if channel.status == CH_OPEN and not conn.broker_closed:
-                    view = conn.clients[ch - 1]
-                    if view.confirms or view.pub_seq < 0:
-                        return False
+                if in_step and (view.confirms or view.pub_seq < 0):
+                    return False
                 continue
             pending = [p.seq for p in channel.unconfirmed]
             if set(pending) & set(channel.confirmed):
                 return False
             if sorted(pending + list(channel.confirmed)) != list(range(1, channel.publish_seq + 1)):
                 return False
-            if channel.status == CH_OPEN and not conn.broker_closed:
-                view = conn.clients[ch - 1]
-                if not set(view.confirms) <= set(channel.confirmed) or view.pub_seq < channel.publish_seq:
-                    return False
+            if in_step and (not set(view.confirms) <= set(channel.confirmed) or view.pub_seq < channel.publish_seq):
+                return False
     return True
 
 
@@ -318,18 +330,30 @@ def confirm_and_tx_exclusive(state: State) -> bool:
     return True
 
 
+def sent_after_close(fifo) -> bool:
+    """Frames in flight to the client on one channel: a frame other than channel.close-ok follows the
+    last channel.close among them."""
+    last = max((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_CLOSE), default=None)
+    return last is not None and any(frame[0] != CHANNEL_CLOSE_OK for frame in fifo[last + 1:])
+
+
 @always("ER-1", "RQ-4")
 def closed_channel_is_silent(state: State) -> bool:
-    """After the broker sends channel.close it sends nothing more on that channel but the close-ok
-    answering a client's own channel.close (both ends closed at once), and a channel that is not open
-    holds no consumer and no consumer delivery (they were stopped and requeued); a closing one may
-    still hold basic.get deliveries of queues it did not consume from, a closed one nothing."""
+    """While the broker waits for the close-ok of a channel.close it sent (the channel is closing), it
+    sends nothing more on that channel but the close-ok answering a client's own channel.close (both
+    ends closed at once); and a channel that is not open holds no consumer and no consumer delivery
+    (they were stopped and requeued); a closing one may still hold basic.get deliveries of queues it
+    did not consume from, a closed one nothing.
+
+    Only while it waits: a client that sends channel.close-ok before it has read the broker's
+    channel.close (out of turn, a protocol error) ends the channel at once, and a channel.open then
+    opens a new one whose channel.open-ok and frames follow the old channel.close (RabbitMQ 3.10.8 does
+    the same: its reader forgets the channel on any close-ok). ``tests/test_closed_channel.py`` shows
+    it: a frame other than close-ok after channel.close is reachable with two such frames."""
     for conn in state.conns:
-        for fifo in conn.to_client:
-            for i, frame in enumerate(fifo):
-                if frame[0] == CHANNEL_CLOSE and any(f[0] != CHANNEL_CLOSE_OK for f in fifo[i + 1:]):
-                    return False
-        for channel in conn.channels:
+        for ch, channel in enumerate(conn.channels, start=1):
+            if channel.status == CH_CLOSING and sent_after_close(conn.to_client[ch]):
+                return False
             if channel.status != CH_OPEN and (channel.consumers or channel.tx_settles or any(
                     u.consumer or channel.status == CH_CLOSED for u in channel.unacked)):
                 return False
