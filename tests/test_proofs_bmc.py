@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import z3
+
 from proofs import bmc
 from spec import configs, machine
 from spec.properties import get
@@ -118,3 +120,41 @@ def test_unknown_hazard_is_one_error_line_and_exit_code_2():
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "unknown hazard 'nope'" in lines[0]
+
+
+def _giving_up_at(monkeypatch, bound: int, times: int):
+    """The solver gives up on the query at ``bound`` the first ``times`` times it is asked (a query
+    that runs out of time); every other query is Z3's own answer."""
+    asked = {"n": 0}
+    real = bmc.Unrolling.violation_within
+
+    def violation_within(self, prop, k, timeout_ms):
+        if k == bound and asked["n"] < times:
+            asked["n"] += 1
+            return z3.unknown, "timeout"
+        return real(self, prop, k, timeout_ms)
+    monkeypatch.setattr(bmc.Unrolling, "violation_within", violation_within)
+    return asked
+
+
+def test_a_bound_the_solver_gives_up_on_is_passed_over_and_asked_again(monkeypatch):
+    """persistent_never_lost's shortest execution has 3 steps. With the query at bound 2 undecided at
+    first, the search goes on to bound 3, finds the execution, then asks bound 2 again: none there, so
+    the 3 steps are a shortest execution."""
+    config = configs.get("hazard_unconfirmed_lost")
+    asked = _giving_up_at(monkeypatch, 2, 1)
+    status, actions, why = bmc.search("persistent_never_lost", config)
+    assert (status, len(actions), why, asked["n"]) == (bmc.FOUND, 3, "", 1)
+
+
+def test_a_bound_left_undecided_is_reported(monkeypatch):
+    config = configs.get("hazard_unconfirmed_lost")
+    _giving_up_at(monkeypatch, 2, 2)
+    status, actions, why = bmc.search("persistent_never_lost", config)
+    assert status == bmc.FOUND and len(actions) == 3
+    assert why == "none within 2 steps not shown: the solver gave up at that bound"
+    assert bmc.replay("persistent_never_lost", config, actions) == ""
+    _giving_up_at(monkeypatch, 1, 99)
+    status, actions, why = bmc.search("persistent_never_lost", config, max_steps=2)
+    assert (status, actions) == (bmc.UNKNOWN, [])
+    assert why == "the solver gave up at bound(s) 1 and found none at the others up to 2"
