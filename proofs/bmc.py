@@ -315,7 +315,8 @@ def search(hazard: str, config, max_steps: int = MAX_STEPS, timeout_ms: int = TI
         if result == z3.unsat:
             continue
         found = unrolling.first_violation(prop, model)
-        assert len(found) == k or len(found) - 1 in undecided, "a violation within a bound that admitted none"
+        # Its first violation is at step k, or earlier at a bound passed over (one decided admits none).
+        assert len(found) == k or len(found) in undecided, "a violation within a bound that admitted none"
         while len(found) - 1 in undecided and not out_of_time():
             result, model = unrolling.violation_within(prop, len(found) - 1, budget(timeout_ms))
             if result == z3.sat:
