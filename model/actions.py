@@ -98,7 +98,7 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
         conf=_lam3(lambda i, j, k: z3.And(x.conf[i, j, k], z3.Or(i != c, j != ch))),
         held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, False),
         ntag=ntag, out=out, txs=_no_tags(x.txs, c, ch), bycons=_no_tags(x.bycons, c, ch),
-        cons=_no_tags(x.cons, c, ch), txm=_release(x.txm, c, ch),
+        cons=_no_tags(x.cons, c, ch), txm=_release(x.txm, c, ch), txm2=_release_twice(x, c, ch),
         **_clear_counts(x, lambda i, j: z3.And(i == c, j == ch)),
         **_drop_pending(x, lambda i, j: z3.And(i == c, j == ch)))
     if status == CH_OPEN:
@@ -111,6 +111,13 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
 def _release(txm: z3.ArrayRef, c, ch) -> z3.ArrayRef:
     """The messages channel (c, ch) held back are held back no more (TX-2: dropped, or committed)."""
     return _lam2(lambda i, n: z3.If(z3.And(i == c, txm[i, n] == ch), 0, txm[i, n]))
+
+
+def _release_twice(x: Z3State, c, ch) -> z3.ArrayRef:
+    """``txm2`` once channel (c, ch) holds nothing back. Exact while no message is held back twice
+    (publishes_in_flight_fresh, proved): the spec reaches a second hold of one message only from a
+    state with one, where this and the spec agree."""
+    return _lam2(lambda i, n: z3.And(x.txm2[i, n], z3.Not(z3.And(i == c, x.txm[i, n] == ch))))
 
 
 def _drop_pending(x: Z3State, mine: Callable) -> dict:
@@ -187,10 +194,12 @@ def close_connection(x: Z3State, c) -> Z3State:
         txs=_lam3(lambda i, j, k: z3.And(x.txs[i, j, k], z3.Not(mine(i, j)))),
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], z3.Not(mine(i, j)))),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], z3.Not(mine(i, j)))),
-        txm=_lam2(lambda i, n: z3.If(mine(i, x.txm[i, n]), 0, x.txm[i, n])), **_clear_counts(x, mine),
+        txm=_lam2(lambda i, n: z3.If(mine(i, x.txm[i, n]), 0, x.txm[i, n])),
+        txm2=_lam2(lambda i, n: z3.And(x.txm2[i, n], z3.Not(mine(i, x.txm[i, n])))), **_clear_counts(x, mine),
         **_drop_pending(x, mine),
         bclosed=z3.Store(x.bclosed, c, True),
-        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)))
+        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)),
+        inf2=_lam2(lambda i, n: z3.And(x.inf2[i, n], i != c)))
     y = _requeue(y, back)
     return y.replace(**_delete_queues(y, lambda q: y.qown[q] == c + 1))
 
@@ -341,6 +350,7 @@ def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3S
         bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], i != c)),
         cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], i != c)),
         txm=_lam2(lambda i, n: z3.If(i == c, 0, x.txm[i, n])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)),
+        txm2=_lam2(lambda i, n: z3.And(x.txm2[i, n], i != c)), inf2=_lam2(lambda i, n: z3.And(x.inf2[i, n], i != c)),
         **_clear_counts(x, lambda i, j: i == c), **_drop_pending(x, lambda i, j: i == c),
         bclosed=z3.Store(x.bclosed, c, False),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])),
@@ -461,7 +471,10 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                    z3.Implies(m == BASIC_QOS, z3.And(o.count >= 0, o.nout >= x.tout[c, ch])),
                    z3.Implies(settle_frame, z3.And(0 <= o.nset, o.nset <= x.tout[c, ch])))
     x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1),
-                  inf=z3.Store(x.inf, c, o.n, z3.And(x.inf[c, o.n], m != BASIC_PUBLISH)))
+                  # A publish taken: its message stays in flight if a second frame carried it (exact up to
+                  # two frames; the spec reaches three only through two, which publishes_in_flight_fresh rules out).
+                  inf=z3.Store(x.inf, c, o.n, z3.And(x.inf[c, o.n], z3.Or(m != BASIC_PUBLISH, x.inf2[c, o.n]))),
+                  inf2=z3.Store(x.inf2, c, o.n, z3.And(x.inf2[c, o.n], m != BASIC_PUBLISH)))
     published = z3.Store(x.em, c, o.n, z3.Or(x.em[c, o.n], o.routed[o.n]))           # RT-1: queues take copies
     mode, status = x.mode[c, ch], x.cstat[c, ch]
     conn_err = _connection_error(x, c)
@@ -478,7 +491,9 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
         (z3.And(m == BASIC_PUBLISH, o.immediate), conn_err),
         (z3.And(m == BASIC_PUBLISH, o.exchange != DEFAULT_EXCHANGE, o.exchange != FANOUT_EXCHANGE), ch_err),  # PC-9
         (z3.And(m == BASIC_PUBLISH, mode == MODE_TX), x.replace(held=z3.Store(x.held, c, ch, True),  # TX-2
-                                                                txm=z3.Store(x.txm, c, o.n, ch))),
+                                                                txm=z3.Store(x.txm, c, o.n, ch),
+                                                                txm2=z3.Store(x.txm2, c, o.n, z3.Or(
+                                                                    x.txm2[c, o.n], x.txm[c, o.n] != 0)))),
         (z3.And(m == BASIC_PUBLISH, mode == MODE_CONFIRM), x.replace(                    # PC-1
             seq=z3.Store(x.seq, c, ch, x.seq[c, ch] + 1),
             unconf=z3.Store(x.unconf, c, ch, x.seq[c, ch] + 1, True), em=published,
@@ -530,7 +545,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
         (m == TX_SELECT, _ite(mode == MODE_CONFIRM, ch_err, x.replace(mode=z3.Store(x.mode, c, ch, MODE_TX)))),
         (m == TX_COMMIT, _ite(mode != MODE_TX, ch_err, _requeue(x.replace(                # TX-10, TX-7, TX-3
             held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, o.waits),
-            txm=_release(x.txm, c, ch),                                                  # TX-2: enqueued now
+            txm=_release(x.txm, c, ch), txm2=_release_twice(x, c, ch),                   # TX-2: enqueued now
             em=_lam2(lambda i, n: z3.Or(x.em[i, n], z3.And(i == c, x.txm[i, n] == ch, o.routed[n]))),
             txs=_no_tags(x.txs, c, ch), bycons=_drop_tags(x.bycons, c, ch, lambda t: x.txs[c, ch, t]),
             hold=_unhold(x, _named_by(x, c, ch, lambda t: z3.And(x.txs[c, ch, t], x.txk[c, ch, t] != SETTLE_REQUEUE))),
@@ -542,6 +557,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
             _named_by(x, c, ch, lambda t: z3.And(x.txs[c, ch, t], x.txk[c, ch, t] == SETTLE_REQUEUE))))),
         (m == TX_ROLLBACK, _ite(mode != MODE_TX, ch_err, x.replace(                       # TX-2, TX-3, TX-4
             held=z3.Store(x.held, c, ch, False), txs=_no_tags(x.txs, c, ch), txm=_release(x.txm, c, ch),
+            txm2=_release_twice(x, c, ch),
             tout=z3.Store(x.tout, c, ch, x.tout[c, ch] + x.thld[c, ch]), thld=z3.Store(x.thld, c, ch, 0),
             out=_lam3(lambda i, j, t: z3.Or(x.out[i, j, t], z3.And(i == c, j == ch, x.txs[i, j, t])))))),
     )
@@ -723,6 +739,7 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       tk=z3.Lambda([i, j, k], z3.IntVal(0)), txk=z3.Lambda([i, j, k], z3.IntVal(-1)),
                       oc=z3.Lambda([i, j], z3.IntVal(-1)), och=z3.Lambda([i, j], z3.IntVal(-1)),
                       ot=z3.Lambda([i, j], z3.IntVal(0)), inf=z3.Lambda([i, j], z3.BoolVal(False)),
+                      inf2=z3.Lambda([i, j], z3.BoolVal(False)), txm2=z3.Lambda([i, j], z3.BoolVal(False)),
                       txm=z3.Lambda([i, j], z3.IntVal(0)),
                       **{name: z3.Lambda([i, j], z3.IntVal(0)) for name in _CHANNEL_COUNTS},
                       kcnt=z3.Lambda([i, j, k], z3.IntVal(0)), klim=z3.Lambda([i, j, k], z3.IntVal(0)),
@@ -813,7 +830,8 @@ def ClientPublish(x: Z3State, a: Terms, o: Terms) -> Transition:
     c = a.conn
     t = _client_writes(x, a, o)
     n = x.pubd[c] + 1
-    return Transition(t.guard, t.after.replace(pubd=z3.Store(x.pubd, c, n), inf=z3.Store(x.inf, c, n, True)))
+    return Transition(t.guard, t.after.replace(pubd=z3.Store(x.pubd, c, n), inf=z3.Store(x.inf, c, n, True),
+                                               inf2=z3.Store(x.inf2, c, n, z3.Or(x.inf2[c, n], x.inf[c, n]))))
 
 
 ClientConsume = ClientCancel = ClientGet = ClientAck = ClientNack = ClientReject = \

@@ -217,8 +217,10 @@ def live_copies_unfated(x: Z3State, a, b, d) -> z3.BoolRef:
 
 def publishes_in_flight_fresh(x: Z3State, c, n, _) -> z3.BoolRef:
     """Helper: a message whose basic.publish is in flight to the broker is numbered 1..published, held
-    back by no transaction, and no queue took a copy of it: the broker taking it meets a new message."""
-    return z3.Implies(x.inf[c, n], z3.And(x.txm[c, n] == 0, z3.Not(x.em[c, n]), 1 <= n, n <= x.pubd[c]))
+    back by no transaction, and no queue took a copy of it: the broker taking it meets a new message.
+    No two frames carry one message, and no message is held back twice."""
+    return z3.And(z3.Not(x.inf2[c, n]), z3.Not(x.txm2[c, n]),
+                  z3.Implies(x.inf[c, n], z3.And(x.txm[c, n] == 0, z3.Not(x.em[c, n]), 1 <= n, n <= x.pubd[c])))
 
 
 def messages_numbered(x: Z3State, c, n, _) -> z3.BoolRef:
@@ -407,7 +409,7 @@ HELPERS: dict[str, Invariant] = {
         "outstanding_copies_were_delivered", outstanding_copies_were_delivered, "all of it (helper)"),
     "publishes_in_flight_fresh": Invariant(
         "publishes_in_flight_fresh", publishes_in_flight_fresh,
-        "all but 'no two frames carry one message, none is held back twice' (a set of messages here) (helper)",
+        "all of it (helper)",
         helpers=("messages_numbered",)),
     "messages_numbered": Invariant(
         "messages_numbered", messages_numbered, "all of it (helper)", helpers=("publishes_in_flight_fresh",)),
@@ -428,6 +430,7 @@ def init(x: Z3State) -> z3.BoolRef:
                    z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
                    z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]),         # (conn, n): no message
+                   z3.Not(x.inf2[c, ch]), z3.Not(x.txm2[c, ch]),
                    z3.Not(x.acked[c, ch]), x.pch[c, ch] == 0, z3.Not(x.lost[c, ch]), z3.Not(x.fated[c, ch]),
                    x.auto[c, ch] == 0,
                    *[arr[c, ch] == 0 for arr in (x.pf, x.glim, x.vol, x.qexc, x.qunc, x.tout, x.thld)])

@@ -16,8 +16,9 @@
   held-back settlement will settle it), and the copies in flight in automatic mode with the
   connection they travel on, for any number of copies, keys and requeues;
 - *messages*: per connection how many messages its client published, and per message (connection,
-  n) whether a basic.publish of it is in flight to the broker, which channel's open transaction holds
-  it back, and whether any queue ever took a copy of it (ghost), for any number of messages;
+  n) whether a basic.publish of it is in flight to the broker (and whether two are), which channel's
+  open transaction holds it back (and whether it is held back twice), and whether any queue ever
+  took a copy of it (ghost), for any number of messages;
 - *confirms and disk*: per copy its message, its persistent flag and whether it holds up its
   publish's confirm (PC-5: not yet on disk), per message whether the broker acked it (ghost) and the
   channel and number of its unconfirmed publish still to be acked, and per queue whether it is a
@@ -100,7 +101,9 @@ class Z3State:
     ot: z3.ArrayRef         # (q, key) -> that tag (ghost; 0: none): (oc, och, ot) is the inverse of (tq, tk)
     pubd: z3.ArrayRef       # c -> messages the client of connection c has published; (c, n) is its n-th
     inf: z3.ArrayRef        # (c, n) -> a basic.publish of message (c, n) is in flight to the broker
+    inf2: z3.ArrayRef       # (c, n) -> two or more are
     txm: z3.ArrayRef        # (c, n) -> the channel whose open transaction holds message (c, n) back (0: none, TX-2)
+    txm2: z3.ArrayRef       # (c, n) -> open transactions hold message (c, n) back more than once
     em: z3.ArrayRef         # (c, n) -> some queue took a copy of message (c, n) (ghost: a copy carries it)
     pf: z3.ArrayRef         # (c, ch) -> the per-consumer limit of consumers started later (PF-2)
     glim: z3.ArrayRef       # (c, ch) -> the channel's global limit (0: none, PF-2)
@@ -156,6 +159,7 @@ SORTS: dict[str, z3.SortRef] = {
     "tk": z3.ArraySort(INT, INT, INT, INT), "txk": z3.ArraySort(INT, INT, INT, INT),
     "oc": z3.ArraySort(INT, INT, INT), "och": z3.ArraySort(INT, INT, INT), "ot": z3.ArraySort(INT, INT, INT),
     "pubd": z3.ArraySort(INT, INT), "inf": z3.ArraySort(INT, INT, BOOL), "txm": z3.ArraySort(INT, INT, INT),
+    "inf2": z3.ArraySort(INT, INT, BOOL), "txm2": z3.ArraySort(INT, INT, BOOL),
     "em": z3.ArraySort(INT, INT, BOOL),
     **{name: z3.ArraySort(INT, INT, INT) for name in ("pf", "glim", "vol", "qexc", "qunc", "tout", "thld")},
     "kcnt": z3.ArraySort(INT, INT, INT, INT), "kna": z3.ArraySort(INT, INT, INT, BOOL),
@@ -174,7 +178,8 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "ahead": False, "redel": False,
             "dlv": False,
             "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
-            "pubd": 0, "inf": False, "txm": 0, "em": False, "pf": 0, "glim": 0, "vol": 0, "qexc": 0, "qunc": 0,
+            "pubd": 0, "inf": False, "txm": 0, "inf2": False, "txm2": False,
+            "em": False, "pf": 0, "glim": 0, "vol": 0, "qexc": 0, "qunc": 0,
             "tout": 0, "thld": 0, "kcnt": 0, "kna": False, "klim": 0,
             "mc": 0, "mn": 0, "pers": False, "hold": False, "acked": False, "pch": 0, "ps": 0, "dlt": False,
             "lost": False, "fated": False, "auto": 0}
@@ -320,9 +325,12 @@ def project(state) -> dict:
         for fifo in conn.to_broker:
             for frame in fifo:
                 if frame[0] == BASIC_PUBLISH:
-                    out["inf"][message(frame[6])] = True
+                    msg = message(frame[6])
+                    out["inf2"][msg] = out["inf"].get(msg, False)
+                    out["inf"][msg] = True
         for ch, channel in enumerate(conn.channels, start=1):
             for pub in channel.tx_pubs:
+                out["txm2"][message(pub[4])] = message(pub[4]) in out["txm"]
                 out["txm"][message(pub[4])] = ch
     for msg in copy_messages(state):
         out["em"][message(msg)] = True
@@ -371,7 +379,7 @@ ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, 
          "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "ccl": 2, "aft": 2, "qex": 1,
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "ahead": 3, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2,
          "tq": 3, "tk": 3,
-         "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "em": 2,
+         "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "inf2": 2, "txm2": 2, "em": 2,
          "pf": 2, "glim": 2, "vol": 2, "qexc": 2, "qunc": 2, "tout": 2, "thld": 2, "kcnt": 3, "kna": 3, "klim": 3,
          "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1, "lost": 2, "fated": 2,
          "auto": 2}

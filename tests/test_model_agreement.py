@@ -354,6 +354,30 @@ def test_a_publish_that_reuses_a_message_name_is_caught(monkeypatch):
     _caught(monkeypatch, state, action, A.ClientPublish, publish_reuses_name)
 
 
+def test_a_second_frame_or_hold_where_the_spec_has_one_is_caught(monkeypatch):
+    """``inf2`` and ``txm2`` (two frames carry a message, a message held back twice) are part of the
+    abstraction: a publish that marks its message as carried twice, and a tx publish taken that marks
+    its message as held back twice, disagree with the spec, which has one of each."""
+    def publish_twice(x, a, o):
+        t = M.ClientPublish(x, a, o)
+        return M.Transition(t.guard, t.after.replace(inf2=z3.Store(x.inf2, a.conn, x.pubd[a.conn] + 1, True)))
+
+    def held_twice(x, a, o):
+        t = M.BrokerTakeFrame(x, a, o)
+        return M.Transition(t.guard, t.after.replace(txm2=z3.Lambda([c, n], t.after.txm[c, n] != 0)))
+    c, n = z3.Ints("c n")
+    state, action = _first_state(configs.get("tx_publish"), lambda a: isinstance(a, A.ClientPublish))
+    _caught(monkeypatch, state, action, A.ClientPublish, publish_twice)
+
+    def tx_publish(state, a):
+        if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
+            return False
+        conn = state.conns[a.conn]
+        return conn.to_broker[a.ch][0][0] == BASIC_PUBLISH and conn.channels[a.ch - 1].mode == MODE_TX
+    state, action = _first_state_where(configs.get("tx_publish"), tx_publish)
+    _caught(monkeypatch, state, action, A.BrokerTakeFrame, held_twice)
+
+
 # Prefetch (PF-2, PF-3, TX-3): no standard configuration has a global limit on a transactional
 # channel, so the counters' commit and qos cases are checked on tx_ack with one qos(1, global) allowed.
 
