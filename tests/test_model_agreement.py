@@ -333,14 +333,16 @@ def test_a_tx_publish_that_does_not_hold_its_message_back_is_caught(monkeypatch)
     def publish_not_held(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
         return M.Transition(t.guard, t.after.replace(txm=x.txm))
-
-    def tx_publish(state, a):
-        if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
-            return False
-        conn = state.conns[a.conn]
-        return conn.to_broker[a.ch][0][0] == BASIC_PUBLISH and conn.channels[a.ch - 1].mode == MODE_TX
-    state, action = _first_state_where(configs.get("tx_publish"), tx_publish)
+    state, action = _first_state_where(configs.get("tx_publish"), _takes_tx_publish)
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, publish_not_held)
+
+
+def _takes_tx_publish(state, a) -> bool:
+    """``a`` is the broker taking a basic.publish on a channel in tx mode."""
+    if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
+        return False
+    conn = state.conns[a.conn]
+    return conn.to_broker[a.ch][0][0] == BASIC_PUBLISH and conn.channels[a.ch - 1].mode == MODE_TX
 
 
 def test_a_publish_that_reuses_a_message_name_is_caught(monkeypatch):
@@ -368,13 +370,7 @@ def test_a_second_frame_or_hold_where_the_spec_has_one_is_caught(monkeypatch):
     c, n = z3.Ints("c n")
     state, action = _first_state(configs.get("tx_publish"), lambda a: isinstance(a, A.ClientPublish))
     _caught(monkeypatch, state, action, A.ClientPublish, publish_twice)
-
-    def tx_publish(state, a):
-        if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
-            return False
-        conn = state.conns[a.conn]
-        return conn.to_broker[a.ch][0][0] == BASIC_PUBLISH and conn.channels[a.ch - 1].mode == MODE_TX
-    state, action = _first_state_where(configs.get("tx_publish"), tx_publish)
+    state, action = _first_state_where(configs.get("tx_publish"), _takes_tx_publish)
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, held_twice)
 
 
