@@ -23,6 +23,7 @@ from spec.properties import (
 )
 from spec.roles import Role
 from spec.state import C_OPENING, CH_CLOSING, CH_OPEN
+from tests.fixtures.model_plants import keeping
 
 # Connection 0's client consumes q0 and, before any answer, sends channel.close-ok out of turn and
 # channel.open; connection 1 takes q0 exclusively first, so the broker refuses connection 0's consume
@@ -92,24 +93,14 @@ def test_the_model_agrees_where_frames_follow_channel_close():
     assert any(not f["ccl"].get((0, 1)) for f in flags[len(OUT_OF_TURN) + 1:])     # the client read the close
 
 
-def _keeping(cls, name):
-    """The relation of ``cls`` with field ``name`` left as it was before the step (a planted bug)."""
-    relation = M.RELATIONS[cls]
-
-    def planted(x, a, o):
-        t = relation(x, a, o)
-        return M.Transition(t.guard, t.after.replace(**{name: getattr(x, name)}))
-    return planted
-
-
 def test_a_send_that_forgets_the_close_before_it_is_caught(monkeypatch):
     config = _config(2)
     states = _replay(config, OUT_OF_TURN)
     take, read = OUT_OF_TURN[-1], A.ClientReceive(0, 1)
     assert Checker().check(states[-2], take, True).ok
     assert Checker().check(states[-1], read, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, _keeping(A.BrokerTakeFrame, "aft"))
-    monkeypatch.setitem(M.RELATIONS, A.ClientReceive, _keeping(A.ClientReceive, "ccl"))
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, keeping(M.RELATIONS[A.BrokerTakeFrame], "aft"))
+    monkeypatch.setitem(M.RELATIONS, A.ClientReceive, keeping(M.RELATIONS[A.ClientReceive], "ccl"))
     assert Checker().check(states[-2], take, True).problem == "relation does not hold for the spec's successor"
     assert Checker().check(states[-1], read, True).problem == "relation does not hold for the spec's successor"
 

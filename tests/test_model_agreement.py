@@ -19,7 +19,7 @@ from spec.frames import (
     TX_COMMIT, TX_ROLLBACK,
 )
 from spec.state import MODE_CONFIRM, MODE_TX
-from tests.fixtures.model_plants import requeue_to_tail
+from tests.fixtures.model_plants import keeping, replacing, requeue_to_tail
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
 PAIRS_WANTED = 10_000
@@ -250,26 +250,13 @@ def test_a_spec_that_delivers_behind_the_head_is_caught(monkeypatch):
     assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
 
 
-def _replacing(relation, **values):
-    """``relation`` with each field named in ``values`` set to ``value(x, after)`` instead (a planted bug)."""
-    def planted(x, a, o):
-        t = relation(x, a, o)
-        return M.Transition(t.guard, t.after.replace(**{n: v(x, t.after) for n, v in values.items()}))
-    return planted
-
-
-def _keeping(relation, *names):
-    """``relation`` with the fields ``names`` left as they were before the step (a planted bug)."""
-    return _replacing(relation, **{n: (lambda x, y, n=n: getattr(x, n)) for n in names})
-
-
 def test_a_loss_that_keeps_automatic_deliveries_in_flight_is_caught(monkeypatch):
     """AM-2: a lost connection loses the automatic-mode deliveries in flight on it (the model's
     ``auto``); a NetworkLoss relation that kept them disagrees with the spec."""
     def loss_with_auto_in_flight(state, a):
         return isinstance(a, A.NetworkLoss) and bool(state.conns[a.conn].auto)
     state, action = _first_state_where(configs.get("hazard_auto_ack_loss"), loss_with_auto_in_flight)
-    _caught(monkeypatch, state, action, A.NetworkLoss, _keeping(M.NetworkLoss, "auto"))
+    _caught(monkeypatch, state, action, A.NetworkLoss, keeping(M.NetworkLoss, "auto"))
 
 
 def test_a_read_that_leaves_an_automatic_delivery_in_flight_is_caught(monkeypatch):
@@ -281,7 +268,7 @@ def test_a_read_that_leaves_an_automatic_delivery_in_flight_is_caught(monkeypatc
         frame = state.conns[a.conn].to_client[a.ch][0]
         return frame[0] == BASIC_DELIVER and any(d[0] == a.ch and d[1] == frame[3] for d in state.conns[a.conn].auto)
     state, action = _first_state_where(configs.get("auto_ack"), reads_auto)
-    _caught(monkeypatch, state, action, A.ClientReceive, _keeping(M.ClientReceive, "auto"))
+    _caught(monkeypatch, state, action, A.ClientReceive, keeping(M.ClientReceive, "auto"))
 
 
 def test_a_delivery_that_forgets_it_was_delivered_is_caught(monkeypatch):
@@ -525,7 +512,7 @@ def _outstanding_unwritten(state) -> bool:
 
 
 def _planted_crash(lost):
-    return _replacing(M.BrokerCrash, lost=lost)
+    return replacing(M.BrokerCrash, lost=lost)
 
 
 def test_a_crash_that_records_no_loss_is_caught(monkeypatch):
@@ -605,7 +592,7 @@ def test_a_crash_that_records_no_fate_is_caught(monkeypatch):
 
 
 def _planted_crash_fated(fated):
-    return _replacing(M.BrokerCrash, fated=fated)
+    return replacing(M.BrokerCrash, fated=fated)
 
 
 def test_a_restart_that_keeps_revived_copies_gone_is_caught(monkeypatch):
