@@ -19,12 +19,12 @@ import z3
 from spec import actions as A
 from spec.frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH,
-    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CONFIRM_SELECT,
+    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT,
     CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE, QUEUE_BIND, QUEUE_DECLARE,
     QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT, TX_ROLLBACK, TX_SELECT,
 )
 from spec.state import (
-    CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_CLOSING, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX,
+    C_CLOSED, C_CLOSING, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_CLOSING, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX,
     SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE,
 )
 
@@ -170,6 +170,11 @@ def _count_off(x: Z3State, c, ch, n):
     return z3.Store(x.vol, c, ch, z3.If(x.glim[c, ch] != 0, z3.If(vol == 0, 0, vol - n), vol))
 
 
+# The lifecycle flags of the frames in flight to the broker, and of both directions (model.state).
+_TO_BROKER = ("tbo", "pre", "post", "tbx")
+_LIFECYCLE = ("ook", "old") + _TO_BROKER
+
+
 def close_connection(x: Z3State, c) -> Z3State:
     """storage.close_connection: every channel of c that is not closed is closed, the broker's end is
     closed, and frames in flight to the broker are dropped."""
@@ -199,6 +204,7 @@ def close_connection(x: Z3State, c) -> Z3State:
         **_drop_pending(x, mine),
         bclosed=z3.Store(x.bclosed, c, True),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)),
+        **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.And(arr[i, j], i != c)) for name in _TO_BROKER},
         inf2=_lam2(lambda i, n: z3.And(x.inf2[i, n], i != c)))
     y = _requeue(y, back)
     return y.replace(**_delete_queues(y, lambda q: y.qown[q] == c + 1))
@@ -357,12 +363,31 @@ def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3S
         cst=z3.Store(x.cst, c, conn_status), cclose=z3.Store(x.cclose, c, False),
         tc=_lam2(lambda i, j: z3.And(x.tc[i, j], i != c)),
         ccl=_lam2(lambda i, j: z3.And(x.ccl[i, j], i != c)), aft=_lam2(lambda i, j: z3.And(x.aft[i, j], i != c)),
+        vst=_lam2(lambda i, j: z3.If(chan(i, j), z3.If(z3.And(channels_open, 1 <= j, j <= x.nch), C_OPEN, C_CLOSED),
+                                     x.vst[i, j])),
+        vlt=_lam2(lambda i, j: z3.If(chan(i, j), 0, x.vlt[i, j])),
+        dif=_lam3(lambda i, j, t: z3.And(x.dif[i, j, t], i != c)),
+        **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.And(arr[i, j], i != c)) for name in _LIFECYCLE},
         auto=_lam_qk(lambda q, key: z3.If(x.auto[q, key] == c + 1, 0, x.auto[q, key])))   # lost in flight (AM-2)
 
 
-def _write(x: Z3State, c, ch) -> Z3State:
-    """The client writes one frame on channel ch of connection c (client.write)."""
-    return x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] + 1))
+# What a client writes, for the flags of the frames in flight to the broker (spec.properties.opens_in_flight).
+CLOSE_OK_FRAME, OPEN_FRAME, OTHER_FRAME = "close-ok", "open", "other"
+
+
+def _write(x: Z3State, c, ch, kind: str = CLOSE_OK_FRAME) -> Z3State:
+    """The client writes one frame on channel ch of connection c (client.write): a channel.close-ok,
+    a channel.open (the first one in flight has the frames in flight ahead of it), or another frame
+    (behind the first channel.open in flight, if any)."""
+    x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] + 1))
+    opened = x.tbo[c, ch]
+    if kind == OPEN_FRAME:
+        return x.replace(tbo=z3.Store(x.tbo, c, ch, True),
+                         pre=z3.Store(x.pre, c, ch, z3.If(opened, x.pre[c, ch], x.tbx[c, ch])),
+                         post=z3.Store(x.post, c, ch, z3.And(opened, x.post[c, ch])))
+    if kind == OTHER_FRAME:
+        return x.replace(tbx=z3.Store(x.tbx, c, ch, True), post=z3.Store(x.post, c, ch, z3.Or(x.post[c, ch], opened)))
+    return x
 
 
 def _broker_end_open(x: Z3State, c) -> z3.BoolRef:
@@ -395,6 +420,7 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3Stat
                      kcnt=z3.Store(x.kcnt, c, ch, ctag, x.kcnt[c, ch, ctag] + one),
                      vol=z3.Store(x.vol, c, ch, x.vol[c, ch] + z3.If(x.glim[c, ch] != 0, one, 0)),
                      ntag=z3.Store(x.ntag, c, ch, tag + 1),
+                     dif=z3.Store(x.dif, c, ch, tag, True),            # basic.deliver or get-ok goes out
                      out=z3.Store(x.out, c, ch, tag, z3.Or(x.out[c, ch, tag], manual)),
                      bycons=z3.Store(x.bycons, c, ch, tag, z3.Or(x.bycons[c, ch, tag], z3.And(manual, by_consumer))),
                      tq=z3.Store(x.tq, c, ch, tag, z3.If(manual, q, x.tq[c, ch, tag])),
@@ -469,8 +495,10 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                    # What the counting oracles are (the frame's prefetch_count is unsigned; a settlement
                    # settles at most the consumer deliveries outstanding; basic.qos counts every one).
                    z3.Implies(m == BASIC_QOS, z3.And(o.count >= 0, o.nout >= x.tout[c, ch])),
-                   z3.Implies(settle_frame, z3.And(0 <= o.nset, o.nset <= x.tout[c, ch])))
+                   z3.Implies(settle_frame, z3.And(0 <= o.nset, o.nset <= x.tout[c, ch])),
+                   _taken_in_turn(x, c, ch, m, o))
     x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1),
+                  **{name: z3.Store(getattr(x, name), c, ch, o[f"{name}_left"]) for name in _TO_BROKER},
                   # A publish taken: its message stays in flight if a second frame carried it (exact up to
                   # two frames; the spec reaches three only through two, which publishes_in_flight_fresh rules out).
                   inf=z3.Store(x.inf, c, o.n, z3.And(x.inf[c, o.n], z3.Or(m != BASIC_PUBLISH, x.inf2[c, o.n]))),
@@ -574,11 +602,40 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     # the last channel.close in flight, if there is one.
     sends_close = z3.And(status == CH_OPEN, after.cstat[c, ch] == CH_CLOSING)
     other = z3.And(o.answered, status != CH_CLOSING, status != CH_ENDING)
+    # A channel opened: its open-ok goes out behind whatever is in flight (an older channel's frames),
+    # and no delivery in flight is of this channel.
+    opens = z3.And(status == CH_CLOSED, m == CHANNEL_OPEN)
+    after = after.replace(ook=z3.Store(after.ook, c, ch, z3.Or(after.ook[c, ch], opens)),
+                          old=z3.Store(after.old, c, ch, z3.If(opens, x.tc[c, ch], after.old[c, ch])),
+                          dif=z3.If(opens, _no_tags(after.dif, c, ch), after.dif))
     return Transition(guard, _forget(after.replace(
         tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered)),
         ccl=z3.Store(after.ccl, c, ch, z3.Or(after.ccl[c, ch], sends_close)),
         aft=z3.Store(after.aft, c, ch, z3.If(sends_close, False,
                                              z3.Or(after.aft[c, ch], z3.And(other, after.ccl[c, ch])))))))
+
+
+def _taken_in_turn(x: Z3State, c, ch, m, o: Terms) -> z3.BoolRef:
+    """What the flags of the frames in flight to the broker (``tbo``, ``pre``, ``post``, ``tbx``) say of
+    the frame the broker takes, the oldest, and what they are after it (``o.tbo_left`` and the others,
+    spec.properties.opens_in_flight of the frames behind it): a channel.open taken is the first one, with
+    nothing ahead; a frame other than it and close-ok is ahead of the first channel.open, if any; a
+    close-ok changes none of them."""
+    left = {name: o[f"{name}_left"] for name in _TO_BROKER}
+    lifecycle = z3.Or(m == CHANNEL_OPEN, m == CHANNEL_CLOSE_OK)
+    tbo, pre, post, tbx = (x.tbo[c, ch], x.pre[c, ch], x.post[c, ch], x.tbx[c, ch])
+    none_behind = z3.Implies(z3.Not(left["tbo"]), z3.And(z3.Not(left["pre"]), z3.Not(left["post"])))
+    return z3.And(
+        z3.Implies(m == CHANNEL_OPEN, z3.And(
+            tbo, z3.Not(pre), left["tbx"] == tbx, none_behind,
+            # the frames behind it were behind the first channel.open: ahead of the next one, or behind it
+            z3.Implies(z3.Not(post), z3.And(z3.Not(left["pre"]), z3.Not(left["post"]))),
+            z3.Implies(left["tbo"], tbx == z3.Or(left["pre"], left["post"])))),
+        z3.Implies(m == CHANNEL_CLOSE_OK, z3.And([left[n] == v for n, v in
+                                                 (("tbo", tbo), ("pre", pre), ("post", post), ("tbx", tbx))])),
+        z3.Implies(z3.And(ch >= 1, z3.Not(lifecycle)), z3.And(
+            tbx, z3.Implies(tbo, pre), left["tbo"] == tbo, left["post"] == post, z3.Implies(left["pre"], pre),
+            z3.Implies(tbo, left["tbx"] == z3.Or(left["pre"], post)), z3.Implies(z3.Not(tbo), z3.Not(left["pre"])))))
 
 
 def _qos(x: Z3State, c, ch, count, global_, nout) -> Z3State:
@@ -732,6 +789,9 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       cons=z3.Lambda([i, j, k], z3.BoolVal(False)), cst=z3.K(INT, z3.IntVal(CONN_DOWN)),
                       cclose=z3.K(INT, z3.BoolVal(False)), tc=z3.Lambda([i, j], z3.BoolVal(False)),
                       ccl=z3.Lambda([i, j], z3.BoolVal(False)), aft=z3.Lambda([i, j], z3.BoolVal(False)),
+                      vst=z3.Lambda([i, j], z3.IntVal(C_CLOSED)), vlt=z3.Lambda([i, j], z3.IntVal(0)),
+                      dif=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      **{name: z3.Lambda([i, j], z3.BoolVal(False)) for name in _LIFECYCLE},
                       qex=z3.Lambda([k], z3.And(x.qex[k], x.qdur[k])), qown=z3.K(INT, z3.IntVal(0)),
                       ring=z3.Lambda([i, j, k], z3.BoolVal(False)), ready=z3.Lambda([i, j], z3.BoolVal(False)),
                       ahead=z3.Lambda([i, j, k], z3.BoolVal(False)),
@@ -803,25 +863,55 @@ def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
     (``o.auto``: of copy (``o.aq``, ``o.ak``), in flight on this connection) is in flight no more."""
     c, ch, m = a.conn, a.ch, o.method
     closes = z3.Or(m == CONNECTION_CLOSE, m == CONNECTION_CLOSE_OK)
+    reads_ok = m == CHANNEL_OPEN_OK
+    delivery = z3.Or(m == BASIC_DELIVER, m == BASIC_GET_OK)
+    # A delivery read while no open-ok is in flight is the broker's channel's (``dif``): the one of
+    # least tag, as they travel in tag order (each goes out with the next tag, above every tag in
+    # ``dif``: delivery_tags_increase). While an open-ok is in flight, what the client reads ahead of
+    # it is an older channel's.
+    current = z3.And(delivery, z3.Not(x.ook[c, ch]))
+    t = z3.Int("t_")
+    least = z3.ForAll([t], z3.Implies(t < o.tag, z3.Not(x.dif[c, ch, t])))
     guard = z3.And(o.readable, x.tc[c, ch], z3.Implies(closes, x.cclose[c]),
                    z3.Implies(m == CHANNEL_CLOSE, x.ccl[c, ch]), z3.Implies(o.close_left, o.more),
-                   z3.Implies(o.auto, z3.And(z3.Or(m == BASIC_DELIVER, m == BASIC_GET_OK),
-                                             x.auto[o.aq, o.ak] == c + 1)))
+                   z3.Implies(o.auto, z3.And(delivery, x.auto[o.aq, o.ak] == c + 1)),
+                   z3.Implies(reads_ok, z3.And(x.ook[c, ch], z3.Not(x.old[c, ch]))),
+                   z3.Implies(o.old_left, z3.And(x.old[c, ch], o.more)),
+                   z3.Implies(current, z3.And(x.dif[c, ch, o.tag], least)))
     reads_close = m == CHANNEL_CLOSE
+    # client.receive: channel.close (and the close-ok of the client's own channel.close) leave the view
+    # closed, channel.open-ok makes it a new open one; a delivery is the last tag read.
+    ends = z3.Or(reads_close, z3.And(m == CHANNEL_CLOSE_OK, x.vst[c, ch] == C_CLOSING))
     x = x.replace(tc=z3.Store(x.tc, c, ch, o.more),
                   ccl=z3.Store(x.ccl, c, ch, z3.If(reads_close, o.close_left, x.ccl[c, ch])),
                   aft=z3.Store(x.aft, c, ch, z3.And(x.aft[c, ch], z3.Implies(reads_close, o.close_left))),
-                  auto=z3.If(o.auto, z3.Store(x.auto, o.aq, o.ak, 0), x.auto))
+                  auto=z3.If(o.auto, z3.Store(x.auto, o.aq, o.ak, 0), x.auto),
+                  ook=z3.Store(x.ook, c, ch, z3.And(x.ook[c, ch], z3.Not(reads_ok), o.more)),
+                  old=z3.Store(x.old, c, ch, o.old_left),
+                  dif=_lam3(lambda i, j, k: z3.And(x.dif[i, j, k], z3.Not(z3.And(
+                      i == c, j == ch, z3.Or(z3.Not(o.more), z3.And(current, k == o.tag)))))),
+                  vst=z3.Store(x.vst, c, ch, z3.If(reads_ok, C_OPEN, z3.If(ends, C_CLOSED, x.vst[c, ch]))),
+                  vlt=z3.Store(x.vlt, c, ch, z3.If(delivery, o.tag, z3.If(z3.Or(reads_ok, ends), 0, x.vlt[c, ch]))))
     after = _cases(x, (closes, reset_connection(x, c, z3.BoolVal(False))),
                    (z3.And(m == CHANNEL_CLOSE, a.answer), _write(x, c, ch)))
     return Transition(guard, _forget(after))
 
 
-def _client_writes(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """A client method on a channel: its precondition is the connection up (``cst``) and ``o.may``,
-    the rest of the client's own view (the channel open, a consumer it started: spec.client); it
-    writes one frame."""
-    return Transition(z3.And(x.cst[a.conn] == CONN_UP, o.may), _write(x, a.conn, a.ch))
+def _client_writes(x: Z3State, a: Terms, o: Terms, views=(C_OPEN,), kind: str = OTHER_FRAME) -> Transition:
+    """A client method on a channel: its precondition is the connection up (``cst``), the client's
+    view of the channel in one of ``views`` (open, for every method but channel.open and close-ok:
+    spec.client), and ``o.may``, the rest of the view (a consumer it started); it writes one frame."""
+    c, ch = a.conn, a.ch
+    view = x.vst[c, ch]
+    guard = z3.And(x.cst[c] == CONN_UP, o.may, 1 <= ch, ch <= x.nch, z3.Or([view == v for v in views]))
+    return Transition(guard, _write(x, c, ch, kind))
+
+
+def _view_now(t: Transition, a: Terms, status) -> Transition:
+    """``t`` with the client's view of the channel left with ``status`` (a fresh view: no tag read)."""
+    y = t.after
+    return Transition(t.guard, y.replace(vst=z3.Store(y.vst, a.conn, a.ch, status),
+                                         vlt=z3.Store(y.vlt, a.conn, a.ch, 0)))
 
 
 def ClientPublish(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -836,14 +926,32 @@ def ClientPublish(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 ClientConsume = ClientCancel = ClientGet = ClientAck = ClientNack = ClientReject = \
     ClientQos = ClientRecover = ClientConfirmSelect = ClientTxSelect = ClientTxCommit = ClientTxRollback = \
-    ClientDeclareQueue = ClientBindQueue = ClientPurgeQueue = ClientDeleteQueue = ClientChannelClose = \
-    ClientChannelOpen = ClientChannelCloseOk = _client_writes
+    ClientDeclareQueue = ClientBindQueue = ClientPurgeQueue = ClientDeleteQueue = _client_writes
+
+
+def ClientChannelClose(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """channel.close from the client: its view is closing."""
+    return _view_now(_client_writes(x, a, o), a, C_CLOSING)
+
+
+def ClientChannelOpen(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """channel.open, of a closed channel or (out of turn) of an open one: the view waits for the open-ok."""
+    return _view_now(_client_writes(x, a, o, (C_CLOSED, C_OPEN), OPEN_FRAME), a, C_OPENING)
+
+
+def ClientChannelCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """channel.close-ok: after the client's own channel.close its view is closed; otherwise (answering a
+    channel.close it read, or out of turn) the view stays as it is."""
+    t = _client_writes(x, a, o, (C_CLOSED, C_OPEN, C_CLOSING), CLOSE_OK_FRAME)
+    closing = x.vst[a.conn, a.ch] == C_CLOSING
+    return Transition(t.guard, _ite(closing, _view_now(t, a, C_CLOSED).after, t.after))
 
 
 def ClientConnectionClose(x: Z3State, a: Terms, o: Terms) -> Transition:
     """connection.close from the client (``o.may``: the connection is up): it is closing, one frame on channel 0."""
-    t = _client_writes(x, a, o)
-    return Transition(t.guard, t.after.replace(cst=z3.Store(x.cst, a.conn, CONN_CLOSING)))
+    c = a.conn
+    t = Transition(z3.And(x.cst[c] == CONN_UP, o.may, a.ch == 0), _write(x, c, a.ch, OTHER_FRAME))
+    return Transition(t.guard, t.after.replace(cst=z3.Store(x.cst, c, CONN_CLOSING)))
 
 
 # ---------------------------------------------------------------- the table
@@ -856,7 +964,8 @@ _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "ver
                          "added": z3.ArraySort(INT, INT), "n": INT, "routed": z3.ArraySort(INT, BOOL),
                          "count": INT, "global_": BOOL, "nout": INT, "nset": INT, "dk": z3.ArraySort(INT, INT),
                          "vol": INT, "cc": z3.ArraySort(INT, INT, INT), "cm": z3.ArraySort(INT, INT, INT),
-                         "cp": z3.ArraySort(INT, INT, BOOL)}
+                         "cp": z3.ArraySort(INT, INT, BOOL),
+                         "tbo_left": BOOL, "pre_left": BOOL, "post_left": BOOL, "tbx_left": BOOL}
 
 # Oracles per action: facts outside this family that its guard or effect reads.
 ORACLES: dict[str, dict[str, z3.SortRef]] = {
@@ -872,7 +981,7 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "NetworkLoss": {"connected": BOOL},
     "ClientConnect": {"down": BOOL},
     "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL, "close_left": BOOL, "auto": BOOL, "aq": INT,
-                      "ak": INT},
+                      "ak": INT, "tag": INT, "old_left": BOOL},
 }
 
 

@@ -21,7 +21,7 @@ from spec.frames import (
     BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE,
     QUEUE_PURGE, TX_COMMIT,
 )
-from spec.properties import copy_messages
+from spec.properties import copy_messages, delivery_tag, open_ok_in_flight, opens_in_flight
 from spec.state import CONN_DOWN, MODE_TX
 
 from .actions import CHANNEL_ERR, CONNECTION_ERR, OK, RELATIONS, concrete, symbolic
@@ -67,11 +67,13 @@ def _frame_oracles(state, a) -> dict:
            "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
            "exclusive": False, "answered": False, "key": 0, "added": {}, "n": 0, "routed": frozenset(),
            "count": 0, "global_": False, "nout": 0, "nset": 0, "dk": {}, "vol": 0, "cc": {}, "cm": {},
-           "cp": frozenset()}
+           "cp": frozenset(), "tbo_left": False, "pre_left": False, "post_left": False, "tbx_left": False}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
     frame = conn.to_broker[a.ch][0]
+    # The flags of the frames behind the one taken (model.actions._taken_in_turn).
+    out["tbo_left"], out["pre_left"], out["post_left"], out["tbx_left"] = opens_in_flight(conn.to_broker[a.ch][1:])
     m = out["method"] = frame[0]
     if m == BASIC_PUBLISH:
         out["exchange"], out["immediate"] = frame[2], bool(frame[7])
@@ -199,7 +201,10 @@ def oracles(state, a) -> dict:
         readable = client.can_receive(state, a)
         fifo = state.conns[a.conn].to_client[a.ch] if readable else ()
         out = {"readable": readable, "method": fifo[0][0] if readable else 0, "more": len(fifo) > 1,
-               "close_left": any(f[0] == CHANNEL_CLOSE for f in fifo[1:]), "auto": False, "aq": 0, "ak": 0}
+               "close_left": any(f[0] == CHANNEL_CLOSE for f in fifo[1:]), "auto": False, "aq": 0, "ak": 0,
+               "tag": (delivery_tag(fifo[0]) or 0) if readable else 0,
+               # frames of an older channel are still ahead of the open-ok after this one
+               "old_left": open_ok_in_flight(fifo[1:])[1]}
         if readable and fifo[0][0] in (BASIC_DELIVER, BASIC_GET_OK):    # client.receive: the copy, if automatic
             tag = fifo[0][3] if fifo[0][0] == BASIC_DELIVER else fifo[0][2]
             auto = next((d for d in state.conns[a.conn].auto if d[0] == a.ch and d[1] == tag), None)

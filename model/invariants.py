@@ -13,7 +13,7 @@ from typing import Callable
 
 import z3
 
-from spec.state import CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX
+from spec.state import C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX
 
 from .state import Z3State
 
@@ -59,9 +59,42 @@ def plain_channel_holds_nothing(x: Z3State, c, ch, s) -> z3.BoolRef:
 
 
 def delivery_tags_increase(x: Z3State, c, ch, t) -> z3.BoolRef:
-    """DT-1, DT-2 (the broker's side): every outstanding tag was issued, 1 <= tag < next_tag, and is
-    outstanding once (a tag indexes the set)."""
-    return z3.Implies(x.out[c, ch, t], z3.And(1 <= t, t < x.ntag[c, ch]))
+    """DT-1, DT-2. The broker's side: every outstanding tag was issued, 1 <= tag < next_tag, and is
+    outstanding once (a tag indexes the set). The client's side: on an open channel, every delivery of
+    this channel in flight to the client (``dif``) has a tag that was issued; and while the client holds
+    the channel open too (``client_in_step``), no open-ok is in flight, so every delivery in flight is in
+    ``dif``, and each is above the last tag the client read, which is below the next tag. They travel
+    in increasing tag order: each goes out with the next tag, above every tag in ``dif``, and the
+    client reads the least (``model.actions.ClientReceive``)."""
+    open_ = x.cstat[c, ch] == CH_OPEN
+    return z3.And(z3.Implies(x.out[c, ch, t], z3.And(1 <= t, t < x.ntag[c, ch])),
+                  z3.Implies(z3.And(open_, x.dif[c, ch, t]), z3.And(1 <= t, t < x.ntag[c, ch])),
+                  z3.Implies(z3.And(open_, x.vst[c, ch] == C_OPEN),
+                             z3.And(z3.Not(x.ook[c, ch]), x.vlt[c, ch] < x.ntag[c, ch],
+                                    z3.Implies(x.dif[c, ch, t], x.vlt[c, ch] < t))))
+
+
+def channel_lifecycle(x: Z3State, c, ch, t) -> z3.BoolRef:
+    """Helper (spec.properties.channel_lifecycle): a connection the broker has closed has its channels
+    closed; otherwise an open-ok in flight means the broker's channel open, the client waiting for it
+    (view opening, or closed after an older channel.close) and nothing but close-ok and channel.open in
+    flight to the broker; a channel.open the broker may open the channel for (its channel not open, or
+    a frame other than close-ok ahead of it) means the client waiting, and nothing but those two behind
+    it. And what the flags are: frames ahead of an open-ok only with one in flight; a frame ahead of or
+    behind the first channel.open only with one in flight, and then exactly the frames other than
+    close-ok and channel.open."""
+    waiting = z3.Or(x.vst[c, ch] == C_OPENING, x.vst[c, ch] == C_CLOSED)
+    tbo, pre, post, tbx = x.tbo[c, ch], x.pre[c, ch], x.post[c, ch], x.tbx[c, ch]
+    return z3.And(
+        z3.Implies(x.old[c, ch], x.ook[c, ch]),
+        z3.Implies(z3.Not(tbo), z3.And(z3.Not(pre), z3.Not(post))),
+        z3.Implies(z3.Or(tbo, x.ook[c, ch]), z3.And(1 <= ch, ch <= x.nch)),
+        z3.Implies(tbo, tbx == z3.Or(pre, post)),
+        z3.Implies(x.bclosed[c], x.cstat[c, ch] == CH_CLOSED),
+        z3.Implies(z3.And(z3.Not(x.bclosed[c]), x.ook[c, ch]),
+                   z3.And(x.cstat[c, ch] == CH_OPEN, waiting, z3.Not(tbx))),
+        z3.Implies(z3.And(z3.Not(x.bclosed[c]), tbo, z3.Or(x.cstat[c, ch] != CH_OPEN, pre)),
+                   z3.And(waiting, z3.Not(post))))
 
 
 def held_back_tags_issued(x: Z3State, c, ch, t) -> z3.BoolRef:
@@ -334,8 +367,9 @@ INVARIANTS: dict[str, Invariant] = {
         "confirm_and_tx_exclusive", confirm_and_tx_exclusive, "all of it", helpers=("plain_channel_holds_nothing",)),
     "delivery_tags_increase": Invariant(
         "delivery_tags_increase", delivery_tags_increase,
-        "the broker's conjunct (outstanding tags issued, below the next tag, each once); the client's "
-        "conjunct reads the frames in flight to it, outside this family", helpers=("held_back_tags_issued",)),
+        "all of it: outstanding tags issued, below the next tag, each once; while the client holds the channel "
+        "open, every delivery in flight to it is above the last tag it read and below the next tag, in tag order",
+        helpers=("held_back_tags_issued", "channel_lifecycle")),
     "closed_channel_is_silent": Invariant(
         "closed_channel_is_silent", closed_channel_is_silent,
         "all of it: nothing but close-ok after the channel.close of a channel the broker is closing "
@@ -375,6 +409,7 @@ INVARIANTS: dict[str, Invariant] = {
         helpers=("lost_copies_stay_unconfirmed", "confirmed_only_when_on_disk")),
 }
 HELPERS: dict[str, Invariant] = {
+    "channel_lifecycle": Invariant("channel_lifecycle", channel_lifecycle, "all of it (helper)"),
     "live_copies_unfated": Invariant(
         "live_copies_unfated", live_copies_unfated, "all of it (helper)",
         helpers=("copies_conserved", "copy_keys_issued", "outstanding_copies_were_delivered",
@@ -427,6 +462,9 @@ def init(x: Z3State) -> z3.BoolRef:
     clean = z3.And(z3.Or(x.cstat[c, ch] == CH_OPEN, x.cstat[c, ch] == CH_CLOSED), x.mode[c, ch] == MODE_NONE,
                    x.seq[c, ch] == 0, z3.Not(x.held[c, ch]), z3.Not(x.pending[c, ch]), x.tb[c, ch] == 0,
                    x.ntag[c, ch] == 1, z3.Not(x.tc[c, ch]), z3.Not(x.ccl[c, ch]), z3.Not(x.aft[c, ch]),
+                   # the client's view: open with the broker's channel, else closed; nothing read or in flight
+                   z3.If(x.cstat[c, ch] == CH_OPEN, x.vst[c, ch] == C_OPEN, x.vst[c, ch] == C_CLOSED), x.vlt[c, ch] == 0,
+                   *[z3.Not(arr[c, ch]) for arr in (x.ook, x.old, x.tbo, x.pre, x.post, x.tbx)],
                    z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
                    z3.Not(x.inf[c, ch]), x.txm[c, ch] == 0, z3.Not(x.em[c, ch]),         # (conn, n): no message
@@ -435,7 +473,7 @@ def init(x: Z3State) -> z3.BoolRef:
                    x.auto[c, ch] == 0,
                    *[arr[c, ch] == 0 for arr in (x.pf, x.glim, x.vol, x.qexc, x.qunc, x.tout, x.thld)])
     empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring,
-                                                      x.kna, x.ahead)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])
+                                                      x.kna, x.ahead, x.dif)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])
     per_index = z3.And(z3.Not(x.bclosed[c]), z3.Not(x.cclose[c]), x.qown[c] == 0, x.enq[c] == 0, x.born[c] == 0,
                        x.pubd[c] == 0, z3.Implies(x.qdur[c], x.qex[c]))
     return z3.And(x.up, x.nch >= 1, z3.ForAll([c], per_index), z3.ForAll([c, ch], clean),

@@ -7,8 +7,12 @@
   number of deliveries and consumers (tags are their own index, like publish numbers);
 - *connections and queues*: each connection's status as its client sees it, whether a
   connection.close is in flight to it, on which channels frames are and whether a channel.close is
-  among them with something other than close-ok after it, and each queue's existence,
-  durability and exclusive owner, for any number of connections and queues;
+  among them with something other than close-ok after it, each client's view of a channel (its status
+  and the last tag it read), whether a channel.open-ok is in flight to it with an older channel's
+  frames ahead, which deliveries of the broker's channel are in flight behind it, whether a
+  channel.open is in flight to the broker with other frames ahead or behind
+  (spec.properties.channel_lifecycle), and each queue's existence, durability and exclusive owner,
+  for any number of connections and queues;
 - *copies*: each queue's ready copies by enqueue position (key) with their redelivered flag and
   their order in the queue (which ready copy is ahead of which), the
   copies ever delivered (ghost), the copies on disk, how many each queue ever took, which consumers
@@ -50,8 +54,8 @@ from typing import Iterator
 import z3
 
 from spec.frames import BASIC_PUBLISH, CHANNEL_CLOSE, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE
-from spec.properties import copy_messages, sent_after_close
-from spec.state import CH_CLOSED, CONN_DOWN, FATE_LOST_CRASH, MODE_NONE
+from spec.properties import copy_messages, open_ok_in_flight, opens_in_flight, sent_after_close
+from spec.state import C_CLOSED, CH_CLOSED, CONN_DOWN, FATE_LOST_CRASH, MODE_NONE
 
 INT = z3.IntSort()
 BOOL = z3.BoolSort()
@@ -82,6 +86,16 @@ class Z3State:
     tc: z3.ArrayRef         # (c, ch) -> frames are in flight to the client on channel ch (0: the connection's)
     ccl: z3.ArrayRef        # (c, ch) -> a channel.close is in flight to the client on channel ch (ER-1)
     aft: z3.ArrayRef        # (c, ch) -> a frame other than close-ok follows the last such channel.close
+    vst: z3.ArrayRef        # (c, ch) -> the status of the client's view of the channel (C_*)
+    vlt: z3.ArrayRef        # (c, ch) -> the last delivery tag the client read on it (DT-1)
+    ook: z3.ArrayRef        # (c, ch) -> a channel.open-ok is in flight to the client
+    old: z3.ArrayRef        # (c, ch) -> frames are ahead of it (an older channel's)
+    dif: z3.ArrayRef        # (c, ch, t) -> a delivery of tag t is in flight to the client behind the open-ok
+    #                         (all of them without one: the deliveries of the broker's channel now)
+    tbo: z3.ArrayRef        # (c, ch) -> a channel.open is in flight to the broker
+    pre: z3.ArrayRef        # (c, ch) -> a frame other than close-ok is ahead of the first one
+    post: z3.ArrayRef       # (c, ch) -> a frame other than close-ok and channel.open is behind it
+    tbx: z3.ArrayRef        # (c, ch) -> such a frame is in flight to the broker at all
     qex: z3.ArrayRef        # q -> queue q exists
     qdur: z3.ArrayRef       # q -> queue q is durable (DU-1)
     qown: z3.ArrayRef       # q -> its exclusive owner, connection index + 1; 0 when not exclusive (DU-4)
@@ -151,6 +165,9 @@ SORTS: dict[str, z3.SortRef] = {
     "cons": z3.ArraySort(INT, INT, INT, BOOL),
     "cst": z3.ArraySort(INT, INT), "cclose": z3.ArraySort(INT, BOOL), "tc": z3.ArraySort(INT, INT, BOOL),
     "ccl": z3.ArraySort(INT, INT, BOOL), "aft": z3.ArraySort(INT, INT, BOOL),
+    "vst": z3.ArraySort(INT, INT, INT), "vlt": z3.ArraySort(INT, INT, INT),
+    **{name: z3.ArraySort(INT, INT, BOOL) for name in ("ook", "old", "tbo", "pre", "post", "tbx")},
+    "dif": z3.ArraySort(INT, INT, INT, BOOL),
     "qex": z3.ArraySort(INT, BOOL), "qdur": z3.ArraySort(INT, BOOL), "qown": z3.ArraySort(INT, INT),
     "ring": z3.ArraySort(INT, INT, INT, BOOL), "ready": z3.ArraySort(INT, INT, BOOL),
     "ahead": z3.ArraySort(INT, INT, INT, BOOL),
@@ -175,6 +192,8 @@ SORTS: dict[str, z3.SortRef] = {
 DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "unconf": False, "conf": False,
             "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
             "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False, "ccl": False, "aft": False,
+            "vst": C_CLOSED, "vlt": 0, "ook": False, "old": False, "dif": False, "tbo": False, "pre": False,
+            "post": False, "tbx": False,
             "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "ahead": False, "redel": False,
             "dlv": False,
             "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
@@ -265,6 +284,13 @@ def project(state) -> dict:
             out["aft"][(c, ch)] = sent_after_close(fifo)
         for ch, fifo in enumerate(conn.to_broker):
             out["tb"][(c, ch)] = len(fifo)
+            out["tbo"][(c, ch)], out["pre"][(c, ch)], out["post"][(c, ch)], out["tbx"][(c, ch)] = opens_in_flight(fifo)
+        for ch, fifo in enumerate(conn.to_client):
+            out["ook"][(c, ch)], out["old"][(c, ch)], tags = open_ok_in_flight(fifo)
+            for t in tags:
+                out["dif"][(c, ch, t)] = True
+        for ch, view in enumerate(conn.clients, start=1):
+            out["vst"][(c, ch)], out["vlt"][(c, ch)] = view.status, view.last_tag
         for ch, channel in enumerate(conn.channels, start=1):
             out["cstat"][(c, ch)] = channel.status
             out["mode"][(c, ch)] = channel.mode
@@ -376,7 +402,8 @@ def project(state) -> dict:
 
 
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
-         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "ccl": 2, "aft": 2, "qex": 1,
+         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "ccl": 2, "aft": 2, "vst": 2, "vlt": 2, "ook": 2,
+         "old": 2, "dif": 3, "tbo": 2, "pre": 2, "post": 2, "tbx": 2, "qex": 1,
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "ahead": 3, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2,
          "tq": 3, "tk": 3,
          "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "inf2": 2, "txm2": 2, "em": 2,

@@ -10,14 +10,15 @@ from . import network
 from .faults import live_copies
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH,
-    BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE, R_COMMIT_PENDING,
+    BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CHANNEL_OPEN_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE, R_COMMIT_PENDING,
     R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_IMMEDIATE, R_IN_USE, R_LOCKED,
     R_NO_EXCHANGE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
     R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG,
 )
 from .properties_api import Property
 from .state import (
-    C_OPEN, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
+    C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE,
+    EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
     EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_RECOVERED, EV_REQUEUE_TWICE, EV_ROLLBACK_KEPT,
     EV_TX_RETURN, FATE_ACKED, FATE_AUTO, FATE_DEAD_LETTERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH, FATE_PURGED,
     MODE_CONFIRM, MODE_NONE, MODE_TX, State,
@@ -335,6 +336,75 @@ def sent_after_close(fifo) -> bool:
     last channel.close among them."""
     last = max((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_CLOSE), default=None)
     return last is not None and any(frame[0] != CHANNEL_CLOSE_OK for frame in fifo[last + 1:])
+
+
+def delivery_tag(frame: tuple) -> int | None:
+    """The delivery tag of a basic.deliver or basic.get-ok, else None."""
+    if frame[0] == BASIC_DELIVER:
+        return frame[3]
+    if frame[0] == BASIC_GET_OK:
+        return frame[2]
+    return None
+
+
+def open_ok_in_flight(fifo) -> tuple[bool, bool, tuple]:
+    """Of the frames in flight to the client on one channel: whether a channel.open-ok is among them,
+    whether frames are ahead of the last one (an older channel's), and the delivery tags behind it
+    (of every delivery when there is none), in the order they travel: the deliveries of the broker's
+    channel of that number now (the Z3 model's fields ``ook``, ``old`` and ``dif``)."""
+    last = max((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_OPEN_OK), default=None)
+    start = 0 if last is None else last + 1
+    tags = tuple(t for t in map(delivery_tag, fifo[start:]) if t is not None)
+    return last is not None, bool(last), tags
+
+
+def opens_in_flight(fifo) -> tuple[bool, bool, bool, bool]:
+    """Of the frames in flight to the broker on one channel: whether a channel.open is among them,
+    whether a frame other than close-ok is ahead of the first one, whether a frame other than close-ok
+    and channel.open is behind it, and whether such a frame is in flight at all (the Z3 model's fields
+    ``tbo``, ``pre``, ``post`` and ``tbx``; both middle ones are false when no channel.open is)."""
+    first = next((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_OPEN), None)
+    other = any(frame[0] != CHANNEL_OPEN and frame[0] != CHANNEL_CLOSE_OK for frame in fifo)
+    if first is None:
+        return False, False, False, other
+    return (True, any(frame[0] != CHANNEL_CLOSE_OK for frame in fifo[:first]),
+            any(frame[0] != CHANNEL_OPEN and frame[0] != CHANNEL_CLOSE_OK for frame in fifo[first + 1:]), other)
+
+
+@always("ER-1", "DT-1")
+def channel_lifecycle(state: State) -> bool:
+    """How channel.open and its open-ok travel (the helper that proves the client-side conjunct of
+    delivery_tags_increase for every size: proofs/). A channel the broker has closed its end of is
+    closed. Otherwise, per channel:
+    - at most one channel.open-ok is in flight to the client; while one is, the broker's channel is
+      open, the client waits (its view is opening, or closed after it read an older channel.close),
+      and nothing but close-ok and channel.open is in flight to the broker (the client sent nothing
+      else since its channel.open), so the broker's channel cannot close before the client reads it;
+    - when the broker may open the channel for the first channel.open in flight to it (its channel is
+      not open, or frames ahead of that channel.open may close it), the client waits too, and sent
+      nothing but close-ok and channel.open after it;
+    - the deliveries behind the open-ok (all of them, without one) travel in increasing tag order.
+    So the client's view is open only once every frame of an older channel is read, and the broker
+    never opens a channel while the client holds it open."""
+    for conn in state.conns:
+        for ch, channel in enumerate(conn.channels, start=1):
+            if conn.broker_closed:
+                if channel.status != CH_CLOSED:
+                    return False
+                continue
+            to_client = conn.to_client[ch]
+            oks = sum(1 for frame in to_client if frame[0] == CHANNEL_OPEN_OK)
+            waiting = conn.clients[ch - 1].status in (C_OPENING, C_CLOSED)
+            opens, pre, post, other = opens_in_flight(conn.to_broker[ch])
+            if oks > 1 or oks and (channel.status != CH_OPEN or not waiting or other):
+                return False
+            if opens and (channel.status != CH_OPEN or pre) and (not waiting or post):
+                return False
+            tags = open_ok_in_flight(to_client)[2]
+            for i in range(1, len(tags)):
+                if tags[i] <= tags[i - 1]:
+                    return False
+    return True
 
 
 @always("ER-1", "RQ-4")
