@@ -19,13 +19,13 @@ import z3
 from spec import actions as A
 from spec.frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH,
-    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT,
-    CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE, QUEUE_BIND, QUEUE_DECLARE,
-    QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT, TX_ROLLBACK, TX_SELECT,
+    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CHANNEL_OPEN_OK,
+    CONFIRM_SELECT, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, FANOUT_EXCHANGE, QUEUE_BIND,
+    QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT, TX_ROLLBACK, TX_SELECT,
 )
 from spec.state import (
-    C_CLOSED, C_CLOSING, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_CLOSING, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX,
-    SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE,
+    C_CLOSED, C_CLOSING, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_CLOSING, CONN_DOWN,
+    CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE,
 )
 
 from .state import INT, BOOL, Z3State
@@ -173,6 +173,8 @@ def _count_off(x: Z3State, c, ch, n):
 # The lifecycle flags of the frames in flight to the broker, and of both directions (model.state).
 _TO_BROKER = ("tbo", "pre", "post", "tbx")
 _LIFECYCLE = ("ook", "old") + _TO_BROKER
+# The counts of the client's view and of the frames in flight that a reset sets to 0 (model.state).
+_VIEW_COUNTS = ("vmode", "vps", "cmx", "fsel", "nbh", "npb")
 
 
 def close_connection(x: Z3State, c) -> Z3State:
@@ -205,6 +207,7 @@ def close_connection(x: Z3State, c) -> Z3State:
         bclosed=z3.Store(x.bclosed, c, True),
         tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)),
         **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.And(arr[i, j], i != c)) for name in _TO_BROKER},
+        **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.If(i == c, 0, arr[i, j])) for name in ("fsel", "nbh", "npb")},
         inf2=_lam2(lambda i, n: z3.And(x.inf2[i, n], i != c)))
     y = _requeue(y, back)
     return y.replace(**_delete_queues(y, lambda q: y.qown[q] == c + 1))
@@ -368,6 +371,8 @@ def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3S
         vlt=_lam2(lambda i, j: z3.If(chan(i, j), 0, x.vlt[i, j])),
         dif=_lam3(lambda i, j, t: z3.And(x.dif[i, j, t], i != c)),
         **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.And(arr[i, j], i != c)) for name in _LIFECYCLE},
+        **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.If(i == c, 0, arr[i, j])) for name in _VIEW_COUNTS},
+        vcf=_lam3(lambda i, j, t: z3.And(x.vcf[i, j, t], i != c)), cif=_lam3(lambda i, j, t: z3.And(x.cif[i, j, t], i != c)),
         auto=_lam_qk(lambda q, key: z3.If(x.auto[q, key] == c + 1, 0, x.auto[q, key])))   # lost in flight (AM-2)
 
 
@@ -499,6 +504,9 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                    _taken_in_turn(x, c, ch, m, o))
     x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1),
                   **{name: z3.Store(getattr(x, name), c, ch, o[f"{name}_left"]) for name in _TO_BROKER},
+                  fsel=z3.Store(x.fsel, c, ch, o.fsel_left),
+                  nbh=z3.Store(x.nbh, c, ch, z3.If(z3.Or(m == CONFIRM_SELECT, m == TX_SELECT), o.behind_left, x.nbh[c, ch])),
+                  npb=z3.Store(x.npb, c, ch, x.npb[c, ch] - z3.If(m == BASIC_PUBLISH, 1, 0)),
                   # A publish taken: its message stays in flight if a second frame carried it (exact up to
                   # two frames; the spec reaches three only through two, which publishes_in_flight_fresh rules out).
                   inf=z3.Store(x.inf, c, o.n, z3.And(x.inf[c, o.n], z3.Or(m != BASIC_PUBLISH, x.inf2[c, o.n]))),
@@ -607,7 +615,9 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     opens = z3.And(status == CH_CLOSED, m == CHANNEL_OPEN)
     after = after.replace(ook=z3.Store(after.ook, c, ch, z3.Or(after.ook[c, ch], opens)),
                           old=z3.Store(after.old, c, ch, z3.If(opens, x.tc[c, ch], after.old[c, ch])),
-                          dif=z3.If(opens, _no_tags(after.dif, c, ch), after.dif))
+                          dif=z3.If(opens, _no_tags(after.dif, c, ch), after.dif),
+                          cif=z3.If(opens, _no_tags(after.cif, c, ch), after.cif),
+                          cmx=z3.Store(after.cmx, c, ch, z3.If(opens, 0, after.cmx[c, ch])))
     return Transition(guard, _forget(after.replace(
         tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered)),
         ccl=z3.Store(after.ccl, c, ch, z3.Or(after.ccl[c, ch], sends_close)),
@@ -625,7 +635,20 @@ def _taken_in_turn(x: Z3State, c, ch, m, o: Terms) -> z3.BoolRef:
     lifecycle = z3.Or(m == CHANNEL_OPEN, m == CHANNEL_CLOSE_OK)
     tbo, pre, post, tbx = (x.tbo[c, ch], x.pre[c, ch], x.post[c, ch], x.tbx[c, ch])
     none_behind = z3.Implies(z3.Not(left["tbo"]), z3.And(z3.Not(left["pre"]), z3.Not(left["post"])))
+    select = z3.Or(m == CONFIRM_SELECT, m == TX_SELECT)
     return z3.And(
+        # the first select in flight: the one taken if it is one (every publish is behind it), else the
+        # same; after a select, the next one, with the publishes behind it if it is confirm.select; none
+        # once only close-ok and channel.open are left
+        z3.Implies(select, z3.And(x.fsel[c, ch] == m, z3.Implies(m == CONFIRM_SELECT, x.nbh[c, ch] == x.npb[c, ch]),
+                                  0 <= o.behind_left, o.behind_left <= x.npb[c, ch],
+                                  z3.Or(o.fsel_left == 0, o.fsel_left == CONFIRM_SELECT, o.fsel_left == TX_SELECT),
+                                  z3.Implies(o.fsel_left != CONFIRM_SELECT, o.behind_left == 0))),
+        z3.Implies(z3.Not(select), o.fsel_left == x.fsel[c, ch]),
+        # a basic.publish taken is ahead of every select, so not among those behind the first
+        z3.Implies(m == BASIC_PUBLISH, x.nbh[c, ch] < x.npb[c, ch]),
+        z3.Implies(z3.Not(left["tbx"]), z3.And(o.fsel_left == 0, o.behind_left == 0,
+                                               x.npb[c, ch] == z3.If(m == BASIC_PUBLISH, 1, 0))),
         z3.Implies(m == CHANNEL_OPEN, z3.And(
             tbo, z3.Not(pre), left["tbx"] == tbx, none_behind,
             # the frames behind it were behind the first channel.open: ahead of the next one, or behind it
@@ -731,13 +754,16 @@ def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     q, key = z3.Ints("q_ key_")
     # PC-5: no copy holds up a covered publish (a copy holds up its own message's publish).
     none_waits = z3.ForAll([q, key], z3.Not(z3.And(x.hold[q, key], acks(x.mc[q, key], x.mn[q, key]))))
-    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix),
+    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix, x.unconf[c, ch, s]),
                                                   z3.And(x.unconf[c, ch, s], o.ready)), none_waits)
     after = x.replace(unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], z3.Not(covered(i, j, k)))),
                       conf=_lam3(lambda i, j, k: z3.Or(x.conf[i, j, k], covered(i, j, k))),
                       acked=_lam2(lambda i, n: z3.Or(x.acked[i, n], acks(i, n))),
                       pch=_lam2(lambda i, n: z3.If(acks(i, n), 0, x.pch[i, n])),
-                      ps=_lam2(lambda i, n: z3.If(acks(i, n), 0, x.ps[i, n])))
+                      ps=_lam2(lambda i, n: z3.If(acks(i, n), 0, x.ps[i, n])),
+                      # the confirm in flight to the client: its number, multiple or not
+                      cif=z3.Store(x.cif, c, ch, s, z3.Or(x.cif[c, ch, s], z3.Not(a.multiple))),
+                      cmx=z3.Store(x.cmx, c, ch, z3.If(z3.And(a.multiple, s > x.cmx[c, ch]), s, x.cmx[c, ch])))
     return Transition(guard, _send(after, c, ch))
 
 
@@ -792,6 +818,8 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       vst=z3.Lambda([i, j], z3.IntVal(C_CLOSED)), vlt=z3.Lambda([i, j], z3.IntVal(0)),
                       dif=z3.Lambda([i, j, k], z3.BoolVal(False)),
                       **{name: z3.Lambda([i, j], z3.BoolVal(False)) for name in _LIFECYCLE},
+                      **{name: z3.Lambda([i, j], z3.IntVal(0)) for name in _VIEW_COUNTS},
+                      vcf=z3.Lambda([i, j, k], z3.BoolVal(False)), cif=z3.Lambda([i, j, k], z3.BoolVal(False)),
                       qex=z3.Lambda([k], z3.And(x.qex[k], x.qdur[k])), qown=z3.K(INT, z3.IntVal(0)),
                       ring=z3.Lambda([i, j, k], z3.BoolVal(False)), ready=z3.Lambda([i, j], z3.BoolVal(False)),
                       ahead=z3.Lambda([i, j, k], z3.BoolVal(False)),
@@ -872,12 +900,20 @@ def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
     current = z3.And(delivery, z3.Not(x.ook[c, ch]))
     t = z3.Int("t_")
     least = z3.ForAll([t], z3.Implies(t < o.tag, z3.Not(x.dif[c, ch, t])))
+    # A confirm read while no open-ok is in flight is one the broker's channel sent (``cif``, ``cmx``);
+    # ``o.cmx_left``: the highest multiple one left, lower only after reading one.
+    confirm = z3.Or(m == BASIC_ACK, m == BASIC_NACK)
+    ours = z3.And(confirm, z3.Not(x.ook[c, ch]))
+    cmx = x.cmx[c, ch]
     guard = z3.And(o.readable, x.tc[c, ch], z3.Implies(closes, x.cclose[c]),
                    z3.Implies(m == CHANNEL_CLOSE, x.ccl[c, ch]), z3.Implies(o.close_left, o.more),
                    z3.Implies(o.auto, z3.And(delivery, x.auto[o.aq, o.ak] == c + 1)),
                    z3.Implies(reads_ok, z3.And(x.ook[c, ch], z3.Not(x.old[c, ch]))),
                    z3.Implies(o.old_left, z3.And(x.old[c, ch], o.more)),
-                   z3.Implies(current, z3.And(x.dif[c, ch, o.tag], least)))
+                   z3.Implies(current, z3.And(x.dif[c, ch, o.tag], least)),
+                   z3.Implies(ours, z3.If(o.multiple, z3.And(1 <= o.tag, o.tag <= cmx), x.cif[c, ch, o.tag])),
+                   0 <= o.cmx_left, o.cmx_left <= cmx, z3.Implies(z3.Not(o.more), o.cmx_left == 0),
+                   z3.Implies(z3.Not(z3.And(ours, o.multiple)), z3.Or(o.cmx_left == cmx, z3.Not(o.more))))
     reads_close = m == CHANNEL_CLOSE
     # client.receive: channel.close (and the close-ok of the client's own channel.close) leave the view
     # closed, channel.open-ok makes it a new open one; a delivery is the last tag read.
@@ -890,8 +926,22 @@ def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
                   old=z3.Store(x.old, c, ch, o.old_left),
                   dif=_lam3(lambda i, j, k: z3.And(x.dif[i, j, k], z3.Not(z3.And(
                       i == c, j == ch, z3.Or(z3.Not(o.more), z3.And(current, k == o.tag)))))),
+                  cif=_lam3(lambda i, j, k: z3.And(x.cif[i, j, k], z3.Not(z3.And(
+                      i == c, j == ch, z3.Or(z3.Not(o.more), z3.And(ours, z3.Not(o.multiple), k == o.tag)))))),
+                  cmx=z3.Store(x.cmx, c, ch, o.cmx_left),
                   vst=z3.Store(x.vst, c, ch, z3.If(reads_ok, C_OPEN, z3.If(ends, C_CLOSED, x.vst[c, ch]))),
                   vlt=z3.Store(x.vlt, c, ch, z3.If(delivery, o.tag, z3.If(z3.Or(reads_ok, ends), 0, x.vlt[c, ch]))))
+    # client.receive: a confirm adds its number, or with multiple every number up to it that the client
+    # has published; a view made new (open-ok) or closed has none, and publishes nothing in no mode.
+    vps = x.vps[c, ch]
+    upto = z3.If(o.tag < vps, o.tag, vps)
+    fresh_view = z3.Or(reads_ok, ends)
+    def seen(k):
+        covered = z3.If(o.multiple, z3.And(1 <= k, k <= upto), k == o.tag)
+        return z3.And(z3.Not(fresh_view), z3.Or(x.vcf[c, ch, k], z3.And(confirm, covered)))
+    x = x.replace(vcf=_lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch), seen(k), x.vcf[i, j, k])),
+                  vps=z3.Store(x.vps, c, ch, z3.If(fresh_view, 0, vps)),
+                  vmode=z3.Store(x.vmode, c, ch, z3.If(fresh_view, MODE_NONE, x.vmode[c, ch])))
     after = _cases(x, (closes, reset_connection(x, c, z3.BoolVal(False))),
                    (z3.And(m == CHANNEL_CLOSE, a.answer), _write(x, c, ch)))
     return Transition(guard, _forget(after))
@@ -908,10 +958,13 @@ def _client_writes(x: Z3State, a: Terms, o: Terms, views=(C_OPEN,), kind: str = 
 
 
 def _view_now(t: Transition, a: Terms, status) -> Transition:
-    """``t`` with the client's view of the channel left with ``status`` (a fresh view: no tag read)."""
+    """``t`` with the client's view of the channel left with ``status`` (a fresh view: no tag read, no
+    mode, nothing published or seen confirmed)."""
     y = t.after
-    return Transition(t.guard, y.replace(vst=z3.Store(y.vst, a.conn, a.ch, status),
-                                         vlt=z3.Store(y.vlt, a.conn, a.ch, 0)))
+    c, ch = a.conn, a.ch
+    return Transition(t.guard, y.replace(vst=z3.Store(y.vst, c, ch, status), vlt=z3.Store(y.vlt, c, ch, 0),
+                                         vmode=z3.Store(y.vmode, c, ch, MODE_NONE), vps=z3.Store(y.vps, c, ch, 0),
+                                         vcf=_lam3(lambda i, j, k: z3.And(y.vcf[i, j, k], z3.Or(i != c, j != ch)))))
 
 
 def ClientPublish(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -920,13 +973,42 @@ def ClientPublish(x: Z3State, a: Terms, o: Terms) -> Transition:
     c = a.conn
     t = _client_writes(x, a, o)
     n = x.pubd[c] + 1
+    ch = a.ch
     return Transition(t.guard, t.after.replace(pubd=z3.Store(x.pubd, c, n), inf=z3.Store(x.inf, c, n, True),
-                                               inf2=z3.Store(x.inf2, c, n, z3.Or(x.inf2[c, n], x.inf[c, n]))))
+                                               inf2=z3.Store(x.inf2, c, n, z3.Or(x.inf2[c, n], x.inf[c, n])),
+                                               # PC-1: numbered by the client in confirm mode; one more
+                                               # publish in flight, behind the first select
+                                               vps=z3.Store(x.vps, c, ch, x.vps[c, ch] + z3.If(
+                                                   x.vmode[c, ch] == MODE_CONFIRM, 1, 0)),
+                                               npb=z3.Store(x.npb, c, ch, x.npb[c, ch] + 1),
+                                               nbh=z3.Store(x.nbh, c, ch, x.nbh[c, ch] + z3.If(
+                                                   x.fsel[c, ch] == CONFIRM_SELECT, 1, 0))))
 
 
 ClientConsume = ClientCancel = ClientGet = ClientAck = ClientNack = ClientReject = \
-    ClientQos = ClientRecover = ClientConfirmSelect = ClientTxSelect = ClientTxCommit = ClientTxRollback = \
+    ClientQos = ClientRecover = ClientTxCommit = ClientTxRollback = \
     ClientDeclareQueue = ClientBindQueue = ClientPurgeQueue = ClientDeleteQueue = _client_writes
+
+
+def _select(x: Z3State, a: Terms, o: Terms, mode: int, select: int, other: int) -> Transition:
+    """confirm.select or tx.select: the view takes ``mode`` unless it is in the ``other`` one (PC-8: the
+    broker refuses it then), and the frame is the first select in flight if none is."""
+    t = _client_writes(x, a, o)
+    c, ch = a.conn, a.ch
+    y = t.after
+    return Transition(t.guard, y.replace(
+        vmode=z3.Store(y.vmode, c, ch, z3.If(x.vmode[c, ch] == other, other, mode)),
+        fsel=z3.Store(y.fsel, c, ch, z3.If(x.fsel[c, ch] == 0, select, x.fsel[c, ch]))))
+
+
+def ClientConfirmSelect(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """confirm.select: the client numbers its publishes from now on (PC-1), unless in tx mode."""
+    return _select(x, a, o, MODE_CONFIRM, CONFIRM_SELECT, MODE_TX)
+
+
+def ClientTxSelect(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """tx.select: the client is in tx mode, unless in confirm mode."""
+    return _select(x, a, o, MODE_TX, TX_SELECT, MODE_CONFIRM)
 
 
 def ClientChannelClose(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -965,7 +1047,8 @@ _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "ver
                          "count": INT, "global_": BOOL, "nout": INT, "nset": INT, "dk": z3.ArraySort(INT, INT),
                          "vol": INT, "cc": z3.ArraySort(INT, INT, INT), "cm": z3.ArraySort(INT, INT, INT),
                          "cp": z3.ArraySort(INT, INT, BOOL),
-                         "tbo_left": BOOL, "pre_left": BOOL, "post_left": BOOL, "tbx_left": BOOL}
+                         "tbo_left": BOOL, "pre_left": BOOL, "post_left": BOOL, "tbx_left": BOOL,
+                         "fsel_left": INT, "behind_left": INT}
 
 # Oracles per action: facts outside this family that its guard or effect reads.
 ORACLES: dict[str, dict[str, z3.SortRef]] = {
@@ -981,7 +1064,7 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "NetworkLoss": {"connected": BOOL},
     "ClientConnect": {"down": BOOL},
     "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL, "close_left": BOOL, "auto": BOOL, "aq": INT,
-                      "ak": INT, "tag": INT, "old_left": BOOL},
+                      "ak": INT, "tag": INT, "old_left": BOOL, "multiple": BOOL, "cmx_left": INT},
 }
 
 

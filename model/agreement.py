@@ -21,7 +21,9 @@ from spec.frames import (
     BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE,
     QUEUE_PURGE, TX_COMMIT,
 )
-from spec.properties import copy_messages, delivery_tag, open_ok_in_flight, opens_in_flight
+from spec.properties import (
+    confirms_in_flight, copy_messages, delivery_tag, open_ok_in_flight, opens_in_flight, selects_in_flight,
+)
 from spec.state import CONN_DOWN, MODE_TX
 
 from .actions import CHANNEL_ERR, CONNECTION_ERR, OK, RELATIONS, concrete, symbolic
@@ -67,13 +69,15 @@ def _frame_oracles(state, a) -> dict:
            "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
            "exclusive": False, "answered": False, "key": 0, "added": {}, "n": 0, "routed": frozenset(),
            "count": 0, "global_": False, "nout": 0, "nset": 0, "dk": {}, "vol": 0, "cc": {}, "cm": {},
-           "cp": frozenset(), "tbo_left": False, "pre_left": False, "post_left": False, "tbx_left": False}
+           "cp": frozenset(), "tbo_left": False, "pre_left": False, "post_left": False, "tbx_left": False,
+           "fsel_left": 0, "behind_left": 0}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
     frame = conn.to_broker[a.ch][0]
     # The flags of the frames behind the one taken (model.actions._taken_in_turn).
     out["tbo_left"], out["pre_left"], out["post_left"], out["tbx_left"] = opens_in_flight(conn.to_broker[a.ch][1:])
+    out["fsel_left"], out["behind_left"], _ = selects_in_flight(conn.to_broker[a.ch][1:])
     m = out["method"] = frame[0]
     if m == BASIC_PUBLISH:
         out["exchange"], out["immediate"] = frame[2], bool(frame[7])
@@ -204,7 +208,10 @@ def oracles(state, a) -> dict:
                "close_left": any(f[0] == CHANNEL_CLOSE for f in fifo[1:]), "auto": False, "aq": 0, "ak": 0,
                "tag": (delivery_tag(fifo[0]) or 0) if readable else 0,
                # frames of an older channel are still ahead of the open-ok after this one
-               "old_left": open_ok_in_flight(fifo[1:])[1]}
+               "old_left": open_ok_in_flight(fifo[1:])[1],
+               "multiple": False, "cmx_left": confirms_in_flight(fifo[1:])[1]}
+        if readable and fifo[0][0] in (BASIC_ACK, BASIC_NACK):         # a confirm: its number, multiple or not
+            out["tag"], out["multiple"] = fifo[0][2], bool(fifo[0][3])
         if readable and fifo[0][0] in (BASIC_DELIVER, BASIC_GET_OK):    # client.receive: the copy, if automatic
             tag = fifo[0][3] if fifo[0][0] == BASIC_DELIVER else fifo[0][2]
             auto = next((d for d in state.conns[a.conn].auto if d[0] == a.ch and d[1] == tag), None)

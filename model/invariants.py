@@ -13,7 +13,10 @@ from typing import Callable
 
 import z3
 
-from spec.state import C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX
+from spec.frames import CONFIRM_SELECT, TX_SELECT
+from spec.state import (
+    C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX,
+)
 
 from .state import Z3State
 
@@ -36,11 +39,56 @@ def _no_publish_numbers(x: Z3State, c, ch, s) -> z3.BoolRef:
     return z3.And(x.seq[c, ch] == 0, z3.Not(x.unconf[c, ch, s]), z3.Not(x.conf[c, ch, s]))
 
 
+def _in_step(x: Z3State, c, ch) -> z3.BoolRef:
+    """The client holds open the channel the broker holds open (spec.properties.client_in_step)."""
+    return z3.And(x.cstat[c, ch] == CH_OPEN, z3.Not(x.bclosed[c]), x.vst[c, ch] == C_OPEN)
+
+
 def confirms_exactly_once(x: Z3State, c, ch, s) -> z3.BoolRef:
-    """PC-1, PC-2, PC-3 (the broker's side): publishes are numbered 1..seq, and each is either
-    unconfirmed or confirmed, never both, never neither."""
+    """PC-1, PC-2, PC-3. The broker's side: publishes are numbered 1..seq, and each is either
+    unconfirmed or confirmed, never both, never neither. The client's side, while it holds the channel
+    open: what it saw confirmed the broker confirmed, and it numbered at least the broker's publishes."""
     return z3.And(x.seq[c, ch] >= 0, z3.Not(z3.And(x.unconf[c, ch, s], x.conf[c, ch, s])),
-                  z3.And(1 <= s, s <= x.seq[c, ch]) == z3.Or(x.unconf[c, ch, s], x.conf[c, ch, s]))
+                  z3.And(1 <= s, s <= x.seq[c, ch]) == z3.Or(x.unconf[c, ch, s], x.conf[c, ch, s]),
+                  z3.Implies(_in_step(x, c, ch), z3.And(z3.Implies(x.vcf[c, ch, s], x.conf[c, ch, s]),
+                                                        x.vps[c, ch] >= x.seq[c, ch])))
+
+
+def _numbered(x: Z3State, c, ch) -> z3.ArithRef:
+    """The publishes in flight the broker's channel will number if it takes them while open
+    (spec.properties.numbered_in_flight): all in confirm mode, in neither mode those behind the first
+    select if it is confirm.select."""
+    mode = x.mode[c, ch]
+    return z3.If(mode == MODE_CONFIRM, x.npb[c, ch], z3.If(mode == MODE_NONE, x.nbh[c, ch], 0))
+
+
+def confirms_in_step(x: Z3State, c, ch, s) -> z3.BoolRef:
+    """Helper (spec.properties.confirms_in_step): on an open channel every confirm of it in flight
+    covers confirmed publishes only (a multiple one, each number up to it); while an open-ok is in
+    flight the broker's channel numbered and confirmed nothing and is in neither mode; while the client
+    holds the channel open its mode and the broker's agree (or the first select in flight makes them),
+    and it numbered at least what the broker numbered plus the publishes in flight it will number. And
+    what the fields are: a select only with frames in flight, counts never below 0."""
+    mode, fsel, nbh, npb, cmx = x.mode[c, ch], x.fsel[c, ch], x.nbh[c, ch], x.npb[c, ch], x.cmx[c, ch]
+    vmode = x.vmode[c, ch]
+    nnum = _numbered(x, c, ch)
+    return z3.And(
+        0 <= nbh, nbh <= npb, cmx >= 0, z3.Or(fsel == 0, fsel == CONFIRM_SELECT, fsel == TX_SELECT),
+        z3.Implies(fsel != CONFIRM_SELECT, nbh == 0),
+        z3.Implies(z3.Not(x.tbx[c, ch]), z3.And(fsel == 0, npb == 0)),
+        z3.Implies(x.cstat[c, ch] == CH_OPEN, z3.And(z3.Implies(x.cif[c, ch, s], x.conf[c, ch, s]),
+                                                     z3.Implies(z3.And(1 <= s, s <= cmx), x.conf[c, ch, s]))),
+        z3.Implies(z3.And(z3.Not(x.bclosed[c]), x.ook[c, ch]),
+                   z3.And(x.seq[c, ch] == 0, mode == MODE_NONE, z3.Not(x.unconf[c, ch, s]), z3.Not(x.conf[c, ch, s]),
+                          z3.Not(x.cif[c, ch, s]), cmx == 0)),
+        z3.Implies(_in_step(x, c, ch), z3.And(
+            x.vps[c, ch] >= x.seq[c, ch] + nnum,
+            z3.Implies(vmode == MODE_NONE, z3.And(mode == MODE_NONE, fsel == 0, nnum == 0)),
+            z3.Implies(vmode == MODE_CONFIRM,
+                       z3.Or(mode == MODE_CONFIRM, z3.And(mode == MODE_NONE, fsel == CONFIRM_SELECT))),
+            z3.Implies(vmode == MODE_TX,
+                       z3.And(nnum == 0, z3.Or(mode == MODE_TX, z3.And(mode == MODE_NONE, fsel == TX_SELECT)))),
+            z3.Or(vmode == MODE_NONE, vmode == MODE_CONFIRM, vmode == MODE_TX))))
 
 
 def confirm_and_tx_exclusive(x: Z3State, c, ch, s) -> z3.BoolRef:
@@ -361,8 +409,9 @@ def lost_copies_stay_unconfirmed(x: Z3State, q, key, _) -> z3.BoolRef:
 INVARIANTS: dict[str, Invariant] = {
     "confirms_exactly_once": Invariant(
         "confirms_exactly_once", confirms_exactly_once,
-        "the broker's conjuncts (numbering 1..n, each unconfirmed or confirmed once); the client's view of its "
-        "confirms depends on frames in flight, outside this family"),
+        "all of it: numbering 1..n, each unconfirmed or confirmed once; while the client holds the channel open, "
+        "what it saw confirmed was confirmed and it numbered at least the broker's publishes",
+        helpers=("confirms_in_step", "channel_lifecycle")),
     "confirm_and_tx_exclusive": Invariant(
         "confirm_and_tx_exclusive", confirm_and_tx_exclusive, "all of it", helpers=("plain_channel_holds_nothing",)),
     "delivery_tags_increase": Invariant(
@@ -410,6 +459,8 @@ INVARIANTS: dict[str, Invariant] = {
 }
 HELPERS: dict[str, Invariant] = {
     "channel_lifecycle": Invariant("channel_lifecycle", channel_lifecycle, "all of it (helper)"),
+    "confirms_in_step": Invariant("confirms_in_step", confirms_in_step, "all of it (helper)",
+                                  helpers=("confirms_exactly_once", "channel_lifecycle")),
     "live_copies_unfated": Invariant(
         "live_copies_unfated", live_copies_unfated, "all of it (helper)",
         helpers=("copies_conserved", "copy_keys_issued", "outstanding_copies_were_delivered",
@@ -464,6 +515,7 @@ def init(x: Z3State) -> z3.BoolRef:
                    x.ntag[c, ch] == 1, z3.Not(x.tc[c, ch]), z3.Not(x.ccl[c, ch]), z3.Not(x.aft[c, ch]),
                    # the client's view: open with the broker's channel, else closed; nothing read or in flight
                    z3.If(x.cstat[c, ch] == CH_OPEN, x.vst[c, ch] == C_OPEN, x.vst[c, ch] == C_CLOSED), x.vlt[c, ch] == 0,
+                   *[arr[c, ch] == 0 for arr in (x.vmode, x.vps, x.cmx, x.fsel, x.nbh, x.npb)],
                    *[z3.Not(arr[c, ch]) for arr in (x.ook, x.old, x.tbo, x.pre, x.post, x.tbx)],
                    z3.Or(x.cst[c] == CONN_UP, z3.And(x.cst[c] == CONN_DOWN, x.cstat[c, ch] == CH_CLOSED)),
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redel, x.dlv, x.disk)],  # (queue, key): no copy
@@ -473,7 +525,8 @@ def init(x: Z3State) -> z3.BoolRef:
                    x.auto[c, ch] == 0,
                    *[arr[c, ch] == 0 for arr in (x.pf, x.glim, x.vol, x.qexc, x.qunc, x.tout, x.thld)])
     empty = z3.And([z3.Not(arr[c, ch, s]) for arr in (x.unconf, x.conf, x.out, x.txs, x.bycons, x.cons, x.ring,
-                                                      x.kna, x.ahead, x.dif)] + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])
+                                                      x.kna, x.ahead, x.dif, x.vcf, x.cif)]
+                   + [x.kcnt[c, ch, s] == 0, x.klim[c, ch, s] == 0])
     per_index = z3.And(z3.Not(x.bclosed[c]), z3.Not(x.cclose[c]), x.qown[c] == 0, x.enq[c] == 0, x.born[c] == 0,
                        x.pubd[c] == 0, z3.Implies(x.qdur[c], x.qex[c]))
     return z3.And(x.up, x.nch >= 1, z3.ForAll([c], per_index), z3.ForAll([c, ch], clean),

@@ -11,8 +11,10 @@
   and the last tag it read), whether a channel.open-ok is in flight to it with an older channel's
   frames ahead, which deliveries of the broker's channel are in flight behind it, whether a
   channel.open is in flight to the broker with other frames ahead or behind
-  (spec.properties.channel_lifecycle), and each queue's existence, durability and exclusive owner,
-  for any number of connections and queues;
+  (spec.properties.channel_lifecycle), the view's mode, publish count and confirms seen, the confirms
+  of the broker's channel in flight to the client, the publishes and the first select in flight to
+  the broker (spec.properties.confirms_in_step), and each queue's existence, durability and
+  exclusive owner, for any number of connections and queues;
 - *copies*: each queue's ready copies by enqueue position (key) with their redelivered flag and
   their order in the queue (which ready copy is ahead of which), the
   copies ever delivered (ghost), the copies on disk, how many each queue ever took, which consumers
@@ -54,7 +56,9 @@ from typing import Iterator
 import z3
 
 from spec.frames import BASIC_PUBLISH, CHANNEL_CLOSE, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE
-from spec.properties import copy_messages, open_ok_in_flight, opens_in_flight, sent_after_close
+from spec.properties import (
+    confirms_in_flight, copy_messages, open_ok_in_flight, opens_in_flight, selects_in_flight, sent_after_close,
+)
 from spec.state import C_CLOSED, CH_CLOSED, CONN_DOWN, FATE_LOST_CRASH, MODE_NONE
 
 INT = z3.IntSort()
@@ -96,6 +100,15 @@ class Z3State:
     pre: z3.ArrayRef        # (c, ch) -> a frame other than close-ok is ahead of the first one
     post: z3.ArrayRef       # (c, ch) -> a frame other than close-ok and channel.open is behind it
     tbx: z3.ArrayRef        # (c, ch) -> such a frame is in flight to the broker at all
+    vmode: z3.ArrayRef      # (c, ch) -> the mode the client asked for (MODE_*)
+    vps: z3.ArrayRef        # (c, ch) -> the client's publish count in confirm mode (PC-1)
+    vcf: z3.ArrayRef        # (c, ch, s) -> the client saw publish s confirmed
+    cif: z3.ArrayRef        # (c, ch, n) -> a confirm of n, not multiple, is in flight to the client behind the
+    #                         open-ok (all of them without one: the broker's channel's)
+    cmx: z3.ArrayRef        # (c, ch) -> the highest number of a multiple one (0: none)
+    fsel: z3.ArrayRef       # (c, ch) -> the first confirm.select or tx.select in flight to the broker (0: none)
+    nbh: z3.ArrayRef        # (c, ch) -> the basic.publish frames behind it when it is confirm.select (else 0)
+    npb: z3.ArrayRef        # (c, ch) -> the basic.publish frames in flight to the broker
     qex: z3.ArrayRef        # q -> queue q exists
     qdur: z3.ArrayRef       # q -> queue q is durable (DU-1)
     qown: z3.ArrayRef       # q -> its exclusive owner, connection index + 1; 0 when not exclusive (DU-4)
@@ -168,6 +181,8 @@ SORTS: dict[str, z3.SortRef] = {
     "vst": z3.ArraySort(INT, INT, INT), "vlt": z3.ArraySort(INT, INT, INT),
     **{name: z3.ArraySort(INT, INT, BOOL) for name in ("ook", "old", "tbo", "pre", "post", "tbx")},
     "dif": z3.ArraySort(INT, INT, INT, BOOL),
+    **{name: z3.ArraySort(INT, INT, INT) for name in ("vmode", "vps", "cmx", "fsel", "nbh", "npb")},
+    "vcf": z3.ArraySort(INT, INT, INT, BOOL), "cif": z3.ArraySort(INT, INT, INT, BOOL),
     "qex": z3.ArraySort(INT, BOOL), "qdur": z3.ArraySort(INT, BOOL), "qown": z3.ArraySort(INT, INT),
     "ring": z3.ArraySort(INT, INT, INT, BOOL), "ready": z3.ArraySort(INT, INT, BOOL),
     "ahead": z3.ArraySort(INT, INT, INT, BOOL),
@@ -193,7 +208,8 @@ DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "
             "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
             "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False, "ccl": False, "aft": False,
             "vst": C_CLOSED, "vlt": 0, "ook": False, "old": False, "dif": False, "tbo": False, "pre": False,
-            "post": False, "tbx": False,
+            "post": False, "tbx": False, "vmode": MODE_NONE, "vps": 0, "vcf": False, "cif": False, "cmx": 0,
+            "fsel": 0, "nbh": 0, "npb": 0,
             "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "ahead": False, "redel": False,
             "dlv": False,
             "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
@@ -289,8 +305,15 @@ def project(state) -> dict:
             out["ook"][(c, ch)], out["old"][(c, ch)], tags = open_ok_in_flight(fifo)
             for t in tags:
                 out["dif"][(c, ch, t)] = True
+            single, out["cmx"][(c, ch)] = confirms_in_flight(fifo)
+            for n in single:
+                out["cif"][(c, ch, n)] = True
         for ch, view in enumerate(conn.clients, start=1):
             out["vst"][(c, ch)], out["vlt"][(c, ch)] = view.status, view.last_tag
+            out["vmode"][(c, ch)], out["vps"][(c, ch)] = view.mode, view.pub_seq
+            for s in view.confirms:
+                out["vcf"][(c, ch, s)] = True
+            out["fsel"][(c, ch)], out["nbh"][(c, ch)], out["npb"][(c, ch)] = selects_in_flight(conn.to_broker[ch])
         for ch, channel in enumerate(conn.channels, start=1):
             out["cstat"][(c, ch)] = channel.status
             out["mode"][(c, ch)] = channel.mode
@@ -402,8 +425,10 @@ def project(state) -> dict:
 
 
 ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
-         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "ccl": 2, "aft": 2, "vst": 2, "vlt": 2, "ook": 2,
-         "old": 2, "dif": 3, "tbo": 2, "pre": 2, "post": 2, "tbx": 2, "qex": 1,
+         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "ccl": 2, "aft": 2,
+         "vst": 2, "vlt": 2, "ook": 2, "old": 2, "dif": 3, "tbo": 2, "pre": 2, "post": 2, "tbx": 2, "vmode": 2,
+         "vps": 2, "vcf": 3, "cif": 3, "cmx": 2, "fsel": 2, "nbh": 2,
+         "npb": 2, "qex": 1,
          "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "ahead": 3, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2,
          "tq": 3, "tk": 3,
          "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "inf2": 2, "txm2": 2, "em": 2,

@@ -91,11 +91,11 @@ steps), so whatever R finds, the full graph has. The converse rests on three fac
     confirms seen are none in x and x', and ``confirms_exactly_once`` only asks that they be none and
     the count not negative. So x' decides every property x decides. And x' has no fusable take (the
     FIFOs where one was fusable hold no client frame; the others are unchanged, as are the budgets for
-    faults), so ``F(x') = x'``. One property is judged another way: the helper ``channel_lifecycle``
-    reads the FIFOs to the broker and the status of every client's view, which x' changes; it holds in
-    every reachable state of the full graph at every size (proved with the Z3 model, which agreement
-    holds to the spec: proofs/), so R, whose states are reachable, finds it holding too, as the full
-    graph does.
+    faults), so ``F(x') = x'``. Two properties are judged another way: the helpers
+    ``channel_lifecycle`` and ``confirms_in_step`` read the FIFOs to the broker and the status and mode
+    of every client's view, which x' changes; they hold in every reachable state of the full graph at
+    every size (proved with the Z3 model, which agreement holds to the spec: proofs/), so R, whose
+    states are reachable, finds them holding too, as the full graph does.
 
 From (1) and (2), by induction on the length of a path: for every state x reachable in the full
 graph, ``F(x)`` is a state of R (for x2 = b(x) with ``F(x)`` in R: if b is one of the fusable takes,

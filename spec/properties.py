@@ -10,10 +10,11 @@ from . import network
 from .faults import live_copies
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_DELIVER, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH,
-    BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CHANNEL_OPEN_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE, R_COMMIT_PENDING,
+    BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CHANNEL_OPEN_OK, CONNECTION_CLOSE,
+    CONFIRM_SELECT, CONNECTION_CLOSE_OK, MSG_STRIDE, R_COMMIT_PENDING,
     R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_IMMEDIATE, R_IN_USE, R_LOCKED,
     R_NO_EXCHANGE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
-    R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG,
+    R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG, TX_SELECT,
 )
 from .properties_api import Property
 from .state import (
@@ -358,6 +359,39 @@ def open_ok_in_flight(fifo) -> tuple[bool, bool, tuple]:
     return last is not None, bool(last), tags
 
 
+def confirms_in_flight(fifo) -> tuple[frozenset, int]:
+    """Of the confirms (basic.ack, basic.nack) in flight to the client on one channel behind the last
+    channel.open-ok (all of them when there is none): the numbers of those that are not multiple, and
+    the highest number of those that are (0: none) (the Z3 model's fields ``cif`` and ``cmx``)."""
+    last = max((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_OPEN_OK), default=-1)
+    single, top = set(), 0
+    for frame in fifo[last + 1:]:
+        if frame[0] in (BASIC_ACK, BASIC_NACK):
+            if frame[3]:
+                top = max(top, frame[2])
+            else:
+                single.add(frame[2])
+    return frozenset(single), top
+
+
+def selects_in_flight(fifo) -> tuple[int, int, int]:
+    """Of the frames in flight to the broker on one channel: the first confirm.select or tx.select
+    among them (0: none), how many basic.publish frames are behind it when it is confirm.select (else
+    0), and how many are in flight at all (the Z3 model's fields ``fsel``, ``nbh`` and ``npb``)."""
+    first = next((i for i, frame in enumerate(fifo) if frame[0] in (CONFIRM_SELECT, TX_SELECT)), None)
+    select = fifo[first][0] if first is not None else 0
+    behind = sum(1 for frame in fifo[first + 1:] if frame[0] == BASIC_PUBLISH) if select == CONFIRM_SELECT else 0
+    return select, behind, sum(1 for frame in fifo if frame[0] == BASIC_PUBLISH)
+
+
+def numbered_in_flight(fifo, mode: int) -> int:
+    """How many basic.publish frames in flight to the broker on one channel its channel, in ``mode``,
+    will number if it takes them while open: every one in confirm mode; in neither mode those behind
+    the first select when that is confirm.select (PC-1, PC-8)."""
+    select, behind, total = selects_in_flight(fifo)
+    return total if mode == MODE_CONFIRM else behind if mode == MODE_NONE else 0
+
+
 def opens_in_flight(fifo) -> tuple[bool, bool, bool, bool]:
     """Of the frames in flight to the broker on one channel: whether a channel.open is among them,
     whether a frame other than close-ok is ahead of the first one, whether a frame other than close-ok
@@ -404,6 +438,50 @@ def channel_lifecycle(state: State) -> bool:
             for i in range(1, len(tags)):
                 if tags[i] <= tags[i - 1]:
                     return False
+    return True
+
+
+@always("PC-1", "PC-2", "PC-8")
+def confirms_in_step(state: State) -> bool:
+    """Helper (proofs/): what makes the client's view of its confirms agree with the broker's channel
+    (confirms_exactly_once) for every size. Per channel, on a connection whose broker end is open:
+    - while the broker's channel is open, every confirm of it in flight to the client covers only
+      publishes it confirmed (a multiple one, every number up to its own);
+    - while a channel.open-ok is in flight, the broker's channel has numbered and confirmed nothing,
+      is in neither mode, and has no confirm in flight behind the open-ok;
+    - while the client holds the channel open too (``client_in_step``): in neither mode, so is the
+      broker's channel, with no select in flight; in confirm mode, the broker's channel is in confirm
+      mode or the first select in flight is confirm.select; in tx mode, the broker's channel is in tx
+      mode or the first select in flight is tx.select; and the client has published, in confirm mode,
+      at least what the broker's channel numbered plus what it will number of the publishes in flight."""
+    for conn in state.conns:
+        if conn.broker_closed:
+            continue
+        for ch, channel in enumerate(conn.channels, start=1):
+            to_client = conn.to_client[ch]
+            single, top = confirms_in_flight(to_client)
+            confirmed = set(channel.confirmed)
+            if channel.status == CH_OPEN and (not single <= confirmed or not set(range(1, top + 1)) <= confirmed):
+                return False
+            if any(frame[0] == CHANNEL_OPEN_OK for frame in to_client) and (
+                    channel.publish_seq or channel.unconfirmed or confirmed or channel.mode != MODE_NONE
+                    or single or top):
+                return False
+            view = conn.clients[ch - 1]
+            if channel.status != CH_OPEN or not client_in_step(view):
+                continue
+            select = selects_in_flight(conn.to_broker[ch])[0]
+            numbered = numbered_in_flight(conn.to_broker[ch], channel.mode)
+            if view.mode == MODE_NONE and (channel.mode != MODE_NONE or select or numbered):
+                return False
+            if view.mode == MODE_CONFIRM and not (
+                    channel.mode == MODE_CONFIRM or channel.mode == MODE_NONE and select == CONFIRM_SELECT):
+                return False
+            if view.mode == MODE_TX and (numbered or not (
+                    channel.mode == MODE_TX or channel.mode == MODE_NONE and select == TX_SELECT)):
+                return False
+            if view.pub_seq < channel.publish_seq + numbered:
+                return False
     return True
 
 
