@@ -365,7 +365,8 @@ def unwritten_copies_hold_their_confirm(x: Z3State, a, b, d) -> z3.BoolRef:
     """Helper: a live or stored copy's key was issued (at most the queue's count: a queue declared
     again is born above it), and a live copy as above that is not on disk carries a message not confirmed with basic.ack,
     numbered 1..published, in flight to no one and held back by no transaction, and either holds up
-    its publish's confirm or its message has no publish left to ack (plain, tx or nacked)."""
+    its own message's publish's confirm (``hold``) or its message has no publish left to ack (plain,
+    tx or nacked)."""
     def waits(q, key):
         c, n = x.mc[q, key], x.mn[q, key]
         return z3.And(key <= x.enq[q], z3.Implies(

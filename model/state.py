@@ -145,7 +145,7 @@ class Z3State:
     mc: z3.ArrayRef         # (q, key) -> the connection of the copy's message (set at enqueue, never changed)
     mn: z3.ArrayRef         # (q, key) -> n of the copy's message (c, n)
     pers: z3.ArrayRef       # (q, key) -> the copy is persistent (PC-5, DU-2)
-    hold: z3.ArrayRef       # (q, key) -> the copy holds up its publish's confirm: not yet on disk (PC-5, waits)
+    hold: z3.ArrayRef       # (q, key) -> the copy holds up its own message's publish's confirm: not on disk (PC-5)
     acked: z3.ArrayRef      # (c, n) -> the broker confirmed message (c, n) with basic.ack (ghost, PC-10)
     pch: z3.ArrayRef        # (c, n) -> the channel of its unconfirmed publish that may still be acked (0: none
     #                         or nacked, PC-6); a message is published once, so this is a function
@@ -405,7 +405,10 @@ def project(state) -> dict:
         for ch, channel in enumerate(conn.channels, start=1):
             for p in channel.unconfirmed:
                 for w in p.waits:
-                    out["hold"][w] = True
+                    # a copy holds up its own message's publish (a copy of another message in the
+                    # waits would not count: unwritten_copies_hold_their_confirm asks for its own)
+                    if (out["mc"].get(w), out["mn"].get(w)) == message(p.msg):
+                        out["hold"][w] = True
                 if not p.nack:
                     out["pch"][message(p.msg)], out["ps"][message(p.msg)] = ch, p.seq
     for f in state.fates:
