@@ -348,12 +348,18 @@ def delivery_tag(frame: tuple) -> int | None:
     return None
 
 
+def _last_open_ok(fifo) -> int | None:
+    """The position of the last channel.open-ok in flight to the client on one channel, if any: the
+    frames behind it (all of them without one) are the broker's channel's of that number now."""
+    return max((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_OPEN_OK), default=None)
+
+
 def open_ok_in_flight(fifo) -> tuple[bool, bool, tuple]:
     """Of the frames in flight to the client on one channel: whether a channel.open-ok is among them,
     whether frames are ahead of the last one (an older channel's), and the delivery tags behind it
     (of every delivery when there is none), in the order they travel: the deliveries of the broker's
     channel of that number now (the Z3 model's fields ``ook``, ``old`` and ``dif``)."""
-    last = max((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_OPEN_OK), default=None)
+    last = _last_open_ok(fifo)
     start = 0 if last is None else last + 1
     tags = tuple(t for t in map(delivery_tag, fifo[start:]) if t is not None)
     return last is not None, bool(last), tags
@@ -363,9 +369,9 @@ def confirms_in_flight(fifo) -> tuple[frozenset, int]:
     """Of the confirms (basic.ack, basic.nack) in flight to the client on one channel behind the last
     channel.open-ok (all of them when there is none): the numbers of those that are not multiple, and
     the highest number of those that are (0: none) (the Z3 model's fields ``cif`` and ``cmx``)."""
-    last = max((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_OPEN_OK), default=-1)
+    last = _last_open_ok(fifo)
     single, top = set(), 0
-    for frame in fifo[last + 1:]:
+    for frame in fifo[0 if last is None else last + 1:]:
         if frame[0] in (BASIC_ACK, BASIC_NACK):
             if frame[3]:
                 top = max(top, frame[2])
@@ -426,10 +432,12 @@ def channel_lifecycle(state: State) -> bool:
                 if channel.status != CH_CLOSED:
                     return False
                 continue
-            to_client = conn.to_client[ch]
+            to_client, to_broker = conn.to_client[ch], conn.to_broker[ch]
+            if not to_client and not to_broker:
+                continue
             oks = sum(1 for frame in to_client if frame[0] == CHANNEL_OPEN_OK)
             waiting = conn.clients[ch - 1].status in (C_OPENING, C_CLOSED)
-            opens, pre, post, other = opens_in_flight(conn.to_broker[ch])
+            opens, pre, post, other = opens_in_flight(to_broker)
             if oks > 1 or oks and (channel.status != CH_OPEN or not waiting or other):
                 return False
             if opens and (channel.status != CH_OPEN or pre) and (not waiting or post):
@@ -459,14 +467,15 @@ def confirms_in_step(state: State) -> bool:
             continue
         for ch, channel in enumerate(conn.channels, start=1):
             to_client = conn.to_client[ch]
-            single, top = confirms_in_flight(to_client)
-            confirmed = set(channel.confirmed)
-            if channel.status == CH_OPEN and (not single <= confirmed or not set(range(1, top + 1)) <= confirmed):
-                return False
-            if any(frame[0] == CHANNEL_OPEN_OK for frame in to_client) and (
-                    channel.publish_seq or channel.unconfirmed or confirmed or channel.mode != MODE_NONE
-                    or single or top):
-                return False
+            if to_client:
+                single, top = confirms_in_flight(to_client)
+                confirmed = set(channel.confirmed)
+                if channel.status == CH_OPEN and (not single <= confirmed or not set(range(1, top + 1)) <= confirmed):
+                    return False
+                if any(frame[0] == CHANNEL_OPEN_OK for frame in to_client) and (
+                        channel.publish_seq or channel.unconfirmed or confirmed or channel.mode != MODE_NONE
+                        or single or top):
+                    return False
             view = conn.clients[ch - 1]
             if channel.status != CH_OPEN or not client_in_step(view):
                 continue
