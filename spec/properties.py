@@ -390,11 +390,12 @@ def selects_in_flight(fifo) -> tuple[int, int, int]:
     return select, behind, sum(1 for frame in fifo if frame[0] == BASIC_PUBLISH)
 
 
-def numbered_in_flight(fifo, mode: int) -> int:
-    """How many basic.publish frames in flight to the broker on one channel its channel, in ``mode``,
-    will number if it takes them while open: every one in confirm mode; in neither mode those behind
-    the first select when that is confirm.select (PC-1, PC-8)."""
-    select, behind, total = selects_in_flight(fifo)
+def numbered_in_flight(selects: tuple[int, int, int], mode: int) -> int:
+    """How many basic.publish frames in flight to the broker on one channel (``selects``: what
+    selects_in_flight says of them) its channel, in ``mode``, will number if it takes them while open:
+    every one in confirm mode; in neither mode those behind the first select when that is
+    confirm.select (PC-1, PC-8)."""
+    _, behind, total = selects
     return total if mode == MODE_CONFIRM else behind if mode == MODE_NONE else 0
 
 
@@ -479,8 +480,8 @@ def confirms_in_step(state: State) -> bool:
             view = conn.clients[ch - 1]
             if channel.status != CH_OPEN or not client_in_step(view):
                 continue
-            select = selects_in_flight(conn.to_broker[ch])[0]
-            numbered = numbered_in_flight(conn.to_broker[ch], channel.mode)
+            selects = selects_in_flight(conn.to_broker[ch])
+            select, numbered = selects[0], numbered_in_flight(selects, channel.mode)
             if view.mode == MODE_NONE and (channel.mode != MODE_NONE or select or numbered):
                 return False
             if view.mode == MODE_CONFIRM and not (
