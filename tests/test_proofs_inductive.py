@@ -12,7 +12,8 @@ from model.actions import RELATIONS
 from model import invariants as MI
 from model.invariants import HELPERS, INVARIANTS, Invariant, _live_copies, init
 from model.state import abstract
-from proofs.inductive import COUNTEREXAMPLE, PROVED, _transition, invariants_named, prove_all, prove_step
+from proofs import inductive
+from proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, _transition, invariants_named, prove_all, prove_step
 from spec import actions as A
 from spec import broker, configs, machine, storage
 from spec.frames import BASIC_ACK, BASIC_NACK, BASIC_RECOVER, BASIC_REJECT, QUEUE_DECLARE
@@ -26,6 +27,24 @@ def test_every_obligation_is_proved():
     outcomes = prove_all(invariants_named())
     assert len(outcomes) == (len(INVARIANTS) + len(HELPERS)) * (len(RELATIONS) + 1)
     assert [(o.invariant, o.action, o.status) for o in outcomes if o.status != PROVED] == []
+
+
+def test_a_case_the_short_limit_leaves_undecided_is_decided_at_the_full_one(monkeypatch):
+    """Each step case tries its seeds with a short limit first, then with the full one: with the short
+    limit at 1 ms every brief attempt gives up, and the obligation is still proved."""
+    inv = HELPERS["unwritten_copies_hold_their_confirm"]
+    helpers = invariants_named(inv.helpers)
+    monkeypatch.setattr(inductive, "_SHORT_MS", 1)
+    results = []
+    real_decide = inductive._decide
+
+    def deciding(solver, *args):
+        outcome = real_decide(solver, *args)
+        results.append(outcome.status)
+        return outcome
+    monkeypatch.setattr(inductive, "_decide", deciding)
+    assert prove_step(inv, A.BrokerDeliver, helpers).status == PROVED
+    assert results == [UNKNOWN] * 4 + [PROVED]
 
 
 def test_model_invariants_are_registry_invariants_and_helpers_are_explored():
