@@ -18,10 +18,10 @@ setup: $(STAMP)
 
 ## verify: explore every standard configuration, check the Z3 model against the spec, prove the
 ## invariants for every size, run CrossHair over the spec's contracts; one summary table.
-## PART=explore|agreement|proofs|bmc|crosshair runs one part.
+## PART=explore|agreement|proofs|bmc|crosshair runs one part; ARGS=--update-manifest rewrites the pinned counts.
 PART ?=
 verify: $(STAMP)
-	$(PY) -m proofs.verify $(if $(PART),--part $(PART))
+	$(BIN)/rabbitproof verify $(if $(PART),--part $(PART)) $(ARGS)
 
 ## test: the test suite (spec rules, trace checker, explorer, broker interop, crash and bad-input tests).
 ## Some tests run against a real RabbitMQ 3.10.8, installed here when missing.
@@ -35,7 +35,7 @@ ENGINE ?= local
 MASTER ?=
 REDUCE ?= none
 explore: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
-	$(PY) -m spark_check explore $(CONFIG) --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) --reduce $(REDUCE) $(ARGS)
+	$(BIN)/rabbitproof explore $(CONFIG) --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) --reduce $(REDUCE) $(ARGS)
 
 ## check: answer the five delivery questions for your setup file (FILE=examples/work-queue.toml,
 ## ENGINE=local|spark, ARGS=--json --chart DIR ...); exit code 0 all pass, 1 one fails, 2 bad input.
@@ -46,26 +46,20 @@ check: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
 
 ## broker: run the reference broker on 127.0.0.1:5672.
 broker: $(STAMP)
-	$(PY) -m impl.server $(ARGS)
+	$(BIN)/rabbitproof broker $(ARGS)
 
 ## bench: explorer throughput; full and reduced searches of every standard configuration (every verdict must be
 ## unchanged); trace checker time on long spec-made and RabbitMQ-recorded traces; broker throughput;
-## conformance steps per second against the in-process core, the impl server and RabbitMQ.
+## conformance steps per second against the in-process core, the impl server and RabbitMQ (ARGS=PART ... for one).
+## Every target is a call of the one command, `rabbitproof SUBCOMMAND` (docs/reference/cli.md).
 bench: $(STAMP) rabbitmq java
-	$(PY) -m spark_check.bench --engines local,spark --master local[2]
-	$(PY) -m spark_check.reduction_check
-	$(PY) -m spark_check.reduction_check --reduce por,symmetry
-	$(PY) -m spark_check.reduction_check --reduce symmetry twin_consumers
-	$(PY) -m spark_check.trace_bench
-	$(PY) -m tests.bench.recorded_trace_bench --messages 250
-	$(PY) -m tests.bench.broker_bench
-	$(PY) -m tests.conformance.bench --programs 60
+	$(BIN)/rabbitproof bench $(ARGS)
 
 ## conformance: generated programs against any AMQP 0-9-1 broker, judged by the spec (URL=amqp://user:pass@host:port/vhost).
 PROGRAMS ?= 100
 conformance: $(STAMP)
 	@test -n "$(URL)" || (echo "make conformance: give the broker's URL: make conformance URL=amqp://user:pass@host:port/vhost" >&2; exit 2)
-	$(PY) -m tests.conformance --url "$(URL)" --programs $(PROGRAMS) $(ARGS)
+	$(BIN)/rabbitproof conformance "$(URL)" --programs $(PROGRAMS) $(ARGS)
 
 ## rabbitmq: install the reference RabbitMQ 3.10.8 (Debian's rabbitmq-server) if it is missing.
 rabbitmq:

@@ -241,12 +241,19 @@ def parse_port(value: str) -> int:
     return port
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The broker's options (`rabbitproof broker`)."""
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=parse_port, default=5672, help="the port (default 5672; 0 picks a free one)")
+    parser.add_argument("--data-dir", default="./data",
+                        help="where durable queues and persistent messages are kept (SQLite; default ./data)")
+    parser.add_argument("--user", type=parse_user, action="append", default=[], metavar="NAME:PASSWORD",
+                        help="a user besides guest:guest (repeatable)")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = ArgumentParser(prog="python -m impl.server", description="rabbitproof's reference AMQP 0-9-1 broker")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=parse_port, default=5672)
-    parser.add_argument("--data-dir", default="./data")
-    parser.add_argument("--user", type=parse_user, action="append", default=[], metavar="NAME:PASSWORD")
+    parser = ArgumentParser(prog="rabbitproof broker", description="rabbitproof's reference AMQP 0-9-1 broker")
+    add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -279,12 +286,16 @@ async def serve(options: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = parse_args(argv)
+    return run(parse_args(argv))
+
+
+def run(options: argparse.Namespace) -> int:
+    """Serve until SIGTERM or SIGINT; the exit code (2 for an unusable data directory)."""
     if os.path.exists(options.data_dir) and not os.path.isdir(options.data_dir):
         sys.stderr.write(f"rabbitproof broker: error: --data-dir {options.data_dir!r} is not a directory\n")
         return 2
     return asyncio.run(serve(options))
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the same as `rabbitproof broker`
     raise SystemExit(main())

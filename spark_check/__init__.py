@@ -8,9 +8,9 @@ Command line::
                                  [--bound NAME=VALUE ...] [--property NAME ...] [--json FILE] [--chart DIR]
                                  [--chart-witnesses] [--max-states N] [--stop-on-violation] [--exact]
                                  [--show-state] [--progress | --no-progress]
-    python -m spark_check.verify [CONFIG ...] [--update-manifest] [--engine E] [--master URL] [--reduce R]  # make verify
-    python -m spark_check.bench [CONFIG ...] [--engines local,spark] [--master URL] [--reduce R]             # make bench
-    python -m spark_check.reduction_check [CONFIG ...] [--reduce por]   # full vs reduced: same verdicts (make bench)
+    python -m rabbitproof.explore.standard [CONFIG ...] [--update-manifest] [--engine E] [--master URL] [--reduce R]  # make verify
+    python -m rabbitproof.bench.engines [CONFIG ...] [--engines local,spark] [--master URL] [--reduce R]             # make bench
+    python -m rabbitproof.bench.reductions [CONFIG ...] [--reduce por]   # full vs reduced: same verdicts (make bench)
 
 Exit codes: 0 every expectation met, 1 some check failed, 2 bad input (one line on stderr).
 
@@ -26,17 +26,8 @@ registry, engine=...)`` take any model with the ``spec.machine`` interface and e
 ``LocalEngine(reductions=("por",))`` (or the same option of the Spark engine) explores under the
 partial-order reduction of ``spark_check.reductions``, which changes no verdict.
 """
-from .engine import (
-    ENGINES,
-    Engine,
-    ExplorationResult,
-    LocalEngine,
-    PropertyResult,
-    Trace,
-    TraceStep,
-    disagreements,
-    engine_named,
-)
+from .engine import Engine, ExplorationResult, LocalEngine, PropertyResult, Trace, TraceStep, disagreements
+from .engines import ENGINES, engine_named
 
 __all__ = [
     "ENGINES", "Engine", "ExplorationResult", "LocalEngine", "PropertyResult", "Trace", "TraceStep",

@@ -31,8 +31,7 @@ from .reductions import reduction_named
 from .results import ExplorationResult, PropertyResult, Trace, TraceStep, disagreements
 
 __all__ = [
-    "ENGINES", "Engine", "ExplorationResult", "LocalEngine", "Model", "PropertyResult", "Trace", "TraceStep",
-    "disagreements", "engine_named",
+    "Engine", "ExplorationResult", "LocalEngine", "Model", "PropertyResult", "Trace", "TraceStep", "disagreements",
 ]
 
 # A progress callback receives (distinct states, BFS level, states left to expand at that level, seconds).
@@ -219,20 +218,3 @@ except ImportError:  # pragma: no cover
         """Count each element of ``iterable`` into ``mapping``."""
         for item in iterable:
             mapping[item] = mapping.get(item, 0) + 1
-
-
-def _spark_engine(**options: Any) -> Engine:
-    """The Spark engine, imported on first use (pyspark is heavy, and the local engine needs none of it)."""
-    from .spark_engine import SparkEngine
-
-    return SparkEngine(**options)
-
-
-ENGINES: dict[str, Callable[..., Engine]] = {"local": LocalEngine, "spark": _spark_engine}
-
-
-def engine_named(name: str, **options: Any) -> Engine:
-    """The engine registered under ``name``, built with ``options``; ValueError (one line) otherwise."""
-    if name not in ENGINES:
-        raise ValueError(f"unknown engine {name!r}; available: {', '.join(sorted(ENGINES))}")
-    return ENGINES[name](**options)

@@ -47,7 +47,7 @@ class Expander:
     states hold no strings), or ``the_state`` for an exact visited set. ``reductions`` names reductions
     (spark_check.reductions): with ``por``, each successor is replaced by its normal form under fused
     takes, and an edge carries every model step that led there; with ``symmetry``, the fingerprint names
-    the state's orbit under the configuration's renamings (spark_check.symmetry), so one real state of
+    the state's orbit under the configuration's renamings (spec.symmetry), so one real state of
     each orbit is kept.
     """
 

@@ -1,128 +1,26 @@
-"""State-space reductions, by name. ``por``: partial-order reduction of the spec (``spec.machine``): a
-client's frame and the broker's taking of it are fused into one step where no other step and no
-property can tell the difference. Engines and checkpoints carry the names, so a reduced run is never
-mistaken for a full one (``manifest.json`` pins full counts only).
+"""State-space reductions, by name, offered by the model through hooks the engines call.
 
-How ``por`` reduces
--------------------
-After every step, a successor ``x`` in which a *fusable* take is enabled is not kept: the broker's
-take of that frame (``BrokerTakeFrame``) is applied at once, and again until no take is fusable; the
-state kept is that normal form ``F(x)``, and the edge records every model step it took (a trace
-replays them all). Every state kept is expanded in full (all enabled actions), and properties and
-deadlocks are judged on kept states only.
+A model offers a reduction by giving its hook (as stateright's models give ``Representative``):
 
-The take ``t`` of channel (c, ch)'s oldest frame (ch >= 1) is fusable in ``x`` (``FusedTakes.fusable``)
-when:
+- ``por``: ``model.fused_takes(config)``, an object whose ``settle(state)`` returns the state's normal
+  form under steps that no other step and no property can tell apart, with the model steps it took
+  (the spec's, with its soundness argument: spec.por);
+- ``symmetry``: ``model.symmetry(config)``, an object with ``renamings`` and ``fingerprint_of(exact)``
+  naming a state's orbit (the spec's, with its soundness argument: spec.symmetry; `rabbitproof check`'s
+  machine gives its own, rabbitproof.check.questions).
 
-- (static, from the configuration) no role declares, binds, purges or deletes a queue and no queue is
-  exclusive, so the queues and bindings never change while the broker is up; no role on connection
-  c can make the broker close the connection (``protocol_errors``, a recover without requeue); and
-  no other channel of connection c has a role that publishes in a transaction (a frame taken while
-  its commit-ok is owed is a connection error, TX-7; on its own channel a fusable take needs a
-  channel in neither mode, so it never meets that commit);
-- (budgets, which only grow) no fault can happen any more: the crash and queue-failure budgets are
-  spent and connections can no longer be lost;
-- the broker is up and holds connection c and channel (c, ch) open, in neither confirm nor tx mode;
-- and the frame is one of:
-
-  * ``basic.publish`` (not immediate) to the default or fanout exchange, from the only channel whose
-    role publishes, to queues no role gets from and no queue dead-letters into (static), and not a
-    mandatory one that no queue takes (its take writes the basic.return: RT-3);
-  * ``basic.ack``, ``basic.nack`` or ``basic.reject`` that settles outstanding deliveries of the
-    channel (the tag is outstanding; not ``multiple`` with tag 0, which would also settle deliveries
-    made later), acknowledging them, or dropping them without requeue from queues without a
-    dead-letter queue; none of them a persistent copy in a durable queue (no disk record, no confirm
-    waits on it); and the channel has no global prefetch limit and every consumer of it has none
-    (so whether its consumers have room never depends on what is outstanding).
-
-Why verdicts are unchanged (the soundness argument)
----------------------------------------------------
-Write R for the reduced graph. Every state of R is reachable in the full graph (R only follows model
-steps), so whatever R finds, the full graph has. The converse rests on three facts.
-
-(1) *Independence.* For a fusable take ``t`` in ``x`` and every other action ``b`` enabled in ``x``:
-    ``b`` is still enabled after ``t``, ``t`` is still enabled and fusable after ``b``, and
-    ``t(b(x)) == b(t(x))``. A fusable take pops the head of one FIFO to the broker and writes nothing
-    to any client; a publish appends a copy with a fresh key (the queue's ``enqueued`` + 1) and a fresh
-    message at the tail of each queue it routes to (a fusable one writes no return); a settlement
-    removes named deliveries from the channel's outstanding ones and records their fates. Against each
-    other kind of step: a client's write appends to a FIFO tail (commutes with popping a non-empty
-    head); a client's read touches only frames to the client; ``BrokerDeliver`` and ``basic.get`` take
-    a queue's head and never read its tail or ``enqueued`` (gets from a publish's queues are excluded:
-    on an empty queue the order would decide get-ok or get-empty), and a delivery appends a tag larger
-    than every outstanding one, which a settlement of given tags does not name; with no limit on the
-    channel or its consumers, the consumer a delivery goes to does not depend on what the channel has
-    outstanding; a requeue (nack, reject, recover, a channel or connection closing) puts a copy back at
-    its old key, below the fresh one, so the ready list is the same sorted list either way; consumes
-    and cancels touch rings, which neither take reads; ``DiskFsync`` concerns persistent copies of
-    durable queues, which fused settlements never touch and a publish only adds; confirms, commit-ok
-    and close-ok of any channel touch neither queues' tails nor the settled deliveries. What would not commute is excluded above:
-    two enqueuers of one queue (their keys would be swapped), routing that changes (declare, bind,
-    delete, a crash, an exclusive queue dying with its connection), a requeue by the take (the
-    requeued copy may become the head a delivery takes), dead-lettering (an enqueue), a settlement
-    whose effect on prefetch room or confirms depends on order, and a connection error, lost
-    connection or crash closing (c, ch) first. Fusability depends on the configuration, budgets (which
-    only grow), and state of channel (c, ch) that only frames behind ``t`` in its FIFO can change
-    (mode, limits, consumers; what is outstanding only grows by deliveries): so ``b`` leaves ``t``
-    fusable.
-(2) *Termination and confluence.* Each take removes a frame from the FIFOs to the broker and no take
-    adds one, so ``F`` terminates; by (1) two fusable takes commute, so ``F(x)`` does not depend on
-    the order in which they are applied (Newman's lemma).
-(3) *Properties cannot tell.* Let x be reachable in the full graph by a path p, and let x' be reached
-    by p without the client writes of the frames still in flight, in x, on the channels where a take
-    is fusable (all of that FIFO's frames that a client action wrote; a close-ok a client wrote while
-    reading channel.close stays). Every later client action of such a channel wrote a frame behind
-    them, so it is removed too; other channels' client actions stay enabled (they read their own
-    channel's view and budgets, and removed writes only leave more budget; the only publisher's
-    messages keep their numbers, as no other channel of its connection publishes), and the broker
-    never took the removed frames, so x' has the same broker, queues, disk, frames to the clients and
-    ghost history as x. It differs in the FIFOs to the broker, budgets, message counters, and what the
-    removed writes did to their clients' views: held tags, consumers, status, mode, setup flags,
-    publish count, and, for a channel.close or channel.open, a reset of the last tag and message
-    received, ``disorder`` and the confirms seen. The properties (spec/properties.py) read the FIFOs
-    to the broker only while the broker is down (none in flight then) and, of a client's view, only
-    the last tag (``delivery_tags_increase``: a delivery in flight must be above it), ``disorder``
-    (``consumer_sees_publication_order``), the confirms seen and the publish count
-    (``confirms_exactly_once``, ``confirms_in_publish_order``). In x' these are never reset by a
-    removed write, and the same later reads set them: the last tag is the same or larger (so the
-    invariant fails in x' wherever it fails in x), ``disorder`` is the same or true (it is sticky, and
-    the last message it compares with is the same or larger). The broker holds a fusable channel open
-    in plain mode, so it has sent no confirm on it since it was opened and numbers no publish: the
-    confirms seen are none in x and x', and ``confirms_exactly_once`` only asks that they be none and
-    the count not negative. So x' decides every property x decides. And x' has no fusable take (the
-    FIFOs where one was fusable hold no client frame; the others are unchanged, as are the budgets for
-    faults), so ``F(x') = x'``. Two properties are judged another way: the helpers
-    ``channel_lifecycle`` and ``confirms_in_step`` read the FIFOs to the broker and the status and mode
-    of every client's view, which x' changes; they hold in every reachable state of the full graph at
-    every size (proved with the Z3 model, which agreement holds to the spec: proofs/), so R, whose
-    states are reachable, finds them holding too, as the full graph does.
-
-From (1) and (2), by induction on the length of a path: for every state x reachable in the full
-graph, ``F(x)`` is a state of R (for x2 = b(x) with ``F(x)`` in R: if b is one of the fusable takes,
-``F(x2) = F(x)``; otherwise b is enabled in ``F(x)``, which R expands in full, and ``b(F(x))`` is
-reached from x2 by the same fusable takes, so ``F(x2) = F(b(F(x)))``, an R-successor of ``F(x)``). By
-(3), a state x of the full graph that decides a property has an x' that decides it with ``F(x') = x'``
-in R: every verdict is the same. A deadlock (nothing enabled) has no take enabled, so R reaches it;
-and since R expands its states in full, its deadlocks are the full graph's.
-
-What changes, and what the tests hold it to (tests/test_reductions.py): distinct states, transitions
-and depth are smaller, and traces differ. A trace of R is a real path of the model, replayed step by
-step, so it is never shorter in model steps than the full search's shortest; its number of BFS levels
-(edges of R) is never larger than the full search's shortest, since the induction maps each full step
-to at most one edge of R, and x' is reached by fewer steps than x. So ``levels(reduced) <=
-steps(full) <= steps(reduced)``, checked with every verdict, and every witness replayed in the full
-model to a state that decides its property. Coverage counts the actions enabled in kept states (a
-fused take counts as enabled where it was fused), so counts are smaller, but no action class that
-fires in the full graph is missing.
-
-``symmetry``: states that differ by a renaming of interchangeable connections and channels are one
-state of the search; its soundness argument is in spark_check.symmetry. The two compose.
+The engines know nothing of what a reduction means: they call the hooks. Engines and checkpoints
+carry the reductions' names, so a reduced run is never mistaken for a full one (the manifest pins full
+counts only).
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 REDUCTIONS: tuple[str, ...] = ("por", "symmetry")
+
+# The hook of the model that offers each reduction.
+HOOKS: dict[str, str] = {"por": "fused_takes", "symmetry": "symmetry"}
 
 
 def reduction_named(names: Sequence[str]) -> tuple[str, ...]:
@@ -143,171 +41,30 @@ def parse_reductions(text: str) -> tuple[str, ...]:
 
 
 def written_for(model: Any) -> tuple[str, ...]:
-    """The reductions written for ``model`` (``make verify`` and `rabbitproof check` use them): ``por``
-    and ``symmetry`` for the spec, ``symmetry`` for a model that gives its own, none else."""
-    import spec.machine
-    if model is spec.machine:
-        return REDUCTIONS
-    return ("symmetry",) if getattr(model, "symmetry", None) is not None else ()
+    """The reductions ``model`` offers (those whose hook it has): ``make verify`` and `rabbitproof check`
+    use them all."""
+    return tuple(n for n in REDUCTIONS if callable(getattr(model, HOOKS[n], None)))
+
+
+def _hook(name: str, model: Any, config: Any) -> Any:
+    """The reduction ``name`` of ``config``, from the model's hook; ValueError (one line) without one."""
+    hook = getattr(model, HOOKS[name], None)
+    if not callable(hook):
+        offered = ", ".join(written_for(model)) or "none"
+        raise ValueError(f"reduction {name!r} is not written for this model (it offers: {offered})")
+    return hook(config)
 
 
 def build_symmetry(names: Sequence[str], model: Any, config: Any) -> Any:
-    """The ``symmetry`` reduction of ``config`` when ``names`` ask for it (spark_check.symmetry.Symmetry),
-    else None; ValueError (one line) when it does not apply to ``model``. It is written for the spec and
-    for a model that gives its own (``model.symmetry(config)``: `rabbitproof check`'s SetupMachine)."""
+    """The ``symmetry`` reduction of ``config`` when ``names`` ask for it, else None; ValueError (one
+    line) when the model does not offer it."""
     reduction_named(names)
-    if "symmetry" not in names:
-        return None
-    own = getattr(model, "symmetry", None)
-    if own is not None:
-        return own(config)
-    import spec.machine
-    if model is not spec.machine:
-        raise ValueError("reduction 'symmetry' is written for the spec's model (spec.machine) and for setups "
-                         "(rabbitproof check) only")
-    from .symmetry import Symmetry
-    return Symmetry(config)
+    return _hook("symmetry", model, config) if "symmetry" in names else None
 
 
-def build_reduction(names: Sequence[str], model: Any, config: Any) -> "FusedTakes | None":
+def build_reduction(names: Sequence[str], model: Any, config: Any) -> Any:
     """The fused-takes reduction ``names`` ask for on ``model`` and ``config`` (None without ``por``);
-    ValueError (one line) when one of ``names`` does not apply to that model."""
+    ValueError (one line) when one of ``names`` is not offered by the model."""
     reduction_named(names)
     build_symmetry(names, model, config)
-    if "por" not in names:
-        return None
-    import spec.machine
-    if model is not spec.machine:
-        raise ValueError("reduction 'por' is written for the spec's model (spec.machine) only")
-    return FusedTakes(config)
-
-
-class FusedTakes:
-    """The ``por`` reduction: ``settle(x)`` is ``F(x)`` with the model steps it took (module docstring)."""
-
-    name = "por"
-
-    def __init__(self, config: Any) -> None:
-        from spec import actions, broker, frames, machine, state
-        self._act = machine._act
-        self._route = broker.route
-        self._take_cls = actions.BrokerTakeFrame
-        self._step = machine.step
-        self._publish = frames.BASIC_PUBLISH
-        self._settles = {frames.BASIC_ACK: self._ack, frames.BASIC_NACK: self._nack,
-                         frames.BASIC_REJECT: self._reject}
-        self._exchanges = (frames.DEFAULT_EXCHANGE, frames.FANOUT_EXCHANGE)
-        self._open, self._plain = state.CH_OPEN, state.MODE_NONE
-        self.config = config
-        self.connections, self.publisher = _static_scope(config)
-        committers = {key for key, r in config.roles.items() if r.tx and r.publish}
-        self.channels = tuple((c, ch) for c in self.connections for ch in range(1, config.channels + 1)
-                              if not any(cc == c and other != ch for cc, other in committers))
-        self._budgets = (config.crashes, config.failures, config.reconnects if config.losses else 0)
-
-    def quiet(self, state: Any) -> bool:
-        """No fault can happen any more (budgets only grow)."""
-        used = state.used
-        crashes, failures, losses = self._budgets
-        return used.crashes >= crashes and used.failures >= failures and used.reconnects >= losses
-
-    def fusable(self, state: Any, c: int, ch: int) -> bool:
-        """Whether the take of channel (c, ch)'s oldest frame is fusable in ``state``, budgets aside
-        (``quiet``) and connection c within the static scope (module docstring)."""
-        conn = state.conns[c]
-        fifo = conn.to_broker[ch]
-        if not fifo or not state.broker_up or conn.broker_closed:
-            return False
-        channel = conn.channels[ch - 1]
-        if channel.status != self._open or channel.mode != self._plain:
-            return False
-        frame = fifo[0]
-        method = frame[0]
-        if method == self._publish:     # a mandatory one that no queue takes writes its basic.return (RT-3)
-            return (c, ch) == self.publisher and not frame[7] and frame[2] in self._exchanges and \
-                not (frame[4] and not self._route(state, frame[2], frame[3]))
-        settle = self._settles.get(method)
-        return settle is not None and settle(state, channel, frame)
-
-    def _settles_plainly(self, state: Any, channel: Any, tag: int, multiple: bool, drop: bool) -> bool:
-        """Whether settling ``tag`` on ``channel`` is fusable: outstanding, not every delivery (tag 0),
-        no limit on the channel or its consumers, no persistent copy of a durable queue among them,
-        and, when dropped, none of them from a queue that dead-letters."""
-        if channel.global_limit or (multiple and tag == 0):
-            return False
-        for consumer in channel.consumers:
-            if consumer.limit:
-                return False
-        unacked = channel.unacked
-        if multiple:
-            settled = [u for u in unacked if u.tag <= tag]
-            if not any(u.tag == tag for u in settled):
-                return False
-        else:
-            settled = [u for u in unacked if u.tag == tag]
-            if not settled:
-                return False
-        queues = state.queues
-        for u in settled:
-            queue = queues[u.queue]
-            if (u.persistent and queue.durable) or (drop and queue.dead_letter):
-                return False
-        return True
-
-    def _ack(self, state: Any, channel: Any, frame: tuple) -> bool:
-        return self._settles_plainly(state, channel, frame[2], frame[3], False)
-
-    def _nack(self, state: Any, channel: Any, frame: tuple) -> bool:
-        return not frame[4] and self._settles_plainly(state, channel, frame[2], frame[3], True)
-
-    def _reject(self, state: Any, channel: Any, frame: tuple) -> bool:
-        return not frame[3] and self._settles_plainly(state, channel, frame[2], False, True)
-
-    def settle(self, state: Any) -> tuple[Any, tuple[tuple[Any, tuple[Any, ...]], ...]]:
-        """``F(state)`` and the (action, frames) steps taken to reach it (none when nothing is fusable)."""
-        if not self.channels or not self.quiet(state):
-            return state, ()
-        steps: list[tuple[Any, tuple[Any, ...]]] = []
-        fusable = self.fusable
-        progress = True
-        while progress:
-            progress = False
-            for c, ch in self.channels:
-                while fusable(state, c, ch):
-                    action = self._act(self._take_cls, c, ch)
-                    state, frames = self._step(state, action)
-                    steps.append((action, frames))
-                    progress = True
-        return state, tuple(steps)
-
-
-def _static_scope(config: Any) -> tuple[tuple[int, ...], tuple[int, int] | None]:
-    """From the configuration alone: the connections whose channels' takes may be fused, and the
-    channel whose publishes may be (None for none)."""
-    from spec.frames import DEFAULT_EXCHANGE, FANOUT_EXCHANGE
-    roles = config.roles
-    queues = config.queues
-    if any(q.exclusive for q in queues) or any(r.declare or r.bind or r.purge or r.delete for r in roles.values()):
-        return (), None
-    noisy = {c for (c, _), r in roles.items() if r.protocol_errors or False in r.recover}
-    connections = tuple(c for c in range(config.connections) if c not in noisy)
-    publishers = [key for key, r in roles.items() if r.publish]
-    if len(publishers) != 1 or publishers[0][0] not in connections:
-        return connections, None
-    publisher = publishers[0]
-    targets: set[int] = set()
-    for exchange, key in roles[publisher].publish:
-        if exchange == DEFAULT_EXCHANGE and 0 <= key < len(queues):
-            targets.add(key)
-        elif exchange == FANOUT_EXCHANGE:
-            targets.update(config.bindings)
-    if any(q.dead_letter in targets for q in queues) or any(q in targets for r in roles.values() for q, _ in r.get):
-        return connections, None
-    return connections, publisher
-
-
-def symmetries(config: Any) -> int:
-    """How many renamings of connections and channels, other than the identity, map ``config`` onto itself
-    (spark_check.symmetry.automorphisms): with none, symmetry reduction merges no state."""
-    from .symmetry import automorphisms
-    return len(automorphisms(config))
+    return _hook("por", model, config) if "por" in names else None

@@ -37,6 +37,8 @@ from collections import Counter
 from functools import partial
 from typing import Any, Iterator, Sequence
 
+import numpy as np
+import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import functions as F
@@ -47,6 +49,7 @@ from .assembly import SearchOutcome, assemble
 from .checkpoint import LevelStore, check_same, check_writable, identity, outcome_from, read_progress
 from .engine import Engine, Model, ProgressCallback, too_many_states
 from .expansion import diagnose
+from .level_files import GroupReader, GroupWriter, new_in_partition, visited_before, write_visited
 from .portable import Portable, portable
 from .reductions import reduction_named
 from .results import ExplorationResult
@@ -58,7 +61,7 @@ from .spark_session import check_master, is_local, ship_code, spark_session
 LEVEL_SCHEMA = "fp long, parent long, action int, grp long, idx int"
 LEVEL_COLUMNS = ("fp", "parent", "action", "grp", "idx")
 BATCH_ROWS = 4096
-GROUP_STATES = 128      # successors pickled together (spark_check.bench: sharing makes each 3-4x cheaper)
+GROUP_STATES = 128      # successors pickled together (rabbitproof.bench.engines: sharing makes each 3-4x cheaper)
 
 
 class _TaskCounts(AccumulatorParam):
@@ -75,7 +78,6 @@ class _TaskCounts(AccumulatorParam):
 
 def _columns(batches: Iterator[Any], names: Sequence[str]) -> list[Any]:
     """The named columns of every Arrow batch of a task, concatenated, as numpy arrays."""
-    import numpy as np
 
     parts: list[list[Any]] = [[] for _ in names]
     for batch in batches:
@@ -93,11 +95,6 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: 
     Successors are pickled ``GROUP_STATES`` at a time, in one ``pickle.dumps`` of a list: a successor
     shares most of its parts with its parent and its siblings, and one pickle writes each shared part
     once, where a pickle per state writes it again for every state (and unpickling then shares it too)."""
-    import numpy as np
-    import pyarrow as pa
-
-    from .level_files import GroupReader, GroupWriter
-
     described, undecided, tally, states_in, states_out = job
     expander = described.expander()
     expander.set_undecided(undecided)
@@ -221,10 +218,6 @@ def deduplicate_level(job: tuple[str, int, Any], batches: Iterator[Any]) -> Iter
     """Keep, of the candidate rows of one fingerprint partition (``batches``), the first of each fingerprint
     that partition has never seen; yield them as the next level's rows, and write the partition's visited
     fingerprints with them added. Runs on executors, on numpy arrays of fingerprints: no state moves."""
-    import pyarrow as pa
-
-    from .level_files import new_in_partition, visited_before, write_visited
-
     visited_dir, level, tally = job
     started = time.perf_counter()
     part = TaskContext.get().partitionId()
@@ -448,8 +441,6 @@ class _LevelRun:
     def _write_initial_level(self, cap: int) -> tuple[SearchOutcome, int]:
         """Level 0: the initial states, fingerprinted on the driver (they are few), as one group; their rows
         go through the deduplication like every level's, which starts the visited files."""
-        from .level_files import GroupWriter
-
         fingerprint = self.expander.fingerprint
         rows: dict[int, Any] = {}
         for state in self.expander.initial_states():

@@ -73,7 +73,7 @@ class Config:
 Q0, Q1, Q2 = 0, 1, 2
 TO_Q0 = ((DEFAULT_EXCHANGE, Q0),)
 NOWHERE = ((DEFAULT_EXCHANGE, 7),)          # a routing key no queue has: unroutable (RT-3)
-# One role on two connections: the configuration is symmetric under swapping them (spark_check.symmetry).
+# One role on two connections: the configuration is symmetric under swapping them (spec.symmetry).
 TWIN = Role(consume=((Q0, False),), ack=True, multiple=True, reject=(True,), close=True)
 
 _configs = [

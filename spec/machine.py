@@ -7,14 +7,18 @@ This is the interface every engine uses (spark_check, the trace checker, the Z3 
   holds (``PRECONDITIONS``: one function per action, beside its effect);
 - ``step(state, action)``: the next state and the frames that crossed the wire (``Wire`` labels:
   what a client wrote, and what it read);
-- ``terminal_ok(state, config)``: whether a state with nothing enabled is a proper end.
+- ``terminal_ok(state, config)``: whether a state with nothing enabled is a proper end;
+- the reductions it offers, as hooks the engines call (spark_check.reductions): ``fused_takes(config)``
+  (``por``, spec.por) and ``symmetry(config)`` (spec.symmetry), each with its soundness argument.
 """
 from __future__ import annotations
 
 from . import actions as A
 from . import broker, client, faults, network
 from .frames import Wire
+from .por import FusedTakes
 from .roles import IDLE
+from .symmetry import Symmetry
 from .state import (
     C_CLOSED, C_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_UP, MODE_CONFIRM,
     MODE_NONE, MODE_TX, NEW_CHANNEL, NEW_CLIENT, Conn, Queue, State, Used, with_used,
@@ -353,3 +357,14 @@ def terminal_ok(state: State, config) -> bool:
                 return False
     return True
 
+
+def fused_takes(config) -> FusedTakes:
+    """The ``por`` reduction of ``config``: a client's frame and the broker's take of it fused into one
+    step where nothing can tell the difference (spec.por)."""
+    return FusedTakes(config, step, _act)
+
+
+def symmetry(config) -> Symmetry:
+    """The ``symmetry`` reduction of ``config``: states that differ by a renaming of interchangeable
+    connections and channels share one fingerprint (spec.symmetry)."""
+    return Symmetry(config)

@@ -3,7 +3,7 @@
 A recording is one sequence of *slots* (the spec's connections c0, c1, ...); each slot is the
 sequence of TCP connections a client made one after another in it (after a crash or a lost
 connection it connects again), and each of those is the list of commands that connection sent and
-received, in order: what ``tests.harness.rawclient.RawConnection.command_log()`` returns. Entries
+received, in order: what ``rabbitproof.recording.rawclient.RawConnection.command_log()`` returns. Entries
 are read by duck typing (``direction``, ``kind``, ``channel``, ``method``, ``properties``, ``body``,
 with pamqp's method objects and their field names), so the spec stays free of dependencies.
 

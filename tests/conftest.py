@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.brokers import Broker, BrokerKind, make_broker
-from tests.harness.impl_broker import ImplBroker
-from tests.harness.rabbitmq import RabbitMQNode
-from tests.harness.rawclient import RawConnection
+from rabbitproof.brokers import Broker, BrokerKind, make_broker
+from rabbitproof.brokers.impl_broker import ImplBroker
+from rabbitproof.brokers.rabbitmq import RabbitMQNode
+from rabbitproof.recording.rawclient import RawConnection
 
 
 @pytest.fixture(scope="session")

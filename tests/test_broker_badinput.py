@@ -30,8 +30,8 @@ import pytest
 from pamqp import body as amqp_body
 from pamqp import commands, frame, header
 
-from tests.harness.brokers import Broker
-from tests.harness.rawclient import (
+from rabbitproof.brokers import Broker
+from rabbitproof.recording.rawclient import (
     ChannelClosed,
     ConnectionClosed,
     ConnectionLost,

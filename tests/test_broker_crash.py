@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 import pytest
 from pamqp import commands
 
-from tests.harness.brokers import Broker
-from tests.harness.rabbitmq import RabbitMQNode
-from tests.harness.rawclient import ConnectionLost, RawConnection, ServerClosed, persistent
+from rabbitproof.brokers import Broker
+from rabbitproof.brokers.rabbitmq import RabbitMQNode
+from rabbitproof.recording.rawclient import ConnectionLost, RawConnection, ServerClosed, persistent
 
 QUEUE = "crash-durable"
 CYCLES = {"impl": 20, "rabbitmq": 3}

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from pamqp import commands as C
 
-from tests.harness.brokers import Broker
-from tests.harness.rawclient import PROTOCOL_HEADER, ChannelClosed, ConnectionClosed, RawConnection
+from rabbitproof.brokers import Broker
+from rabbitproof.recording.rawclient import PROTOCOL_HEADER, ChannelClosed, ConnectionClosed, RawConnection
 
 DEADLINE = 10.0
 

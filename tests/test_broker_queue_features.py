@@ -16,8 +16,8 @@ import pytest
 from pamqp import commands as C
 
 from impl.core import queue_arguments
-from tests.harness.rawclient import ChannelClosed, ConnectionClosed, RawConnection, transient
-from tests.harness.wire import wait_ready
+from rabbitproof.recording.rawclient import ChannelClosed, ConnectionClosed, RawConnection, transient
+from rabbitproof.recording.wire import wait_ready
 
 DEADLINE = 10.0  # seconds to wait for a condition that must come
 

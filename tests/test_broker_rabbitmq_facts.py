@@ -14,8 +14,8 @@ import uuid
 import pytest
 from pamqp import commands as C
 
-from tests.harness.rawclient import ChannelClosed, RawConnection
-from tests.harness.wire import shape, shapes, until_quiet, wait_ready
+from rabbitproof.recording.rawclient import ChannelClosed, RawConnection
+from rabbitproof.recording.wire import shape, shapes, until_quiet, wait_ready
 
 
 

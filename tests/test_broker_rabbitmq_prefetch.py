@@ -15,8 +15,8 @@ import uuid
 import pytest
 from pamqp import commands as C
 
-from tests.harness.rawclient import RawConnection
-from tests.harness.wire import deliveries, until_quiet, wait_ready
+from rabbitproof.recording.rawclient import RawConnection
+from rabbitproof.recording.wire import deliveries, until_quiet, wait_ready
 
 
 

@@ -1,4 +1,4 @@
-"""`rabbitproof check` (spark_check.check, .questions, .whatif, .check_cli): the examples' answers and
+"""`rabbitproof check` (rabbitproof.check.answers, .questions, .whatif, .check_cli): the examples' answers and
 what-if results are pinned, the observer records what the applications believe, each question can fail
 (a machine with a planted fault makes it), and the command line keeps its exit codes and bad-input errors."""
 from __future__ import annotations
@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from spark_check.check import check_setup, machine_for, names
-from spark_check.check_cli import main
+from rabbitproof.check.answers import check_setup, machine_for, names
+from rabbitproof.cli import main
 from spark_check.engine import LocalEngine
-from spark_check.questions import NOTHING_YET, QUESTIONS, SetupMachine, Watched, believed_never_lost
-from spark_check.setup_file import parse_setup, read_setup
-from spark_check.setup_model import to_config
-from spark_check.whatif import single_changes, try_changes
+from rabbitproof.check.questions import NOTHING_YET, QUESTIONS, SetupMachine, Watched, believed_never_lost
+from rabbitproof.check.setup_file import parse_setup, read_setup
+from rabbitproof.check.setup_model import to_config
+from rabbitproof.check.whatif import single_changes, try_changes
 from spec import actions as A
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -208,7 +208,7 @@ def test_json_and_charts(tmp_path):
     (PUBLISHER.format(confirms="true"), ("--master", "local[2]"), "--master is for the spark engine"),
     (PUBLISHER.format(confirms="true"), ("--max-states", "0"), "--max-states must be positive"),
     (PUBLISHER.format(confirms="true"), ("--reduce", "sym"), "unknown reduction 'sym'; available: por, symmetry"),
-    (PUBLISHER.format(confirms="true"), ("--reduce", "por"), "reduction 'por' is written for the spec's model"),
+    (PUBLISHER.format(confirms="true"), ("--reduce", "por"), "reduction 'por' is not written for this model (it offers: symmetry)"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, message):
     path = tmp_path / "t.toml"
@@ -216,7 +216,7 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, mes
     code, out = run("check", str(path), "--no-progress", *argv)
     err = capsys.readouterr().err
     assert code == 2 and out == ""
-    assert err.startswith("rabbitproof: error: ") and message in err and err.count("\n") == 1
+    assert err.startswith("rabbitproof check: error: ") and message in err and err.count("\n") == 1
 
 
 def test_a_missing_file_is_bad_input(tmp_path, capsys):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spark_check.check import check_setup
+from rabbitproof.check.answers import check_setup
 from spark_check.engine import LocalEngine, disagreements
-from spark_check.setup_file import read_setup
+from rabbitproof.check.setup_file import read_setup
 from spark_check.spark_engine import SparkEngine
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -30,7 +30,7 @@ def test_spark_answers_as_the_local_engine_does():
 def test_spark_answers_as_the_local_engine_does_under_symmetry():
     """Two identical workers (the two-workers example with one message): the setup machine's own
     symmetry (SetupMachine.symmetry) is rebuilt on the executors, and both engines merge the same states."""
-    from spark_check.setup_file import parse_setup
+    from rabbitproof.check.setup_file import parse_setup
 
     text = (EXAMPLES / "two-workers.toml").read_text().replace("messages = 2", "messages = 1")
     setup = parse_setup(text, "two-workers.toml")

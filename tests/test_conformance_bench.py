@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from tests.conformance import bench
-from tests.conformance import programs as P
-from tests.conformance.targets import InProcessTarget
+from rabbitproof.bench import conformance as bench
+from rabbitproof.conformance import programs as P
+from rabbitproof.conformance.targets import InProcessTarget
 
 
 def test_bench_runs_in_process_and_prints_its_tables():

@@ -1,4 +1,4 @@
-"""`python -m tests.conformance` (make conformance): a table per rule family against a real broker, JSON for
+"""`rabbitproof conformance URL` (make conformance): a table per rule family against a real broker, JSON for
 machines, and one clear error (exit code 2) for a bad URL, an unreachable broker or bad credentials."""
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import socket
 import subprocess
 import sys
 
-from tests.conformance.mutants import REPO
+from tests.fixtures.mutants import REPO
 
 
 def conformance(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tests.conformance", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "rabbitproof", "conformance", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -23,7 +23,7 @@ def free_port() -> int:
 
 def test_json_result_per_family_against_the_impl_server(impl_broker_module):
     b = impl_broker_module
-    result = conformance("--url", f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--programs", "6", "--json")
+    result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--programs", "6", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
     assert report["totals"]["programs"] == 6 and report["totals"]["accepted"] == 6
@@ -33,20 +33,20 @@ def test_json_result_per_family_against_the_impl_server(impl_broker_module):
 
 def test_table_is_printed(impl_broker_module):
     b = impl_broker_module
-    result = conformance("--url", f"amqp://guest:guest@{b.host}:{b.port}", "--programs", "3")
+    result = conformance(f"amqp://guest:guest@{b.host}:{b.port}", "--programs", "3")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "conformance per rule family" in result.stdout and "steps/s" in result.stdout
 
 
 def test_unreachable_url_is_one_clear_error():
-    result = conformance("--url", f"amqp://guest:guest@127.0.0.1:{free_port()}/")
+    result = conformance(f"amqp://guest:guest@127.0.0.1:{free_port()}/")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.startswith("conformance: error: cannot reach 127.0.0.1:") and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("rabbitproof conformance: error: cannot reach 127.0.0.1:") and result.stderr.count("\n") == 1
 
 
 def test_bad_credentials_are_one_clear_error(impl_broker_module):
     b = impl_broker_module
-    result = conformance("--url", f"amqp://guest:wrong@{b.host}:{b.port}/")
+    result = conformance(f"amqp://guest:wrong@{b.host}:{b.port}/")
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "guest" in result.stderr and ("refused" in result.stderr or "closed the connection" in result.stderr)
 
@@ -56,7 +56,7 @@ def test_a_broker_that_closes_the_connection_is_one_clear_error():
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
-        child = subprocess.Popen([sys.executable, "-m", "tests.conformance", "--url", f"amqp://127.0.0.1:{port}"],
+        child = subprocess.Popen([sys.executable, "-m", "rabbitproof", "conformance", f"amqp://127.0.0.1:{port}"],
                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         peer, _ = server.accept()
         peer.recv(8)
@@ -67,5 +67,5 @@ def test_a_broker_that_closes_the_connection_is_one_clear_error():
 
 
 def test_bad_url_is_one_clear_error():
-    result = conformance("--url", "http://example.org/")
+    result = conformance("http://example.org/")
     assert result.returncode == 2 and "scheme must be amqp://" in result.stderr

@@ -20,12 +20,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conformance import budget
-from tests.conformance import programs as P
-from tests.conformance.judge import assert_accepted
-from tests.conformance.targets import InProcessTarget, TcpTarget, run_program
-from tests.harness.impl_broker import ImplBroker
-from tests.harness.rabbitmq import RabbitMQNode
+from rabbitproof.conformance import budget
+from rabbitproof.conformance import programs as P
+from rabbitproof.conformance.judge import assert_accepted
+from rabbitproof.conformance.targets import InProcessTarget, TcpTarget, run_program
+from rabbitproof.brokers.impl_broker import ImplBroker
+from rabbitproof.brokers.rabbitmq import RabbitMQNode
 
 
 def crashed_and_accepted(program: P.Program, target) -> None:

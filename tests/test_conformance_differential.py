@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from pamqp import commands
 
-from tests.conformance import budget
-from tests.conformance import programs as P
-from tests.conformance.differential import first_difference, normalised, normalised_connection
-from tests.conformance.judge import program_text
-from tests.conformance.targets import TcpTarget, run_program
-from tests.harness.rawclient import LoggedCommand
+from rabbitproof.conformance import budget
+from rabbitproof.conformance import programs as P
+from rabbitproof.conformance.differential import first_difference, normalised, normalised_connection
+from rabbitproof.conformance.judge import program_text
+from rabbitproof.conformance.targets import TcpTarget, run_program
+from rabbitproof.recording.rawclient import LoggedCommand
 
 
 @pytest.fixture(scope="module")

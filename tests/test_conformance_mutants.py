@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance.mutants import ALL_MUTANTS, MUTANTS, REPO, Mutant, StalePatch, patch, run_catching_test
+from tests.fixtures.mutants import ALL_MUTANTS, MUTANTS, REPO, Mutant, StalePatch, patch, run_catching_test
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from tests.conformance import budget
-from tests.conformance import programs as P
-from tests.conformance.judge import assert_accepted
-from tests.conformance.targets import InProcessTarget, TcpTarget, run_program
+from rabbitproof.conformance import budget
+from rabbitproof.conformance import programs as P
+from rabbitproof.conformance.judge import assert_accepted
+from rabbitproof.conformance.targets import InProcessTarget, TcpTarget, run_program
 
 
 @budget(300)

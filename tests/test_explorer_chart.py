@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 from rich.console import Console
 
 from spark_check.bundle import load_spec
-from spark_check.chart import chart_svg
-from spark_check.cli import main
+from rabbitproof.explore.chart import chart_svg
+from rabbitproof.cli import main
 from spark_check.engine import LocalEngine
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -1,4 +1,4 @@
-"""The spark_check command line, on the toy model: bad input is one line and exit code 2."""
+"""The `rabbitproof explore` and `list` command lines, on the toy model: bad input is one line and exit code 2."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from spark_check.cli import main
+from rabbitproof.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = ["--model", "tests.toy_model"]
@@ -49,18 +49,18 @@ def run(argv, capsys):
 def test_bad_input_is_one_line_and_exit_2_before_any_work(argv, message, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2
-    assert err.count("\n") == 1 and err.startswith("spark_check: error: ") and message in err
+    assert err.count("\n") == 1 and err.startswith("rabbitproof explore: error: ") and message in err
     assert out == ""
 
 
 def test_bad_input_exit_code_from_the_real_process():
     proc = subprocess.run(
-        [sys.executable, "-m", "spark_check", "explore", "nope", *TOY], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "rabbitproof", "explore", "nope", *TOY], cwd=ROOT, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        "spark_check: error: unknown configuration 'nope'; known: tiny, nocrash, manual, autoack, "
+        "rabbitproof explore: error: unknown configuration 'nope'; known: tiny, nocrash, manual, autoack, "
         "autoack_lenient, medium, large"
     ]
     assert proc.stdout == ""
@@ -118,13 +118,13 @@ def test_a_checkpoint_directory_that_cannot_be_written_is_refused(tmp_path, caps
     blocker.write_text("not a directory")
     code, out, err = run(["explore", "manual", "--engine", "spark", "--checkpoint", str(blocker / "ckpt")], capsys)
     assert code == 2 and out == ""
-    assert err.startswith("spark_check: error: checkpoint directory ") and "cannot be written: Not a directory" in err
+    assert err.startswith("rabbitproof explore: error: checkpoint directory ") and "cannot be written: Not a directory" in err
 
 
 def test_a_checkpoint_url_is_refused_executors_write_into_the_directory_themselves(capsys):
     code, out, err = run(["explore", "manual", "--engine", "spark", "--checkpoint", "hdfs://namenode/run1"], capsys)
     assert code == 2 and out == ""
-    assert err.startswith("spark_check: error: checkpoint directory 'hdfs://namenode/run1' must be a path every "
+    assert err.startswith("rabbitproof explore: error: checkpoint directory 'hdfs://namenode/run1' must be a path every "
                           "executor sees")
 
 

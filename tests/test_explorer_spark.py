@@ -9,7 +9,7 @@ import pytest
 
 from spark_check.bundle import load_spec
 from spark_check.engine import LocalEngine, disagreements
-from spark_check.reduction_check import replay
+from rabbitproof.bench.reductions import replay
 from spark_check.spark_engine import SparkEngine
 from tests import toy_model as toy
 

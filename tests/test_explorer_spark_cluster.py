@@ -75,7 +75,7 @@ def test_explores_on_a_standalone_master_and_worker(standalone):
     out = tmp_path / "result.json"
     # Run from another directory: the executors get the project as the zip the engine ships.
     proc = subprocess.run(
-        [sys.executable, "-m", "spark_check", "explore", "manual", "--model", "tests.toy_model", "--engine", "spark",
+        [sys.executable, "-m", "rabbitproof", "explore", "manual", "--model", "tests.toy_model", "--engine", "spark",
          "--master", master, "--json", str(out), "--no-progress"],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -15,7 +15,7 @@ from tests import toy_model as toy
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-RUN = [sys.executable, "-m", "spark_check", "explore", "manual", "--bound", "messages=3", "--model", "tests.toy_model",
+RUN = [sys.executable, "-m", "rabbitproof", "explore", "manual", "--bound", "messages=3", "--model", "tests.toy_model",
        "--engine", "spark", "--master", "local[2]", "--no-progress"]
 
 

@@ -1,4 +1,4 @@
-"""spark_check.verify and spark_check.bench on the toy model, with a manifest of its own."""
+"""rabbitproof.explore.standard and rabbitproof.bench.engines on the toy model, with a manifest of its own."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,9 +7,9 @@ import os
 
 from rich.console import Console
 
-from spark_check import bench as bench_module
-from spark_check import verify as verify_module
-from spark_check.verify import read_manifest, verify
+from rabbitproof.bench import engines as bench_module
+from rabbitproof import cli
+from rabbitproof.explore.standard import read_manifest, verify
 from tests import toy_model as toy
 
 STANDARD = [toy.get(n) for n in toy.STANDARD]
@@ -66,14 +66,17 @@ def test_failed_checks_fail_verify_and_print_their_counterexamples(tmp_path):
     assert "manual: autoack_loses_messages NOT FOUND: no reachable state falsifies it" in text
 
 
-def test_verify_main_exit_codes(tmp_path, capsys):
+def test_verify_pins_counts_in_the_manifest_it_is_given(tmp_path):
     manifest = tmp_path / "manifest.json"
-    argv = ["--model", "tests.toy_model", "--manifest", str(manifest), "--no-progress"]
-    assert verify_module.main(argv) == 1
-    assert verify_module.main([*argv, "--update-manifest"]) == 0
-    assert verify_module.main(argv) == 0
-    assert verify_module.main([*argv, "nope"]) == 2
-    assert capsys.readouterr().err.splitlines()[-1].startswith("spark_check.verify: error: unknown configuration")
+    configs = [toy.get(n) for n in toy.STANDARD]
+    assert not verify(toy, configs, toy.REGISTRY, manifest).ok            # nothing pinned yet
+    assert verify(toy, configs, toy.REGISTRY, manifest, update=True).ok
+    assert verify(toy, configs, toy.REGISTRY, manifest).ok
+
+
+def test_verify_refuses_an_unknown_configuration_before_any_work(capsys):
+    assert cli.main(["verify", "--part", "explore", "--config", "nope"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("rabbitproof verify: error: unknown configuration")
 
 
 def test_bench_reports_states_per_second():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from tests.bench import broker_bench
+from rabbitproof.bench import broker as broker_bench
 
 
 def test_bench_runs_against_impl_and_rabbitmq():

@@ -10,10 +10,10 @@ import time
 import pytest
 from pamqp import commands
 
-from tests.harness.brokers import make_broker
-from tests.harness.impl_broker import ImplBroker, ImplStartFailed
-from tests.harness.rabbitmq import RabbitMQNode, RabbitMQNotInstalled
-from tests.harness.rawclient import ChannelClosed, RawConnection, persistent
+from rabbitproof.brokers import make_broker
+from rabbitproof.brokers.impl_broker import ImplBroker, ImplStartFailed
+from rabbitproof.brokers.rabbitmq import RabbitMQNode, RabbitMQNotInstalled
+from rabbitproof.recording.rawclient import ChannelClosed, RawConnection, persistent
 
 
 def _publish_confirmed(broker, queue: str, body: bytes) -> None:

@@ -8,7 +8,7 @@ import pytest
 from pamqp import commands, header
 from pamqp import body as amqp_body
 
-from tests.harness.rawclient import (
+from rabbitproof.recording.rawclient import (
     ChannelClosed,
     ConnectionClosed,
     ConnectionLost,

@@ -115,7 +115,7 @@ def test_the_prefetch_hazard_is_found_at_the_explorers_length_with_no_shorter_on
 
 
 def test_unknown_hazard_is_one_error_line_and_exit_code_2():
-    r = subprocess.run([sys.executable, "-m", "proofs.verify", "--part", "bmc", "--hazard", "nope"],
+    r = subprocess.run([sys.executable, "-m", "rabbitproof", "verify", "--part", "bmc", "--hazard", "nope"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()

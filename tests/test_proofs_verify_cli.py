@@ -1,4 +1,4 @@
-"""python -m proofs.verify: bad names are one error line and exit code 2, before any work."""
+"""`rabbitproof verify`: bad names are one error line and exit code 2, before any work."""
 from __future__ import annotations
 
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "proofs.verify", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "rabbitproof", "verify", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_unknown_invariant_action_and_part_are_refused_with_exit_code_2():

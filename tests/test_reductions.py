@@ -3,18 +3,19 @@ configurations it changes no verdict, its traces replay to deciding states with
 levels(reduced) <= steps(full) <= steps(reduced), it reaches exactly the full search's deadlocks and
 fires the same action classes; the premises of its soundness argument hold on every reachable state;
 and the premise check does catch an unsound fusion. (Every standard configuration, medium included,
-is compared by ``make bench``: python -m spark_check.reduction_check.)"""
+is compared by ``make bench``: python -m rabbitproof.bench.reductions.)"""
 from __future__ import annotations
 
 import pytest
 
-from spark_check import cli, verify as verify_cli
+from rabbitproof import cli
 from spark_check.bundle import load_spec
 from spark_check.engine import LocalEngine
 from spark_check.expansion import Expander
-from spark_check.manifest import MANIFEST, compare, entry_for, pinned_entry, read_manifest
-from spark_check.reduction_check import compare_reduction, levels, premise_problems
-from spark_check.reductions import FusedTakes, build_reduction, parse_reductions, written_for
+from rabbitproof.explore.manifest import MANIFEST, compare, entry_for, pinned_entry, read_manifest
+from rabbitproof.bench.reductions import compare_reduction, levels, premise_problems
+from spark_check.reductions import build_reduction, parse_reductions, written_for
+from spec.por import FusedTakes
 from tests import toy_model as toy
 
 SPEC = load_spec()
@@ -69,7 +70,7 @@ class _FusesRequeues(FusedTakes):
 
 def test_the_premise_check_catches_a_fusion_that_does_not_commute():
     config, properties = props("ack_basics")
-    _, problems = premise_problems(SPEC.model, config, properties, reduction=_FusesRequeues(config), limit=3)
+    _, problems = premise_problems(SPEC.model, config, properties, reduction=_FusesRequeues(config, SPEC.model.step, SPEC.model._act), limit=3)
     assert problems and all(p.startswith("(1):") for p in problems)
     assert any("BrokerDeliver" in p for p in problems)
 
@@ -82,22 +83,22 @@ def test_configurations_whose_queues_or_connections_can_change_under_it_fuse_not
     assert 0 not in protocol.connections and protocol.publisher is None
 
 
-def test_names_are_checked_and_por_is_for_the_spec_only():
+def test_names_are_checked_and_por_is_for_models_that_offer_it():
     assert parse_reductions("por") == ("por",) and parse_reductions("none") == () and parse_reductions("") == ()
     with pytest.raises(ValueError, match="unknown reduction 'symmetric'"):
         parse_reductions("symmetric")
     with pytest.raises(ValueError, match="named twice"):
         parse_reductions("por,por")
-    with pytest.raises(ValueError, match=r"\(spec.machine\) only"):
+    with pytest.raises(ValueError, match=r"reduction 'por' is not written for this model \(it offers: none\)"):
         Expander(toy, toy.get("manual"), [], reductions=("por",))
     assert written_for(SPEC.model) == ("por", "symmetry") and written_for(toy) == ()
 
 
 def test_the_command_lines_refuse_a_bad_reduction_in_one_line(capsys):
-    assert cli.main(["explore", "ack_basics", "--reduce", "sym", "--no-progress"]) == cli.EXIT_BAD_INPUT
+    assert cli.main(["explore", "ack_basics", "--reduce", "sym", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "spark_check: error: --reduce: unknown reduction 'sym'; available: por, symmetry"
-    assert verify_cli.main(["ack_basics", "--reduce", "sym"]) == 2
+    assert err == "rabbitproof explore: error: --reduce: unknown reduction 'sym'; available: por, symmetry"
+    assert cli.main(["verify", "--part", "explore", "--config", "ack_basics", "--reduce", "sym"]) == 2
     assert "unknown reduction 'sym'" in capsys.readouterr().err
 
 

@@ -1,4 +1,4 @@
-"""The symmetry reduction (spark_check.symmetry): which renamings a configuration allows, what a renaming
+"""The symmetry reduction (spec.symmetry): which renamings a configuration allows, what a renaming
 does to a state, the facts its soundness argument rests on (checked on every reachable state, and shown to
 catch a renaming that is not a symmetry), and searches with it against full ones: the same verdicts,
 traces of the same length that replay in the model, the same action classes, fewer states, pinned."""
@@ -9,16 +9,17 @@ import dataclasses
 import pytest
 
 from spark_check.bundle import load_spec
-from spark_check.check import check_setup, machine_for
-from spark_check.check_report import checked_text
-from spark_check.questions import PROPERTIES
-from spark_check.setup_file import parse_setup
-from spark_check.setup_model import to_config
+from rabbitproof.check.answers import check_setup, machine_for
+from rabbitproof.check.report import checked_text
+from rabbitproof.check.questions import PROPERTIES
+from rabbitproof.check.setup_file import parse_setup
+from rabbitproof.check.setup_model import to_config
 from spark_check.engine import LocalEngine
 from spark_check.expansion import Expander
-from spark_check.reduction_check import compare_reduction, decides, replay
-from spark_check.reductions import parse_reductions, symmetries, written_for
-from spark_check.symmetry import Renaming, automorphisms, equivariance_problems, rename
+from rabbitproof.bench.reductions import compare_reduction, decides, replay
+from spark_check.equivariance import equivariance_problems
+from spark_check.reductions import parse_reductions, written_for
+from spec.symmetry import Renaming, automorphisms, rename, symmetries
 from spec.configs import Q0, TO_Q0
 from spec.roles import Role
 from tests import toy_model as toy
@@ -149,10 +150,10 @@ def test_a_trace_found_over_orbits_is_a_path_of_the_model():
     assert any(any(v.disorder for v in c.clients) for c in ends[0].conns)
 
 
-def test_names_are_checked_ordered_and_symmetry_is_for_the_spec_only():
+def test_names_are_checked_ordered_and_symmetry_is_for_models_that_offer_it():
     assert parse_reductions("symmetry,por") == ("por", "symmetry") == parse_reductions("por,symmetry")
     assert written_for(SPEC.model) == ("por", "symmetry") and written_for(toy) == ()
-    with pytest.raises(ValueError, match=r"reduction 'symmetry' is written for the spec's model \(spec.machine\) and"):
+    with pytest.raises(ValueError, match=r"reduction 'symmetry' is not written for this model \(it offers: none\)"):
         Expander(toy, toy.get("manual"), [], reductions=("symmetry",))
     # Without a renaming the fingerprint is the plain hash: a symmetric-free configuration costs nothing.
     plain = Expander(SPEC.model, SPEC.config("ack_basics"), [], reductions=("symmetry",))

@@ -1,12 +1,12 @@
-"""Setup files (spark_check.setup_file): a good file reads into a Setup and a spec configuration; every
+"""Setup files (rabbitproof.check.setup_file): a good file reads into a Setup and a spec configuration; every
 mistake is one SetupError naming the file's line."""
 
 from __future__ import annotations
 
 import pytest
 
-from spark_check.setup_file import SetupError, key_lines, parse_setup, read_setup
-from spark_check.setup_model import to_config
+from rabbitproof.check.setup_file import SetupError, key_lines, parse_setup, read_setup
+from rabbitproof.check.setup_model import to_config
 from spec.frames import DEFAULT_EXCHANGE
 from spec.machine import enabled, initial_states
 

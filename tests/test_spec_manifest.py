@@ -3,14 +3,14 @@ against spark_check/manifest.json, and the exact shortest counterexample of haza
 stateright: tests pin the numbers; a failing configuration asserts its exact counterexample).
 The slower configurations are checked by `make verify`."""
 import json
-from pathlib import Path
 
 import pytest
 
+from rabbitproof.explore.manifest import MANIFEST as MANIFEST_PATH
 from spark_check.engine import LocalEngine
 from spec import configs, machine, properties
 
-MANIFEST = json.loads((Path(__file__).parent.parent / "spark_check" / "manifest.json").read_text())["configs"]
+MANIFEST = json.loads(MANIFEST_PATH.read_text())["configs"]
 FAST = [name for name in configs.STANDARD if MANIFEST[name]["distinct_states"] <= 30_000]
 
 

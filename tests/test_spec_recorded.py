@@ -9,8 +9,8 @@ from pamqp import commands
 
 from spec import recorded, trace
 from spec.frames import BASIC_PUBLISH, MSG_STRIDE
-from tests.harness import scenarios
-from tests.harness.rawclient import LoggedCommand
+from rabbitproof.recording import scenarios
+from rabbitproof.recording.rawclient import LoggedCommand
 
 BROKERS = ("rabbitmq", "impl")
 
@@ -281,7 +281,7 @@ def test_a_settlement_of_a_tag_not_yet_numbered_by_the_channel_is_a_deliberate_d
 
 def _pending_commit_programs() -> dict:
     """The programs behind the recordings above (README, TX-7), for a live run."""
-    from tests.conformance import programs as P
+    from rabbitproof.conformance import programs as P
     queues = (P.QueueFlags(True), P.QueueFlags())
     prelude = (P.Step(0, (P.Declare(1, 0), P.Declare(1, 1))), P.Step(0, (P.TxSelect(1),)))
     return {
@@ -300,7 +300,7 @@ def _pending_commit_programs() -> dict:
 @pytest.mark.parametrize("kind", BROKERS)
 @pytest.mark.parametrize("name", sorted(_pending_commit_programs()))
 def test_a_pending_commit_run_live_is_accepted_TX_7(name, kind, broker_for):
-    from tests.conformance.judge import assert_accepted
-    from tests.conformance.targets import TcpTarget, run_program
+    from rabbitproof.conformance.judge import assert_accepted
+    from rabbitproof.conformance.targets import TcpTarget, run_program
     target = TcpTarget.of(kind, broker_for(kind, False), quiet=0.05)
     assert_accepted(run_program(_pending_commit_programs()[name], target))

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from spark_check import trace_bench
-from spark_check.trace_bench import BENCH
+from rabbitproof.bench import trace_checker as trace_bench
+from rabbitproof.bench.trace_checker import BENCH
 from spec import configs, frames, simulate, trace
 from spec.roles import QueueSpec
 from tests.test_spec_tracekit import accepted, cfg, pub, rejected_at

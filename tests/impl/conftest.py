@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.impl_broker import ImplBroker
+from rabbitproof.brokers.impl_broker import ImplBroker
 
 
 @pytest.fixture(scope="session")

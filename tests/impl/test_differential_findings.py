@@ -3,7 +3,7 @@ from RabbitMQ 3.10.8's, pinned one by one on the impl server (each test failed b
 
 from __future__ import annotations
 
-from tests.harness.rawclient import RawConnection
+from rabbitproof.recording.rawclient import RawConnection
 
 
 def received(raw: RawConnection, name: str) -> list:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pika
 from pamqp import commands as C
 
-from tests.harness.rawclient import RawConnection
+from rabbitproof.recording.rawclient import RawConnection
 
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
 

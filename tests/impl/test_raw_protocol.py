@@ -9,8 +9,8 @@ import time
 import pytest
 from pamqp import body, commands as C, header, heartbeat
 
-from tests.harness.rawclient import Command, ConnectionLost, RawConnection
-from tests.harness.wire import until_quiet
+from rabbitproof.recording.rawclient import Command, ConnectionLost, RawConnection
+from rabbitproof.recording.wire import until_quiet
 
 
 def client(server, **kwargs) -> RawConnection:

@@ -1,0 +1,55 @@
+"""`rabbitproof bench [PART [OPTIONS ...]]`: one benchmark, with its own options (`rabbitproof bench
+PART --help`), or, without PART, every one in turn as ``make bench`` runs them. Exit code 0 when every
+benchmark ran and met its own checks (a reduced search must keep every verdict), else the first
+nonzero code."""
+from __future__ import annotations
+
+import argparse
+from typing import Callable, Sequence
+
+from rabbitproof.bench import broker, conformance, engines, recorded_trace, reductions, trace_checker
+from rabbitproof.options import fail
+
+PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
+    "engines": (engines.main, "distinct states per second of the local and Spark engines"),
+    "reductions": (reductions.main, "full against reduced searches: the same verdicts, fewer states"),
+    "trace-checker": (trace_checker.main, "how long the trace checker takes on long spec-made traces"),
+    "recorded-trace": (recorded_trace.main, "the trace checker on a long run recorded from a broker"),
+    "broker": (broker.main, "our broker's throughput beside RabbitMQ 3.10.8's"),
+    "conformance": (conformance.main, "conformance steps per second against each target"),
+}
+
+# What ``rabbitproof bench`` runs without a part (``make bench``): each part with its arguments.
+EVERYTHING: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("engines", ("--engines", "local,spark", "--master", "local[2]")),
+    ("reductions", ()),
+    ("reductions", ("--reduce", "por,symmetry")),
+    ("reductions", ("--reduce", "symmetry", "twin_consumers")),
+    ("trace-checker", ()),
+    ("recorded-trace", ("--messages", "250")),
+    ("broker", ()),
+    ("conformance", ("--programs", "60")),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `rabbitproof bench`: a part and that part's own options."""
+    lines = "; ".join(f"{name}: {doc}" for name, (_, doc) in PARTS.items())
+    parser.add_argument("part", nargs="?", choices=tuple(PARTS), metavar="PART",
+                        help=f"one benchmark ({lines}); default: all of them, as make bench runs them")
+    parser.add_argument("options", nargs=argparse.REMAINDER, metavar="...",
+                        help="the part's own options (rabbitproof bench PART --help)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one part, or all; the exit code."""
+    if args.part:
+        return PARTS[args.part][0](list(args.options))
+    if args.options:
+        return fail("rabbitproof bench", "name a part before its options")
+    worst = 0
+    for name, argv in EVERYTHING:
+        print(f"\n== rabbitproof bench {name} {' '.join(argv)}".rstrip(), flush=True)
+        code = PARTS[name][0](list(argv))
+        worst = worst or code
+    return worst

@@ -1,0 +1,140 @@
+"""`rabbitproof check`: a user's setup file, explored with the spec, and its five questions answered.
+
+``check_setup`` translates the setup into a spec configuration (``setup_model.to_config``), explores it
+with the observer of ``rabbitproof.check.questions`` on any engine, and turns the result into one ``Answer``
+per question: "cannot happen" with what was checked, or "can happen" with the shortest execution and the
+rules it involves. ``rabbitproof.check.whatif`` then tries the single changes that could make a failing answer
+pass.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from spec import actions as A
+from spec.configs import Config
+
+from spark_check.engine import Engine, too_many_states
+from rabbitproof.check.questions import PROPERTIES, QUESTIONS, Question, SetupMachine
+from spark_check.reductions import build_reduction
+from spark_check.results import ExplorationResult, Trace
+from rabbitproof.check.setup_file import Setup
+from rabbitproof.check.setup_model import lossy, to_config
+
+_RULE = re.compile(r"\b(?:DT|AM|ACK|PF|RQ|DS|PC|TX|DU|ER|RT)-\d+\b")
+ACTION_TYPES = tuple(c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Action) and c is not A.Action
+                     and c is not A.ClientAction)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One question answered for one setup. ``happens`` is None when the search was cut short first."""
+
+    key: str
+    question: str
+    happens: bool | None
+    trace: Trace | None
+    rules: tuple[str, ...]          # the question's rules, then those of the actions its trace takes
+
+    @property
+    def verdict(self) -> str:
+        return {True: "can happen", False: "cannot happen", None: "undecided"}[self.happens]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A setup, the configuration it explored as, the exploration, and the answers."""
+
+    setup: Setup
+    config: Config
+    result: ExplorationResult
+    answers: tuple[Answer, ...]
+
+    @property
+    def failing(self) -> tuple[str, ...]:
+        """The questions that do not pass: can happen, or undecided."""
+        return tuple(a.key for a in self.answers if a.happens is not False)
+
+
+def machine_for(setup: Setup) -> SetupMachine:
+    """The observed machine of a setup: publishers first, each held to its own message count."""
+    return SetupMachine(tuple(p.messages for p in setup.publishers) + (0,) * len(setup.consumers), lossy(setup))
+
+
+def config_for(setup: Setup, bounds: Mapping[str, Any] | None = None, max_states: int | None = None) -> Config:
+    """The spec configuration of a setup, with bounds the command line overrides (ConfigError if bad)."""
+    config = to_config(setup, name=setup_name(setup))
+    changes = dict(bounds or {})
+    if max_states is not None:
+        changes["max_states"] = max_states
+    return config.override(changes) if changes else config
+
+
+def setup_name(setup: Setup) -> str:
+    """The file's stem: how results, charts and JSON name this setup."""
+    stem = re.split(r"[\\/]", setup.source)[-1]
+    return stem[:-5] if stem.endswith(".toml") else stem
+
+
+# The steps that decide an execution's outcome: faults, negative settlements, closes. Their rules are
+# the ones an answer names beside the question's own; the routine steps (publish, deliver, receive)
+# would name every rule of the protocol.
+DECISIVE = (A.BrokerCrash, A.BrokerRestart, A.NetworkLoss, A.BrokerQueueFail, A.ClientNack, A.ClientReject,
+            A.ClientRecover, A.ClientChannelClose, A.ClientConnectionClose, A.ClientTxRollback)
+
+
+def names(setup: Setup) -> dict[str, str]:
+    """What the spec's names in the steps stand for: c0, c1, ... the clients (publishers first, one
+    connection each), q0, q1, ... the queues, in the file's order."""
+    out = {f"c{i}": f"publisher {p.name!r}" for i, p in enumerate(setup.publishers)}
+    out.update({f"c{i}": f"consumer {c.name!r}" for i, c in enumerate(setup.consumers, len(setup.publishers))})
+    out.update({f"q{i}": f"queue {q.name!r}" for i, q in enumerate(setup.queues)})
+    return out
+
+
+def rules_of_trace(trace: Trace | None) -> tuple[str, ...]:
+    """The rule IDs the decisive steps of a trace cite in the spec (their docstrings), in order."""
+    if trace is None:
+        return ()
+    by_name = {c.__name__: c for c in DECISIVE}
+    seen: dict[str, None] = {}
+    for step in trace.steps:
+        cls = by_name.get(step.action_type)
+        for rule in _RULE.findall(cls.__doc__ or "") if cls else ():
+            seen.setdefault(rule)
+    return tuple(seen)
+
+
+def answer(question: Question, result: ExplorationResult) -> Answer:
+    """What ``result`` says about ``question``."""
+    if question.prop is None:                       # the publisher waits for ever: a deadlock
+        found, trace = result.deadlocks > 0, result.deadlock_trace
+        happens = True if found else (False if result.complete else None)
+    else:
+        verdict = next(p for p in result.properties if p.name == question.prop.name)
+        trace = verdict.trace
+        happens = True if verdict.found else (False if verdict.decided else None)
+    rules = tuple(dict.fromkeys(question.rules + rules_of_trace(trace if happens else None)))
+    return Answer(question.key, question.text, happens, trace if happens else None, rules)
+
+
+def check_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | None = None,
+                max_states: int | None = None, progress: Callable | None = None) -> Checked:
+    """Explore ``setup`` on ``engine`` and answer every question."""
+    config = config_for(setup, bounds, max_states)
+    machine = machine_for(setup)
+    result = engine.explore(machine, config, PROPERTIES, progress=progress, action_types=ACTION_TYPES)
+    if result.error is not None and result.error != too_many_states(config.max_states):
+        raise RuntimeError(f"exploring {setup.source} failed: {result.error}")
+    return Checked(setup, config, result, tuple(answer(q, result) for q in QUESTIONS))
+
+
+def prepare(setup: Setup, engine: Engine, bounds: Mapping[str, Any] | None = None,
+            max_states: int | None = None) -> None:
+    """Everything checked before any work: the bounds (ConfigError), and what the engine must be able to
+    ship (ValueError)."""
+    config = config_for(setup, bounds, max_states)
+    machine = machine_for(setup)
+    build_reduction(engine.reductions, machine, config)
+    engine.prepare(machine, config, PROPERTIES)

@@ -1,0 +1,78 @@
+"""``rabbitproof check FILE``: answer the five delivery questions for the setup described in FILE.
+
+Exit codes: 0 every question passes (cannot happen), 1 a question fails (can happen, or the search was
+cut short before deciding it), 2 bad input: a mistake in the file, a bad flag or bound, an engine that
+cannot start (one line on stderr, before any exploration).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+
+from spec.configs import ConfigError
+
+from spark_check.bundle import InputError
+from rabbitproof.check.answers import check_setup, prepare, setup_name
+from rabbitproof.check.report import checked_json, print_checked, write_charts
+from rabbitproof.options import (
+    EXIT_FAILED, EXIT_OK, add_progress_arguments, build_engine, check_output_options, parse_bounds, reductions_of,
+)
+from spark_check.engines import ENGINES
+from rabbitproof.explore.report import ProgressDisplay
+from rabbitproof.check.setup_file import read_setup
+from rabbitproof.check.whatif import try_changes
+
+def add_arguments(check: argparse.ArgumentParser) -> None:
+    """The options of `rabbitproof check`."""
+    check.add_argument("file", help="the setup file (TOML; see examples/ and docs/reference/setup-file.md)")
+    check.add_argument("--json", action="store_true", help="print the answers as JSON instead of the report")
+    check.add_argument("--chart", metavar="DIR", help="write a message-sequence chart (SVG) per failing question")
+    check.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))} (default local)")
+    check.add_argument("--master", metavar="URL", help="spark engine: the Spark master (default local[*])")
+    check.add_argument("--bound", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
+                       help="override a bound of the explored configuration (requeues, crashes, ...)")
+    check.add_argument("--max-states", type=int, metavar="N", help="stop each exploration after N states")
+    check.add_argument("--reduce", default="symmetry", metavar="NAMES",
+                       help="state-space reductions: symmetry (the default: consumers with the same settings are "
+                            "interchangeable, no answer changes) or none")
+    check.add_argument("--no-advice", action="store_true", help="do not try the what-if changes")
+    add_progress_arguments(check)
+
+
+def run(args: argparse.Namespace, out: Console) -> int:
+    """`rabbitproof check`: the exit code; InputError or SetupError for bad input, before any work."""
+    # Everything is checked before any exploration starts.
+    setup = read_setup(args.file)
+    check_output_options(args.max_states, args.chart)
+    bounds = parse_bounds(args.bound)
+    if "messages" in bounds:
+        raise InputError("--bound messages: set each publisher's messages in the setup file")
+    engine = build_engine(args.engine, master=args.master, reductions=reductions_of(args.reduce))
+    try:
+        prepare(setup, engine, bounds, args.max_states)
+    except (ConfigError, ValueError) as e:
+        raise InputError(str(e).splitlines()[0]) from None
+
+    err = Console(stderr=True)
+    show = err.is_terminal if args.progress is None else args.progress
+
+    def progress(label: str) -> ProgressDisplay:
+        return ProgressDisplay(err, label, show)
+
+    try:
+        with progress(setup_name(setup)) as display:
+            checked = check_setup(setup, engine, bounds=bounds, max_states=args.max_states, progress=display.callback)
+        tried = ()
+        if not args.no_advice:
+            tried = try_changes(checked, engine, bounds=bounds, max_states=args.max_states,
+                                display_for=lambda change: progress(f"what if: {change.key}"))
+    finally:
+        engine.close()
+    charts = write_charts(checked, args.chart) if args.chart else {}
+    if args.json:
+        out.file.write(json.dumps(checked_json(checked, tried, charts), indent=2) + "\n")
+    else:
+        print_checked(out, checked, tried, charts)
+    return EXIT_FAILED if checked.failing else EXIT_OK

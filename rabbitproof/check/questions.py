@@ -1,0 +1,364 @@
+"""The five questions `rabbitproof check` asks of a user's setup, and the observer that lets the spec
+answer them.
+
+The questions are about what the applications believe and do, which the spec's state does not record:
+which messages a publisher believes delivered, which a consumer has processed and how often, in what
+order each consumer saw each publisher's messages. ``SetupMachine`` runs ``spec.machine`` unchanged and
+watches every step beside it (a history variable, as the spec's own ghosts are): the spec decides what
+can happen, the observer only records it, so the answers come from the spec alone.
+
+What the applications are taken to do, as the seeds describe them:
+
+- a publisher believes a message delivered when its publish returns (no confirms, no transaction), when
+  the broker acknowledges it (confirm mode, PC-3), or when the commit that holds it is committed
+  (tx.commit-ok, TX-7); never when it came back with basic.return (RT-3) or was nacked (PC-6), and not
+  once its channel or connection is gone before the answer came (it then knows to publish again);
+- a consumer processes a message when it acknowledges it (manual acks: it acks after the work is done)
+  or when it receives it (automatic acks); a nack or reject is a failure, not a processing.
+
+The questions, each a property of the watched state (or, for the last, of its end states):
+
+1. ``believed_never_lost``: a message the publisher believes delivered is never gone from the broker,
+   the wire and the disk without having been processed;
+2. ``processed_at_most_once``: no message is processed twice;
+3. ``seen_in_publication_order``: no consumer receives a message after a later one of the same publisher;
+4. ``no_requeue_loop``: no message is delivered three times without being processed (nothing in the
+   setup would stop it coming back again and again, RQ-6);
+5. a publisher never waits for ever: no end state of the exploration leaves a publish unconfirmed or a
+   commit unanswered on a channel that is still open (``SetupMachine.terminal_ok``; a violation is a
+   deadlock of the exploration).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from spec import actions as A
+from spec import machine
+from spec.frames import (
+    BASIC_ACK, BASIC_DELIVER, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_RETURN, MSG_STRIDE, TX_COMMIT_OK,
+)
+from spec.properties_api import Property
+from spec.symmetry import Symmetry, automorphisms, rename
+from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
+
+PROCESSED_CAP = 2       # processed twice is the answer to question 2: counting further adds only states
+DELIVERED_CAP = 3       # delivered three times unprocessed is the answer to question 4
+
+
+class Ghost(NamedTuple):
+    """What the applications believe and have done: canonical sorted tuples, like the spec's state."""
+
+    tx_open: tuple          # (conn, ch, msg) published in the transaction still open
+    committing: tuple       # (conn, ch, msg) of a tx.commit sent and not yet answered
+    awaiting: tuple         # (conn, ch, seq, msg) confirm-mode publishes not yet confirmed (PC-1)
+    believed: tuple         # msgs the publisher believes delivered
+    returned: tuple         # msgs that came back to their publisher (RT-3)
+    held: tuple             # (conn, ch, tag, msg) manual-mode deliveries a consumer holds
+    counts: tuple           # (msg, delivered, processed), capped at DELIVERED_CAP and PROCESSED_CAP
+    last: tuple             # (conn, ch, publisher, msg): the latest message of each publisher a consumer
+                            # saw on the channel it has open now
+    disorder: bool          # a consumer received a message after a later one of the same publisher
+    prepared: tuple         # (conn, ch) that sent their basic.qos on the channel they have open now
+
+
+NOTHING_YET = Ghost((), (), (), (), (), (), (), (), False, ())
+
+
+class Watched(NamedTuple):
+    """A state of the spec and what the applications believe in it."""
+
+    spec: State
+    ghost: Ghost
+
+
+@dataclass(frozen=True)
+class SetupMachine:
+    """``spec.machine`` with the observer beside it, and the clients run as the applications do.
+
+    The spec's roles let a channel try its actions in any order, which suits a search for the broker's
+    corner cases; an application runs a program. Of the actions the spec enables, this machine keeps
+    those the setup's programs take:
+
+    - a publisher publishes only after its confirm.select or tx.select (PC-1, TX-1), and no more than its
+      own ``messages``: ``limits[c]`` bounds the publishes of connection c (the spec bounds them in all);
+    - a consumer declares its exclusive queue and sets its prefetch before it consumes, once on each
+      channel it opens (DU-4, PF-2);
+    - a consumer handles its deliveries one at a time, in the order they arrived: it settles the oldest
+      one it holds (ack, nack or reject), or with multiple=true any batch that starts there (ACK-2).
+
+    A lost connection is lost only where the setup's faults say (``lossy``). Everything else (the
+    broker, the disk, the network, the other faults, every interleaving of the clients) is the
+    spec's, unfiltered. A frozen dataclass of ints: it pickles, so the Spark engine ships it to
+    executors as it is.
+    """
+
+    limits: tuple[int, ...]
+    lossy: tuple[bool, ...]         # per connection: whether the faults may lose it (NetworkLoss)
+
+    def initial_states(self, config: Any) -> tuple[Watched, ...]:
+        return tuple(Watched(s, NOTHING_YET) for s in machine.initial_states(config))
+
+    def enabled(self, watched: Watched, config: Any) -> tuple:
+        state, prepared = watched.spec, watched.ghost.prepared
+        return tuple(a for a in machine.enabled(state, config)
+                     if type(a) not in _PROGRAM_STEPS or _programs_take(self, state, prepared, config, a))
+
+    def step(self, watched: Watched, action: Any) -> tuple[Watched, tuple]:
+        after, labels = machine.step(watched.spec, action)
+        return Watched(after, observe(watched.ghost, watched.spec, after, action, labels)), labels
+
+    def terminal_ok(self, watched: Watched, config: Any) -> bool:
+        """An end state is a proper end unless a publisher still waits for a confirm or a commit-ok."""
+        return not publisher_waits(watched)
+
+    def symmetry(self, config: Any) -> Any:
+        """The ``symmetry`` reduction of a setup (spec.symmetry): the configuration's renamings
+        that also keep each connection's message limit and whether faults may lose it (two consumers
+        with the same settings are interchangeable), applied to the spec state and to the ghost."""
+        limits, lossy = self.limits, self.lossy
+        kept = tuple(g for g in automorphisms(config)
+                     if all(limits[d] == limits[c] and lossy[d] == lossy[c] for c, d in enumerate(g.conns)))
+        return Symmetry(config, kept, rename_watched)
+
+
+def rename_watched(watched: Watched, g: Any) -> Watched:
+    """``watched`` with connections and channels renamed by ``g`` (spec.symmetry.Renaming): the spec
+    state, and every (conn, ch) the ghost names, with the publisher of ``last`` (a connection too)."""
+    def at(e: tuple) -> tuple:
+        c, ch = e[0], e[1]
+        return (g.conns[c], g.channels[c][ch - 1]) + e[2:]
+
+    gh = watched.ghost
+    last = tuple(sorted(at(e)[:2] + (g.conns[e[2]], e[3]) for e in gh.last))
+    ghost = Ghost(tuple(sorted(map(at, gh.tx_open))), tuple(sorted(map(at, gh.committing))),
+                  tuple(sorted(map(at, gh.awaiting))), gh.believed, gh.returned, tuple(sorted(map(at, gh.held))),
+                  gh.counts, last, gh.disorder, tuple(sorted(map(at, gh.prepared))))
+    return Watched(rename(watched.spec, g), ghost)
+
+
+_PROGRAM_STEPS = frozenset({A.ClientPublish, A.ClientConsume, A.ClientQos, A.ClientAck, A.ClientNack,
+                            A.ClientReject, A.NetworkLoss})
+
+
+def _programs_take(machine_: SetupMachine, state: State, prepared: tuple, config: Any, a: Any) -> bool:
+    """Whether the application on channel (a.conn, a.ch) takes this step now (SetupMachine's rules)."""
+    if type(a) is A.NetworkLoss:
+        return machine_.lossy[a.conn]
+    kind, c, ch = type(a), a.conn, a.ch
+    view = state.conns[c].clients[ch - 1]
+    if kind is A.ClientPublish:
+        role = config.roles[(c, ch)]
+        if role.confirm and view.mode != MODE_CONFIRM or role.tx and view.mode != MODE_TX:
+            return False
+        return state.conns[c].published < machine_.limits[c]
+    if kind is A.ClientConsume:
+        role = config.roles[(c, ch)]
+        if any(not view.setup & (1 << q) for q in role.declare):
+            return False
+        return not role.qos or (c, ch) in prepared
+    if kind is A.ClientQos:
+        return (c, ch) not in prepared
+    if kind is not A.ClientReject and a.multiple:
+        return True                                 # a batch: every delivery held up to a.tag
+    return bool(view.held) and a.tag == view.held[0]
+
+
+def publisher_waits(watched: Watched) -> bool:
+    """A publish unconfirmed, or a commit unanswered, on a channel that is still open."""
+    return bool(watched.ghost.awaiting or watched.ghost.committing)
+
+
+# --- the observer ----------------------------------------------------------------------------------
+
+def _open(state: State, c: int, ch: int) -> bool:
+    conn = state.conns[c]
+    return conn.status == CONN_UP and conn.clients[ch - 1].status == C_OPEN
+
+
+def _bump(counts: tuple, msg: int, delivered: int, processed: int) -> tuple:
+    """counts with msg's delivered and processed raised by the given amounts (capped)."""
+    for i, (m, d, p) in enumerate(counts):
+        if m == msg:
+            entry = (m, min(d + delivered, DELIVERED_CAP), min(p + processed, PROCESSED_CAP))
+            return counts[:i] + (entry,) + counts[i + 1:]
+    entry = (msg, min(delivered, DELIVERED_CAP), min(processed, PROCESSED_CAP))
+    return tuple(sorted(counts + (entry,)))
+
+
+def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -> Ghost:
+    """The ghost after ``action`` took ``before`` to ``after`` with ``labels`` on the wire."""
+    tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared = g
+    kind = type(action)
+    if kind is A.ClientQos:
+        prepared = add_sorted(prepared, (action.conn, action.ch))
+    elif kind is A.ClientPublish:
+        c, ch = action.conn, action.ch
+        msg = next(w.frame[6] for w in labels if w.to_broker and w.frame[0] == BASIC_PUBLISH)
+        view = after.conns[c].clients[ch - 1]
+        if view.mode == MODE_CONFIRM:
+            awaiting = tuple(sorted(awaiting + ((c, ch, view.pub_seq, msg),)))
+        elif view.mode == MODE_TX:
+            tx_open = tuple(sorted(tx_open + ((c, ch, msg),)))
+        else:
+            believed = add_sorted(believed, msg)      # fire and forget: the publish returned
+    elif kind is A.ClientTxCommit:
+        mine = tuple(e for e in tx_open if e[:2] == (action.conn, action.ch))
+        tx_open = tuple(e for e in tx_open if e not in mine)
+        committing = tuple(sorted(committing + mine))
+    elif kind is A.ClientTxRollback:
+        tx_open = tuple(e for e in tx_open if e[:2] != (action.conn, action.ch))
+    elif kind is A.ClientAck:
+        c, ch = action.conn, action.ch
+        still = set(after.conns[c].clients[ch - 1].held)
+        for e in held:
+            if e[:2] == (c, ch) and e[2] not in still:
+                counts = _bump(counts, e[3], 0, 1)      # acknowledged: the work was done
+    elif kind is A.ClientReceive:
+        for wire in labels:
+            if wire.to_broker:
+                continue
+            frame, c = wire.frame, wire.conn
+            method = frame[0]
+            if method in (BASIC_DELIVER, BASIC_GET_OK):
+                ch = frame[1]
+                tag, msg = (frame[3], frame[5]) if method == BASIC_DELIVER else (frame[2], frame[4])
+                processed = 0
+                if before.conns[c].clients[ch - 1].status == C_OPEN:
+                    if tag in after.conns[c].clients[ch - 1].held:
+                        held = tuple(sorted(held + ((c, ch, tag, msg),)))
+                    else:
+                        processed = 1           # automatic acks: received is processed
+                counts = _bump(counts, msg, 1, processed)
+                publisher = msg // MSG_STRIDE
+                key = (c, ch, publisher)
+                seen = next((e for e in last if e[:3] == key), None)
+                if seen is None:
+                    last = tuple(sorted(last + (key + (msg,),)))
+                elif msg < seen[3]:
+                    disorder = True
+                elif msg > seen[3]:
+                    last = tuple(sorted(tuple(e for e in last if e is not seen) + (key + (msg,),)))
+            elif method in (BASIC_ACK, BASIC_NACK):
+                ch, tag, multiple = frame[1], frame[2], frame[3]
+                covered = tuple(e for e in awaiting if e[:2] == (c, ch) and (e[2] <= tag if multiple else e[2] == tag))
+                awaiting = tuple(e for e in awaiting if e not in covered)
+                if method == BASIC_ACK:
+                    for e in covered:
+                        if e[3] not in returned:
+                            believed = add_sorted(believed, e[3])
+            elif method == BASIC_RETURN:
+                msg = frame[3]
+                returned = add_sorted(returned, msg)
+                believed = tuple(m for m in believed if m != msg)
+            elif method == TX_COMMIT_OK:
+                ch = frame[1]
+                mine = tuple(e for e in committing if e[:2] == (c, ch))
+                committing = tuple(e for e in committing if e not in mine)
+                for e in mine:
+                    if e[2] not in returned:
+                        believed = add_sorted(believed, e[2])
+    # A channel or connection gone: its publisher stops waiting (it knows), its consumer's tags are void.
+    if awaiting:
+        awaiting = tuple(e for e in awaiting if _open(after, e[0], e[1]))
+    if committing:
+        committing = tuple(e for e in committing if _open(after, e[0], e[1]))
+    if tx_open:
+        tx_open = tuple(e for e in tx_open if _open(after, e[0], e[1]))
+    if held:
+        held = tuple(e for e in held if _open(after, e[0], e[1]) and e[2] in after.conns[e[0]].clients[e[1] - 1].held)
+    if last:
+        last = tuple(e for e in last if _open(after, e[0], e[1]))
+    if prepared:
+        prepared = tuple(e for e in prepared if _open(after, e[0], e[1]))
+    return Ghost(tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared)
+
+
+# --- where a message still is --------------------------------------------------------------------
+
+def live_messages(state: State) -> set[int]:
+    """Every message of which a copy is still somewhere: ready in a queue, outstanding on a channel, in
+    flight either way, held in a transaction, waiting for its basic.return, or on disk (a restart
+    brings it back, DU-2)."""
+    live = {msg for _, _, msg in state.disk}
+    for queue in state.queues:
+        live.update(e.msg for e in queue.ready)
+    for conn in state.conns:
+        live.update(a[4] for a in conn.auto)
+        for fifo in conn.to_client:
+            for frame in fifo:
+                if frame[0] == BASIC_DELIVER:
+                    live.add(frame[5])
+                elif frame[0] == BASIC_GET_OK:
+                    live.add(frame[4])
+        for fifo in conn.to_broker:
+            live.update(frame[6] for frame in fifo if frame[0] == BASIC_PUBLISH)
+        for channel in conn.channels:
+            live.update(u.msg for u in channel.unacked)
+            live.update(p[4] for p in channel.tx_pubs)
+            live.update(u.msg for _, u in channel.tx_settles)
+    return live
+
+
+# --- the questions --------------------------------------------------------------------------------
+
+def believed_never_lost(watched: Watched) -> bool:
+    ghost = watched.ghost
+    if not ghost.believed:
+        return True
+    processed = {m for m, _, p in ghost.counts if p}
+    unprocessed = [m for m in ghost.believed if m not in processed]
+    if not unprocessed:
+        return True
+    live = live_messages(watched.spec)
+    return all(m in live for m in unprocessed)
+
+
+def processed_at_most_once(watched: Watched) -> bool:
+    return all(p < 2 for _, _, p in watched.ghost.counts)
+
+
+def seen_in_publication_order(watched: Watched) -> bool:
+    return not watched.ghost.disorder
+
+
+def no_requeue_loop(watched: Watched) -> bool:
+    return all(d < DELIVERED_CAP or p for _, d, p in watched.ghost.counts)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: its key, how it reads, the rules it is about, and its property (None: end states)."""
+
+    key: str
+    text: str
+    rules: tuple[str, ...]
+    prop: Property | None
+
+
+def _property(name: str, rules: tuple[str, ...], holds, doc: str) -> Property:
+    return Property(name, "always", rules, holds, doc)
+
+
+QUESTIONS: tuple[Question, ...] = (
+    Question("lost", "Can a message the publisher believes delivered be lost?",
+             ("AM-2", "ACK-6", "PC-4", "PC-5", "PC-10", "DU-2", "RT-3"),
+             _property("believed_never_lost", ("PC-10", "DU-2", "AM-2"), believed_never_lost,
+                       "A message the publisher believes delivered is never gone unprocessed.")),
+    Question("twice", "Can a consumer process a message twice?",
+             ("AM-3", "RQ-2", "RQ-4", "DU-3", "TX-8"),
+             _property("processed_at_most_once", ("RQ-4", "DU-3"), processed_at_most_once,
+                       "No message is processed twice.")),
+    Question("order", "Can a consumer see messages out of publication order?",
+             ("RQ-1", "RQ-3", "DS-1"),
+             _property("seen_in_publication_order", ("RQ-1", "RQ-3"), seen_in_publication_order,
+                       "No consumer receives a message after a later one of the same publisher.")),
+    Question("loop", "Can a message stay in the queue for ever (a requeue loop)?",
+             ("RQ-6", "ACK-5", "ACK-6", "RQ-4"),
+             _property("no_requeue_loop", ("RQ-6",), no_requeue_loop,
+                       "No message is delivered three times without being processed.")),
+    Question("waits", "Can the publisher wait for ever for a confirm?",
+             ("PC-2", "PC-6", "TX-7"), None),
+)
+PROPERTIES: tuple[Property, ...] = tuple(q.prop for q in QUESTIONS if q.prop is not None)
+REGISTRY = {p.name: p for p in PROPERTIES}

@@ -1,0 +1,149 @@
+"""How `rabbitproof check` shows its answers: a rich report for people, JSON for machines, SVG charts."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from rabbitproof.explore.chart import chart_svg
+from rabbitproof.check.answers import Checked, machine_for, names, setup_name
+from rabbitproof.explore.report import print_trace
+from rabbitproof.check.whatif import Tried
+
+VERDICT_STYLE = {"can happen": "bold red", "cannot happen": "green", "undecided": "yellow"}
+TITLES = {"lost": "lost", "twice": "processed twice", "order": "out of order", "loop": "requeue loop",
+          "waits": "waits for ever"}
+
+
+def bounds_text(checked: Checked) -> str:
+    """What was checked, in words: messages per publisher, requeues, faults, states."""
+    setup, config = checked.setup, checked.config
+    messages = ", ".join(f"{p.name}: {p.messages}" for p in setup.publishers)
+    faults = [name.replace("_", " ") for name, on in vars(setup.faults).items() if on]
+    return (f"messages ({messages}), requeues up to {config.requeues}, "
+            + (f"faults: {', '.join(faults)} (each at most once)" if faults else "no faults"))
+
+
+def checked_text(checked: Checked) -> str:
+    """What "cannot happen" rests on, in one sentence."""
+    r = checked.result
+    if not r.complete:
+        return (f"The search stopped at {r.distinct_states:,} states ({r.error}): the questions it had not "
+                "answered yet are undecided.")
+    return (f"Checked: every one of {r.distinct_states:,} reachable states (depth {r.depth}){swapped_text(checked)}, "
+            f"for {bounds_text(checked)}. No Z3 proof covers these questions for every size yet: "
+            "\"cannot happen\" holds within these bounds.")
+
+
+def swapped_text(checked: Checked) -> str:
+    """Under the symmetry reduction, which consumers are interchangeable (states that differ only by
+    swapping them are counted once); empty when none are."""
+    if "symmetry" not in checked.result.reductions:
+        return ""
+    setup = checked.setup
+    renamings = machine_for(setup).symmetry(checked.config).renamings
+    moved = sorted({c for g in renamings for c, d in enumerate(g.conns) if c != d})
+    if not moved:
+        return ""
+    first = len(setup.publishers)
+    who = " and ".join(repr(setup.consumers[c - first].name) for c in moved)
+    return f", counting once the states that differ only by swapping the interchangeable consumers {who}"
+
+
+def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], charts: dict[str, Path]) -> None:
+    """The report: one row per question, then each execution that makes a question fail, then advice."""
+    r = checked.result
+    console.print(Text(f"{checked.setup.source}: {r.distinct_states:,} states, depth {r.depth}, "
+                       f"{r.seconds:.1f} s ({r.engine} engine)", style="bold"))
+    table = Table(show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("question")
+    table.add_column("answer")
+    table.add_column("rules")
+    for n, a in enumerate(checked.answers, 1):
+        table.add_row(str(n), a.question, Text(a.verdict, style=VERDICT_STYLE[a.verdict]), ", ".join(a.rules))
+    console.print(table)
+    console.print(Text(checked_text(checked), style="dim"))
+    if any(a.trace is not None for a in checked.answers):
+        console.print()
+        console.print(Text("In the steps: " + ", ".join(f"{k} = {v}" for k, v in names(checked.setup).items()),
+                           style="bold"))
+    for n, a in enumerate(checked.answers, 1):
+        if a.trace is None:
+            continue
+        console.print()
+        print_trace(console, f"{n}. {a.question} How", a.trace)
+        if a.key in charts:
+            console.print(Text(f"  chart: {charts[a.key]}", style="cyan"))
+        console.print(Text(f"  rules involved: {', '.join(a.rules)}"))
+        fixes = [t for t in tried if a.key in t.fixes]
+        if fixes:
+            console.print(Text("  prevented by: " + "; ".join(t.change.text for t in fixes), style="green"))
+        elif tried:
+            console.print(Text("  no single change tried prevents it", style="yellow"))
+    if tried:
+        console.print()
+        advice = Table(title="What if: each single change, explored")
+        advice.add_column("change")
+        advice.add_column("makes pass")
+        advice.add_column("still fails")
+        advice.add_column("makes fail")
+        advice.add_column("states", justify="right")
+        advice.add_column("s", justify="right")
+        for t in tried:
+            advice.add_row(t.change.text, ", ".join(TITLES[k] for k in t.fixes) or "-",
+                           ", ".join(TITLES[k] for k in t.still) or "-",
+                           Text(", ".join(TITLES[k] for k in t.breaks) or "-", style="red" if t.breaks else ""),
+                           f"{t.states:,}", f"{t.seconds:.1f}")
+        console.print(advice)
+
+
+def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
+    """One SVG message-sequence chart per question that can happen; question key -> file."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for n, a in enumerate(checked.answers, 1):
+        if a.trace is None:
+            continue
+        path = folder / f"{setup_name(checked.setup)}-{a.key}.svg"
+        cast = " ".join(f"{k}={v.split(' ', 1)[1].strip(chr(39))}" for k, v in names(checked.setup).items())
+        title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({len(a.trace.steps)} steps) {cast}"
+        path.write_text(chart_svg(title, a.trace), encoding="utf-8")
+        written[a.key] = path
+    return written
+
+
+def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Path]) -> dict[str, Any]:
+    """Every answer, figure, trace and what-if result as plain JSON data."""
+    r = checked.result
+    return {
+        "setup": checked.setup.source,
+        "engine": r.engine,
+        "distinct_states": r.distinct_states,
+        "depth": r.depth,
+        "seconds": round(r.seconds, 3),
+        "complete": r.complete,
+        "error": r.error,
+        "checked": checked_text(checked),
+        "bounds": {"messages": {p.name: p.messages for p in checked.setup.publishers},
+                   "requeues": checked.config.requeues,
+                   "faults": [k for k, on in vars(checked.setup.faults).items() if on]},
+        "passed": not checked.failing,
+        "names": names(checked.setup),
+        "answers": [
+            {"key": a.key, "question": a.question, "answer": a.verdict, "rules": list(a.rules),
+             "steps": a.trace.lines() if a.trace else None, "chart": str(charts[a.key]) if a.key in charts else None,
+             "prevented_by": [t.change.key for t in tried if a.key in t.fixes]}
+            for a in checked.answers
+        ],
+        "what_if": [
+            {"change": t.change.key, "text": t.change.text, "rules": list(t.change.rules), "fixes": list(t.fixes),
+             "still_fails": list(t.still), "breaks": list(t.breaks), "distinct_states": t.states,
+             "seconds": round(t.seconds, 3)}
+            for t in tried
+        ],
+    }

@@ -1,0 +1,366 @@
+"""A user's own setup, read from a TOML file: queues, publishers, consumers and the faults to consider.
+
+The file describes what the user runs, in the user's words (queue names, "manual" acks, "nack-requeue"
+on failure); `rabbitproof.check.setup_model` translates it into a `spec` configuration, so the spec stays the
+single source of truth. Every mistake gets one `SetupError` naming the file, the line and what is wrong:
+an unknown key, a value of the wrong type or out of range, a consumer of a queue that does not exist, or
+a combination the protocol forbids (confirms and transactions on one channel, PC-8; an exclusive queue
+used by two connections, DU-4; nack or reject on an automatic-mode consumer, AM-1).
+
+    [queues.jobs]
+    durable = true
+    dead_letter = "jobs.dead"
+
+    [queues."jobs.dead"]
+    durable = true
+
+    [[publishers]]
+    queue = "jobs"
+    confirms = true
+    persistent = true
+    messages = 2
+
+    [[consumers]]
+    queue = "jobs"
+    acks = "manual"
+    prefetch = 1
+    on_failure = "nack-requeue"
+
+    [faults]
+    broker_crash = true
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_QUEUES = 3          # the spec's routing keys name queues by index; small models stay explorable
+MAX_CLIENTS = 4         # publishers + consumers: one connection each
+MAX_MESSAGES = 4        # publishes in all, across publishers
+MAX_PREFETCH = 3
+
+ACKS = ("manual", "automatic")
+ACK_STYLES = ("single", "multiple")
+PREFETCH_SCOPES = ("consumer", "channel")
+ON_FAILURE = ("none", "nack-requeue", "nack-drop", "reject-requeue", "reject-drop", "close-channel")
+FAULTS = ("consumer_channel_lost", "consumer_connection_lost", "network_loss", "broker_crash",
+          "queue_refuses")
+
+
+class SetupError(ValueError):
+    """A mistake in a setup file: where it is and what is wrong, in one line."""
+
+    def __init__(self, source: str, line: int, message: str) -> None:
+        super().__init__(f"{source}:{line}: {message}" if line else f"{source}: {message}")
+        self.source, self.line, self.message = source, line, message
+
+
+@dataclass(frozen=True)
+class QueueSetup:
+    """A queue the setup uses: durable (DU-1), exclusive to the connection of its one consumer (DU-4),
+    and where rejected messages are dead-lettered (ACK-6)."""
+
+    name: str
+    durable: bool = False
+    exclusive: bool = False
+    dead_letter: str = ""
+
+
+@dataclass(frozen=True)
+class PublisherSetup:
+    """A publisher: its own connection and channel, publishing to one queue through the default exchange."""
+
+    name: str
+    queue: str
+    messages: int = 1
+    confirms: bool = False          # PC-1
+    transactions: bool = False      # TX-1
+    persistent: bool = False        # DU-2
+    mandatory: bool = False         # RT-3
+
+
+@dataclass(frozen=True)
+class ConsumerSetup:
+    """A consumer: its own connection and channel, consuming one queue."""
+
+    name: str
+    queue: str
+    acks: str = "manual"            # AM-1
+    prefetch: int = 0               # PF-1; 0 = no limit
+    prefetch_scope: str = "consumer"    # PF-2: per consumer, or the channel's global limit
+    ack: str = "single"             # ACK-2: acknowledge one delivery at a time, or several with multiple
+    on_failure: str = "none"        # what it does with a message it fails to process
+
+
+@dataclass(frozen=True)
+class Faults:
+    """The faults to consider (each may happen once)."""
+
+    consumer_channel_lost: bool = False
+    consumer_connection_lost: bool = False
+    network_loss: bool = False
+    broker_crash: bool = False
+    queue_refuses: bool = False
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A whole setup file, checked."""
+
+    source: str
+    queues: tuple[QueueSetup, ...]
+    publishers: tuple[PublisherSetup, ...]
+    consumers: tuple[ConsumerSetup, ...]
+    faults: Faults = field(default_factory=Faults)
+    lines: dict = field(default_factory=dict, compare=False, repr=False)   # key path -> line
+
+    def line_of(self, *path: Any) -> int:
+        """The line of a key (or of its table when the key is absent), 0 when unknown."""
+        for end in range(len(path), 0, -1):
+            if path[:end] in self.lines:
+                return self.lines[path[:end]]
+        return 0
+
+
+# --- where each key is written -------------------------------------------------------------------
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*(.+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r'^\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[A-Za-z0-9_.-]+)\s*=')
+
+
+def _split_dotted(text: str) -> tuple[str, ...]:
+    """A TOML dotted key (`queues."jobs.dead"`) as its parts."""
+    parts, current, quote = [], "", ""
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = ""
+            else:
+                current += ch
+        elif ch in "\"'":
+            quote = ch
+        elif ch == ".":
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    parts.append(current.strip())
+    return tuple(parts)
+
+
+def key_lines(text: str) -> dict[tuple, int]:
+    """Map each table and key path to its line: ("queues", "jobs") for `[queues.jobs]`,
+    ("publishers", 0, "confirms") for `confirms = ...` in the first `[[publishers]]`."""
+    lines: dict[tuple, int] = {}
+    counts: dict[tuple, int] = {}
+    table: tuple = ()
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header and not _KEY.match(line):
+            path = _split_dotted(header.group(2))
+            if header.group(1) == "[[":
+                index = counts.get(path, 0)
+                counts[path] = index + 1
+                path = path + (index,)
+            table = path
+            lines.setdefault(table, number)
+            continue
+        key = _KEY.match(line)
+        if key:
+            lines.setdefault(table + _split_dotted(key.group(1)), number)
+    return lines
+
+
+# --- reading and checking --------------------------------------------------------------------------
+
+class _Reader:
+    """Checks one parsed file, raising SetupError at the first mistake, with its line."""
+
+    def __init__(self, source: str, lines: dict[tuple, int]) -> None:
+        self.source, self.lines = source, lines
+
+    def fail(self, path: tuple, message: str) -> SetupError:
+        line = 0
+        for end in range(len(path), 0, -1):
+            if path[:end] in self.lines:
+                line = self.lines[path[:end]]
+                break
+        return SetupError(self.source, line, message)
+
+    def table(self, value: Any, path: tuple, allowed: tuple[str, ...]) -> dict:
+        where = _name(path)
+        if not isinstance(value, dict):
+            raise self.fail(path, f"{where} must be a table")
+        for key in value:
+            if key not in allowed:
+                raise self.fail(path + (key,), f"unknown key {key!r} in {where} (known: {', '.join(allowed)})")
+        return value
+
+    def boolean(self, table: dict, path: tuple, key: str, default: bool = False) -> bool:
+        value = table.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(path + (key,), f"{_name(path + (key,))} must be true or false, not {value!r}")
+        return value
+
+    def integer(self, table: dict, path: tuple, key: str, default: int, low: int, high: int) -> int:
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path + (key,), f"{_name(path + (key,))} must be a whole number, not {value!r}")
+        if not low <= value <= high:
+            raise self.fail(path + (key,), f"{_name(path + (key,))} = {value} is out of range ({low} to {high})")
+        return value
+
+    def choice(self, table: dict, path: tuple, key: str, default: str, choices: tuple[str, ...]) -> str:
+        value = table.get(key, default)
+        if value not in choices:
+            raise self.fail(path + (key,), f"{_name(path + (key,))} must be one of "
+                                           f"{', '.join(repr(c) for c in choices)}, not {value!r}")
+        return value
+
+    def text(self, table: dict, path: tuple, key: str, default: str | None = None) -> str:
+        if key not in table and default is None:
+            raise self.fail(path, f"{_name(path)} needs {key} = \"...\"")
+        value = table.get(key, default)
+        if not isinstance(value, str) or (key in table and not value):
+            raise self.fail(path + (key,), f"{_name(path + (key,))} must be a non-empty string, not {value!r}")
+        return value
+
+    def read(self, data: dict) -> Setup:
+        self.table(data, (), ("queues", "publishers", "consumers", "faults"))
+        queues = self.read_queues(data.get("queues"))
+        names = {q.name for q in queues}
+        publishers = self.read_clients(data, "publishers", names, self.read_publisher)
+        consumers = self.read_clients(data, "consumers", names, self.read_consumer)
+        if not publishers:
+            raise self.fail(("publishers",), "the setup needs at least one [[publishers]] table")
+        if len(publishers) + len(consumers) > MAX_CLIENTS:
+            raise self.fail(("consumers",), f"{len(publishers)} publishers and {len(consumers)} consumers: at "
+                                            f"most {MAX_CLIENTS} clients in all can be explored")
+        total = sum(p.messages for p in publishers)
+        if total > MAX_MESSAGES:
+            raise self.fail(("publishers", len(publishers) - 1, "messages"),
+                            f"{total} messages in all: at most {MAX_MESSAGES} can be explored")
+        faults = self.read_faults(data.get("faults", {}))
+        self.check_together(queues, publishers, consumers, faults)
+        return Setup(self.source, queues, publishers, consumers, faults, self.lines)
+
+    def read_queues(self, value: Any) -> tuple[QueueSetup, ...]:
+        if value is None:
+            raise self.fail((), "the setup needs at least one queue: [queues.NAME]")
+        if not isinstance(value, dict):
+            raise self.fail(("queues",), "queues must be tables: [queues.NAME]")
+        if not value:
+            raise self.fail(("queues",), "the setup needs at least one queue: [queues.NAME]")
+        if len(value) > MAX_QUEUES:
+            raise self.fail(("queues",), f"{len(value)} queues: at most {MAX_QUEUES} can be explored")
+        queues = []
+        for name, table in value.items():
+            path = ("queues", name)
+            self.table(table, path, ("durable", "exclusive", "dead_letter"))
+            queues.append(QueueSetup(name, self.boolean(table, path, "durable"),
+                                     self.boolean(table, path, "exclusive"),
+                                     self.text(table, path, "dead_letter", "")))
+        names = {q.name for q in queues}
+        for q in queues:
+            if q.dead_letter and q.dead_letter not in names:
+                raise self.fail(("queues", q.name, "dead_letter"),
+                                f"queue {q.name!r} dead-letters into {q.dead_letter!r}, which is not a queue "
+                                f"of the setup (queues: {', '.join(sorted(names))})")
+            if q.dead_letter == q.name:
+                raise self.fail(("queues", q.name, "dead_letter"), f"queue {q.name!r} dead-letters into itself")
+        return tuple(queues)
+
+    def read_clients(self, data: dict, kind: str, queues: set[str], read_one) -> tuple:
+        value = data.get(kind, [])
+        if not isinstance(value, list):
+            raise self.fail((kind,), f"{kind} must be written as [[{kind}]] tables")
+        clients = tuple(read_one(table, (kind, i)) for i, table in enumerate(value))
+        for i, client in enumerate(clients):
+            if client.queue not in queues:
+                raise self.fail((kind, i, "queue"), f"{kind[:-1]} {client.name!r} uses queue {client.queue!r}, "
+                                                    f"which is not a queue of the setup (queues: "
+                                                    f"{', '.join(sorted(queues))})")
+        return clients
+
+    def read_publisher(self, table: Any, path: tuple) -> PublisherSetup:
+        self.table(table, path, ("name", "queue", "messages", "confirms", "transactions", "persistent",
+                                 "mandatory"))
+        publisher = PublisherSetup(
+            self.text(table, path, "name", f"publisher {path[1] + 1}"), self.text(table, path, "queue"),
+            self.integer(table, path, "messages", 1, 1, MAX_MESSAGES), self.boolean(table, path, "confirms"),
+            self.boolean(table, path, "transactions"), self.boolean(table, path, "persistent"),
+            self.boolean(table, path, "mandatory"))
+        if publisher.confirms and publisher.transactions:
+            raise self.fail(path + ("transactions",), f"publisher {publisher.name!r}: confirms and transactions "
+                                                      "on one channel are refused by the broker (PC-8)")
+        return publisher
+
+    def read_consumer(self, table: Any, path: tuple) -> ConsumerSetup:
+        self.table(table, path, ("name", "queue", "acks", "prefetch", "prefetch_scope", "ack", "on_failure"))
+        consumer = ConsumerSetup(
+            self.text(table, path, "name", f"consumer {path[1] + 1}"), self.text(table, path, "queue"),
+            self.choice(table, path, "acks", "manual", ACKS),
+            self.integer(table, path, "prefetch", 0, 0, MAX_PREFETCH),
+            self.choice(table, path, "prefetch_scope", "consumer", PREFETCH_SCOPES),
+            self.choice(table, path, "ack", "single", ACK_STYLES),
+            self.choice(table, path, "on_failure", "none", ON_FAILURE))
+        if consumer.acks == "automatic":
+            if consumer.on_failure.startswith(("nack", "reject")):
+                raise self.fail(path + ("on_failure",), f"consumer {consumer.name!r} acknowledges automatically: "
+                                                        f"it cannot {consumer.on_failure.split('-')[0]} (AM-1)")
+            if "ack" in table and consumer.ack == "multiple":
+                raise self.fail(path + ("ack",), f"consumer {consumer.name!r} acknowledges automatically: "
+                                                 "it sends no acknowledgements (AM-1)")
+        return consumer
+
+    def read_faults(self, value: Any) -> Faults:
+        self.table(value, ("faults",), FAULTS)
+        return Faults(*(self.boolean(value, ("faults",), name) for name in FAULTS))
+
+    def check_together(self, queues, publishers, consumers, faults: Faults) -> None:
+        for q in queues:
+            if not q.exclusive:
+                continue
+            users = [i for i, c in enumerate(consumers) if c.queue == q.name]
+            if len(users) != 1:
+                where = ("consumers", users[1], "queue") if users else ("queues", q.name, "exclusive")
+                raise self.fail(where, f"exclusive queue {q.name!r} belongs to the connection of one consumer; "
+                                       f"{len(users)} consumers use it (DU-4)")
+            if q.durable:
+                raise self.fail(("queues", q.name, "durable"),
+                                f"queue {q.name!r} cannot be both exclusive and durable: an exclusive queue "
+                                "goes with its connection (DU-4)")
+        if (faults.consumer_channel_lost or faults.consumer_connection_lost) and not consumers:
+            key = "consumer_channel_lost" if faults.consumer_channel_lost else "consumer_connection_lost"
+            raise self.fail(("faults", key), f"faults.{key} needs a consumer")
+
+
+def _name(path: tuple) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "the file"
+
+
+def parse_setup(text: str, source: str = "<setup>") -> Setup:
+    """A setup from the text of a TOML file; SetupError at the first mistake."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        found = re.search(r"\(at line (\d+), column \d+\)", str(error))
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error))
+        raise SetupError(source, int(found.group(1)) if found else 0, f"not valid TOML: {message}") from None
+    return _Reader(source, key_lines(text)).read(data)
+
+
+def read_setup(path: str | Path) -> Setup:
+    """The setup in a TOML file; SetupError when it cannot be read or has a mistake."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SetupError(str(path), 0, f"cannot read the file: {error}") from None
+    return parse_setup(text, str(path))

@@ -1,0 +1,89 @@
+"""A user's setup (rabbitproof.check.setup_file) as a `spec` configuration: roles and bounds.
+
+Each publisher and each consumer is a client of its own, one connection with one channel, in the order
+they are written (publishers first). What a client may do becomes its `spec.roles.Role`; the explorer
+then tries every order of every choice, faults included, within the bounds derived here:
+
+- a publisher publishes to its queue through the default exchange (RT-1), persistent or not (DU-2),
+  mandatory or not (RT-3), after confirm.select (PC-1) or tx.select (TX-1, commits and rollbacks);
+- a consumer consumes its queue in manual or automatic mode (AM-1), sets its prefetch first (PF-1,
+  PF-2), acknowledges one delivery or several (ACK-2), and on failure nacks or rejects with or without
+  requeue (ACK-5, ACK-6) or closes its channel (RQ-4); an exclusive queue is declared by its consumer (DU-4);
+- faults: a consumer's channel closes, a consumer's connection is lost (and it reconnects), any
+  connection is lost (network loss), the broker crashes (DU-3), a queue refuses a message (PC-6). Both
+  connection faults are the spec's NetworkLoss: frames in flight either way are gone (RQ-4, AM-2);
+  `lossy` says which connections it may hit.
+
+The spec bounds publishes in all: the publishers' `messages` add up to its budget, and
+`rabbitproof.check.questions.SetupMachine` holds each publisher to its own (`limits`).
+"""
+from __future__ import annotations
+
+from spec.configs import Config
+from spec.frames import DEFAULT_EXCHANGE
+from spec.roles import QueueSpec, Role
+
+from rabbitproof.check.setup_file import ConsumerSetup, PublisherSetup, Setup
+
+REQUEUE_BUDGET = 2      # requeues explored: enough to see a message come back twice (RQ-6)
+
+
+def queue_specs(setup: Setup) -> tuple[QueueSpec, ...]:
+    """The model's queues, in the order the file names them."""
+    index = {q.name: i for i, q in enumerate(setup.queues)}
+    return tuple(QueueSpec(durable=q.durable, exclusive=q.exclusive, declared=not q.exclusive,
+                           dead_letter=index[q.dead_letter] if q.dead_letter else -1) for q in setup.queues)
+
+
+def publisher_role(publisher: PublisherSetup, queue: int) -> Role:
+    """What a publisher's channel may do."""
+    return Role(publish=((DEFAULT_EXCHANGE, queue),), persistent=(publisher.persistent,),
+                mandatory=(publisher.mandatory,), confirm=publisher.confirms, tx=publisher.transactions)
+
+
+def consumer_role(consumer: ConsumerSetup, queue: int, exclusive: bool, faults) -> Role:
+    """What a consumer's channel may do."""
+    manual = consumer.acks == "manual"
+    failure = consumer.on_failure
+    qos = ((consumer.prefetch, consumer.prefetch_scope == "channel"),) if consumer.prefetch else ()
+    return Role(consume=((queue, not manual),), ack=manual, multiple=manual and consumer.ack == "multiple",
+                nack=(failure == "nack-requeue",) if failure.startswith("nack") else (),
+                reject=(failure == "reject-requeue",) if failure.startswith("reject") else (),
+                qos=qos, declare=(queue,) if exclusive else (),
+                close=failure == "close-channel" or faults.consumer_channel_lost)
+
+
+def lossy(setup: Setup) -> tuple[bool, ...]:
+    """Per connection (publishers first): whether the setup's faults may lose it."""
+    faults = setup.faults
+    return ((faults.network_loss,) * len(setup.publishers)
+            + (faults.network_loss or faults.consumer_connection_lost,) * len(setup.consumers))
+
+
+def to_config(setup: Setup, name: str = "setup") -> Config:
+    """The spec configuration that explores this setup."""
+    queues = queue_specs(setup)
+    index = {q.name: i for i, q in enumerate(setup.queues)}
+    exclusive = {q.name for q in setup.queues if q.exclusive}
+    faults = setup.faults
+    roles = {}
+    for c, publisher in enumerate(setup.publishers):
+        roles[(c, 1)] = publisher_role(publisher, index[publisher.queue])
+    for n, consumer in enumerate(setup.consumers, start=len(setup.publishers)):
+        roles[(n, 1)] = consumer_role(consumer, index[consumer.queue], consumer.queue in exclusive, faults)
+    requeueing = any(c.on_failure.endswith("requeue") or c.on_failure == "close-channel" for c in setup.consumers)
+    # A consumer that closes its channel on failure does so at every failure: as many closes as requeues
+    # are explored, so that a message failing each time comes back again (RQ-4, RQ-6); the fault adds one.
+    closes = (REQUEUE_BUDGET if any(c.on_failure == "close-channel" for c in setup.consumers) else 0) \
+        + int(faults.consumer_channel_lost)
+    reconnects = int(faults.consumer_connection_lost or faults.network_loss)
+    return Config(
+        name, f"the setup of {setup.source}",
+        connections=len(setup.publishers) + len(setup.consumers), channels=1, queues=queues, roles=roles,
+        messages=sum(p.messages for p in setup.publishers),
+        requeues=REQUEUE_BUDGET if requeueing or closes or reconnects or faults.broker_crash else 0,
+        closes=closes, reconnects=reconnects,
+        losses=int(faults.network_loss or faults.consumer_connection_lost),
+        crashes=int(faults.broker_crash), failures=int(faults.queue_refuses),
+        qos=sum(1 for c in setup.consumers if c.prefetch) * (1 + closes + reconnects + int(faults.broker_crash)),
+        deadlock_is_error=False, category="setup")

@@ -1,0 +1,58 @@
+"""The spec as judge: a run's recording goes to spec/recorded.py and spec/trace.py, which accept it,
+reject it (naming the first observation no execution of the spec explains) or give up."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spec import recorded, trace
+from rabbitproof.conformance.programs import Program
+from rabbitproof.conformance.targets import Run
+
+MAX_NODES = 400_000         # spec states searched per trace before the checker gives up (inconclusive)
+
+
+@dataclass
+class Judgement:
+    run: Run
+    verdict: trace.Verdict
+    recording: recorded.Recorded
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict.ok
+
+    @property
+    def status(self) -> str:
+        return self.verdict.status
+
+    def observations(self) -> int:
+        return self.recording.size()
+
+    def report(self) -> str:
+        """The program (as Python and as numbered steps), the trace, and the spec's verdict."""
+        return "\n".join([
+            f"target: {self.run.target}",
+            f"program: {self.run.program!r}",
+            self.run.program.numbered(),
+            "trace (model names; legend first):",
+            self.recording.text(),
+            f"verdict: {self.verdict.explain()}",
+        ])
+
+
+def judge(run: Run, max_nodes: int = MAX_NODES) -> Judgement:
+    """The spec's verdict on what running a program recorded. Raises recorded.Unsupported when the
+    recording holds what the model cannot say (a generator bug: programs stay inside the model)."""
+    rec = recorded.from_recording(run.slots)
+    return Judgement(run, rec.check(max_nodes), rec)
+
+
+def assert_accepted(run: Run) -> Judgement:
+    """Judge a run; a rejection or an inconclusive search fails with the whole report."""
+    judgement = judge(run)
+    assert judgement.ok, "the spec does not accept this run\n" + judgement.report()
+    return judgement
+
+
+def program_text(program: Program) -> str:
+    return f"{program!r}\n{program.numbered()}"

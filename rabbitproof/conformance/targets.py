@@ -1,0 +1,495 @@
+"""Targets a program runs against, and the runner that records what each connection saw.
+
+Three kinds of target, one recording format (the raw client's `command_log()`, one list of TCP
+connections per slot, as spec/recorded.py reads it):
+- `InProcessTarget`: the `impl` core driven in this process, sans-IO, through `CoreConnection`, a raw
+  client whose socket is the core itself. Durable writes go to a real `impl.store.Store`; a batch is
+  committed only when the client finds nothing more to read, so a crash (`Crash`) right after a step's
+  replies (or right after its write, before them) drops the batch still open, as a SIGKILL before the
+  write would.
+- `TcpTarget`: any AMQP 0-9-1 broker at host:port (the `impl` server, a private RabbitMQ node, or the
+  broker behind `make conformance URL=...`); it can crash and restart only if given a harness broker.
+
+The runner (`run_program`) sends each step in one write, waits for the reply of every synchronous
+method it sent (or for the close of its channel or connection), then reads until the target has been
+quiet for `target.quiet` seconds. Between steps it does what every client does: answers a broker's
+channel.close with close-ok and opens the channel again, opens a channel it closed again, and connects
+again after its connection ended.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import struct
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from pamqp import commands, frame
+
+from rabbitproof.conformance import programs as P
+from rabbitproof.recording.rawclient import (ConnectionLost, ProtocolViolation, RawConnection, TraceEvent, persistent,
+                                     transient)
+
+# Replies that end the wait for a synchronous method.
+REPLIES = {"Channel.OpenOk", "Channel.CloseOk", "Queue.DeclareOk", "Queue.BindOk", "Queue.PurgeOk",
+           "Queue.DeleteOk", "Basic.QosOk", "Basic.ConsumeOk", "Basic.CancelOk", "Basic.GetOk",
+           "Basic.GetEmpty", "Basic.RecoverOk", "Confirm.SelectOk", "Tx.SelectOk", "Tx.CommitOk",
+           "Tx.RollbackOk"}
+
+
+class TargetError(Exception):
+    """The target cannot be used (unreachable, refused the credentials, closed the connection at once)."""
+
+
+# ---------------------------------------------------------------- the in-process core
+
+class CoreConnection(RawConnection):
+    """A raw client whose peer is an `impl.core` connection in this process: what it writes is fed to
+    the core, what the core writes is parsed as if read from a socket. Recording is the raw client's."""
+
+    def __init__(self, target: "InProcessTarget", label: str) -> None:
+        self.target = target
+        self.core = target.core_module.Connection(target.broker, True)
+        super().__init__("in-process", 0, label=label, timeout=1.0, sock=_CoreSocket(self))
+        self.pending = bytearray()          # what the core wrote that the client has not read yet
+        self.lost = False
+
+    def pump(self, timeout: float | None = None) -> int:
+        if self.eof:
+            raise ConnectionLost(f"{self.label}: connection already closed by the broker")
+        self.target.move_output()
+        if not self.pending and not self.lost:
+            self.target.commit()            # nothing to read: the batch reaches the disk
+        if self.pending:
+            data = bytes(self.pending)
+            self.pending.clear()
+            self._buffer += data
+            self._parse()
+            return len(data)
+        if self.lost or self.core.should_close:
+            self._end_of_stream()
+            raise ConnectionLost(f"{self.label}: the broker closed the connection")
+        return 0
+
+    def abort(self) -> None:
+        if not self.lost:
+            self.lost = True
+            self.core.connection_lost()
+            self.target.move_output()
+
+
+class _CoreSocket:
+    """What `RawConnection` writes to: the core connection's input."""
+
+    def __init__(self, owner: CoreConnection) -> None:
+        self.owner = owner
+
+    def sendall(self, data: bytes) -> None:
+        if self.owner.lost or self.owner.core.should_close:
+            raise BrokenPipeError("the core closed this connection")
+        self.owner.core.receive_data(data)
+        self.owner.target.move_output()
+
+    def close(self) -> None:
+        self.owner.abort()
+
+
+class InProcessTarget:
+    """The `impl` core in this process, with a real store in a temporary directory (crashes drop the
+    batch not yet committed and recover from the store, as `impl.server` does on start)."""
+
+    name = "in-process"
+    quiet = 0.0
+    crashes = True
+
+    def __init__(self, core_module=None) -> None:
+        import impl.core as core
+        from impl.store import Store
+        self.core_module = core_module or core
+        self.Store = Store
+        self.dir = tempfile.mkdtemp(prefix="rabbitproof-conformance-")
+        self.store = Store(self.dir)
+        self.broker = self._new_broker()
+        self.conns: list[CoreConnection] = []
+        self.restart_seconds: list[float] = []     # per crash: until the broker has recovered the store
+
+    def _new_broker(self):
+        broker = self.core_module.Broker()
+        broker.recover(self.store.load())
+        return broker
+
+    def connect(self, label: str) -> RawConnection:
+        conn = CoreConnection(self, label)
+        self.conns.append(conn)
+        conn.handshake("guest", "guest")
+        return conn
+
+    def move_output(self) -> None:
+        """Hand what the core wrote to each connection's client, and run the core's due timers."""
+        self.broker.run_timers()
+        for core in self.broker.take_dirty():
+            data = core.data_to_send()
+            for conn in self.conns:
+                if conn.core is core and not conn.lost:
+                    conn.pending += data
+
+    def commit(self) -> None:
+        batch = self.broker.take_batch()
+        if batch is not None:
+            ops = batch.writes()
+            if ops:
+                self.store.write(ops)
+            self.broker.batch_committed(batch)
+            self.move_output()
+
+    def crash(self) -> None:
+        """SIGKILL: the open batch is lost, every connection drops, the broker recovers from the store."""
+        started = time.monotonic()
+        for conn in self.conns:
+            conn.lost = True
+        self.conns = []
+        self.store.db.close()
+        self.store = self.Store(self.dir)
+        self.broker = self._new_broker()
+        self.restart_seconds.append(time.monotonic() - started)
+
+    def close(self) -> None:
+        self.store.db.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- brokers over TCP
+
+class TcpTarget:
+    """A broker at host:port. `broker` (a harness broker, tests/harness/brokers.py) lets programs crash
+    it (SIGKILL) and restart it; `quiet` is how long a step reads after its last reply."""
+
+    def __init__(self, name: str, host: str, port: int, user: str = "guest", password: str = "guest",
+                 vhost: str = "/", *, broker=None, quiet: float = 0.02, timeout: float = 5.0) -> None:
+        self.name, self.host, self.port = name, host, port
+        self.user, self.password, self.vhost = user, password, vhost
+        self.broker = broker
+        self.crashes = broker is not None
+        self.quiet = quiet
+        self.timeout = timeout
+        self.restart_seconds: list[float] = []     # per crash: SIGKILL until the broker is up again
+
+    @classmethod
+    def of(cls, name: str, broker, quiet: float = 0.02) -> "TcpTarget":
+        return cls(name, broker.host, broker.port, broker.user, broker.password, broker=broker, quiet=quiet)
+
+    def connect(self, label: str) -> RawConnection:
+        return RawConnection.connect(self.host, self.port, self.user, self.password, vhost=self.vhost,
+                                     label=label, timeout=self.timeout)
+
+    def crash(self) -> None:
+        """SIGKILL the broker's process (impl.server, or RabbitMQ's beam: what it has not written to disk
+        is lost) and start it again on the same port and data; the clients find their connections ended
+        and connect again (`run_program`)."""
+        started = time.monotonic()
+        self.broker.kill()
+        self.broker.start()
+        self.restart_seconds.append(time.monotonic() - started)
+
+    def close(self) -> None:
+        pass
+
+
+# ---------------------------------------------------------------- the runner
+
+@dataclass
+class Run:
+    """What running a program recorded: per slot, the command log of each TCP connection it made."""
+
+    program: P.Program
+    target: str
+    slots: list
+    names: dict                             # queue index -> real name
+    seconds: float = 0.0
+    steps: int = 0
+    crashes: int = 0                        # crashes the target went through (a target may not crash)
+    step_marks: list = field(default_factory=list)  # (slot, connection, log length) at each step's start
+
+
+class _Slot:
+    """One client: its current connection and the logs of the connections it made before."""
+
+    def __init__(self, target, index: int, run_id: str) -> None:
+        self.target, self.index, self.run_id = target, index, run_id
+        self.logs: list = []
+        self.conn: RawConnection | None = None
+        self.closing: set[int] = set()      # channels the client closed, awaiting close-ok
+        self.connect()
+
+    def label(self) -> str:
+        return f"{self.target.name} c{self.index}"
+
+    def connect(self) -> None:
+        if self.conn is not None:
+            self.logs.append(self.conn.command_log())
+        self.conn = self.target.connect(self.label())
+        self.closing = set()
+        self.write([(ch, commands.Channel.Open()) for ch in P.CHANNELS], {ch: 1 for ch in P.CHANNELS})
+
+    def dead(self) -> bool:
+        return self.conn.eof or getattr(self.conn, "lost", False)
+
+    def write(self, frames: list, waiting: dict, quiet: float | None = None) -> None:
+        """Send frames in one write; read until every channel in `waiting` got its replies (or closed),
+        then until quiet."""
+        try:
+            send_frames(self.conn, frames)
+        except OSError:
+            self.settle(0.0)
+            return
+        self.read(waiting, quiet)
+
+    def read(self, waiting: dict, quiet: float | None) -> None:
+        conn = self.conn
+        seen = len(conn.trace)
+        deadline = time.monotonic() + self.target.timeout if hasattr(self.target, "timeout") else None
+        try:
+            while any(waiting.values()):
+                for event in conn.trace[seen:]:
+                    seen_name = event.name
+                    if event.direction != "received" or event.kind != "frame":
+                        continue
+                    if seen_name in REPLIES and waiting.get(event.channel):
+                        waiting[event.channel] -= 1
+                    if seen_name in ("Channel.Close", "Channel.CloseOk"):
+                        waiting[event.channel] = 0
+                    if seen_name in ("Connection.Close", "Connection.CloseOk"):
+                        waiting.clear()
+                seen = len(conn.trace)
+                if not any(waiting.values()):
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+                if not conn.pump(0.05) and deadline is None:
+                    break                   # in process: nothing more will come
+            if quiet is not None:
+                self.settle(quiet)
+        except ConnectionLost:
+            pass
+
+    def settle(self, quiet: float) -> None:
+        try:
+            while not self.conn.eof and self.conn.pump(quiet):
+                pass
+        except ConnectionLost:
+            pass
+
+    def housekeeping(self) -> None:
+        """Answer what the broker closed, open again what is closed, connect again if the connection ended."""
+        conn = self.conn
+        received = [c for c in conn.inbox]
+        conn.inbox.clear()
+        broker_closed: list[int] = []
+        for command in received:
+            name = command.method.name
+            if name == "Connection.Close":
+                try:
+                    conn.send(0, commands.Connection.CloseOk())
+                except OSError:
+                    pass
+                self.settle(0.0)
+                conn.abort()
+                self.connect()
+                return
+            if name == "Connection.CloseOk":
+                conn.abort()
+                self.connect()
+                return
+            if name == "Channel.Close" and command.channel not in broker_closed:
+                broker_closed.append(command.channel)
+            if name == "Channel.CloseOk":
+                self.closing.discard(command.channel)
+                if command.channel not in broker_closed and -command.channel not in broker_closed:
+                    broker_closed.append(-command.channel)      # closed by the client: open again
+        if self.dead():
+            conn.abort()
+            self.connect()
+            return
+        frames: list = []
+        for ch in broker_closed:
+            if ch > 0:
+                if ch in self.closing:
+                    continue            # it answers our own close: its close-ok follows
+                frames.append((ch, commands.Channel.CloseOk()))
+            frames.append((abs(ch), commands.Channel.Open()))
+        if frames:
+            self.write(frames, {abs(ch): 1 for ch in broker_closed if not (ch > 0 and ch in self.closing)},
+                       self.target.quiet)
+            self.housekeeping()
+
+    def finish(self) -> list:
+        if self.conn is not None:
+            try:    # the target's own timeout: a loaded broker may take more than a second to close
+                self.conn.close(timeout=getattr(self.target, "timeout", 1.0))
+            except (OSError, ProtocolViolation):
+                self.conn.abort()
+            self.logs.append(self.conn.command_log())
+            self.conn = None
+        return self.logs
+
+
+def send_frames(conn: RawConnection, frames: list) -> None:
+    """`RawConnection.send_frames`, but delivery tags above 2^63-1 are written too (pamqp encodes the
+    64-bit tag as a signed number and refuses them); each frame is recorded as the raw client does."""
+    data = b"".join(_marshal(ch, f) for ch, f in frames)
+    now = time.monotonic()
+    conn.trace.extend(TraceEvent("sent", "frame", ch, f, None, now) for ch, f in frames)
+    conn.sock.sendall(data)
+
+
+_SETTLE_METHODS = {commands.Basic.Ack: (60, 80), commands.Basic.Reject: (60, 90), commands.Basic.Nack: (60, 120)}
+
+
+def _marshal(ch: int, value) -> bytes:
+    ids = _SETTLE_METHODS.get(type(value))
+    if ids is None or value.delivery_tag < 2**63:
+        return frame.marshal(value, ch)
+    if isinstance(value, commands.Basic.Ack):
+        bits = int(value.multiple)
+    elif isinstance(value, commands.Basic.Reject):
+        bits = int(value.requeue)
+    else:
+        bits = int(value.multiple) | int(value.requeue) << 1
+    payload = struct.pack(">HHQB", ids[0], ids[1], value.delivery_tag, bits)
+    return struct.pack(">BHI", 1, ch, len(payload)) + payload + b"\xce"
+
+
+def frames_of(op, conn: RawConnection, names: dict, bodies: list) -> list:
+    """The frames of one method, with its real names; publishes get the next body."""
+    if isinstance(op, P.Publish):
+        bodies.append(f"{names['run']}.{len(bodies) + 1}".encode())
+        exchange = {"": "", "amq.fanout": "amq.fanout", "missing": names["exchange"]}[op.exchange]
+        method = commands.Basic.Publish(exchange=exchange, routing_key=names[op.queue], mandatory=op.mandatory,
+                                        immediate=op.immediate)
+        return conn.content_frames(op.ch, method, bodies[-1], persistent() if op.persistent else transient())
+    return [(getattr(op, "ch", 0), method_of(op, names))]
+
+
+def method_of(op, names: dict):
+    """The pamqp method of one program method (publishes aside)."""
+    if isinstance(op, P.Declare):
+        flags = names["flags"][op.queue]
+        return commands.Queue.Declare(queue=names[op.queue], durable=flags.durable, exclusive=flags.exclusive)
+    if isinstance(op, P.Bind):
+        return commands.Queue.Bind(queue=names[op.queue], exchange="amq.fanout", routing_key="")
+    if isinstance(op, P.Purge):
+        return commands.Queue.Purge(queue=names[op.queue])
+    if isinstance(op, P.Delete):
+        return commands.Queue.Delete(queue=names[op.queue], if_unused=op.if_unused, if_empty=op.if_empty)
+    if isinstance(op, P.Consume):
+        tag = f"{names['run']}-{op.tag}" if op.tag else ""
+        return commands.Basic.Consume(queue=names[op.queue], consumer_tag=tag, no_ack=op.no_ack,
+                                      exclusive=op.exclusive)
+    if isinstance(op, P.Cancel):
+        return commands.Basic.Cancel(consumer_tag=f"{names['run']}-{op.tag}" if op.tag else "")
+    if isinstance(op, P.Get):
+        return commands.Basic.Get(queue=names[op.queue], no_ack=op.no_ack)
+    if isinstance(op, P.Ack):
+        return commands.Basic.Ack(delivery_tag=op.tag, multiple=op.multiple)
+    if isinstance(op, P.Nack):
+        return commands.Basic.Nack(delivery_tag=op.tag, multiple=op.multiple, requeue=op.requeue)
+    if isinstance(op, P.Reject):
+        return commands.Basic.Reject(delivery_tag=op.tag, requeue=op.requeue)
+    if isinstance(op, P.Qos):
+        return commands.Basic.Qos(prefetch_size=op.size, prefetch_count=op.count, global_=op.global_)
+    if isinstance(op, P.Recover):
+        return commands.Basic.Recover(requeue=op.requeue)
+    if isinstance(op, P.ConfirmSelect):
+        return commands.Confirm.Select()
+    if isinstance(op, P.TxSelect):
+        return commands.Tx.Select()
+    if isinstance(op, P.TxCommit):
+        return commands.Tx.Commit()
+    if isinstance(op, P.TxRollback):
+        return commands.Tx.Rollback()
+    if isinstance(op, P.CloseChannel):
+        return commands.Channel.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0)
+    if isinstance(op, P.OpenChannel):
+        return commands.Channel.Open()
+    if isinstance(op, P.CloseOkChannel):
+        return commands.Channel.CloseOk()
+    if isinstance(op, P.CloseConnection):
+        return commands.Connection.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0)
+    raise TypeError(f"not a program method: {op!r}")
+
+
+def run_program(program: P.Program, target) -> Run:
+    """Run a program on a target and return its recording. Queue names are unique to this run (a broker
+    over TCP is shared by many runs); the run's queues are deleted at the end, outside the recording."""
+    run_id = f"rp{os.getpid()}x{secrets.token_hex(3)}"
+    names: dict = {q: f"{run_id}-q{q}" for q in range(P.QUEUES + 1)}
+    names.update(run=run_id, exchange=f"{run_id}-missing", flags=program.queues)
+    bodies: list = []
+    started = time.monotonic()
+    slots = [_Slot(target, c, run_id) for c in range(program.connections)]
+    steps = crashes = 0
+    crash_next = [s if isinstance(s, P.Crash) else None for s in program.steps[1:]] + [None]
+    for step, crash_follows in zip(program.steps, crash_next):
+        steps += 1
+        if isinstance(step, P.Crash):
+            if not target.crashes:
+                continue
+            target.crash()
+            crashes += 1
+            for slot in slots:      # what the broker sent before it died is read before anyone reconnects
+                slot.settle(0.0)
+                if not slot.dead():
+                    slot.conn.abort()
+                    slot.settle(0.0)
+            for slot in slots:
+                slot.connect()
+            continue
+        slot = slots[step.conn]
+        frames: list = []
+        waiting: dict = {}
+        for op in step.ops:
+            frames += frames_of(op, slot.conn, names, bodies)
+            if isinstance(op, P.SYNCHRONOUS):
+                waiting[op.ch] = waiting.get(op.ch, 0) + 1
+            if isinstance(op, P.CloseChannel):
+                slot.closing.add(op.ch)
+            if isinstance(op, P.CloseConnection):
+                waiting[0] = 1
+        # A crash is seen only by the connections it ends: one the client closed is opened again first,
+        # so the recording always shows the crash (a client's close waits for its close-ok).
+        closes = any(isinstance(op, P.CloseConnection) for op in step.ops)
+        if crash_follows is not None and not crash_follows.wait and not closes:
+            waiting = {}                    # the crash comes as soon as the write is sent
+        slot.write(frames, waiting, None if crash_follows else target.quiet)
+        if crash_follows is None:
+            for other in slots:
+                if other is not slot:
+                    other.settle(target.quiet)
+            for s in slots:
+                s.housekeeping()
+        elif closes:
+            slot.housekeeping()
+    recorded = [slot.finish() for slot in slots]
+    seconds = time.monotonic() - started
+    _cleanup(target, names)
+    return Run(program, target.name, recorded, names, seconds, steps, crashes)
+
+
+def _cleanup(target, names: dict) -> None:
+    """Delete the run's queues (not part of the recording)."""
+    if isinstance(target, InProcessTarget):
+        return
+    try:
+        conn = target.connect(f"{target.name} cleanup")
+    except (OSError, ConnectionLost, ProtocolViolation, Exception):
+        return
+    try:
+        conn.channel_open(1)
+        for q in range(P.QUEUES):
+            conn.rpc(1, commands.Queue.Delete(queue=names[q]))
+    except Exception:
+        pass
+    finally:
+        conn.close(timeout=1.0)

@@ -1,0 +1,227 @@
+"""Message-sequence charts of traces, as self-contained SVG files (``--chart DIR``).
+
+A lifeline per client connection, the broker and the disk; time runs down, one row per step. A frame is
+an arrow from the step that wrote it to the step that read it: a client's frame from its write to the
+``BrokerTakeFrame`` of its channel, a broker's frame from the broker step that wrote it to the client's
+``ClientReceive`` (frames of one channel are read in order, so the n-th frame written on a channel is the
+n-th read there). A frame never read ends half-way, marked "in flight". Steps without frames are boxes
+on their actor's lifeline; faults (crash, restart, lost connection, a queue failing) are red dashed lines
+across the lifelines they hit. Models whose frames read ``A -> B: text`` (the tests' toy model) get a
+lifeline per name and one horizontal arrow per frame.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Sequence
+
+from spark_check.results import ExplorationResult, Trace
+
+_SPEC_FRAME = re.compile(r"^c(\d+) (client->broker|broker->client) (.*)$")
+_PLAIN_FRAME = re.compile(r"^(.+?) -> (.+?): (.*)$")
+_CHANNEL = re.compile(r"\(ch=(\d+)")
+_TAKE = re.compile(r"c(\d+)\.ch(\d+)")
+_CONN = re.compile(r"\bc(\d+)\b")
+FAULTS = {"BrokerCrash", "BrokerRestart", "NetworkLoss", "BrokerQueueFail", "ConsumerCrash"}
+
+COLUMN, ROW, TOP, LEFT = 230, 40, 70, 60
+
+
+@dataclass
+class Arrow:
+    """A frame: written on ``source`` at row ``start``, read on ``target`` at row ``end`` (None: never)."""
+
+    source: str
+    target: str
+    label: str
+    start: int
+    end: int | None = None
+
+
+@dataclass
+class Chart:
+    """What the SVG draws: lifelines in order, arrows, boxes (row, lifeline, text) and faults."""
+
+    title: str
+    lifelines: list[str] = field(default_factory=list)
+    arrows: list[Arrow] = field(default_factory=list)
+    boxes: list[tuple[int, str, str]] = field(default_factory=list)
+    faults: list[tuple[int, list[str], str]] = field(default_factory=list)
+    rows: int = 0
+
+    def lifeline(self, name: str) -> str:
+        if name not in self.lifelines:
+            self.lifelines.append(name)
+        return name
+
+
+def _actor_lifeline(actor: str) -> str:
+    """The lifeline of an actor: ``client c0.ch1`` -> ``c0``; broker, disk, network as they are."""
+    m = _CONN.search(actor)
+    return f"c{m.group(1)}" if actor.startswith("client") and m else actor
+
+
+def chart_of(title: str, trace: Trace) -> Chart:
+    """Lay out ``trace`` as a message-sequence chart."""
+    chart = Chart(title)
+    spec_like = any(_SPEC_FRAME.match(f) for s in trace.steps for f in s.frames)
+    if spec_like:
+        conns = sorted({int(m.group(1)) for s in trace.steps for f in s.frames if (m := _SPEC_FRAME.match(f))}
+                       | {int(m.group(1)) for s in trace.steps if s.actor.startswith("client") and (m := _CONN.search(s.actor))})
+        for c in conns:
+            chart.lifeline(f"c{c}")
+        chart.lifeline("broker")
+        chart.lifeline("disk")
+    to_broker: dict[tuple[int, int], list[Arrow]] = {}     # (conn, ch) -> client frames not yet taken
+    to_client: dict[tuple[int, int], list[Arrow]] = {}     # (conn, ch) -> broker frames not yet read
+    for row, step in enumerate(trace.steps, start=1):
+        chart.rows = row
+        actor = chart.lifeline(_actor_lifeline(step.actor)) if step.actor not in ("network",) else "network"
+        shown = False                   # whether an arrow already shows this step
+        if step.action_type == "BrokerTakeFrame" and (m := _TAKE.search(step.action)):
+            pending = to_broker.get((int(m.group(1)), int(m.group(2))))
+            if pending:
+                pending.pop(0).end = row
+                shown = True
+        for frame in step.frames:
+            m = _SPEC_FRAME.match(frame) if spec_like else None
+            if m:
+                conn, direction, text = int(m.group(1)), m.group(2), m.group(3)
+                ch = int(c.group(1)) if (c := _CHANNEL.search(text)) else 0
+                client = f"c{conn}"
+                if direction == "client->broker":
+                    arrow = Arrow(client, "broker", text, row)
+                    chart.arrows.append(arrow)
+                    to_broker.setdefault((conn, ch), []).append(arrow)
+                elif step.action_type == "ClientReceive":
+                    pending = to_client.get((conn, ch))
+                    if pending:
+                        pending.pop(0).end = row
+                    else:                       # written before the trace could see it: draw it flat
+                        chart.arrows.append(Arrow("broker", client, text, row, row))
+                    shown = True
+                else:
+                    arrow = Arrow("broker", client, text, row)
+                    chart.arrows.append(arrow)
+                    to_client.setdefault((conn, ch), []).append(arrow)
+            elif (p := _PLAIN_FRAME.match(frame)):
+                chart.arrows.append(Arrow(chart.lifeline(p.group(1)), chart.lifeline(p.group(2)), p.group(3), row, row))
+                shown = True
+            else:
+                chart.boxes.append((row, actor, frame))
+        if step.action_type in FAULTS:
+            if step.action_type == "NetworkLoss" and (m := _CONN.search(step.action)):
+                hit = [f"c{m.group(1)}", "broker"]
+            elif step.action_type in ("BrokerQueueFail",):
+                hit = ["broker"]
+            elif actor != "broker" and actor in chart.lifelines:
+                hit = [actor]
+            else:
+                hit = [name for name in chart.lifelines if name != "disk"] if spec_like else list(chart.lifelines)
+            chart.faults.append((row, hit, step.action))
+        elif not shown and not step.frames:
+            chart.boxes.append((row, actor if actor in chart.lifelines else chart.lifeline(actor), step.action))
+    return chart
+
+
+def _x(chart: Chart, name: str) -> int:
+    return LEFT + COLUMN // 2 + COLUMN * chart.lifelines.index(name)
+
+
+def _y(row: int) -> int:
+    return TOP + ROW * row
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to about ``width`` pixels of 11px monospace."""
+    room = max(8, width // 7)
+    return text if len(text) <= room else text[: room - 1] + "…"
+
+
+def render_svg(chart: Chart) -> str:
+    """The chart as one self-contained SVG document (no scripts, no external references)."""
+    width = LEFT + COLUMN * max(1, len(chart.lifelines)) + 20
+    height = _y(chart.rows + 1) + 20
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="11">',
+           "<defs><marker id=\"head\" markerWidth=\"10\" markerHeight=\"8\" refX=\"9\" refY=\"4\" orient=\"auto\">"
+           "<path d=\"M0,0 L10,4 L0,8 z\" fill=\"#1f3b73\"/></marker></defs>",
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text class="title" x="10" y="20" font-size="14" font-weight="bold">{escape(chart.title)}</text>']
+    for name in chart.lifelines:
+        x = _x(chart, name)
+        out.append(f'<g class="lifeline" data-name="{escape(name)}">'
+                   f'<rect x="{x - 60}" y="32" width="120" height="22" rx="4" fill="#e8eef8" stroke="#1f3b73"/>'
+                   f'<text x="{x}" y="47" text-anchor="middle" font-weight="bold">{escape(name)}</text>'
+                   f'<line x1="{x}" y1="54" x2="{x}" y2="{height - 10}" stroke="#888" stroke-dasharray="4 3"/></g>')
+    for row in range(1, chart.rows + 1):
+        out.append(f'<text class="step" x="8" y="{_y(row) + 4}" fill="#888">{row}.</text>')
+    for i, a in enumerate(chart.arrows):
+        x1, x2 = _x(chart, a.source), _x(chart, a.target)
+        y1 = _y(a.start)
+        y2 = _y(a.end) if a.end is not None else y1 + ROW // 2
+        if a.end is None:
+            x2 = x1 + (x2 - x1) * 3 // 4
+        method, _, fields = a.label.partition("(")
+        label_x, label_y = min(x1, x2) + 10, (y1 + y2) // 2 - 4
+        span = max(abs(x2 - x1), COLUMN - 20) - 10
+        out.append(f'<g class="frame" data-order="{i}" data-from="{escape(a.source)}" data-to="{escape(a.target)}" '
+                   f'data-sent="{a.start}" data-read="{a.end if a.end is not None else ""}">'
+                   f'<title>{escape(a.label)}</title>'
+                   f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#1f3b73" stroke-width="1.4" '
+                   f'marker-end="url(#head)"/>'
+                   f'<text x="{label_x}" y="{label_y}"><tspan font-weight="bold">'
+                   f'{escape(method)}</tspan>{escape(_fit("(" + fields if fields else "", span - 7 * len(method)))}'
+                   f'</text>'
+                   + (f'<text x="{x2 + (6 if x2 > x1 else -60)}" y="{y2 + 12}" fill="#b00">in flight</text>'
+                      if a.end is None else "")
+                   + "</g>")
+    for row, name, text in chart.boxes:
+        x = _x(chart, name)
+        out.append(f'<g class="step-box" data-row="{row}" data-on="{escape(name)}"><title>{escape(text)}</title>'
+                   f'<rect x="{x - 95}" y="{_y(row) - 10}" width="190" height="18" rx="3" fill="#fff8dc" stroke="#c9a227"/>'
+                   f'<text x="{x}" y="{_y(row) + 3}" text-anchor="middle">{escape(_fit(text, 180))}</text></g>')
+    for row, hit, text in chart.faults:
+        xs = [_x(chart, n) for n in hit if n in chart.lifelines] or [LEFT, width - 20]
+        x1, x2 = min(xs) - 70, max(xs) + 70
+        out.append(f'<g class="fault" data-row="{row}" data-hits="{escape(" ".join(hit))}">'
+                   f'<line x1="{x1}" y1="{_y(row)}" x2="{x2}" y2="{_y(row)}" stroke="#c00" stroke-width="2.5" '
+                   f'stroke-dasharray="8 4"/>'
+                   f'<text x="{x1}" y="{_y(row) - 5}" fill="#c00" font-weight="bold">✕ {escape(text)}</text></g>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def chart_svg(title: str, trace: Trace) -> str:
+    """``trace`` as a self-contained SVG message-sequence chart."""
+    return render_svg(chart_of(title, trace))
+
+
+def _file_name(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(parts)) + ".svg"
+
+
+def write_charts(result: ExplorationResult, directory: str | Path, witnesses: bool = False) -> list[Path]:
+    """One chart per counterexample of ``result`` (violated invariants, found hazards, an erroneous
+    deadlock), and per witness of a ``sometimes`` property when ``witnesses``; the files written."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    traces: list[tuple[str, str, Trace]] = []
+    for p in result.properties:
+        if p.trace is not None and (p.kind != "sometimes" or witnesses):
+            traces.append((p.name, f"{result.config}: {p.name} {p.verdict} ({len(p.trace.steps)} steps)", p.trace))
+    if result.deadlock_trace is not None and result.deadlock_failed:
+        traces.append(("deadlock", f"{result.config}: deadlock", result.deadlock_trace))
+    for name, title, trace in traces:
+        path = folder / _file_name(result.config, name)
+        path.write_text(chart_svg(title, trace), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def charts_for(results: Sequence[ExplorationResult], directory: str | Path, witnesses: bool = False) -> list[Path]:
+    """Charts of several results in one directory."""
+    return [p for r in results for p in write_charts(r, directory, witnesses)]

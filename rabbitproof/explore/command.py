@@ -1,0 +1,156 @@
+"""`rabbitproof explore CONFIG` and `rabbitproof list`: explore one configuration of the spec (or of
+any module with its interface, ``--model``), or list the configurations and properties.
+
+Exit codes: 0 every check met its expectation, 1 some check failed (or the state cap was hit),
+2 bad input (reported in one line on stderr before any exploration starts).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from spark_check.bundle import InputError, SpecBundle, load_module, load_spec
+from spark_check.engine import Engine, ExplorationResult
+from spark_check.reductions import build_reduction
+
+from rabbitproof.explore.chart import write_charts
+from rabbitproof.explore.manifest import manifest_check
+from rabbitproof.explore.report import ProgressDisplay, print_result, result_json
+from rabbitproof.options import (
+    EXIT_FAILED, EXIT_OK, add_engine_arguments, add_progress_arguments, build_engine, check_output_options,
+    parse_bounds, reductions_of,
+)
+
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    """--model: a module with the spec's interface (model, CONFIGS and REGISTRY in one) instead of spec/."""
+    parser.add_argument("--model", metavar="MODULE", default=None,
+                        help="explore this module (model, CONFIGS and REGISTRY in one) instead of spec/")
+
+
+def add_explore_arguments(explore: argparse.ArgumentParser) -> None:
+    """The options of `rabbitproof explore`."""
+    explore.add_argument("config", help="configuration name (see `rabbitproof list`)")
+    add_model_argument(explore)
+    add_engine_arguments(explore)
+    explore.add_argument("--checkpoint", metavar="DIR",
+                         help="spark engine: keep the level store (visited set, frontier, parent links) in DIR")
+    explore.add_argument("--resume", metavar="DIR", help="spark engine: continue the run checkpointed in DIR")
+    explore.add_argument("--driver-memory", metavar="SIZE",
+                         help="spark engine: the driver's heap, e.g. 8g (default 2g in local mode, where the "
+                              "executors share it)")
+    explore.add_argument("--bound", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
+                         help="override a bound of the configuration")
+    explore.add_argument("--property", action="extend", nargs="+", default=[], metavar="NAME",
+                         help="check these properties instead of the configuration's own")
+    explore.add_argument("--json", metavar="FILE", help="also write the full result as JSON")
+    explore.add_argument("--chart", metavar="DIR",
+                         help="write each counterexample as a message-sequence chart (SVG) in DIR")
+    explore.add_argument("--chart-witnesses", action="store_true",
+                         help="with --chart, also chart the witness of each sometimes property")
+    explore.add_argument("--max-states", type=int, metavar="N", help="state cap (default: the configuration's)")
+    explore.add_argument("--show-state", action="store_true", help="print the final state of each trace")
+    explore.add_argument("--exact", action="store_true",
+                         help="keep states, not 64-bit fingerprints (no collisions; more memory)")
+    explore.add_argument("--stop-on-violation", action="store_true",
+                         help="stop at the first violated invariant or erroneous deadlock")
+    add_progress_arguments(explore)
+
+
+def bundle_for(model: str | None) -> SpecBundle:
+    return load_module(model) if model else load_spec()
+
+
+def run_engine(
+    engine: Engine,
+    bundle: SpecBundle,
+    config: Any,
+    properties: Sequence[Any],
+    *,
+    max_states: int | None = None,
+    stop_on_violation: bool = False,
+    progress_console: Console | None = None,
+) -> ExplorationResult:
+    """Explore ``config``, with a live progress line on ``progress_console`` when one is given."""
+    display = ProgressDisplay(progress_console or Console(stderr=True), config.name, progress_console is not None)
+    with display:
+        return engine.explore(
+            bundle.model,
+            config,
+            properties,
+            max_states=max_states,
+            stop_on_violation=stop_on_violation,
+            progress=display.callback,
+            action_types=bundle.action_types(),
+        )
+
+
+def run_explore(args: argparse.Namespace, out: Console) -> int:
+    """`rabbitproof explore`: the exit code."""
+    # Every input is checked before any exploration starts.
+    engine = build_engine(args.engine, master=args.master, exact=args.exact, checkpoint=args.checkpoint,
+                          resume=args.resume, reductions=reductions_of(args.reduce),
+                          driver_memory=args.driver_memory)
+    check_output_options(args.max_states, args.chart)
+    if args.json:
+        folder = os.path.dirname(os.path.abspath(args.json))
+        if not os.path.isdir(folder):
+            raise InputError(f"--json: no such directory {folder!r}")
+    bounds = parse_bounds(args.bound)
+    bundle = bundle_for(args.model)
+    config = bundle.config(args.config, bounds)
+    properties = bundle.properties(config, args.property)
+    try:
+        build_reduction(engine.reductions, bundle.model, config)
+        engine.prepare(bundle.model, config, properties)
+    except ValueError as e:
+        raise InputError(str(e).splitlines()[0]) from None
+
+    err = Console(stderr=True)
+    show = err.is_terminal if args.progress is None else args.progress
+    result = run_engine(
+        engine,
+        bundle,
+        config,
+        properties,
+        max_states=args.max_states,
+        stop_on_violation=args.stop_on_violation,
+        progress_console=err if show else None,
+    )
+    engine.close()
+    print_result(out, result, args.show_state)
+    if args.chart:
+        for path in write_charts(result, args.chart, witnesses=args.chart_witnesses):
+            out.print(f"chart: {path}")
+    pinned = None if args.model or args.bound or args.property else manifest_check(result)
+    if pinned:
+        out.print(pinned, style="red" if "!=" in pinned else "green")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result_json(result), f, indent=2)
+            f.write("\n")
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def run_list(args: argparse.Namespace, out: Console) -> int:
+    """`rabbitproof list`: the configurations (those `make verify` runs marked) and the properties."""
+    bundle = bundle_for(args.model)
+    standard = set(getattr(bundle.configs, "STANDARD", ()))
+    configs = Table(title="Configurations (* = run by make verify)")
+    for col in ("name", "description", "deadlock is error", "max states", "properties"):
+        configs.add_column(col)
+    for name, c in bundle.configs.CONFIGS.items():
+        configs.add_row(("* " if name in standard else "  ") + name, c.description, str(c.deadlock_is_error),
+                        f"{c.max_states:,}", ", ".join(c.properties) or "(all)")
+    props = Table(title="Properties")
+    for col in ("name", "kind", "rules", "meaning"):
+        props.add_column(col)
+    for name, p in sorted(bundle.registry.items()):
+        props.add_row(name, p.kind, ", ".join(p.rules), p.doc)
+    out.print(configs)
+    out.print(props)
+    return EXIT_OK

@@ -1,0 +1,215 @@
+"""How an exploration reads: a live progress line, summary tables, numbered traces and JSON."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from spark_check.engine import ExplorationResult, PropertyResult, Trace
+
+VERDICT_STYLE = {
+    "holds": "green",
+    "witnessed": "green",
+    "found": "green",
+    "VIOLATED": "bold red",
+    "NOT WITNESSED": "bold red",
+    "NOT FOUND": "bold red",
+    "UNDECIDED": "yellow",
+}
+
+
+class ProgressDisplay:
+    """Progress (states, depth, states left to expand, states/s) on stderr while an engine runs.
+
+    On a terminal it is one live line; elsewhere (``--progress`` into a file or pipe) a plain line every
+    two seconds. Use as a context manager and pass ``callback`` to the engine: when disabled it is None
+    and the engine skips its progress calls.
+    """
+
+    def __init__(self, console: Console, label: str, enabled: bool) -> None:
+        self.console = console
+        self.label = label
+        self.enabled = enabled
+        self._live: Live | None = None
+        self._last = 0.0
+        self._interval = 0.1 if console.is_terminal else 2.0
+
+    def __enter__(self) -> "ProgressDisplay":
+        if self.enabled and self.console.is_terminal:
+            self._live = Live(Text(f"{self.label}: starting"), console=self.console, refresh_per_second=8,
+                              transient=True)
+            self._live.__enter__()
+        self._last = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    @property
+    def callback(self) -> Any:
+        return self.update if self.enabled else None
+
+    def update(self, states: int, depth: int, frontier: int, seconds: float) -> None:
+        """Redraw, at most every ``_interval`` seconds."""
+        now = time.monotonic()
+        if now - self._last < self._interval:
+            return
+        self._last = now
+        rate = states / seconds if seconds > 0 else 0.0
+        line = Text.assemble(
+            (f"{self.label}: ", "bold"),
+            f"{states:,} distinct states, depth {depth}, {frontier:,} to expand, ",
+            (f"{rate:,.0f} states/s", "cyan"),
+            f", {seconds:.1f} s",
+        )
+        if self._live is not None:
+            self._live.update(line)
+        else:
+            self.console.print(line, soft_wrap=True)
+
+
+def verdict_text(p: PropertyResult) -> Text:
+    """The verdict word, coloured, with pass or FAIL."""
+    mark = "pass" if p.passed else "FAIL"
+    return Text.assemble((p.verdict, VERDICT_STYLE.get(p.verdict, "")), f" ({mark})")
+
+
+def summary(result: ExplorationResult) -> Group:
+    """The figures, the property verdicts and the action coverage of one exploration, as rich tables."""
+    figures = Table(title=f"Exploration of {result.config} ({result.engine} engine)", show_header=False)
+    figures.add_column("figure", style="bold")
+    figures.add_column("value", justify="right")
+    figures.add_row("distinct states", f"{result.distinct_states:,}")
+    figures.add_row("depth (BFS levels)", f"{result.depth}")
+    figures.add_row("transitions", f"{result.transitions:,}")
+    figures.add_row("seconds", f"{result.seconds:.2f}")
+    figures.add_row("states/s", f"{result.states_per_second:,.0f}")
+    if result.exact:
+        figures.add_row("visited set", "exact (states, not fingerprints)")
+    else:
+        figures.add_row("fingerprint collision probability", f"{result.collision_probability:.2e}")
+    dead = f"{result.deadlocks:,}" + (" (error)" if result.deadlock_failed else " (allowed)" if result.deadlocks else "")
+    figures.add_row("deadlocks", Text(dead, "bold red" if result.deadlock_failed else ""))
+    if result.error:
+        figures.add_row("error", Text(result.error, "bold red"))
+    elif result.stopped_early:
+        figures.add_row("search", Text("stopped at the first violation", "yellow"))
+    figures.add_row("result", Text("OK", "bold green") if result.ok else Text("FAILED", "bold red"))
+
+    verdicts = Table(title="Properties")
+    verdicts.add_column("property")
+    verdicts.add_column("kind")
+    verdicts.add_column("rules")
+    verdicts.add_column("verdict")
+    verdicts.add_column("trace", justify="right")
+    for p in result.properties:
+        steps = str(len(p.trace.steps)) if p.trace is not None else ""
+        verdicts.add_row(p.name, p.kind, ", ".join(p.rules), verdict_text(p), steps)
+
+    coverage = Table(title="Action coverage (transitions)")
+    coverage.add_column("action")
+    coverage.add_column("fired", justify="right")
+    for name, n in result.coverage.items():
+        coverage.add_row(name, Text(f"{n:,}", "yellow" if n == 0 else ""))
+    parts: list[Any] = [figures, verdicts, coverage]
+    if result.never_fired:
+        parts.append(Text(f"never fired: {', '.join(result.never_fired)}", "yellow"))
+    return Group(*parts)
+
+
+def counterexamples(result: ExplorationResult) -> list[tuple[str, Trace]]:
+    """The traces worth printing: violated invariants, found hazards (the documented counterexample) and
+    an erroneous deadlock. Witnesses of ``sometimes`` properties stay in the JSON."""
+    out = []
+    for p in result.properties:
+        if p.trace is not None and p.kind != "sometimes":
+            title = f"{p.name} {p.verdict}" + ("" if p.passed else " (FAIL)")
+            out.append((title, p.trace))
+    if result.deadlock_trace is not None and result.deadlock_failed:
+        out.append(("deadlock", result.deadlock_trace))
+    if result.error_trace is not None:
+        out.append((f"{result.error}; the state being expanded", result.error_trace))
+    return out
+
+
+def print_trace(console: Console, title: str, trace: Trace, show_state: bool = False) -> None:
+    """A trace as numbered steps: actor, action, then each frame that crossed, with its direction; the
+    final state (long for the real spec) only when asked (it is always in the JSON)."""
+    fused = sum(s.fused for s in trace.steps)
+    shortest = "shortest trace" if not fused else \
+        f"trace of {len(trace.steps) - fused} levels (reduced: {fused} steps fused into the one before)"
+    console.print(Text(f"{title}: {shortest}, {len(trace.steps)} steps", style="bold"))
+    console.print("  0. initial state")
+    for s in trace.steps:
+        line = Text(f"  {s.number}. ")
+        line.append(f"[{s.actor}]", style="cyan")
+        line.append(f" {s.action}")
+        if s.fused:
+            line.append(" (fused)", style="dim")
+        console.print(line)
+        for frame in s.frames:
+            console.print(Text(f"       {frame}", style="dim"))
+    if show_state:
+        console.print(Text(f"  final state: {trace.final_state}", style="dim"), overflow="fold")
+
+
+def print_result(console: Console, result: ExplorationResult, show_state: bool = False) -> None:
+    """The summary tables, then every counterexample."""
+    console.print(summary(result))
+    for title, trace in counterexamples(result):
+        console.print()
+        print_trace(console, title, trace, show_state)
+
+
+def trace_json(trace: Trace | None) -> list[str] | None:
+    return None if trace is None else trace.lines()
+
+
+def result_json(result: ExplorationResult) -> dict[str, Any]:
+    """Every figure, verdict and trace of ``result`` as plain JSON data (traces as lists of strings)."""
+    return {
+        "config": result.config,
+        "engine": result.engine,
+        "bounds": result.bounds,
+        "ok": result.ok,
+        "complete": result.complete,
+        "stopped_early": result.stopped_early,
+        "error": result.error,
+        "distinct_states": result.distinct_states,
+        "depth": result.depth,
+        "transitions": result.transitions,
+        "seconds": round(result.seconds, 6),
+        "states_per_second": round(result.states_per_second, 1) if result.seconds > 0 else None,
+        "collision_probability": result.collision_probability,
+        "exact": result.exact,
+        "deadlocks": {
+            "count": result.deadlocks,
+            "is_error": result.deadlock_is_error,
+            "failed": result.deadlock_failed,
+            "trace": trace_json(result.deadlock_trace),
+            "final_state": result.deadlock_trace.final_state if result.deadlock_trace else None,
+        },
+        "properties": [
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "rules": list(p.rules),
+                "doc": p.doc,
+                "verdict": p.verdict,
+                "found": p.found,
+                "passed": p.passed,
+                "trace": trace_json(p.trace),
+                "final_state": p.trace.final_state if p.trace else None,
+            }
+            for p in result.properties
+        ],
+        "error_trace": trace_json(result.error_trace),
+        "coverage": result.coverage,
+        "never_fired": list(result.never_fired),
+    }

@@ -1,0 +1,105 @@
+"""What the subcommands of `rabbitproof` share: one-line errors, the engine options, bounds, the console.
+
+Every input is checked before any work starts; a mistake is one line on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn, Sequence
+
+from rich.console import Console
+
+from spark_check.bundle import InputError
+from spark_check.checkpoint import check_writable
+from spark_check.engines import ENGINES, Engine, engine_named
+from spark_check.reductions import REDUCTIONS, parse_reductions
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr and exit code 2 (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def fail(prog: str, error: Exception | str) -> int:
+    """Report a bad input in one line on stderr; the exit code 2."""
+    text = str(error)
+    sys.stderr.write(f"{prog}: error: {text.splitlines()[0] if text else repr(error)}\n")
+    return EXIT_BAD_INPUT
+
+
+def parse_bounds(items: Sequence[str]) -> dict[str, str]:
+    """``NAME=VALUE`` strings as a dict; InputError for one without ``=``."""
+    bounds: dict[str, str] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise InputError(f"--bound expects NAME=VALUE, not {item!r}")
+        bounds[name.strip()] = value.strip()
+    return bounds
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser, reduce_default: str = "none") -> None:
+    """--engine, --master and --reduce, shared by explore, check, verify and bench."""
+    parser.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))} (default local)")
+    parser.add_argument("--master", metavar="URL",
+                        help="spark engine: Spark master (local[*] by default; spark://HOST:PORT, yarn, k8s://...)")
+    default = "those written for the model: por,symmetry for the spec" if reduce_default == "written" else reduce_default
+    parser.add_argument("--reduce", default=reduce_default, metavar="NAMES",
+                        help=f"state-space reductions, comma-separated: {', '.join(REDUCTIONS)}, or none "
+                             f"(default {default}; docs/explanation/reductions.md)")
+
+
+def add_progress_arguments(parser: argparse.ArgumentParser) -> None:
+    """--progress / --no-progress: the live progress line on stderr (shown on a terminal by default)."""
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="show progress even when stderr is not a terminal")
+    shown.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+
+
+def reductions_of(text: str) -> tuple[str, ...]:
+    """``--reduce`` as reduction names; InputError (one line) for an unknown one."""
+    try:
+        return parse_reductions(text)
+    except ValueError as e:
+        raise InputError(f"--reduce: {e}") from None
+
+
+def check_output_options(max_states: int | None, chart: str | None) -> None:
+    """--max-states and --chart, checked before any work: InputError (one line) if either is unusable."""
+    if max_states is not None and max_states < 1:
+        raise InputError(f"--max-states must be positive, not {max_states}")
+    if chart:
+        try:
+            check_writable(chart)
+        except ValueError as e:
+            raise InputError(str(e).replace("checkpoint directory", "--chart directory")) from None
+
+
+def build_engine(name: str, *, master: str | None = None, exact: bool = False, checkpoint: str | None = None,
+                 resume: str | None = None, reductions: Sequence[str] = (), driver_memory: str | None = None) -> Engine:
+    """The engine the command line asks for; InputError (one line) for options it cannot take, an
+    unreachable master or a checkpoint directory that cannot be written, before any work starts."""
+    options: dict[str, Any] = {"exact": exact, "reductions": tuple(reductions)}
+    spark_only = {"--master": master, "--checkpoint": checkpoint, "--resume": resume, "--driver-memory": driver_memory}
+    if name == "spark":
+        options.update(master=master, checkpoint=checkpoint, resume=resume, driver_memory=driver_memory)
+    else:
+        given = [flag for flag, value in spark_only.items() if value]
+        if given:
+            raise InputError(f"{given[0]} is for the spark engine (add --engine spark)")
+    try:
+        return engine_named(name, **options)
+    except ValueError as e:
+        raise InputError(str(e).splitlines()[0]) from None
+
+
+def output_console() -> Console:
+    """Standard output; 120 columns wide when it is not a terminal (rich would assume 80)."""
+    return Console() if sys.stdout.isatty() else Console(width=120)

@@ -1,0 +1,157 @@
+"""Symmetry reduction (``--reduce symmetry``): states that differ only by a renaming of interchangeable
+connections and channels are one state of the search.
+
+The renamings
+-------------
+A renaming ``g`` maps connection c to ``g.conns[c]`` and its channel ch to ``g.channels[c][ch - 1]``;
+queues keep their names. ``automorphisms(config)`` lists those other than the identity that map the
+configuration onto itself: the role of every channel (c, ch) is the role of its image, and every
+connection whose channels publish is its own image. The last clause is not a shortcut: message ids
+name their publisher's connection (``c * MSG_STRIDE + n``, spec.frames) and the spec compares them
+(``ClientReceive`` sets ``disorder`` when a message arrives after a larger id, RQ-3), so renaming a
+publishing connection would change what the properties see. Queues are not renamed: no standard
+configuration has two interchangeable queues, and a queue's index names it in frames, copies, fates
+and the disk. Message payloads have nothing to rename: a message is its id, and ids are ordered.
+
+``rename(state, g)`` applies ``g`` to every place a state names a connection or a channel: the order of
+``State.conns``; in each connection the per-channel FIFOs both ways (and the channel number each frame
+carries, ``frame[1]``), the channel of each automatic-mode delivery in flight (``Conn.auto``, kept in its
+order), the broker's channels and the client's views; in each queue the consumers' ring entries
+``(conn, ch, tag)`` (kept in round-robin order), the exclusive consumer, and the exclusive owner
+(connection + 1). Nothing else names one (budgets, fates, the disk and every ghost are keyed by queue,
+copy and message; consumer tags are the role's position, the same on every channel).
+
+How it reduces, and why no verdict changes
+------------------------------------------
+The search keys its visited set by orbit: the fingerprint of x is ``min(hash(g(x)))`` over the group
+(identity included), the same for every state of x's orbit (``frozenset`` of the orbit in ``--exact``
+mode). The state kept and expanded is the real state found first, and a trace is rebuilt by replaying
+real edges whose target is in the next orbit, so every trace is a path of the model as it is.
+
+This is the classic quotient argument (Ip and Dill; Emerson and Sistla), resting on three facts about
+the spec, for every automorphism g and every state x (spark_check.equivariance checks all three on
+every reachable state of a configuration, exactly):
+
+1. the initial states are fixed by g;
+2. the successors of g(x), as a multiset, are g applied to the successors of x, and terminal_ok(g(x))
+   is terminal_ok(x) (the rules name connections and channels only as indices into the state, and the
+   configuration gives renamed channels the same role);
+3. every property has the same value on x and on g(x) (they quantify over all connections, channels and
+   copies, and compare message ids only of one publisher, which g fixes).
+
+By (1) and (2) the orbit of a state reachable in k steps is reachable in k steps from every member's
+orbit-mate: a BFS over orbits from the initial orbit reaches exactly the orbits of reachable states, each
+at the depth of its closest member. By (3) an orbit decides a property iff each of its states does.
+So every verdict is the same, every shortest trace has the full search's length, deadlocks are reached
+(counted once per orbit), and every action class that fires in the full graph fires in the reduced one
+(g maps an action to one of its own class). Combined with ``por``: the normal form under fused takes
+commutes with g (fusability reads the configuration, which g preserves, and the state of one channel,
+which g renames; the takes are confluent), so the reduced graph's orbits are taken the same way.
+
+`rabbitproof check`'s machine (rabbitproof.check.questions.SetupMachine) wraps the spec's state with an observer
+ghost and gives its own ``symmetry``: the configuration's renamings that also keep each connection's
+message limit and whether a fault may lose it, applied to the spec state and to every (conn, ch) the
+ghost names (``questions.rename_watched``). The same three facts are checked of it, questions included.
+"""
+from __future__ import annotations
+
+from itertools import permutations, product
+from typing import Any, Callable, NamedTuple
+
+from .roles import IDLE
+
+
+class Renaming(NamedTuple):
+    """Connection c becomes ``conns[c]``; its channel ch becomes ``channels[c][ch - 1]``."""
+
+    conns: tuple[int, ...]
+    channels: tuple[tuple[int, ...], ...]
+
+
+def automorphisms(config: Any) -> tuple[Renaming, ...]:
+    """The renamings, other than the identity, that map ``config`` onto itself and fix every connection
+    with a publishing role (module docstring), in a fixed order."""
+    n, k = config.connections, config.channels
+    roles = {key: r for key, r in config.roles.items() if r != IDLE}
+    publishers = {c for (c, _), r in roles.items() if r.publish}
+    same = tuple(range(1, k + 1))
+    identity = Renaming(tuple(range(n)), (same,) * n)
+    found = []
+    for pc in permutations(range(n)):
+        if any(pc[c] != c for c in publishers):
+            continue
+        for pchs in product(permutations(range(1, k + 1)), repeat=n):
+            g = Renaming(pc, pchs)
+            if g == identity:
+                continue
+            if {(pc[c], pchs[c][ch - 1]): r for (c, ch), r in roles.items()} == roles:
+                found.append(g)
+    return tuple(found)
+
+
+def _frames(fifos: tuple, perm: tuple[int, ...]) -> tuple:
+    """Per-channel FIFOs (index 0: the connection's own) with channels renamed by ``perm``."""
+    out = [fifos[0]] + [()] * len(perm)
+    for ch, fifo in enumerate(fifos[1:], start=1):
+        new = perm[ch - 1]
+        out[new] = tuple((f[0], new) + f[2:] for f in fifo)
+    return tuple(out)
+
+
+def _permuted(items: tuple, perm: tuple[int, ...]) -> tuple:
+    """Per-channel items (index ch - 1) with channels renamed by ``perm``."""
+    out = list(items)
+    for i, item in enumerate(items):
+        out[perm[i] - 1] = item
+    return tuple(out)
+
+
+def rename(state: Any, g: Renaming) -> Any:
+    """``state`` with its connections and channels renamed by ``g`` (module docstring)."""
+    conns = list(state.conns)
+    for c, conn in enumerate(state.conns):
+        perm = g.channels[c]
+        if perm != tuple(range(1, len(perm) + 1)):
+            conn = conn._replace(
+                to_broker=_frames(conn.to_broker, perm), to_client=_frames(conn.to_client, perm),
+                auto=tuple((perm[a[0] - 1],) + a[1:] for a in conn.auto),
+                channels=_permuted(conn.channels, perm), clients=_permuted(conn.clients, perm))
+        conns[g.conns[c]] = conn
+
+    def entry(e: tuple) -> tuple:
+        c, ch, tag = e
+        return (g.conns[c], g.channels[c][ch - 1], tag)
+
+    queues = tuple(q._replace(ring=tuple(entry(e) for e in q.ring), exclusive=entry(q.exclusive) if q.exclusive else (),
+                              owner=g.conns[q.owner - 1] + 1 if q.owner else 0)
+                   for q in state.queues)
+    return state._replace(conns=tuple(conns), queues=queues)
+
+
+class Symmetry:
+    """The ``symmetry`` reduction of one configuration: ``fingerprint`` names a state's orbit."""
+
+    name = "symmetry"
+
+    def __init__(self, config: Any, renamings: tuple[Renaming, ...] | None = None,
+                 rename_state: Callable[[Any, Renaming], Any] | None = None) -> None:
+        self.renamings = automorphisms(config) if renamings is None else tuple(renamings)
+        self.rename = rename if rename_state is None else rename_state   # a model whose states wrap the spec's
+
+    def orbit(self, state: Any) -> list[Any]:
+        """``state`` and its renamings (with repetitions when some renaming fixes it)."""
+        rename_ = self.rename
+        return [state] + [rename_(state, g) for g in self.renamings]
+
+    def fingerprint_of(self, exact: bool) -> Callable[[Any], Any]:
+        """The orbit's fingerprint: the least 64-bit hash of its states, or, exactly, the orbit itself."""
+        orbit = self.orbit
+        if exact:
+            return lambda state: frozenset(orbit(state))
+        return lambda state: min(map(hash, orbit(state)))
+
+
+def symmetries(config: Any) -> int:
+    """How many renamings of connections and channels, other than the identity, map ``config`` onto itself:
+    with none, symmetry reduction merges no state."""
+    return len(automorphisms(config))
