@@ -98,6 +98,30 @@ def _bytes(value: Any, where: str) -> bytes:
     raise RecordingError(f"{where}: body must be a string or {{\"base64\": ...}}")
 
 
+def _from_json(value: Any) -> Any:
+    """A field value read back: ``{"base64": ...}`` as bytes, tables and lists kept."""
+    if isinstance(value, dict):
+        if set(value) == {"base64"} and isinstance(value["base64"], str):
+            return base64.b64decode(value["base64"])
+        return {k: _from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
+
+
+def _filled(obj: Any, fields: Any, what: str, where: str) -> Any:
+    """``obj`` (pamqp's defaults) with ``fields`` set as recorded; a recording keeps what the broker sent,
+    even where pamqp's own checks of an outgoing frame would refuse it."""
+    if not isinstance(fields, dict):
+        raise RecordingError(f"{where}: {what} must be an object")
+    known = dict(obj)
+    for key, value in fields.items():
+        if key not in known:
+            raise RecordingError(f"{where}: {what}: no field {key!r} (known: {', '.join(known)})")
+        setattr(obj, key, _from_json(value))
+    return obj
+
+
 def _method(name: Any, fields: Any, where: str) -> Any:
     if not isinstance(name, str) or "." not in name:
         raise RecordingError(f"{where}: method must name an AMQP method such as \"Basic.Ack\", not {name!r}")
@@ -105,12 +129,7 @@ def _method(name: Any, fields: Any, where: str) -> Any:
     cls = getattr(getattr(commands, klass, None), method, None)
     if cls is None or not isinstance(cls, type):
         raise RecordingError(f"{where}: unknown AMQP method {name!r}")
-    if not isinstance(fields, dict):
-        raise RecordingError(f"{where}: fields must be an object")
-    try:
-        return cls(**fields)
-    except (TypeError, ValueError) as e:
-        raise RecordingError(f"{where}: {name} fields: {e}") from None
+    return _filled(cls(), fields, f"{name} fields", where)
 
 
 def entry_from_json(item: Any, where: str) -> LoggedCommand:
@@ -131,12 +150,7 @@ def entry_from_json(item: Any, where: str) -> LoggedCommand:
     if kind == "method":
         method = _method(item.get("method"), item.get("fields", {}), where)
         if "properties" in item:
-            if not isinstance(item["properties"], dict):
-                raise RecordingError(f"{where}: properties must be an object")
-            try:
-                properties = commands.Basic.Properties(**item["properties"])
-            except (TypeError, ValueError) as e:
-                raise RecordingError(f"{where}: properties: {e}") from None
+            properties = _filled(commands.Basic.Properties(), item["properties"], "properties", where)
     if item.get("body") is not None:
         body = _bytes(item["body"], where)
     return LoggedCommand(direction, kind, channel, method, properties, body, float(at))
