@@ -1,18 +1,9 @@
 """Exhaustive exploration of bounded configurations of the specification (DESIGN.md, spark_check).
 
-Command line::
-
-    python -m spark_check list                                  # configurations and properties
-    python -m spark_check explore CONFIG [--engine local|spark] [--master URL] [--reduce por|none]
-                                 [--checkpoint DIR | --resume DIR]
-                                 [--bound NAME=VALUE ...] [--property NAME ...] [--json FILE] [--chart DIR]
-                                 [--chart-witnesses] [--max-states N] [--stop-on-violation] [--exact]
-                                 [--show-state] [--progress | --no-progress]
-    python -m rabbitproof.explore.standard [CONFIG ...] [--update-manifest] [--engine E] [--master URL] [--reduce R]  # make verify
-    python -m rabbitproof.bench.engines [CONFIG ...] [--engines local,spark] [--master URL] [--reduce R]             # make bench
-    python -m rabbitproof.bench.reductions [CONFIG ...] [--reduce por]   # full vs reduced: same verdicts (make bench)
-
-Exit codes: 0 every expectation met, 1 some check failed, 2 bad input (one line on stderr).
+The engines (engine.py: the local one; spark_engine.py: Spark) and what they share (expansion.py,
+assembly.py, results.py, the reductions' hooks in reductions.py). They know nothing of the spec's
+meaning: a model gives initial states, enabled actions, steps, properties, and optionally the hooks of
+its reductions. The command line is `rabbitproof explore` (rabbitproof/explore/command.py).
 
 From Python::
 
@@ -20,11 +11,10 @@ From Python::
     result = LocalEngine().explore(spec.machine, spec.configs.get("ack_basics"), properties)
     result.distinct_states, result.depth, result.ok, result.properties[0].trace.lines()
 
-``verify.verify(model, configs, registry, manifest_path, engine=...)`` and ``bench.bench(model, configs,
-registry, engine=...)`` take any model with the ``spec.machine`` interface and either engine
-(``engine_named("spark", master="local[2]")``); the tests run them on ``tests/toy_model.py``.
-``LocalEngine(reductions=("por",))`` (or the same option of the Spark engine) explores under the
-partial-order reduction of ``spark_check.reductions``, which changes no verdict.
+Either engine (``engine_named("spark", master="local[2]")``) explores any model with the
+``spec.machine`` interface; the tests run them on ``tests/toy_model.py``. ``LocalEngine(reductions=("por",))``
+(or the same option of the Spark engine) explores under the reduction the model offers through its
+``fused_takes`` hook (spec.por for the spec), which changes no verdict.
 """
 from .engine import Engine, ExplorationResult, LocalEngine, PropertyResult, Trace, TraceStep, disagreements
 from .engines import ENGINES, engine_named

@@ -4,7 +4,7 @@ level-synchronous BFS relies on, and the project's code shipped to executors.
 ``--master`` takes what ``spark-submit --master`` takes: ``local``, ``local[N]``, ``local[*]``,
 ``spark://HOST:PORT`` (a standalone cluster; several masters separated by commas), ``yarn`` or
 ``k8s://URL``. Without one, a run under ``spark-submit`` uses spark-submit's master and a plain
-``python -m spark_check`` uses ``local[*]``. Executors get the code as a zip of the packages the model,
+`rabbitproof explore` uses ``local[*]``. Executors get the code as a zip of the packages the model,
 its configuration and its properties live in (``SparkContext.addPyFile``), so a cluster needs only
 Python 3.11+ with pyspark and pyarrow, not a copy of the project.
 """

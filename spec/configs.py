@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from .budgets import BUDGETS
 from .frames import DEFAULT_EXCHANGE, FANOUT_EXCHANGE, MISSING_EXCHANGE
 from .properties import ALWAYS
 from .roles import QueueSpec, Role
@@ -15,18 +16,24 @@ class ConfigError(ValueError):
     """A configuration name, bound or value that cannot be used; the message is one line."""
 
 
-# Bounds a user may change from the command line, with their allowed ranges.
-BOUNDS: dict[str, tuple[int, int]] = {
-    "messages": (0, 12), "requeues": (0, 6), "closes": (0, 3), "reconnects": (0, 3), "losses": (0, 1),
-    "crashes": (0, 2), "failures": (0, 3), "bad": (0, 3), "qos": (0, 3), "gets": (0, 6), "cancels": (0, 2),
-    "admin": (0, 3),
-    "max_states": (1, 100_000_000),
-}
+# Bounds a user may change from the command line, with their allowed ranges: the budgets (spec.budgets)
+# and the state cap.
+BOUNDS: dict[str, tuple[int, int]] = {**{b.name: (0, b.most) for b in BUDGETS}, "max_states": (1, 100_000_000)}
+
+
+def _with_budgets(cls: type) -> type:
+    """Give the class an int field per budget of spec.budgets, with its default (declared there, once)."""
+    for budget in BUDGETS:
+        cls.__annotations__[budget.name] = "int"
+        setattr(cls, budget.name, budget.default)
+    return cls
 
 
 @dataclass(frozen=True)
+@_with_budgets
 class Config:
-    """One bounded model: connections, channels per connection, queues, what each channel does, and budgets."""
+    """One bounded model: connections, channels per connection, queues, what each channel does, and a
+    field per budget (``messages``, ``requeues``, ``crashes``, ...: spec.budgets)."""
 
     name: str
     description: str
@@ -35,18 +42,6 @@ class Config:
     queues: tuple[QueueSpec, ...] = (QueueSpec(),)
     bindings: tuple[int, ...] = ()
     roles: dict = field(default_factory=dict)          # (conn, ch) -> Role
-    messages: int = 2
-    requeues: int = 0
-    closes: int = 0
-    reconnects: int = 0
-    losses: int = 0                                     # 1: connections may be lost (NetworkLoss)
-    crashes: int = 0
-    failures: int = 0
-    bad: int = 0
-    qos: int = 0
-    gets: int = 0
-    cancels: int = 0
-    admin: int = 0                                      # queue.purge and queue.delete
     channels_open: bool = True                          # False: channels start closed; clients open them
     deadlock_is_error: bool = True
     properties: tuple[str, ...] = ()                    # () means every property in the registry

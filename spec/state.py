@@ -10,7 +10,10 @@ and no effect on the modelled system reads them.
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import NamedTuple
+
+from .budgets import SPENT
 
 # Broker-side channel status (ER-1). CH_CLOSING: the broker closed it and waits for close-ok;
 # CH_ENDING: the client closed it and the broker has not sent close-ok yet. Frames the client sent
@@ -165,19 +168,9 @@ class Conn(NamedTuple):
     clients: tuple                  # ClientChannel per channel number 1..n
 
 
-class Used(NamedTuple):
-    """How much of each bounded budget has been spent (configurations cap them: RQ-6)."""
-
-    requeues: int = 0
-    closes: int = 0
-    reconnects: int = 0
-    crashes: int = 0
-    failures: int = 0
-    bad: int = 0
-    qos: int = 0
-    gets: int = 0
-    cancels: int = 0
-    admin: int = 0                  # queue.purge and queue.delete
+# How much of each budget a run has spent, one counter per spent budget of spec.budgets (configurations
+# cap them: RQ-6), all 0 at the start.
+Used = namedtuple("Used", SPENT, defaults=(0,) * len(SPENT))
 
 
 class State(NamedTuple):

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 from . import actions as A
 from . import broker, faults, machine, network
+from .budgets import SPENT
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
     BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN,
@@ -397,6 +398,11 @@ def _kept_on_disk(state):
     return state._replace(disk=tuple(sorted(state.disk + tuple(records))))
 
 
+# The spent budgets no step the checker takes is guarded by (all but crashes, queue failures and admin),
+# each reset to 0.
+_UNGUARDED = {name: 0 for name in SPENT if name not in ("crashes", "failures", "admin")}
+
+
 def _canonical(state, crashes_left: bool):
     """The state as the search keys it: disk records kept for copies that left memory (``_kept_on_disk``),
     no disk at all once the broker is up and no crash can happen (only a restart reads it), and the ghost variables and the
@@ -404,12 +410,12 @@ def _canonical(state, crashes_left: bool):
     state = _kept_on_disk(state)
     used = state.used
     disk = state.disk if crashes_left else ()
+    unguarded = used._replace(**_UNGUARDED)
     if not (state.fates or state.delivered or state.confirmed_msgs or state.tx_groups or state.events
-            or used.requeues or used.closes or used.reconnects or used.bad or used.qos or used.gets
-            or used.cancels or disk is not state.disk):
+            or unguarded != used or disk is not state.disk):
         return state
     return state._replace(disk=disk, fates=(), delivered=(), confirmed_msgs=(), tx_groups=(), events=0,
-                          used=used._replace(requeues=0, closes=0, reconnects=0, bad=0, qos=0, gets=0, cancels=0))
+                          used=unguarded)
 
 
 def _droppable(state, doubt: frozenset):

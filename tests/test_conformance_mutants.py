@@ -1,4 +1,4 @@
-"""The oracle is tested: each planted bug (tests/conformance/mutants.py) in a copy of the broker (its
+"""The oracle is tested: each planted bug (tests/fixtures/mutants.py) in a copy of the broker (its
 core or its server) is caught by the test the mutant names, within CI's budget (the same fixed-seed
 programs as `make test`), and caught by the spec (a rejected trace), not by a crash of the test. A patch gone stale after a change
 to impl/ fails here with StalePatch."""

@@ -1,7 +1,7 @@
-"""Generated client programs (tests/conformance/programs.py) run on three targets, and the spec judges
+"""Generated client programs (rabbitproof/conformance/programs.py) run on three targets, and the spec judges
 every recording: the impl core in process, the impl server over TCP, and a private RabbitMQ 3.10.8.
 A rejected recording fails with the shrunk program (as Python and as numbered steps), the trace and the
-first observation the spec cannot explain (tests/conformance/judge.py). Budgets are fixed (derandomized):
+first observation the spec cannot explain (rabbitproof/conformance/judge.py). Budgets are fixed (derandomized):
 `make conformance` runs more programs. Focused programs (episodes of one rule family each) run in
 process too: they are what catches most planted bugs (tests/test_conformance_mutants.py)."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The pinned numbers of the spec: distinct states and depth of the fast standard configurations
-against spark_check/manifest.json, and the exact shortest counterexample of hazards (STYLE.md,
+against rabbitproof/explore/manifest.json, and the exact shortest counterexample of hazards (STYLE.md,
 stateright: tests pin the numbers; a failing configuration asserts its exact counterexample).
 The slower configurations are checked by `make verify`."""
 import json

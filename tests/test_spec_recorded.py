@@ -1,4 +1,4 @@
-"""Recorded runs judged by the spec: the scenarios of tests/harness/scenarios.py (one or more per rule
+"""Recorded runs judged by the spec: the scenarios of rabbitproof/recording/scenarios.py (one or more per rule
 family) run with the raw client against RabbitMQ 3.10.8 and against impl, and every recording must be
 a trace the spec accepts (``spec.recorded``). The README's table of recorded traces comes from here.
 Also: the adapter's own rules (names, derived configuration, refusals)."""
@@ -146,7 +146,7 @@ def test_a_recording_gives_the_real_time_order():
 
 
 # ---------------------------------------------------------------- a pending tx.commit (TX-7)
-# What RabbitMQ 3.10.8 wrote (tests/conformance programs run on a private node, 30 runs each): a method
+# What RabbitMQ 3.10.8 wrote (rabbitproof/conformance programs run on a private node, 30 runs each): a method
 # pipelined behind tx.commit closes the connection with 504 while the commit waits for its queues,
 # persistent or not (30 of 30); a channel.close there is answered and the commit-ok never comes (30 of
 # 30); a consumer on the committing channel gets the committed messages before tx.commit-ok (both of

@@ -27,7 +27,7 @@ READY_LINE = re.compile(rb"rabbitproof broker listening on (?P<host>[^\s:]+):(?P
 
 def impl_root() -> Path:
     """The directory holding the `impl` package this process imports, where the server is started: the
-    repository, or a planted-bug copy put first on sys.path (tests/conformance/mutants.py), so that a
+    repository, or a planted-bug copy put first on sys.path (tests/fixtures/mutants.py), so that a
     mutant of the server is what runs over TCP."""
     import impl
     return Path(impl.__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ and restart, where the target allows it). Every method's fields range over their
 (delivery tags 0, tags never issued, tags up to 2^64-1, prefetch counts 0 to 65535, sizes other than
 0), weighted towards the values that make a program interesting (small tags that were issued).
 
-What runs a program (tests/conformance/targets.py) adds the housekeeping a client does: it opens the
+What runs a program (rabbitproof/conformance/targets.py) adds the housekeeping a client does: it opens the
 channels of a new connection, answers a broker's close with close-ok and opens the channel again, and
 connects again after a connection ends. So every step starts with channels 1 and 2 open, and a program
 stays productive after an error. Every value has a repr that is valid Python: a failing program prints

@@ -163,7 +163,7 @@ class InProcessTarget:
 # ---------------------------------------------------------------- brokers over TCP
 
 class TcpTarget:
-    """A broker at host:port. `broker` (a harness broker, tests/harness/brokers.py) lets programs crash
+    """A broker at host:port. `broker` (a harness broker, rabbitproof/brokers/__init__.py) lets programs crash
     it (SIGKILL) and restart it; `quiet` is how long a step reads after its last reply."""
 
     def __init__(self, name: str, host: str, port: int, user: str = "guest", password: str = "guest",

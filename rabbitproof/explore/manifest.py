@@ -1,4 +1,4 @@
-"""The manifest: distinct states and depth pinned per configuration (spark_check/manifest.json), a
+"""The manifest: distinct states and depth pinned per configuration (rabbitproof/explore/manifest.json), a
 regression test for free, as TLA+ projects keep."""
 from __future__ import annotations
 

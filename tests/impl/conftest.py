@@ -1,5 +1,5 @@
 """Fixtures for the impl broker's own tests: `python -m impl.server` on a free port with a private data
-directory (tests/harness/impl_broker.py), shared or per test."""
+directory (rabbitproof/brokers/impl_broker.py), shared or per test."""
 
 from __future__ import annotations
 
