@@ -50,6 +50,7 @@ class Checked:
     config: Config
     result: ExplorationResult
     answers: tuple[Answer, ...]
+    machine: SetupMachine
 
     @property
     def failing(self) -> tuple[str, ...]:
@@ -119,22 +120,33 @@ def answer(question: Question, result: ExplorationResult) -> Answer:
     return Answer(question.key, question.text, happens, trace if happens else None, rules)
 
 
-def check_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | None = None,
-                max_states: int | None = None, progress: Callable | None = None) -> Checked:
-    """Explore ``setup`` on ``engine`` and answer every question."""
-    config = config_for(setup, bounds, max_states)
-    machine = machine_for(setup)
-    result = engine.explore(machine, config, PROPERTIES, progress=progress, action_types=ACTION_TYPES)
-    if result.error is not None and result.error != too_many_states(config.max_states):
-        raise RuntimeError(f"exploring {setup.source} failed: {result.error}")
-    return Checked(setup, config, result, tuple(answer(q, result) for q in QUESTIONS))
+@dataclass(frozen=True)
+class Prepared:
+    """A setup made ready to explore: its configuration and its machine, each built once per run."""
+
+    config: Config
+    machine: SetupMachine
 
 
 def prepare(setup: Setup, engine: Engine, bounds: Mapping[str, Any] | None = None,
-            max_states: int | None = None) -> None:
+            max_states: int | None = None) -> Prepared:
     """Everything checked before any work: the bounds (ConfigError), and what the engine must be able to
-    ship (ValueError)."""
+    ship (ValueError); the configuration and machine to explore."""
     config = config_for(setup, bounds, max_states)
     machine = machine_for(setup)
     build_reduction(engine.reductions, machine, config)
     engine.prepare(machine, config, PROPERTIES)
+    return Prepared(config, machine)
+
+
+def check_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | None = None,
+                max_states: int | None = None, progress: Callable | None = None,
+                prepared: Prepared | None = None) -> Checked:
+    """Explore ``setup`` on ``engine`` and answer every question (``prepared``: what ``prepare`` made of
+    it, so that nothing is built twice)."""
+    prepared = prepared or prepare(setup, engine, bounds, max_states)
+    config, machine = prepared.config, prepared.machine
+    result = engine.explore(machine, config, PROPERTIES, progress=progress, action_types=ACTION_TYPES)
+    if result.error is not None and result.error != too_many_states(config.max_states):
+        raise RuntimeError(f"exploring {setup.source} failed: {result.error}")
+    return Checked(setup, config, result, tuple(answer(q, result) for q in QUESTIONS), machine)

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
         raise InputError("--bound messages: set each publisher's messages in the setup file")
     engine = build_engine(args.engine, master=args.master, reductions=reductions_of(args.reduce))
     try:
-        prepare(setup, engine, bounds, args.max_states)
+        prepared = prepare(setup, engine, bounds, args.max_states)
     except (ConfigError, ValueError) as e:
         raise InputError(str(e).splitlines()[0]) from None
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
 
     try:
         with progress(setup_name(setup)) as display:
-            checked = check_setup(setup, engine, bounds=bounds, max_states=args.max_states, progress=display.callback)
+            checked = check_setup(setup, engine, progress=display.callback, prepared=prepared)
         tried = ()
         if not args.no_advice:
             tried = try_changes(checked, engine, bounds=bounds, max_states=args.max_states,

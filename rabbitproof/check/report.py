@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rabbitproof.explore.chart import chart_svg
-from rabbitproof.check.answers import Checked, machine_for, names, setup_name
+from rabbitproof.check.answers import Checked, names, setup_name
 from rabbitproof.explore.report import print_trace
 from rabbitproof.check.whatif import Tried
 
@@ -44,7 +44,7 @@ def swapped_text(checked: Checked) -> str:
     if "symmetry" not in checked.result.reductions:
         return ""
     setup = checked.setup
-    renamings = machine_for(setup).symmetry(checked.config).renamings
+    renamings = checked.machine.symmetry(checked.config).renamings
     moved = sorted({c for g in renamings for c, d in enumerate(g.conns) if c != d})
     if not moved:
         return ""
