@@ -23,6 +23,7 @@ from rich.console import Console
 from impl import server
 from spark_check.bundle import InputError
 
+from rabbitproof import verify
 from rabbitproof.bench import command as bench
 from rabbitproof.check import command as check
 from rabbitproof.check.setup_file import SetupError
@@ -30,7 +31,6 @@ from rabbitproof.conformance import command as conformance
 from rabbitproof.explore import command as explore
 from rabbitproof.options import OneLineParser, fail, output_console
 from rabbitproof.recording import command as trace
-from rabbitproof import verify
 
 
 class Subcommand:

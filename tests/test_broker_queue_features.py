@@ -16,6 +16,7 @@ import pytest
 from pamqp import commands as C
 
 from impl.core import queue_arguments
+
 from rabbitproof.recording.rawclient import ChannelClosed, ConnectionClosed, RawConnection, transient
 from rabbitproof.recording.wire import wait_ready
 

@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rabbitproof.check.answers import check_setup, machine_for, names
-from rabbitproof.cli import main
 from spark_check.engine import LocalEngine
+from spec import actions as A
+
+from rabbitproof.check.answers import check_setup, machine_for, names
 from rabbitproof.check.questions import NOTHING_YET, QUESTIONS, SetupMachine, Watched, believed_never_lost
 from rabbitproof.check.setup_file import parse_setup, read_setup
 from rabbitproof.check.setup_model import to_config
 from rabbitproof.check.whatif import single_changes, try_changes
-from spec import actions as A
+from rabbitproof.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CAN, CANNOT = "can happen", "cannot happen"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rabbitproof.check.answers import check_setup
 from spark_check.engine import LocalEngine, disagreements
-from rabbitproof.check.setup_file import read_setup
 from spark_check.spark_engine import SparkEngine
+
+from rabbitproof.check.answers import check_setup
+from rabbitproof.check.setup_file import read_setup
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -20,12 +20,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rabbitproof.brokers.impl_broker import ImplBroker
+from rabbitproof.brokers.rabbitmq import RabbitMQNode
 from rabbitproof.conformance import budget
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.judge import assert_accepted
 from rabbitproof.conformance.targets import InProcessTarget, TcpTarget, run_program
-from rabbitproof.brokers.impl_broker import ImplBroker
-from rabbitproof.brokers.rabbitmq import RabbitMQNode
 
 
 def crashed_and_accepted(program: P.Program, target) -> None:

@@ -8,9 +8,10 @@ import xml.etree.ElementTree as ET
 from rich.console import Console
 
 from spark_check.bundle import load_spec
-from rabbitproof.explore.chart import chart_svg
-from rabbitproof.cli import main
 from spark_check.engine import LocalEngine
+
+from rabbitproof.cli import main
+from rabbitproof.explore.chart import chart_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 SPEC = load_spec()

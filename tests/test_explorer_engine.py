@@ -13,6 +13,7 @@ import pytest
 from spark_check.bundle import action_types_of
 from spark_check.engine import Engine, LocalEngine, disagreements
 from spark_check.engines import engine_named
+
 from tests import toy_model as toy
 
 ROOT = Path(__file__).resolve().parent.parent

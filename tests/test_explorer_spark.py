@@ -9,8 +9,10 @@ import pytest
 
 from spark_check.bundle import load_spec
 from spark_check.engine import LocalEngine, disagreements
-from rabbitproof.bench.reductions import replay
 from spark_check.spark_engine import SparkEngine
+
+from rabbitproof.bench.reductions import replay
+
 from tests import toy_model as toy
 
 SPEC = load_spec()

@@ -16,6 +16,7 @@ import pyspark
 import pytest
 
 from spark_check.engine import LocalEngine
+
 from tests import toy_model as toy
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from spark_check.engine import LocalEngine
+
 from tests import toy_model as toy
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,9 +7,10 @@ import os
 
 from rich.console import Console
 
-from rabbitproof.bench import engines as bench_module
 from rabbitproof import cli
+from rabbitproof.bench import engines as bench_module
 from rabbitproof.explore.standard import read_manifest, verify
+
 from tests import toy_model as toy
 
 STANDARD = [toy.get(n) for n in toy.STANDARD]

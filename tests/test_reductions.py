@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from rabbitproof import cli
 from spark_check.bundle import load_spec
 from spark_check.engine import LocalEngine
 from spark_check.expansion import Expander
-from rabbitproof.explore.manifest import MANIFEST, compare, entry_for, pinned_entry, read_manifest
-from rabbitproof.bench.reductions import compare_reduction, levels, premise_problems
 from spark_check.reductions import build_reduction, parse_reductions, written_for
 from spec.por import FusedTakes
+
+from rabbitproof import cli
+from rabbitproof.bench.reductions import compare_reduction, levels, premise_problems
+from rabbitproof.explore.manifest import MANIFEST, compare, entry_for, pinned_entry, read_manifest
+
 from tests import toy_model as toy
 
 SPEC = load_spec()

@@ -9,19 +9,21 @@ import dataclasses
 import pytest
 
 from spark_check.bundle import load_spec
-from rabbitproof.check.answers import check_setup, machine_for
-from rabbitproof.check.report import checked_text
-from rabbitproof.check.questions import PROPERTIES
-from rabbitproof.check.setup_file import parse_setup
-from rabbitproof.check.setup_model import to_config
 from spark_check.engine import LocalEngine
-from spark_check.expansion import Expander
-from rabbitproof.bench.reductions import compare_reduction, decides, replay
 from spark_check.equivariance import equivariance_problems
+from spark_check.expansion import Expander
 from spark_check.reductions import parse_reductions, written_for
-from spec.symmetry import Renaming, automorphisms, rename, symmetries
 from spec.configs import Q0, TO_Q0
 from spec.roles import Role
+from spec.symmetry import Renaming, automorphisms, rename, symmetries
+
+from rabbitproof.bench.reductions import compare_reduction, decides, replay
+from rabbitproof.check.answers import check_setup, machine_for
+from rabbitproof.check.questions import PROPERTIES
+from rabbitproof.check.report import checked_text
+from rabbitproof.check.setup_file import parse_setup
+from rabbitproof.check.setup_model import to_config
+
 from tests import toy_model as toy
 from tests.test_check import EXAMPLES
 

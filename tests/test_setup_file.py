@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from rabbitproof.check.setup_file import SetupError, key_lines, parse_setup, read_setup
-from rabbitproof.check.setup_model import to_config
 from spec.frames import DEFAULT_EXCHANGE
 from spec.machine import enabled, initial_states
+
+from rabbitproof.check.setup_file import SetupError, key_lines, parse_setup, read_setup
+from rabbitproof.check.setup_model import to_config
 
 WORK_QUEUE = """\
 # a work queue with manual acks

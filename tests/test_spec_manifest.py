@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from rabbitproof.explore.manifest import MANIFEST as MANIFEST_PATH
 from spark_check.engine import LocalEngine
 from spec import configs, machine, properties
+
+from rabbitproof.explore.manifest import MANIFEST as MANIFEST_PATH
 
 MANIFEST = json.loads(MANIFEST_PATH.read_text())["configs"]
 FAST = [name for name in configs.STANDARD if MANIFEST[name]["distinct_states"] <= 30_000]

@@ -26,7 +26,9 @@ from spec import broker, configs, machine, properties, recorded
 from spec.frames import BASIC_DELIVER, TX_COMMIT_OK
 from spec.properties_api import Property
 from spec.state import MODE_TX
+
 from rabbitproof.recording import scenarios as S
+
 from tests.test_spec_trace_queue import consume, deliver, qos
 from tests.test_spec_tracekit import accepted, cfg, pub, rejected_at
 

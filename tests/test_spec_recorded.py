@@ -9,6 +9,7 @@ from pamqp import commands
 
 from spec import recorded, trace
 from spec.frames import BASIC_PUBLISH, MSG_STRIDE
+
 from rabbitproof.recording import scenarios
 from rabbitproof.recording.rawclient import LoggedCommand
 

@@ -8,10 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from rabbitproof.bench import trace_checker as trace_bench
-from rabbitproof.bench.trace_checker import BENCH
 from spec import configs, frames, simulate, trace
 from spec.roles import QueueSpec
+
+from rabbitproof.bench import trace_checker as trace_bench
+from rabbitproof.bench.trace_checker import BENCH
+
 from tests.test_spec_tracekit import accepted, cfg, pub, rejected_at
 
 CRASHING = cfg(crashes=1)

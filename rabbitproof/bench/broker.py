@@ -29,9 +29,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pamqp import body as amqp_body
 from pamqp import commands, frame, header
 from rich.console import Console
-from pamqp import body as amqp_body
+from rich.table import Table
 
 from rabbitproof.brokers.impl_broker import ImplBroker, ImplStartFailed
 from rabbitproof.brokers.rabbitmq import RabbitMQNode, RabbitMQStartFailed, rabbitmq_installed
@@ -395,9 +396,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return options
 
 
-def main(argv: list[str] | None = None, console: "Console | None" = None) -> int:
+def main(argv: list[str] | None = None, console: Console | None = None) -> int:
     """Run the bench and print its tables; 0 on success, 1 when a broker failed the run."""
-    from rich.table import Table
 
     options = parse_args(argv)
     console = console if console is not None else Console()

@@ -20,15 +20,18 @@ a crash costs a test.
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
 from rich.console import Console
+from rich.table import Table
 
+from rabbitproof.brokers.impl_broker import ImplBroker
+from rabbitproof.brokers.rabbitmq import RabbitMQNode
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.judge import judge
 from rabbitproof.conformance.targets import InProcessTarget, TcpTarget, run_program
@@ -116,8 +119,6 @@ def run_targets(programs: list, targets: tuple, console: Console, quiet: dict,
                 crash_programs: list = ()) -> tuple[dict, dict]:
     """The results of `programs` per target, and of `crash_programs` per target (the same broker,
     killed and restarted by them)."""
-    from rabbitproof.brokers.impl_broker import ImplBroker
-    from rabbitproof.brokers.rabbitmq import RabbitMQNode
     results: dict = {}
     crash_results: dict = {}
     with tempfile.TemporaryDirectory(prefix="rabbitproof-conformance-bench-") as workdir:
@@ -186,7 +187,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None, console: Console | None = None) -> int:
     """Run the bench and print its table, and the first recording of each target the spec did not accept
     (a finding for the conformance tests to pin; the rates stand, so the exit code is 0)."""
-    from rich.table import Table
     options = parse_args(argv)
     console = console if console is not None else Console(width=max(110, Console().width))
     programs = fixed_programs(options.programs)
@@ -218,7 +218,6 @@ def main(argv: list[str] | None = None, console: Console | None = None) -> int:
 
 def crash_table(results: dict, programs: int):
     """Programs with crashes per target: steps, crashes, and the seconds each restart took."""
-    from rich.table import Table
     table = Table(title=f"conformance with crashes ({programs} fixed-seed programs per target)")
     for column in ("target", "programs", "steps", "crashes", "accepted", "run s", "steps/s running",
                    "restart s median", "restart s max", "judge s"):

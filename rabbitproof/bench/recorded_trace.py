@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from spec import recorded, trace
+
 from rabbitproof.brokers import make_broker
 from rabbitproof.recording.rawclient import ConnectionLost, RawConnection, persistent
 

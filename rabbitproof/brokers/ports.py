@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -30,7 +31,6 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 
 def wait_until_listening(host: str, port: int, timeout: float) -> bool:
     """Return True once a TCP connection to host:port succeeds, False after `timeout` seconds."""
-    import time
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -12,13 +12,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from spark_check.engine import Engine, too_many_states
+from spark_check.reductions import build_reduction
+from spark_check.results import ExplorationResult, Trace
 from spec import actions as A
 from spec.configs import Config
 
-from spark_check.engine import Engine, too_many_states
 from rabbitproof.check.questions import PROPERTIES, QUESTIONS, Question, SetupMachine
-from spark_check.reductions import build_reduction
-from spark_check.results import ExplorationResult, Trace
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import lossy, to_config
 

@@ -11,18 +11,18 @@ import json
 
 from rich.console import Console
 
+from spark_check.bundle import InputError
+from spark_check.engines import ENGINES
 from spec.configs import ConfigError
 
-from spark_check.bundle import InputError
 from rabbitproof.check.answers import check_setup, prepare, setup_name
 from rabbitproof.check.report import checked_json, print_checked, write_charts
+from rabbitproof.check.setup_file import read_setup
+from rabbitproof.check.whatif import try_changes
+from rabbitproof.explore.report import ProgressDisplay
 from rabbitproof.options import (
     EXIT_FAILED, EXIT_OK, add_progress_arguments, build_engine, check_output_options, parse_bounds, reductions_of,
 )
-from spark_check.engines import ENGINES
-from rabbitproof.explore.report import ProgressDisplay
-from rabbitproof.check.setup_file import read_setup
-from rabbitproof.check.whatif import try_changes
 
 def add_arguments(check: argparse.ArgumentParser) -> None:
     """The options of `rabbitproof check`."""

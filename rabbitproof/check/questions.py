@@ -39,8 +39,8 @@ from spec.frames import (
     BASIC_ACK, BASIC_DELIVER, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_RETURN, MSG_STRIDE, TX_COMMIT_OK,
 )
 from spec.properties_api import Property
-from spec.symmetry import Symmetry, automorphisms, rename
 from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
+from spec.symmetry import Symmetry, automorphisms, rename
 
 PROCESSED_CAP = 2       # processed twice is the answer to question 2: counting further adds only states
 DELIVERED_CAP = 3       # delivered three times unprocessed is the answer to question 4

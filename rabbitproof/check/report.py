@@ -8,10 +8,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rabbitproof.explore.chart import chart_svg
 from rabbitproof.check.answers import Checked, names, setup_name
-from rabbitproof.explore.report import print_trace
 from rabbitproof.check.whatif import Tried
+from rabbitproof.explore.chart import chart_svg
+from rabbitproof.explore.report import print_trace
 
 VERDICT_STYLE = {"can happen": "bold red", "cannot happen": "green", "undecided": "yellow"}
 TITLES = {"lost": "lost", "twice": "processed twice", "order": "out of order", "loop": "requeue loop",

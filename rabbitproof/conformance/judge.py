@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spec import recorded, trace
+
 from rabbitproof.conformance.programs import Program
 from rabbitproof.conformance.targets import Run
 

@@ -16,11 +16,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from spec.properties_api import Property
-
 from spark_check.bundle import action_types_of, properties_for
 from spark_check.engine import Engine, ExplorationResult, LocalEngine, Model
 from spark_check.reductions import written_for
+from spec.properties_api import Property
 
 from rabbitproof.explore.manifest import MANIFEST, compare, pinned_entry, read_manifest, write_manifest
 from rabbitproof.explore.report import ProgressDisplay, print_trace
