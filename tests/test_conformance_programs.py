@@ -98,3 +98,15 @@ def test_a_program_that_requeues_loses_its_global_prefetch_only():
     assert writes(P.safe_for_rabbitmq(program)) == [(P.Qos(1, 3), P.Qos(2, 1)), (P.Recover(1),)]
     quiet = P.Program(steps=(P.Step(0, (P.Qos(1, 3, global_=True),)),))
     assert writes(P.safe_for_rabbitmq(quiet)) == [(P.Qos(1, 3, global_=True),)]
+
+
+@pytest.mark.parametrize("op, error", [
+    (P.Reject(1, 0, False), True),          # a reject names one delivery: tag 0 is never one (ACK-4)
+    (P.Ack(1, 0, True), False),             # tag 0 with multiple: every outstanding delivery (ACK-2)
+    (P.Nack(1, 0, True), False),
+    (P.Nack(1, 0, False), True),
+    (P.Ack(1, 65, False), True),
+])
+def test_the_families_of_a_settlement_with_tag_0_ER_1(op, error):
+    program = P.Program((P.QueueFlags(False, False),) * P.QUEUES, 1, (P.Step(0, (op,)),))
+    assert ("ER" in P.families(program)) is error and {"DT", "ACK"} <= P.families(program)

@@ -250,7 +250,8 @@ def _op_families(op: Op, program: Program) -> set[str]:
         out = {"DT", "ACK"}
         if not isinstance(op, Ack) and op.requeue:
             out.add("RQ")
-        if op.tag == 0 and not (op.multiple and not isinstance(op, Reject)) or op.tag > 64:
+        settles_all = op.tag == 0 and not isinstance(op, Reject) and op.multiple    # tag 0, multiple: every one
+        if (op.tag == 0 and not settles_all) or op.tag > 64:
             out.add("ER")
         return out
     if isinstance(op, Get):
