@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: setup verify test explore broker bench rabbitmq java clean conformance check
+.PHONY: setup verify test explore broker bench rabbitmq java clean conformance check docs
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,11 @@ PROGRAMS ?= 100
 conformance: $(STAMP)
 	@test -n "$(URL)" || (echo "make conformance: give the broker's URL: make conformance URL=amqp://user:pass@host:port/vhost" >&2; exit 2)
 	$(BIN)/rabbitproof conformance "$(URL)" --programs $(PROGRAMS) $(ARGS)
+
+## docs: rewrite the generated reference tables of docs/ (subcommands, configurations, properties, setup-file
+## keys) from the code; tests/test_docs_reference.py fails until they match.
+docs: $(STAMP)
+	$(PY) -m rabbitproof.reference --write
 
 ## rabbitmq: install the reference RabbitMQ 3.10.8 (Debian's rabbitmq-server) if it is missing.
 rabbitmq:

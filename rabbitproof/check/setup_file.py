@@ -50,6 +50,64 @@ FAULTS = ("consumer_channel_lost", "consumer_connection_lost", "network_loss", "
           "queue_refuses")
 
 
+@dataclass(frozen=True)
+class Key:
+    """One key a setup file may hold: its table, default, the values it takes and what it means. The
+    reader accepts exactly these keys; docs/reference/setup-file.md is generated from them."""
+
+    table: str
+    name: str
+    default: str
+    values: str
+    meaning: str
+
+
+def _bool(table: str, name: str, meaning: str) -> Key:
+    return Key(table, name, "false", "true, false", meaning)
+
+
+KEYS: tuple[Key, ...] = (
+    _bool("queues.NAME", "durable",
+          "the queue survives a broker restart, and so do its persistent messages (DU-1, DU-2)"),
+    _bool("queues.NAME", "exclusive", "the queue belongs to the connection of its one consumer, which declares it "
+                                      "and loses it with its connection (DU-4); not with durable"),
+    Key("queues.NAME", "dead_letter", '""', "a queue of the setup, not itself",
+        "where messages rejected or nacked without requeue go (ACK-6); empty: they are dropped"),
+    Key("publishers", "name", '"publisher N"', "any string", "the name the report uses"),
+    Key("publishers", "queue", "(required)", "a queue of the setup", "the queue it publishes to, through the "
+                                                                     "default exchange (RT-1)"),
+    Key("publishers", "messages", "1", f"1 to {MAX_MESSAGES} (all publishers together)",
+        "how many messages it publishes"),
+    _bool("publishers", "confirms", "publisher confirms: the publisher believes a message delivered at its basic.ack "
+                                    "(PC-1); not with transactions (PC-8)"),
+    _bool("publishers", "transactions", "publishes in transactions: believed delivered at tx.commit-ok (TX-1)"),
+    _bool("publishers", "persistent", "delivery mode 2: kept on disk in a durable queue (DU-2)"),
+    _bool("publishers", "mandatory", "an unroutable message comes back with basic.return (RT-3)"),
+    Key("consumers", "name", '"consumer N"', "any string", "the name the report uses"),
+    Key("consumers", "queue", "(required)", "a queue of the setup", "the queue it consumes"),
+    Key("consumers", "acks", '"manual"', ", ".join(f'"{a}"' for a in ACKS),
+        "manual: it acknowledges each delivery; automatic: the broker forgets a message once sent (AM-1, AM-2)"),
+    Key("consumers", "prefetch", "0", f"0 to {MAX_PREFETCH}", "basic.qos prefetch count; 0 is no limit (PF-1)"),
+    Key("consumers", "prefetch_scope", '"consumer"', ", ".join(f'"{a}"' for a in PREFETCH_SCOPES),
+        "the limit is the consumer's, or the channel's global one (PF-2)"),
+    Key("consumers", "ack", '"single"', ", ".join(f'"{a}"' for a in ACK_STYLES),
+        "acknowledge one delivery at a time, or several with multiple=true (ACK-2); manual acks only"),
+    Key("consumers", "on_failure", '"none"', ", ".join(f'"{a}"' for a in ON_FAILURE),
+        "what it does with a message it fails to process: nothing, basic.nack or basic.reject with or without "
+        "requeue (ACK-5, ACK-6), or close its channel (RQ-4); nack and reject need manual acks"),
+    _bool("faults", "consumer_channel_lost", "a consumer's channel may close once (RQ-4)"),
+    _bool("faults", "consumer_connection_lost", "a consumer's connection may be lost once; it reconnects (RQ-4, AM-2)"),
+    _bool("faults", "network_loss", "any connection may be lost once, frames in flight either way with it"),
+    _bool("faults", "broker_crash", "the broker may crash and restart once (DU-3, PC-10)"),
+    _bool("faults", "queue_refuses", "a queue may fail to take a message once: its publish is nacked (PC-6)"),
+)
+
+
+def key_names(table: str) -> tuple[str, ...]:
+    """The keys a table of the setup file may hold, in the order KEYS lists them."""
+    return tuple(k.name for k in KEYS if k.table == table)
+
+
 class SetupError(ValueError):
     """A mistake in a setup file: where it is and what is wrong, in one line."""
 
@@ -259,7 +317,7 @@ class _Reader:
         queues = []
         for name, table in value.items():
             path = ("queues", name)
-            self.table(table, path, ("durable", "exclusive", "dead_letter"))
+            self.table(table, path, key_names("queues.NAME"))
             queues.append(QueueSetup(name, self.boolean(table, path, "durable"),
                                      self.boolean(table, path, "exclusive"),
                                      self.text(table, path, "dead_letter", "")))
@@ -286,8 +344,7 @@ class _Reader:
         return clients
 
     def read_publisher(self, table: Any, path: tuple) -> PublisherSetup:
-        self.table(table, path, ("name", "queue", "messages", "confirms", "transactions", "persistent",
-                                 "mandatory"))
+        self.table(table, path, key_names("publishers"))
         publisher = PublisherSetup(
             self.text(table, path, "name", f"publisher {path[1] + 1}"), self.text(table, path, "queue"),
             self.integer(table, path, "messages", 1, 1, MAX_MESSAGES), self.boolean(table, path, "confirms"),
@@ -299,7 +356,7 @@ class _Reader:
         return publisher
 
     def read_consumer(self, table: Any, path: tuple) -> ConsumerSetup:
-        self.table(table, path, ("name", "queue", "acks", "prefetch", "prefetch_scope", "ack", "on_failure"))
+        self.table(table, path, key_names("consumers"))
         consumer = ConsumerSetup(
             self.text(table, path, "name", f"consumer {path[1] + 1}"), self.text(table, path, "queue"),
             self.choice(table, path, "acks", "manual", ACKS),
@@ -317,7 +374,7 @@ class _Reader:
         return consumer
 
     def read_faults(self, value: Any) -> Faults:
-        self.table(value, ("faults",), FAULTS)
+        self.table(value, ("faults",), key_names("faults"))
         return Faults(*(self.boolean(value, ("faults",), name) for name in FAULTS))
 
     def check_together(self, queues, publishers, consumers, faults: Faults) -> None:
