@@ -153,7 +153,7 @@ class PausedCollector:
 
     Why: expansion allocates millions of tuples that reference counting frees or the search keeps, and
     no cycles (states are trees of tuples; ``gc.collect()`` after a search of ``medium`` finds no
-    garbage); the collector's passes over them cost 20 to 40% of a search (README, "Reductions",
+    garbage); the collector's passes over them cost 20 to 40% of a search (docs/explanation/design.md, "Garbage collection",
     measured with and without on ``medium``). Collecting the young generation once per level still
     frees any cycles a model does make, at the cost of one pass over the level's new objects.
     What exists before (model, configuration) is frozen: never scanned at all."""

@@ -211,7 +211,7 @@ def count_off(volume: int, n: int) -> int:
     cast): a volume of 0 stays 0, any other drops by n, below 0 if n is larger. It goes below 0
     only on a transactional channel, whose held-back settlements the volume never counted when the
     limit was set from none (``_qos``); the deliveries that follow then take the limit past its count
-    (measured: README, "held-back settlements and prefetch").
+    (measured: docs/reference/differences.md, "Held-back settlements and prefetch").
 
     pre: n >= 1
     post: volume != 0 or __return__ == 0
@@ -529,7 +529,7 @@ def has_room(state: State, c: int, ch: int, consumer) -> bool:
     are never counted (RabbitMQ's limiter); a per-consumer limit counts the consumer's own outstanding
     manual-mode deliveries (AM-2: none in automatic mode). Deliveries a transaction holds back stay
     counted by both until the commit (TX-3): RabbitMQ 3.10.8 tells neither the limiter nor the queue
-    before (measured: README, "held-back settlements and prefetch")."""
+    before (measured: docs/reference/differences.md, "Held-back settlements and prefetch")."""
     channel = state.conns[c].channels[ch - 1]
     if channel.global_limit and channel.volume >= channel.global_limit:
         return False

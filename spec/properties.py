@@ -186,7 +186,7 @@ def prefetch_respected(state: State) -> bool:
     Deliveries a transaction holds back are still held (TX-3). The global limit may be exceeded by
     the held-back deliveries that it did not count when it was set from none (``qos_uncounted``):
     RabbitMQ 3.10.8 counts them off at the commit all the same, and its channel then holds that
-    many more than its limit (measured: README, "held-back settlements and prefetch")."""
+    many more than its limit (measured: docs/reference/differences.md, "Held-back settlements and prefetch")."""
     for conn in state.conns:
         for channel in conn.channels:
             if not channel.consumers and not channel.global_limit:

@@ -228,7 +228,7 @@ def test_recover_fills_the_global_window_again_and_requeues_gets_RQ_5(conn, brok
     impl redelivers the two requeued copies. RabbitMQ usually does too, but its queue process handles
     the limiter's `resume` at a higher priority than the channel's `requeue` (gen_server2
     prioritise_cast), so the window can fill with q2-3 and q2-4, or q2-3 and q2-1, before the requeued
-    copies are back (seen once in CI; README, deliberate differences)."""
+    copies are back (seen once in CI; docs/reference/differences.md)."""
     q1, q2 = prefilled(conn, 4, "q1"), prefilled(conn, 4, "q2")
     conn.basic_qos(1, 2, global_=True)
     assert conn.basic_get(1, q1).method.delivery_tag == 1

@@ -2,7 +2,7 @@
 write, the impl server must send exactly the frames a private RabbitMQ 3.10.8 sends, up to the
 normalisations rabbitproof/conformance/differential.py names (names made for the run, the handshake, the
 interleaving of channels, confirm batching). Each difference found was fixed in impl/ with a test of its
-own (tests/impl/test_differential_findings.py) or is written in the README beside its rule."""
+own (tests/impl/test_differential_findings.py) or is written in docs/reference/differences.md beside its rule."""
 from __future__ import annotations
 
 import pytest

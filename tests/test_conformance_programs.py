@@ -72,7 +72,7 @@ def writes(program):
 def test_a_settlement_behind_a_method_that_may_deliver_starts_a_write_of_its_own_DT_1():
     """RabbitMQ numbers a delivery when its channel handles the queue's message, after the frames already
     waiting for it: consume + nack of tag 1 in one write gets 406 unknown delivery tag 1 and then the
-    delivery with tag 1 (README, "Where the spec differs from RabbitMQ 3.10.8, on purpose")."""
+    delivery with tag 1 (docs/reference/differences.md, "Where the spec differs from RabbitMQ 3.10.8, on purpose")."""
     program = P.Program(steps=(P.Step(0, (P.Declare(1, 0), P.Ack(1, 1), P.Consume(1, 0, "a"),
                                           P.Nack(1, 1), P.Reject(1, 2), P.Get(1, 0), P.Ack(2, 1))),))
     assert writes(P.safe_for_rabbitmq(program, errors=True)) == [

@@ -571,7 +571,7 @@ def test_confirmed_only_when_on_disk_holds_once_a_queue_declared_again_is_a_new_
     """confirmed_only_when_on_disk was false in the spec once a durable queue was deleted while a
     consumer held a confirmed persistent copy of it and then declared again: the copy counted as live
     in the new queue and not on disk (13 steps). RabbitMQ 3.10.8 treats the queue declared again as a
-    new one (README, "A queue declared again"); so does the spec now, and the property holds in every
+    new one (docs/reference/differences.md, "A queue declared again is a new queue"); so does the spec now, and the property holds in every
     state of the same configuration, which does reach that situation."""
     config = configs.Config(
         "confirm_delete_declare", "fixture", connections=2, channels=2, messages=1, admin=1,

@@ -1,5 +1,5 @@
 """Settlements a transaction holds back (TX-3) against the prefetch limits (PF-1..PF-5), as RabbitMQ
-3.10.8 applies them (README, "held-back settlements and prefetch"; 20 runs of each measurement):
+3.10.8 applies them (docs/reference/differences.md, "Held-back settlements and prefetch"; 20 runs of each measurement):
 
 - a held-back basic.ack, basic.nack or basic.reject frees no place before tx.commit, neither under a
   per-consumer limit nor under the channel's global one: nothing is delivered until the commit;
@@ -280,7 +280,7 @@ def explore(*chosen: Property, stop: bool = False):
 def test_prefetch_respected_holds_with_a_transaction_under_a_global_limit_PF_5_TX_3():
     result = explore(properties.REGISTRY["prefetch_respected"], OVER_THE_LIMIT)
     assert result.complete and result.error is None
-    # Pinned (README): 6,614 states without the qos; the same count with exact=True (no collision).
+    # Pinned: 6,614 states without the qos; the same count with exact=True (no collision).
     assert (result.distinct_states, result.depth) == (63_859, 33)
     assert [(p.name, p.verdict) for p in result.properties] == [
         ("prefetch_respected", "holds"), ("over_the_limit", "witnessed")]

@@ -1,6 +1,6 @@
 """Recorded runs judged by the spec: the scenarios of rabbitproof/recording/scenarios.py (one or more per rule
 family) run with the raw client against RabbitMQ 3.10.8 and against impl, and every recording must be
-a trace the spec accepts (``spec.recorded``). The README's table of recorded traces comes from here.
+a trace the spec accepts (``spec.recorded``). The table of recorded traces in docs/reference/differences.md comes from here.
 Also: the adapter's own rules (names, derived configuration, refusals)."""
 from __future__ import annotations
 
@@ -255,7 +255,7 @@ def test_committed_messages_may_reach_a_consumer_of_the_channel_before_commit_ok
     assert verdict.ok, verdict.explain()
 
 
-# A deliberate difference (README, "Where the spec differs from RabbitMQ 3.10.8, on purpose", DT-1):
+# A deliberate difference (docs/reference/differences.md, "Where the spec differs from RabbitMQ 3.10.8, on purpose", DT-1):
 # basic.consume of a queue with a ready message and basic.nack of tag 1 in one write. RabbitMQ's queue
 # dispatches the message when it takes the consume, but the channel numbers the delivery only when it
 # handles the queue's message, after the nack already waiting: 406 unknown delivery tag 1, then the
@@ -281,7 +281,7 @@ def test_a_settlement_of_a_tag_not_yet_numbered_by_the_channel_is_a_deliberate_d
 
 
 def _pending_commit_programs() -> dict:
-    """The programs behind the recordings above (README, TX-7), for a live run."""
+    """The programs behind the recordings above (docs/reference/differences.md, TX-7), for a live run."""
     from rabbitproof.conformance import programs as P
     queues = (P.QueueFlags(True), P.QueueFlags())
     prelude = (P.Step(0, (P.Declare(1, 0), P.Declare(1, 1))), P.Step(0, (P.TxSelect(1),)))

@@ -1,5 +1,5 @@
 """``rabbitproof bench reductions``: explore configurations with and without a reduction and
-check what its soundness argument (spark_check.reductions) predicts, in one table.
+check what its soundness argument (spec/por.py, spec/symmetry.py) predicts, in one table.
 
 For each configuration both searches must complete, and:
 
@@ -14,7 +14,8 @@ For each configuration both searches must complete, and:
 - under ``symmetry``, the renamings commute with the model and the properties on every reachable state
   (``spark_check.equivariance``).
 
-``make bench`` runs it over every standard configuration; tests/test_reductions.py over the small ones.
+``rabbitproof bench`` (``make bench``) runs it over every standard configuration; tests/test_reductions.py over the
+small ones.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ broker, are compared after normalising what differs by construction or by a choi
 - the connection handshake (server properties, tune values) is left out: the spec does not model it;
 - frames are compared channel by channel (connection-level frames and the end of the stream as channel
   0): channels run concurrently, and the spec, like RabbitMQ, lets frames of different channels reach
-  the client in any interleaving (README, "Channels run concurrently"), e.g. the open-oks of channels 1
+  the client in any interleaving (docs/explanation/trace-checking.md, "Channels run concurrently"), e.g. the open-oks of channels 1
   and 2 opened in one write, or a delivery on one channel and a reply on the other;
 - the end of the TCP stream after a connection.close or close-ok is left out: whether the client sees
   it before it drops the connection itself is a matter of timing;

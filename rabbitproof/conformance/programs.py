@@ -353,7 +353,7 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
              synchronous: bool = False) -> Program:
     """A program. `crashes`: may kill and restart the broker; `min_crashes`: at least that many crashes,
     at drawn places (a broker over TCP restarts in seconds, so its programs are few and each must crash).
-    `rabbitmq_safe`: keeps away from the races of RabbitMQ 3.10.8 the README documents (`safe_for_rabbitmq`). `synchronous`: one connection, one method per step, no crash (the
+    `rabbitmq_safe`: keeps away from the races of RabbitMQ 3.10.8 docs/reference/differences.md documents (`safe_for_rabbitmq`). `synchronous`: one connection, one method per step, no crash (the
     differential test's programs)."""
     flags = tuple(draw(st.builds(QueueFlags, _flag(1, 2), _flag(1, 4))) for _ in range(QUEUES))
     connections = 1 if synchronous else draw(st.integers(1, max_connections))
@@ -378,7 +378,7 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
 
 
 def safe_for_rabbitmq(program: Program, errors: bool = False) -> Program:
-    """The program kept away from the races of RabbitMQ 3.10.8 the README documents ("Where the spec
+    """The program kept away from the races of RabbitMQ 3.10.8 docs/reference/differences.md documents ("Where the spec
     differs from RabbitMQ 3.10.8, on purpose"):
     - a program that requeues has no global prefetch (the places a requeue frees may go to messages
       behind the requeued ones);

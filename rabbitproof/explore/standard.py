@@ -78,7 +78,7 @@ def verify(
     """Explore each configuration with its own properties, compare with (or update) the manifest, and
     print the table and the counterexamples of every failed check on ``console`` when one is given.
     Without ``engine``, the local engine with the reductions written for ``model`` (``por`` and
-    ``symmetry`` for the spec: they change no verdict, README "Reductions")."""
+    ``symmetry`` for the spec: they change no verdict, docs/explanation/reductions.md)."""
     engine = engine or LocalEngine(reductions=written_for(model))
     action_types = action_types_of(model)
     pinned = read_manifest(manifest_path)
