@@ -83,6 +83,9 @@ REPLY_SUCCESS = 200
  R_LOCKED, R_RECOVER_NO_REQUEUE, R_TAG_REUSED, R_PREFETCH_SIZE, R_IMMEDIATE, R_EXPECTED_OPEN,
  R_SECOND_OPEN, R_UNIMPLEMENTED, R_IN_USE, R_NOT_EMPTY, R_EXCLUSIVE_USE, R_COMMIT_PENDING) = range(19)
 REASONS = 19
+# A close read from a broker whose reply text is not judged (AMQP 0-9-1 fixes reply codes, not texts):
+# it reads as any close of that channel with the same reply code (spec.network.same_frame).
+R_ANY = -1
 
 # Exchanges of the model (RT-1): 0 the default exchange, 1 a fanout exchange, 2 one that is never declared.
 DEFAULT_EXCHANGE, FANOUT_EXCHANGE, MISSING_EXCHANGE = 0, 1, 2
@@ -127,6 +130,8 @@ REPLY_TEXTS = {
 
 def reply_text(code: int, reason: int, detail: int) -> str:
     """The reply text RabbitMQ 3.10.8 sends with a channel.close or connection.close."""
+    if reason == R_ANY:
+        return "(any text)"
     template = REPLY_TEXTS.get(reason)
     if template is None:
         return "OK" if code == REPLY_SUCCESS else str(code)

@@ -32,7 +32,7 @@ from .frames import (
     CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT, CONFIRM_SELECT_OK, CONNECTION_CLOSE,
     CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, EXCHANGE_NAMES, FANOUT_EXCHANGE, MISSING_EXCHANGE,
     MSG_STRIDE, QUEUE_BIND, QUEUE_BIND_OK, QUEUE_DECLARE, QUEUE_DECLARE_OK, QUEUE_DELETE,
-    QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK, R_NORMAL, REPLY_SUCCESS, TX_COMMIT, TX_COMMIT_OK,
+    QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK, R_ANY, R_NORMAL, REPLY_SUCCESS, TX_COMMIT, TX_COMMIT_OK,
     TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK, queue_name,
 )
 from .roles import QueueSpec
@@ -80,15 +80,18 @@ class Recorded:
         return "\n".join(legend + lines)
 
 
-def check_recording(slots, existing: dict | None = None, max_nodes: int = 2_000_000) -> trace.Verdict:
+def check_recording(slots, existing: dict | None = None, max_nodes: int = 2_000_000,
+                    judge_texts: bool = True) -> trace.Verdict:
     """The spec's verdict on a recording, in one call (``from_recording`` then ``Recorded.check``)."""
-    return from_recording(slots, existing).check(max_nodes)
+    return from_recording(slots, existing, judge_texts).check(max_nodes)
 
 
-def from_recording(slots, existing: dict | None = None) -> Recorded:
+def from_recording(slots, existing: dict | None = None, judge_texts: bool = True) -> Recorded:
     """The trace and configuration of a recording (see the module's docstring). ``existing`` names the
-    queues that exist before the recording starts, with their flags: ``{"jobs": QueueSpec(durable=True)}``."""
-    reader = _Reader(existing or {})
+    queues that exist before the recording starts, with their flags: ``{"jobs": QueueSpec(durable=True)}``.
+    ``judge_texts``: a close's reply text must be RabbitMQ 3.10.8's (the default); without it, only its
+    reply code is judged (AMQP 0-9-1 fixes codes, not texts: any broker), as reason ``R_ANY``."""
+    reader = _Reader(existing or {}, judge_texts)
     slots = [[list(slot)] if _is_log(slot) else [list(log) for log in slot] for slot in slots]
     for c, connections in enumerate(slots):     # messages are named first: any slot may receive them
         for log in connections:
@@ -128,7 +131,8 @@ def _is_log(value) -> bool:
 class _Reader:
     """Reads command logs, naming queues, consumer tags and messages as it first meets them."""
 
-    def __init__(self, existing: dict) -> None:
+    def __init__(self, existing: dict, judge_texts: bool = True) -> None:
+        self.judge_texts = judge_texts
         self.queues: dict = {}
         self.specs: dict = {}
         self.tags: dict = {}
@@ -174,7 +178,10 @@ class _Reader:
         return DEFAULT_EXCHANGE if name == "" else FANOUT_EXCHANGE if name == FANOUT_NAME else MISSING_EXCHANGE
 
     def text(self, code: int, text: str, where: str) -> tuple[int, int]:
-        """(reason, detail) of a reply text, once its real names are replaced by the model's."""
+        """(reason, detail) of a reply text, once its real names are replaced by the model's; any text
+        is ``R_ANY`` when texts are not judged."""
+        if not self.judge_texts:
+            return R_ANY, 0
         model = text
         for name, q in sorted(self.queues.items(), key=lambda item: -len(item[0])):
             model = model.replace(f"queue '{name}'", f"queue '{queue_name(q)}'")

@@ -248,7 +248,7 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
             return None
         if ch == 0:
             fifos = network.end_of_connection(fifos)
-            if fifos is None or not fifos[0] or fifos[0][0] != obs[1]:
+            if fifos is None or not fifos[0] or not network.same_frame(fifos[0][0], obs[1]):
                 return None
         else:
             closing = conn.broker_closed or 0 < ch <= len(conn.channels) and conn.channels[ch - 1].status != CH_OPEN

@@ -41,11 +41,33 @@ class Judgement:
         ])
 
 
-def judge(run: Run, max_nodes: int = MAX_NODES) -> Judgement:
+def judge(run: Run, max_nodes: int = MAX_NODES, judge_texts: bool = True) -> Judgement:
     """The spec's verdict on what running a program recorded. Raises recorded.Unsupported when the
-    recording holds what the model cannot say (a generator bug: programs stay inside the model)."""
-    rec = recorded.from_recording(run.slots)
+    recording holds what the model cannot say (a generator bug, against RabbitMQ and our broker:
+    programs stay inside the model). ``judge_texts``: reply texts must be RabbitMQ 3.10.8's (our broker
+    writes them too); without it only reply codes and fields are judged."""
+    rec = recorded.from_recording(run.slots, judge_texts=judge_texts)
     return Judgement(run, rec.check(max_nodes), rec)
+
+
+def wire_problem(run: Run) -> str:
+    """What the broker did on the wire that no trace can hold, in a sentence ("" for nothing): a frame
+    the client cannot decode, or a connection closed without connection.close (the suite injects no
+    network fault, so only a broker crash the program asked for may end a connection silently)."""
+    for c, slot in enumerate(run.slots):
+        for n, log in enumerate(slot):
+            closed = False
+            for entry in log:
+                if entry.direction != "received":
+                    continue
+                if entry.kind == "raw":
+                    return (f"the broker sent bytes that are not an AMQP frame the client can decode, on channel "
+                            f"{entry.channel} of connection c{c}: {entry.body[:40]!r}")
+                if entry.kind == "method" and entry.method.name in ("Connection.Close", "Connection.CloseOk"):
+                    closed = True
+                if entry.kind == "eof" and not closed and not run.crashes:
+                    return f"the broker closed connection c{c} (its connection {n + 1}) without connection.close"
+    return ""
 
 
 def assert_accepted(run: Run) -> Judgement:

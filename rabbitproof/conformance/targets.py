@@ -211,6 +211,7 @@ class Run:
     steps: int = 0
     crashes: int = 0                        # crashes the target went through (a target may not crash)
     step_marks: list = field(default_factory=list)  # (slot, connection, log length) at each step's start
+    no_answer: str = ""                     # "no answer within N s after step k": the run stopped there
 
 
 class _Slot:
@@ -221,6 +222,7 @@ class _Slot:
         self.logs: list = []
         self.conn: RawConnection | None = None
         self.closing: set[int] = set()      # channels the client closed, awaiting close-ok
+        self.unanswered = False             # the last write's replies did not all come within the timeout
         self.connect()
 
     def label(self) -> str:
@@ -273,6 +275,7 @@ class _Slot:
                 self.settle(quiet)
         except ConnectionLost:
             pass
+        self.unanswered = any(waiting.values())
 
     def settle(self, quiet: float) -> None:
         try:
@@ -431,6 +434,7 @@ def run_program(program: P.Program, target) -> Run:
     slots = [_Slot(target, c, run_id) for c in range(program.connections)]
     steps = crashes = 0
     crash_next = [s if isinstance(s, P.Crash) else None for s in program.steps[1:]] + [None]
+    no_answer = ""
     for step, crash_follows in zip(program.steps, crash_next):
         steps += 1
         if isinstance(step, P.Crash):
@@ -462,7 +466,10 @@ def run_program(program: P.Program, target) -> Run:
         closes = any(isinstance(op, P.CloseConnection) for op in step.ops)
         if crash_follows is not None and not crash_follows.wait and not closes:
             waiting = {}                    # the crash comes as soon as the write is sent
+        slot.unanswered = False
         slot.write(frames, waiting, None if crash_follows else target.quiet)
+        if slot.unanswered and hasattr(target, "timeout") and not no_answer:
+            no_answer = f"no answer within {target.timeout:g} s after step {steps} (connection {step.conn})"
         if crash_follows is None:
             for other in slots:
                 if other is not slot:
@@ -474,7 +481,7 @@ def run_program(program: P.Program, target) -> Run:
     recorded = [slot.finish() for slot in slots]
     seconds = time.monotonic() - started
     _cleanup(target, names)
-    return Run(program, target.name, recorded, names, seconds, steps, crashes)
+    return Run(program, target.name, recorded, names, seconds, steps, crashes, no_answer=no_answer)
 
 
 def _cleanup(target, names: dict) -> None:
