@@ -146,6 +146,55 @@ def test_a_believed_message_gone_unprocessed_is_lost():
     assert believed_never_lost(Watched(crashed, NOTHING_YET))
 
 
+def answers_of(text: str) -> dict[str, str]:
+    """The answers to a setup written in the test, as `rabbitproof check` gives them."""
+    result = check_setup(parse_setup(text), LocalEngine(reductions=("symmetry",)))
+    return {a.key: a.verdict for a in result.answers}
+
+
+TX_TWO = """
+[queues.ledger]
+durable = true
+[[publishers]]
+name = "bookkeeper"
+queue = "ledger"
+transactions = true
+persistent = true
+messages = 2
+[[consumers]]
+name = "auditor"
+queue = "ledger"
+[faults]
+broker_crash = true
+"""
+
+
+def test_a_commit_ok_answers_its_own_commit_TX_7():
+    """The publisher sends its second publish and commit before reading the first commit-ok: that
+    commit-ok makes only the first message believed delivered, so a crash before the second commit is
+    done loses nothing the publisher believes delivered (the observer once credited it to both)."""
+    assert answers_of(TX_TWO)["lost"] == CANNOT
+
+
+def test_a_return_on_its_way_keeps_its_message_live_RT_3():
+    """A mandatory publish (no confirms) to an exclusive queue its consumer has not declared yet: the
+    message comes back with basic.return; while the return is on its way the message is not lost (the
+    publisher will know), and once it arrives the publisher no longer believes it delivered."""
+    text = """
+[queues.replies]
+exclusive = true
+[[publishers]]
+name = "server"
+queue = "replies"
+mandatory = true
+[[consumers]]
+name = "client"
+queue = "replies"
+"""
+    assert answers_of(text)["lost"] == CANNOT
+    assert answers_of(text.replace("mandatory = true", "mandatory = false"))["lost"] == CAN   # dropped unroutable
+
+
 @dataclass(frozen=True)
 class NeverConfirms(SetupMachine):
     """A planted bug: the broker never sends a confirm."""

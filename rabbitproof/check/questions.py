@@ -11,7 +11,8 @@ What the applications are taken to do, as the seeds describe them:
 
 - a publisher believes a message delivered when its publish returns (no confirms, no transaction), when
   the broker acknowledges it (confirm mode, PC-3), or when the commit that holds it is committed
-  (tx.commit-ok, TX-7); never when it came back with basic.return (RT-3) or was nacked (PC-6), and not
+  (the tx.commit-ok of that very commit: a commit-ok answers the oldest commit of its channel still
+  unanswered, TX-7); never when it came back with basic.return (RT-3) or was nacked (PC-6), and not
   once its channel or connection is gone before the answer came (it then knows to publish again);
 - a consumer processes a message when it acknowledges it (manual acks: it acks after the work is done)
   or when it receives it (automatic acks); a nack or reject is a failure, not a processing.
@@ -19,7 +20,8 @@ What the applications are taken to do, as the seeds describe them:
 The questions, each a property of the watched state (or, for the last, of its end states):
 
 1. ``believed_never_lost``: a message the publisher believes delivered is never gone from the broker,
-   the wire and the disk without having been processed;
+   the wire and the disk without having been processed (a basic.return on its way keeps it: the
+   publisher will learn it was not delivered, RT-3);
 2. ``processed_at_most_once``: no message is processed twice;
 3. ``seen_in_publication_order``: no consumer receives a message after a later one of the same publisher;
 4. ``no_requeue_loop``: no message is delivered three times without being processed (nothing in the
@@ -50,7 +52,8 @@ class Ghost(NamedTuple):
     """What the applications believe and have done: canonical sorted tuples, like the spec's state."""
 
     tx_open: tuple          # (conn, ch, msg) published in the transaction still open
-    committing: tuple       # (conn, ch, msg) of a tx.commit sent and not yet answered
+    committing: tuple       # (conn, ch, k, msgs): the k-th tx.commit sent on the channel and not yet answered,
+                            # with the messages it commits; a commit-ok answers k = 1, the oldest (TX-7)
     awaiting: tuple         # (conn, ch, seq, msg) confirm-mode publishes not yet confirmed (PC-1)
     believed: tuple         # msgs the publisher believes delivered
     returned: tuple         # msgs that came back to their publisher (RT-3)
@@ -203,9 +206,11 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -
         else:
             believed = add_sorted(believed, msg)      # fire and forget: the publish returned
     elif kind is A.ClientTxCommit:
-        mine = tuple(e for e in tx_open if e[:2] == (action.conn, action.ch))
-        tx_open = tuple(e for e in tx_open if e not in mine)
-        committing = tuple(sorted(committing + mine))
+        c, ch = action.conn, action.ch
+        mine = tuple(e[2] for e in tx_open if e[:2] == (c, ch))
+        tx_open = tuple(e for e in tx_open if e[:2] != (c, ch))
+        unanswered = sum(1 for e in committing if e[:2] == (c, ch))
+        committing = tuple(sorted(committing + ((c, ch, unanswered + 1, mine),)))
     elif kind is A.ClientTxRollback:
         tx_open = tuple(e for e in tx_open if e[:2] != (action.conn, action.ch))
     elif kind is A.ClientAck:
@@ -251,13 +256,15 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -
                 msg = frame[3]
                 returned = add_sorted(returned, msg)
                 believed = tuple(m for m in believed if m != msg)
-            elif method == TX_COMMIT_OK:
+            elif method == TX_COMMIT_OK:          # it answers the oldest commit of its channel (TX-7)
                 ch = frame[1]
-                mine = tuple(e for e in committing if e[:2] == (c, ch))
-                committing = tuple(e for e in committing if e not in mine)
-                for e in mine:
-                    if e[2] not in returned:
-                        believed = add_sorted(believed, e[2])
+                oldest = next((e for e in committing if e[:3] == (c, ch, 1)), None)
+                if oldest is not None:
+                    committing = tuple(sorted((e[0], e[1], e[2] - 1, e[3]) if e[:2] == (c, ch) else e
+                                              for e in committing if e is not oldest))
+                    for msg in oldest[3]:
+                        if msg not in returned:
+                            believed = add_sorted(believed, msg)
     # A channel or connection gone: its publisher stops waiting (it knows), its consumer's tags are void.
     if awaiting:
         awaiting = tuple(e for e in awaiting if _open(after, e[0], e[1]))
@@ -277,9 +284,10 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -
 # --- where a message still is --------------------------------------------------------------------
 
 def live_messages(state: State) -> set[int]:
-    """Every message of which a copy is still somewhere: ready in a queue, outstanding on a channel, in
-    flight either way, held in a transaction, waiting for its basic.return, or on disk (a restart
-    brings it back, DU-2)."""
+    """Every message of which a copy is still somewhere, or whose fate is still on its way to its
+    publisher: ready in a queue, outstanding on a channel, in flight either way, held in a transaction,
+    on disk (a restart brings it back, DU-2), or coming back in a basic.return (RT-3: the publisher will
+    know it was not delivered)."""
     live = {msg for _, _, msg in state.disk}
     for queue in state.queues:
         live.update(e.msg for e in queue.ready)
@@ -291,6 +299,8 @@ def live_messages(state: State) -> set[int]:
                     live.add(frame[5])
                 elif frame[0] == BASIC_GET_OK:
                     live.add(frame[4])
+                elif frame[0] == BASIC_RETURN:
+                    live.add(frame[3])
         for fifo in conn.to_broker:
             live.update(frame[6] for frame in fifo if frame[0] == BASIC_PUBLISH)
         for channel in conn.channels:
