@@ -34,9 +34,10 @@ def fail(prog: str, error: Exception | str) -> int:
 
 
 def parse_bounds(items: Sequence[str]) -> dict[str, str]:
-    """``NAME=VALUE`` strings as a dict; InputError for one without ``=``."""
+    """``NAME=VALUE`` strings (each may hold several, comma-separated) as a dict; InputError for one
+    without ``=``."""
     bounds: dict[str, str] = {}
-    for item in items:
+    for item in (part for given in items for part in given.split(",")):
         name, eq, value = item.partition("=")
         if not eq or not name.strip() or not value.strip():
             raise InputError(f"--bound expects NAME=VALUE, not {item!r}")

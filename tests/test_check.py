@@ -269,6 +269,14 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, mes
     assert err.startswith("rabbitproof check: error: ") and message in err and err.count("\n") == 1
 
 
+def test_options_go_before_or_after_the_file(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(PUBLISHER.format(confirms="true"))
+    before = run("check", "--bound", "requeues=1", str(path), "--json", "--no-advice")
+    after = run("check", str(path), "--json", "--no-advice", "--bound", "requeues=1")
+    assert before[0] == after[0] == 0 and json.loads(before[1])["answers"] == json.loads(after[1])["answers"]
+
+
 def test_a_missing_file_is_bad_input(tmp_path, capsys):
     assert run("check", str(tmp_path / "none.toml"))[0] == 2
     assert "cannot read the file" in capsys.readouterr().err

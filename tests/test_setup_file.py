@@ -9,7 +9,7 @@ from spec.frames import DEFAULT_EXCHANGE
 from spec.machine import enabled, initial_states
 
 from rabbitproof.check.setup_file import SetupError, key_lines, parse_setup, read_setup
-from rabbitproof.check.setup_model import to_config
+from rabbitproof.check.setup_model import notes, to_config
 
 WORK_QUEUE = """\
 # a work queue with manual acks
@@ -87,6 +87,10 @@ def test_the_setup_becomes_a_spec_configuration_of_roles_and_bounds():
     ("[queues.jobs]\n[[consumers]]\nqueue = \"jobs\"\n", 0, "at least one [[publishers]]"),
     ("[[publishers]]\nqueue = \"jobs\"\n", 0, "at least one queue"),
     ("[queues.jobs]\n[[publishers]]\nroute = \"jobs\"\n", 3, "unknown key 'route'"),
+    ("[queues.jobs]\n[[publishers]]\nname = \"w\"\nqueue = \"jobs\"\n[[consumers]]\nname = \"w\"\n"
+     "queue = \"jobs\"\n", 6, "two clients are named 'w' (the other on line 3)"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\n[[consumers]]\nqueue = \"jobs\"\nprefetch = 65536\n", 6,
+     "out of range (0 to 65535)"),
 ])
 def test_each_mistake_is_one_error_with_its_line(text, line, words):
     with pytest.raises(SetupError) as error:
@@ -99,3 +103,21 @@ def test_each_mistake_is_one_error_with_its_line(text, line, words):
 def test_an_unreadable_file_is_a_setup_error(tmp_path):
     with pytest.raises(SetupError, match="cannot read the file"):
         read_setup(tmp_path / "absent.toml")
+
+
+def test_exclusive_and_durable_go_together_DU_4():
+    text = "[queues.replies]\nexclusive = true\ndurable = true\n[[publishers]]\nqueue = \"replies\"\n" \
+           "[[consumers]]\nqueue = \"replies\"\n"
+    config = to_config(parse_setup(text))
+    assert (config.queues[0].durable, config.queues[0].exclusive) == (True, True)
+
+
+def test_a_prefetch_the_messages_cannot_fill_is_no_limit_PF_1():
+    text = "[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nmessages = 2\n[[consumers]]\nname = \"w\"\n" \
+           "queue = \"jobs\"\nprefetch = {}\n"
+    assert to_config(parse_setup(text.format(100))) == to_config(parse_setup(text.format(0)))
+    assert to_config(parse_setup(text.format(1))).roles[(1, 1)].qos == ((1, False),)
+    assert notes(parse_setup(text.format(2))) == (
+        "consumer 'w': prefetch 2 is at least the 2 messages of the setup, so it never binds: explored as no limit "
+        "(PF-1)",)
+    assert notes(parse_setup(text.format(1))) == ()

@@ -31,8 +31,8 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("--chart", metavar="DIR", help="write a message-sequence chart (SVG) per failing question")
     check.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))} (default local)")
     check.add_argument("--master", metavar="URL", help="spark engine: the Spark master (default local[*])")
-    check.add_argument("--bound", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
-                       help="override a bound of the explored configuration (requeues, crashes, ...)")
+    check.add_argument("--bound", action="append", default=[], metavar="NAME=VALUE",
+                       help="override a bound (repeatable; NAME=VALUE,NAME=VALUE also works) of the explored configuration (requeues, crashes, ...)")
     check.add_argument("--max-states", type=int, metavar="N", help="stop each exploration after N states")
     check.add_argument("--reduce", default="symmetry", metavar="NAMES",
                        help="state-space reductions: symmetry (the default: consumers with the same settings are "

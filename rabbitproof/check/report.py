@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rabbitproof.check.answers import Checked, names, setup_name
+from rabbitproof.check.setup_model import notes
 from rabbitproof.check.whatif import Tried
 from rabbitproof.explore.chart import chart_svg
 from rabbitproof.explore.report import print_trace
@@ -67,6 +68,8 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
         table.add_row(str(n), a.question, Text(a.verdict, style=VERDICT_STYLE[a.verdict]), ", ".join(a.rules))
     console.print(table)
     console.print(Text(checked_text(checked), style="dim"))
+    for note in notes(checked.setup):
+        console.print(Text(f"Note: {note}.", style="dim"))
     if any(a.trace is not None for a in checked.answers):
         console.print()
         console.print(Text("In the steps: " + ", ".join(f"{k} = {v}" for k, v in names(checked.setup).items()),
@@ -129,6 +132,7 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
         "complete": r.complete,
         "error": r.error,
         "checked": checked_text(checked),
+        "notes": list(notes(checked.setup)),
         "bounds": {"messages": {p.name: p.messages for p in checked.setup.publishers},
                    "requeues": checked.config.requeues,
                    "faults": [k for k, on in vars(checked.setup.faults).items() if on]},

@@ -40,7 +40,7 @@ from typing import Any
 MAX_QUEUES = 3          # the spec's routing keys name queues by index; small models stay explorable
 MAX_CLIENTS = 4         # publishers + consumers: one connection each
 MAX_MESSAGES = 4        # publishes in all, across publishers
-MAX_PREFETCH = 3
+MAX_PREFETCH = 65535      # basic.qos's prefetch-count is a short; one of at least MAX_MESSAGES never binds
 
 ACKS = ("manual", "automatic")
 ACK_STYLES = ("single", "multiple")
@@ -70,7 +70,7 @@ KEYS: tuple[Key, ...] = (
     _bool("queues.NAME", "durable",
           "the queue survives a broker restart, and so do its persistent messages (DU-1, DU-2)"),
     _bool("queues.NAME", "exclusive", "the queue belongs to the connection of its one consumer, which declares it "
-                                      "and loses it with its connection (DU-4); not with durable"),
+                                      "and loses it with its connection (DU-4), durable or not"),
     Key("queues.NAME", "dead_letter", '""', "a queue of the setup, not itself",
         "where messages rejected or nacked without requeue go (ACK-6); empty: they are dropped"),
     Key("publishers", "name", '"publisher N"', "any string", "the name the report uses"),
@@ -87,7 +87,9 @@ KEYS: tuple[Key, ...] = (
     Key("consumers", "queue", "(required)", "a queue of the setup", "the queue it consumes"),
     Key("consumers", "acks", '"manual"', ", ".join(f'"{a}"' for a in ACKS),
         "manual: it acknowledges each delivery; automatic: the broker forgets a message once sent (AM-1, AM-2)"),
-    Key("consumers", "prefetch", "0", f"0 to {MAX_PREFETCH}", "basic.qos prefetch count; 0 is no limit (PF-1)"),
+    Key("consumers", "prefetch", "0", f"0 to {MAX_PREFETCH} (basic.qos's field is a short)",
+        "basic.qos prefetch count; 0 is no limit (PF-1). A consumer never holds more deliveries than the setup "
+        "has messages, so a prefetch at least that large is explored as no limit, and the report says so"),
     Key("consumers", "prefetch_scope", '"consumer"', ", ".join(f'"{a}"' for a in PREFETCH_SCOPES),
         "the limit is the consumer's, or the channel's global one (PF-2)"),
     Key("consumers", "ack", '"single"', ", ".join(f'"{a}"' for a in ACK_STYLES),
@@ -240,13 +242,15 @@ class _Reader:
     def __init__(self, source: str, lines: dict[tuple, int]) -> None:
         self.source, self.lines = source, lines
 
-    def fail(self, path: tuple, message: str) -> SetupError:
-        line = 0
+    def line_of(self, *path: Any) -> int:
+        """The line of the key at ``path``, or of the nearest table holding it (0: unknown)."""
         for end in range(len(path), 0, -1):
             if path[:end] in self.lines:
-                line = self.lines[path[:end]]
-                break
-        return SetupError(self.source, line, message)
+                return self.lines[path[:end]]
+        return 0
+
+    def fail(self, path: tuple, message: str) -> SetupError:
+        return SetupError(self.source, self.line_of(*path), message)
 
     def table(self, value: Any, path: tuple, allowed: tuple[str, ...]) -> dict:
         where = _name(path)
@@ -386,10 +390,15 @@ class _Reader:
                 where = ("consumers", users[1], "queue") if users else ("queues", q.name, "exclusive")
                 raise self.fail(where, f"exclusive queue {q.name!r} belongs to the connection of one consumer; "
                                        f"{len(users)} consumers use it (DU-4)")
-            if q.durable:
-                raise self.fail(("queues", q.name, "durable"),
-                                f"queue {q.name!r} cannot be both exclusive and durable: an exclusive queue "
-                                "goes with its connection (DU-4)")
+        seen: dict[str, tuple] = {}
+        for kind, clients in (("publishers", publishers), ("consumers", consumers)):
+            for i, client in enumerate(clients):
+                path = (kind, i, "name")
+                if client.name in seen:
+                    first = self.line_of(*seen[client.name])
+                    raise self.fail(path, f"two clients are named {client.name!r} (the other on line {first}): "
+                                          "the report tells them apart by name")
+                seen[client.name] = path
         if (faults.consumer_channel_lost or faults.consumer_connection_lost) and not consumers:
             key = "consumer_channel_lost" if faults.consumer_channel_lost else "consumer_connection_lost"
             raise self.fail(("faults", key), f"faults.{key} needs a consumer")

@@ -41,11 +41,27 @@ def publisher_role(publisher: PublisherSetup, queue: int) -> Role:
                 mandatory=(publisher.mandatory,), confirm=publisher.confirms, tx=publisher.transactions)
 
 
-def consumer_role(consumer: ConsumerSetup, queue: int, exclusive: bool, faults) -> Role:
-    """What a consumer's channel may do."""
+def binding_prefetch(consumer: ConsumerSetup, messages: int) -> int:
+    """The consumer's prefetch as the exploration needs it: a consumer never holds more deliveries than
+    there are messages (one copy of each in its queue at a time), so a limit of at least ``messages``
+    never binds and is explored as none (0)."""
+    return consumer.prefetch if consumer.prefetch < messages else 0
+
+
+def notes(setup: Setup) -> tuple[str, ...]:
+    """What the exploration takes differently from the file's words, and why, for the report."""
+    messages = sum(p.messages for p in setup.publishers)
+    return tuple(f"consumer {c.name!r}: prefetch {c.prefetch} is at least the {messages} message"
+                 f"{'s' if messages != 1 else ''} of the setup, so it never binds: explored as no limit (PF-1)"
+                 for c in setup.consumers if c.prefetch and not binding_prefetch(c, messages))
+
+
+def consumer_role(consumer: ConsumerSetup, queue: int, exclusive: bool, faults, messages: int) -> Role:
+    """What a consumer's channel may do, in a setup of ``messages`` messages."""
     manual = consumer.acks == "manual"
     failure = consumer.on_failure
-    qos = ((consumer.prefetch, consumer.prefetch_scope == "channel"),) if consumer.prefetch else ()
+    prefetch = binding_prefetch(consumer, messages)
+    qos = ((prefetch, consumer.prefetch_scope == "channel"),) if prefetch else ()
     return Role(consume=((queue, not manual),), ack=manual, multiple=manual and consumer.ack == "multiple",
                 nack=(failure == "nack-requeue",) if failure.startswith("nack") else (),
                 reject=(failure == "reject-requeue",) if failure.startswith("reject") else (),
@@ -66,11 +82,12 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
     index = {q.name: i for i, q in enumerate(setup.queues)}
     exclusive = {q.name for q in setup.queues if q.exclusive}
     faults = setup.faults
+    messages = sum(p.messages for p in setup.publishers)
     roles = {}
     for c, publisher in enumerate(setup.publishers):
         roles[(c, 1)] = publisher_role(publisher, index[publisher.queue])
     for n, consumer in enumerate(setup.consumers, start=len(setup.publishers)):
-        roles[(n, 1)] = consumer_role(consumer, index[consumer.queue], consumer.queue in exclusive, faults)
+        roles[(n, 1)] = consumer_role(consumer, index[consumer.queue], consumer.queue in exclusive, faults, messages)
     requeueing = any(c.on_failure.endswith("requeue") or c.on_failure == "close-channel" for c in setup.consumers)
     # A consumer that closes its channel on failure does so at every failure: as many closes as requeues
     # are explored, so that a message failing each time comes back again (RQ-4, RQ-6); the fault adds one.
@@ -80,10 +97,11 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
     return Config(
         name, f"the setup of {setup.source}",
         connections=len(setup.publishers) + len(setup.consumers), channels=1, queues=queues, roles=roles,
-        messages=sum(p.messages for p in setup.publishers),
+        messages=messages,
         requeues=REQUEUE_BUDGET if requeueing or closes or reconnects or faults.broker_crash else 0,
         closes=closes, reconnects=reconnects,
         losses=int(faults.network_loss or faults.consumer_connection_lost),
         crashes=int(faults.broker_crash), failures=int(faults.queue_refuses),
-        qos=sum(1 for c in setup.consumers if c.prefetch) * (1 + closes + reconnects + int(faults.broker_crash)),
+        qos=sum(1 for c in setup.consumers if binding_prefetch(c, messages))
+        * (1 + closes + reconnects + int(faults.broker_crash)),
         deadlock_is_error=False, category="setup")

@@ -43,8 +43,8 @@ def add_explore_arguments(explore: argparse.ArgumentParser) -> None:
     explore.add_argument("--driver-memory", metavar="SIZE",
                          help="spark engine: the driver's heap, e.g. 8g (default 2g in local mode, where the "
                               "executors share it)")
-    explore.add_argument("--bound", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
-                         help="override a bound of the configuration")
+    explore.add_argument("--bound", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a bound (repeatable; NAME=VALUE,NAME=VALUE also works) of the configuration")
     explore.add_argument("--property", action="extend", nargs="+", default=[], metavar="NAME",
                          help="check these properties instead of the configuration's own")
     explore.add_argument("--json", metavar="FILE", help="also write the full result as JSON")
