@@ -36,43 +36,43 @@ class Outcome:
 
 def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
     ev = lambda e: model.eval(e, model_completion=True)   # noqa: E731
-    seq = ev(x.seq[c, ch]).as_long()
+    seq = ev(x.publish_seq[c, ch]).as_long()
     witness = ev(q).as_long()
     nums = _window(0, seq, witness)
-    unconf = [s for s in nums if z3.is_true(ev(x.unconf[c, ch, s]))]
-    conf = [s for s in nums if z3.is_true(ev(x.conf[c, ch, s]))]
-    ntag = ev(x.ntag[c, ch]).as_long()
+    unconf = [s for s in nums if z3.is_true(ev(x.unconfirmed[c, ch, s]))]
+    conf = [s for s in nums if z3.is_true(ev(x.confirmed[c, ch, s]))]
+    ntag = ev(x.next_tag[c, ch]).as_long()
     tags = _window(-2, ntag, witness)
-    out = [t for t in tags if z3.is_true(ev(x.out[c, ch, t]))]
-    txs = [t for t in tags if z3.is_true(ev(x.txs[c, ch, t]))]
-    return (f"{label}: up={ev(x.up)} status={ev(x.cstat[c, ch])} mode={ev(x.mode[c, ch])} publish_seq={seq} "
-            f"unconfirmed={unconf} confirmed={conf} held={ev(x.held[c, ch])} commit_pending={ev(x.pending[c, ch])} "
-            f"frames_to_broker={ev(x.tb[c, ch])} next_tag={ntag} outstanding={out} held_back_tags={txs} "
-            f"frames_to_client={ev(x.tc[c, ch])} channel_close_to_client={ev(x.ccl[c, ch])} "
-            f"sent_after_that_close={ev(x.aft[c, ch])} client_view={ev(x.vst[c, ch])} "
-            f"last_tag_read={ev(x.vlt[c, ch])} open_ok_to_client={ev(x.ook[c, ch])} "
-            f"older_frames_ahead_of_it={ev(x.old[c, ch])} "
-            f"deliveries_to_client={[t for t in tags if z3.is_true(ev(x.dif[c, ch, t]))]} "
-            f"open_to_broker={ev(x.tbo[c, ch])} other_frame_ahead_of_it={ev(x.pre[c, ch])} "
-            f"other_frame_behind_it={ev(x.post[c, ch])} other_frames_to_broker={ev(x.tbx[c, ch])} connection: client_status={ev(x.cst[c])} "
-            f"broker_closed={ev(x.bclosed[c])} close_in_flight={ev(x.cclose[c])} "
-            f"queue {ev(q)}: exists={ev(x.qex[q])} durable={ev(x.qdur[q])} owner={ev(x.qown[q])} "
-            f"copy (queue {ev(c)}, key {ev(ch)}): ready={ev(x.ready[c, ch])} redelivered={ev(x.redel[c, ch])} "
-            f"delivered={ev(x.dlv[c, ch])} on_disk={ev(x.disk[c, ch])} enqueued={ev(x.enq[c])} "
-            f"ahead_of_key_{ev(q)}={ev(x.ahead[c, ch, q])} key_{ev(q)}_ready={ev(x.ready[c, q])} "
-            f"in_flight_auto_on={ev(x.auto[c, ch])} "
+    out = [t for t in tags if z3.is_true(ev(x.outstanding[c, ch, t]))]
+    txs = [t for t in tags if z3.is_true(ev(x.tx_settled[c, ch, t]))]
+    return (f"{label}: up={ev(x.broker_up)} status={ev(x.channel_status[c, ch])} mode={ev(x.channel_mode[c, ch])} publish_seq={seq} "
+            f"unconfirmed={unconf} confirmed={conf} held={ev(x.tx_holds_back[c, ch])} commit_pending={ev(x.commit_pending[c, ch])} "
+            f"frames_to_broker={ev(x.frames_to_broker[c, ch])} next_tag={ntag} outstanding={out} held_back_tags={txs} "
+            f"frames_to_client={ev(x.frames_to_client[c, ch])} channel_close_to_client={ev(x.channel_close_to_client[c, ch])} "
+            f"sent_after_that_close={ev(x.sent_after_close[c, ch])} client_view={ev(x.view_status[c, ch])} "
+            f"last_tag_read={ev(x.view_last_tag[c, ch])} open_ok_to_client={ev(x.open_ok_to_client[c, ch])} "
+            f"older_frames_ahead_of_it={ev(x.older_frames_ahead[c, ch])} "
+            f"deliveries_to_client={[t for t in tags if z3.is_true(ev(x.deliveries_to_client[c, ch, t]))]} "
+            f"open_to_broker={ev(x.open_to_broker[c, ch])} other_frame_ahead_of_it={ev(x.frame_ahead_of_open[c, ch])} "
+            f"other_frame_behind_it={ev(x.frame_behind_open[c, ch])} other_frames_to_broker={ev(x.other_frames_to_broker[c, ch])} connection: client_status={ev(x.client_connection_status[c])} "
+            f"broker_closed={ev(x.broker_end_closed[c])} close_in_flight={ev(x.connection_close_to_client[c])} "
+            f"queue {ev(q)}: exists={ev(x.queue_exists[q])} durable={ev(x.queue_durable[q])} owner={ev(x.queue_owner[q])} "
+            f"copy (queue {ev(c)}, key {ev(ch)}): ready={ev(x.ready[c, ch])} redelivered={ev(x.redelivered[c, ch])} "
+            f"delivered={ev(x.ever_delivered[c, ch])} on_disk={ev(x.on_disk[c, ch])} enqueued={ev(x.enqueued[c])} "
+            f"ahead_of_key_{ev(q)}={ev(x.ahead_in_queue[c, ch, q])} key_{ev(q)}_ready={ev(x.ready[c, q])} "
+            f"in_flight_auto_on={ev(x.auto_in_flight_on[c, ch])} "
             f"{_tag_copy(ev, x, c, ch, q)} "
-            f"message ({ev(c)}, {ev(ch)}): published={ev(x.pubd[c])} in_flight={ev(x.inf[c, ch])} "
-            f"held_by_channel={ev(x.txm[c, ch])} taken_by_a_queue={ev(x.em[c, ch])} "
-            f"twice_in_flight={ev(x.inf2[c, ch])} held_back_twice={ev(x.txm2[c, ch])} acked={ev(x.acked[c, ch])} "
-            f"unconfirmed_publish=({ev(x.pch[c, ch])}, {ev(x.ps[c, ch])}) "
-            f"copy's message=({ev(x.mc[c, ch])}, {ev(x.mn[c, ch])}) "
-            f"message_acked={ev(x.acked[x.mc[c, ch], x.mn[c, ch]])} persistent={ev(x.pers[c, ch])} "
-            f"holds_confirm={ev(x.hold[c, ch])} born={ev(x.born[c])} dead_letter_target={ev(x.dlt[c])} "
-            f"prefetch: consumer={ev(x.cons[c, ch, q])} prefetch={ev(x.pf[c, ch])} global_limit={ev(x.glim[c, ch])} "
-            f"volume={ev(x.vol[c, ch])} qos_excess={ev(x.qexc[c, ch])} qos_uncounted={ev(x.qunc[c, ch])} "
-            f"consumer_outstanding={ev(x.tout[c, ch])} consumer_held_back={ev(x.thld[c, ch])} "
-            f"consumer {ev(q)}: count={ev(x.kcnt[c, ch, q])} no_ack={ev(x.kna[c, ch, q])} limit={ev(x.klim[c, ch, q])}")
+            f"message ({ev(c)}, {ev(ch)}): published={ev(x.published[c])} in_flight={ev(x.publish_in_flight[c, ch])} "
+            f"held_by_channel={ev(x.tx_held_by_channel[c, ch])} taken_by_a_queue={ev(x.taken_by_queue[c, ch])} "
+            f"twice_in_flight={ev(x.publish_in_flight_twice[c, ch])} held_back_twice={ev(x.tx_held_twice[c, ch])} acked={ev(x.message_acked[c, ch])} "
+            f"unconfirmed_publish=({ev(x.unconfirmed_publish_channel[c, ch])}, {ev(x.unconfirmed_publish_seq[c, ch])}) "
+            f"copy's message=({ev(x.message_connection[c, ch])}, {ev(x.message_number[c, ch])}) "
+            f"message_acked={ev(x.message_acked[x.message_connection[c, ch], x.message_number[c, ch]])} persistent={ev(x.persistent[c, ch])} "
+            f"holds_confirm={ev(x.holds_confirm[c, ch])} born={ev(x.born[c])} dead_letter_target={ev(x.dead_letter_target[c])} "
+            f"prefetch: consumer={ev(x.consumers[c, ch, q])} prefetch={ev(x.prefetch[c, ch])} global_limit={ev(x.global_limit[c, ch])} "
+            f"volume={ev(x.volume[c, ch])} qos_excess={ev(x.qos_excess[c, ch])} qos_uncounted={ev(x.qos_uncounted[c, ch])} "
+            f"consumer_outstanding={ev(x.consumer_outstanding[c, ch])} consumer_held_back={ev(x.consumer_held_back[c, ch])} "
+            f"consumer {ev(q)}: count={ev(x.consumer_deliveries[c, ch, q])} no_ack={ev(x.consumer_no_ack[c, ch, q])} limit={ev(x.consumer_limit[c, ch, q])}")
 
 
 def _window(low: int, top: int, witness: int) -> list[int]:
@@ -84,12 +84,12 @@ def _window(low: int, top: int, witness: int) -> list[int]:
 
 def _tag_copy(ev, x: Z3State, c, ch, t) -> str:
     """The copy tag t of channel (c, ch) names, and where that copy is (for copies_conserved)."""
-    q, key = x.tq[c, ch, t], x.tk[c, ch, t]
+    q, key = x.tag_queue[c, ch, t], x.tag_key[c, ch, t]
     return (f"tag {ev(t)} names copy (queue {ev(q)}, key {ev(key)}): ready={ev(x.ready[q, key])} "
-            f"named_by=({ev(x.oc[q, key])}, {ev(x.och[q, key])}, {ev(x.ot[q, key])}) "
-            f"message=({ev(x.mc[q, key])}, {ev(x.mn[q, key])}) persistent={ev(x.pers[q, key])} "
-            f"holds_confirm={ev(x.hold[q, key])} on_disk={ev(x.disk[q, key])} queue_durable={ev(x.qdur[q])} "
-            f"message_acked={ev(x.acked[x.mc[q, key], x.mn[q, key]])}")
+            f"named_by=({ev(x.named_by_connection[q, key])}, {ev(x.named_by_channel[q, key])}, {ev(x.named_by_tag[q, key])}) "
+            f"message=({ev(x.message_connection[q, key])}, {ev(x.message_number[q, key])}) persistent={ev(x.persistent[q, key])} "
+            f"holds_confirm={ev(x.holds_confirm[q, key])} on_disk={ev(x.on_disk[q, key])} queue_durable={ev(x.queue_durable[q])} "
+            f"message_acked={ev(x.message_acked[x.message_connection[q, key], x.message_number[q, key]])}")
 
 
 def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3State, c0, ch0, s0,

@@ -55,7 +55,7 @@ def test_model_invariants_are_registry_invariants_and_helpers_are_explored():
 
 
 # A planted wrong invariant (PC-2): "no publish is ever waiting for its confirm".
-NOTHING_UNCONFIRMED = Invariant("nothing_unconfirmed", lambda x, c, ch, s: z3.Not(x.unconf[c, ch, s]), "fixture")
+NOTHING_UNCONFIRMED = Invariant("nothing_unconfirmed", lambda x, c, ch, s: z3.Not(x.unconfirmed[c, ch, s]), "fixture")
 
 
 def test_planted_wrong_invariant_comes_back_as_a_counterexample():
@@ -83,7 +83,8 @@ def test_confirm_and_tx_exclusive_needs_its_helper():
 
 
 # A planted wrong invariant of the deliveries family (DT-1): "an outstanding tag is below next_tag - 1".
-TAGS_LAG = Invariant("tags_lag", lambda x, c, ch, t: z3.Implies(x.out[c, ch, t], t < x.ntag[c, ch] - 1), "fixture")
+TAGS_LAG = Invariant("tags_lag", lambda x, c, ch, t: z3.Implies(x.outstanding[c, ch, t], t < x.next_tag[c, ch] - 1),
+                     "fixture")
 
 
 def test_planted_wrong_delivery_invariant_comes_back_as_a_counterexample():
@@ -112,7 +113,7 @@ def test_delivery_tags_increase_needs_its_helper():
 # It is false: a channel closed by a channel error keeps its basic.get deliveries until close-ok.
 NOT_OPEN_HOLDS_NOTHING = Invariant(
     "not_open_holds_nothing",
-    lambda x, c, ch, t: z3.Implies(x.cstat[c, ch] != CH_OPEN, z3.Not(x.out[c, ch, t])), "fixture")
+    lambda x, c, ch, t: z3.Implies(x.channel_status[c, ch] != CH_OPEN, z3.Not(x.outstanding[c, ch, t])), "fixture")
 
 
 def test_planted_wrong_closing_invariant_comes_back_as_a_counterexample():
@@ -146,7 +147,8 @@ def test_init_holds_in_every_standard_initial_state():
 
 
 # A planted wrong invariant of the queues (DU-4): "no queue is exclusive".
-NO_EXCLUSIVE_QUEUE = Invariant("no_exclusive_queue", lambda x, c, ch, q: z3.Implies(x.qex[q], x.qown[q] == 0),
+NO_EXCLUSIVE_QUEUE = Invariant("no_exclusive_queue",
+                               lambda x, c, ch, q: z3.Implies(x.queue_exists[q], x.queue_owner[q] == 0),
                                "fixture")
 
 
@@ -181,7 +183,9 @@ def test_a_loss_that_keeps_exclusive_queues_is_refuted(monkeypatch):
     breaks exclusive_queue_has_owner; the proof shows the connection down with its queue still there."""
     def loss_keeps_queues(x, a, o):
         t = M.NetworkLoss(x, a, o)
-        return M.Transition(t.guard, t.after.replace(qex=x.qex, qdur=x.qdur, qown=x.qown))
+        return M.Transition(t.guard,
+                            t.after.replace(queue_exists=x.queue_exists, queue_durable=x.queue_durable,
+                                            queue_owner=x.queue_owner))
     inv = INVARIANTS["exclusive_queue_has_owner"]
     helpers = [HELPERS[h] for h in inv.helpers]
     assert prove_step(inv, A.NetworkLoss, helpers).status == PROVED
@@ -194,7 +198,7 @@ def test_a_loss_that_keeps_exclusive_queues_is_refuted(monkeypatch):
 
 Q, K = z3.Ints("q key")
 # A planted wrong invariant of the copies (RQ-2): "a ready copy is never marked redelivered".
-NEVER_REDELIVERED = Invariant("never_redelivered", lambda x, q, key, _: z3.Not(x.redel[q, key]), "fixture")
+NEVER_REDELIVERED = Invariant("never_redelivered", lambda x, q, key, _: z3.Not(x.redelivered[q, key]), "fixture")
 
 
 def test_planted_wrong_copies_invariant_comes_back_as_a_counterexample():
@@ -211,7 +215,7 @@ def test_planted_wrong_copies_invariant_comes_back_as_a_counterexample():
 
 
 # A planted wrong invariant of a queue's order (RQ-1): "the copy ahead is the newer one".
-NEWEST_FIRST = Invariant("newest_first", lambda x, q, a, b: z3.Implies(x.ahead[q, a, b], a > b), "fixture")
+NEWEST_FIRST = Invariant("newest_first", lambda x, q, a, b: z3.Implies(x.ahead_in_queue[q, a, b], a > b), "fixture")
 
 
 def test_planted_wrong_order_invariant_comes_back_as_a_counterexample():
@@ -247,7 +251,8 @@ def _order_broken_by(method: int, requeued_behind_a_ready_copy: bool = False) ->
     solver.add(inv.holds(x), inv.at(x, q, ahead, behind), t.guard, z3.Not(inv.at(t.after, q, ahead, behind)),
                o.method == method, o.added == z3.K(z3.IntSort(), z3.IntVal(0)))
     if requeued_behind_a_ready_copy:
-        solver.add(ahead > behind, x.ready[q, ahead], z3.Not(x.ready[q, behind]), t.after.ahead[q, ahead, behind])
+        solver.add(ahead > behind, x.ready[q, ahead], z3.Not(x.ready[q, behind]),
+                   t.after.ahead_in_queue[q, ahead, behind])
     result = solver.check()
     assert result != z3.unknown
     return result == z3.sat
@@ -266,7 +271,7 @@ def test_a_requeue_to_the_tail_is_refuted(monkeypatch):
 
 
 def test_redelivered_flag_set_needs_its_helper():
-    """Alone, redelivered_flag_set is not inductive: a new copy takes key enq + 1, and nothing says
+    """Alone, redelivered_flag_set is not inductive: a new copy takes key enqueued + 1, and nothing says
     that key was never delivered. With copy_keys_issued it is proved."""
     inv = INVARIANTS["redelivered_flag_set"]
     alone = prove_step(inv, A.BrokerTakeFrame, [])
@@ -275,12 +280,12 @@ def test_redelivered_flag_set_needs_its_helper():
 
 
 def test_an_enqueue_that_reuses_a_key_is_refuted(monkeypatch):
-    """RQ-1, RQ-2: a publish relation that gives a new copy the key of the last one (enq, not enq + 1)
+    """RQ-1, RQ-2: a publish relation that gives a new copy the key of the last one (enqueued, not enqueued + 1)
     could make a delivered copy ready again unmarked: the proof finds it."""
     def publish_reuses_key(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
         return M.Transition(t.guard, t.after.replace(
-            ready=z3.Lambda([Q, K], z3.Or(t.after.ready[Q, K], z3.And(o.added[Q] > 0, K == x.enq[Q])))))
+            ready=z3.Lambda([Q, K], z3.Or(t.after.ready[Q, K], z3.And(o.added[Q] > 0, K == x.enqueued[Q])))))
     inv = INVARIANTS["redelivered_flag_set"]
     helpers = [HELPERS[h] for h in inv.helpers]
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, publish_reuses_key)
@@ -306,9 +311,9 @@ ONE_PLACE = Invariant("copies_in_one_place", MI.copies_in_one_place, "fixture",
 
 
 def test_copies_conserved_needs_its_helpers():
-    """Alone, copies_conserved's first half is not inductive: a publish gives its copy the key enq + 1,
+    """Alone, copies_conserved's first half is not inductive: a publish gives its copy the key enqueued + 1,
     and nothing says no tag names that key already. With its helpers (a named copy was delivered, a
-    delivered key is at most enq; held-back tags are not outstanding too) it is proved, and so is the
+    delivered key is at most enqueued; held-back tags are not outstanding too) it is proved, and so is the
     whole of copies_conserved with all of its helpers."""
     alone = prove_step(ONE_PLACE, A.BrokerTakeFrame, [])
     assert alone.status == COUNTEREXAMPLE
@@ -343,7 +348,7 @@ def test_a_crash_that_keeps_automatic_deliveries_in_flight_is_refuted(monkeypatc
     flight; a crash relation that kept them would leave copies in flight while the broker is down."""
     def crash_keeps_auto(x, a, o):
         t = M.BrokerCrash(x, a, o)
-        return M.Transition(t.guard, t.after.replace(auto=x.auto))
+        return M.Transition(t.guard, t.after.replace(auto_in_flight_on=x.auto_in_flight_on))
     assert prove_step(AUTO_PLACE, A.BrokerCrash, []).status == PROVED
     monkeypatch.setitem(M.RELATIONS, A.BrokerCrash, crash_keeps_auto)
     outcome = prove_step(AUTO_PLACE, A.BrokerCrash, [])
@@ -415,7 +420,7 @@ def test_tx_effects_invisible_needs_its_helpers():
 
 
 # A planted wrong invariant of the messages family (TX-2): "no message is ever held back".
-NOTHING_HELD = Invariant("nothing_held", lambda x, c, n, _: x.txm[c, n] == 0, "fixture")
+NOTHING_HELD = Invariant("nothing_held", lambda x, c, n, _: x.tx_held_by_channel[c, n] == 0, "fixture")
 
 
 def test_planted_wrong_message_invariant_comes_back_as_a_counterexample():
@@ -436,7 +441,7 @@ def test_a_commit_that_keeps_its_publishes_held_back_is_refuted(monkeypatch):
     makes a held-back message one a queue took: the proof finds it (not unknown)."""
     def commit_keeps_them(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(txm=x.txm))
+        return M.Transition(t.guard, t.after.replace(tx_held_by_channel=x.tx_held_by_channel))
     inv = FIRST_HALF
     helpers = [HELPERS[h] for h in inv.helpers]
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, commit_keeps_them)
@@ -505,7 +510,7 @@ def test_a_restart_that_keeps_recovered_copies_gone_is_refuted(monkeypatch):
     ready copy gone: live_copies_unfated is refuted at the restart."""
     def restart_keeps(x, a, o):
         t = M.BrokerRestart(x, a, o)
-        return M.Transition(t.guard, t.after.replace(fated=x.fated))
+        return M.Transition(t.guard, t.after.replace(gone_this_life=x.gone_this_life))
     helper = HELPERS["live_copies_unfated"]
     monkeypatch.setitem(M.RELATIONS, A.BrokerRestart, restart_keeps)
     outcome = prove_step(helper, A.BrokerRestart, [])
@@ -518,10 +523,11 @@ def test_a_tx_ack_that_takes_effect_at_once_is_refuted(monkeypatch):
     def eager(x, a, o):
         t = M.gone_in_this_life(M.BrokerTakeFrame)(x, a, o)
         c, ch = a.conn, a.ch
-        q, key = x.tq[c, ch, o.tag], x.tk[c, ch, o.tag]
-        eager = z3.And(o.method == BASIC_ACK, x.mode[c, ch] == MODE_TX, x.out[c, ch, o.tag])
-        return M.Transition(t.guard, t.after.replace(fated=z3.Store(t.after.fated, q, key,
-                                                                    z3.Or(t.after.fated[q, key], eager))))
+        q, key = x.tag_queue[c, ch, o.tag], x.tag_key[c, ch, o.tag]
+        eager = z3.And(o.method == BASIC_ACK, x.channel_mode[c, ch] == MODE_TX, x.outstanding[c, ch, o.tag])
+        return M.Transition(t.guard, t.after.replace(gone_this_life=z3.Store(t.after.gone_this_life, q, key,
+                                                                             z3.Or(t.after.gone_this_life[q, key],
+                                                                                   eager))))
     helpers = [HELPERS["live_copies_unfated"], ONE_PLACE]     # enough for this step (copies_conserved's first half)
     half = Invariant("second half", MI.held_back_settlements_unfated, "fixture")
     assert prove_step(half, A.BrokerTakeFrame, helpers).status == PROVED
@@ -535,7 +541,7 @@ def test_planted_wrong_unfated_invariant_comes_back_as_a_counterexample():
     """"No delivered copy is gone in this life" is wrong: basic.ack gives a delivered copy its fate.
     Z3 shows it at a settlement frame."""
     def delivered_unfated(x, q, key, _):
-        return z3.Implies(x.dlv[q, key], z3.Not(x.fated[q, key]))
+        return z3.Implies(x.ever_delivered[q, key], z3.Not(x.gone_this_life[q, key]))
     outcome = prove_step(Invariant("delivered_unfated", delivered_unfated, "fixture"), A.BrokerTakeFrame, [])
     assert outcome.status == COUNTEREXAMPLE
 
@@ -646,8 +652,9 @@ def test_prefetch_respected_needs_its_helpers():
 # Planted wrong invariants of the prefetch counts: "a consumer with a limit is never at it", and "a
 # global limit never leaves a held-back delivery uncounted".
 UNDER_LIMIT = Invariant("under_limit", lambda x, c, ch, k: z3.Implies(
-    z3.And(x.cons[c, ch, k], x.klim[c, ch, k] != 0), x.kcnt[c, ch, k] < x.klim[c, ch, k]), "fixture")
-NONE_UNCOUNTED = Invariant("none_uncounted", lambda x, c, ch, k: x.qunc[c, ch] == 0, "fixture")
+    z3.And(x.consumers[c, ch, k], x.consumer_limit[c, ch, k] != 0),
+    x.consumer_deliveries[c, ch, k] < x.consumer_limit[c, ch, k]), "fixture")
+NONE_UNCOUNTED = Invariant("none_uncounted", lambda x, c, ch, k: x.qos_uncounted[c, ch] == 0, "fixture")
 
 
 def test_planted_wrong_prefetch_invariants_come_back_as_counterexamples():
@@ -694,9 +701,11 @@ def test_a_held_back_ack_that_frees_room_at_once_is_refuted(monkeypatch):
     def held_ack_counts_off(x, a, o):
         t = original(x, a, o)
         settle = z3.Or(o.method == BASIC_ACK, o.method == BASIC_NACK, o.method == BASIC_REJECT)
-        early = z3.And(settle, x.mode[a.conn, a.ch] == MODE_TX, t.after.thld[a.conn, a.ch] != x.thld[a.conn, a.ch])
+        early = z3.And(settle, x.channel_mode[a.conn, a.ch] == MODE_TX,
+                       t.after.consumer_held_back[a.conn, a.ch] != x.consumer_held_back[a.conn, a.ch])
         return M.Transition(t.guard, t.after.replace(
-            vol=z3.If(early, z3.Store(t.after.vol, a.conn, a.ch, x.vol[a.conn, a.ch] - o.nset), t.after.vol)))
+            volume=z3.If(early, z3.Store(t.after.volume, a.conn, a.ch, x.volume[a.conn, a.ch] - o.nset),
+                         t.after.volume)))
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, held_ack_counts_off)
     outcome = prove_step(covers, A.BrokerTakeFrame, helpers)
     assert outcome.status == COUNTEREXAMPLE
@@ -734,7 +743,7 @@ def test_a_confirm_that_does_not_wait_for_the_disk_is_refuted(monkeypatch):
         t = M.BrokerConfirm(x, a, o)
         c, ch, s = a.conn, a.ch, a.seq
         guard = z3.And(M._channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix),
-                                                        z3.And(x.unconf[c, ch, s], o.ready)))
+                                                        z3.And(x.unconfirmed[c, ch, s], o.ready)))
         return M.Transition(guard, t.after)
     inv = INVARIANTS["confirmed_only_when_on_disk"]
     monkeypatch.setitem(M.RELATIONS, A.BrokerConfirm, eager_confirm)
@@ -755,8 +764,9 @@ def test_planted_wrong_confirmed_on_disk_invariant_comes_back_as_a_counterexampl
     deleted queue one of a durable queue again. Z3 shows it at queue.declare (frame method 7)."""
     def without_born(x, a, b, d):
         def unsafe_and_acked(q, key):
-            return z3.And(x.pers[q, key], x.qdur[q], z3.Not(x.dlt[q]), z3.Not(x.disk[q, key]),
-                          x.acked[x.mc[q, key], x.mn[q, key]])
+            return z3.And(x.persistent[q, key], x.queue_durable[q], z3.Not(x.dead_letter_target[q]),
+                          z3.Not(x.on_disk[q, key]),
+                          x.message_acked[x.message_connection[q, key], x.message_number[q, key]])
         return _live_copies(x, a, b, d, lambda q, key: z3.Not(unsafe_and_acked(q, key)))
     outcome = prove_step(Invariant("without_born", without_born, "fixture"), A.BrokerTakeFrame, [])
     assert outcome.status == COUNTEREXAMPLE
@@ -799,7 +809,9 @@ def test_a_crash_that_keeps_publishes_to_confirm_is_refuted(monkeypatch):
     acked) is refuted: a copy it loses carries a message still to be acked."""
     def crash_keeps_publishes(x, a, o):
         t = M.BrokerCrash(x, a, o)
-        return M.Transition(t.guard, t.after.replace(pch=x.pch, ps=x.ps))
+        return M.Transition(t.guard,
+                            t.after.replace(unconfirmed_publish_channel=x.unconfirmed_publish_channel,
+                                            unconfirmed_publish_seq=x.unconfirmed_publish_seq))
     helper = HELPERS["lost_copies_stay_unconfirmed"]
     assert helper.helpers == ("unwritten_copies_hold_their_confirm",)
     given = [HELPERS["unwritten_copies_hold_their_confirm"]]
@@ -813,8 +825,9 @@ def test_planted_wrong_survives_crash_invariant_comes_back_as_a_counterexample()
     from a deleted queue (not durable any more) whose message was acked counts again once a queue of
     its name is declared durable. Z3 shows it at queue.declare (frame method 7)."""
     def without_born(x, q, key, _):
-        return z3.Not(z3.And(x.lost[q, key], x.pers[q, key], x.qdur[q], z3.Not(x.dlt[q]),
-                             x.acked[x.mc[q, key], x.mn[q, key]]))
+        return z3.Not(z3.And(x.lost_in_crash[q, key], x.persistent[q, key], x.queue_durable[q],
+                             z3.Not(x.dead_letter_target[q]),
+                             x.message_acked[x.message_connection[q, key], x.message_number[q, key]]))
     outcome = prove_step(Invariant("without_born", without_born, "fixture"), A.BrokerTakeFrame, [])
     assert outcome.status == COUNTEREXAMPLE
     assert outcome.counterexample[0] == "case: frame method 7"             # queue.declare
