@@ -124,4 +124,4 @@ def test_a_channel_open_that_leaves_the_view_open_is_refuted(monkeypatch):
     outcome = prove_step(inv, A.ClientChannelOpen, [])
     assert outcome.status == COUNTEREXAMPLE
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert f"client_view={C_OPEN}" in after and "open_to_broker=True" in after
+    assert f"view_status={C_OPEN}" in after and "open_to_broker=True" in after

@@ -116,7 +116,7 @@ def test_a_closing_channel_that_sends_more_is_refuted(monkeypatch):
     outcome = prove_step(inv, A.BrokerTakeFrame, [])
     assert outcome.status == COUNTEREXAMPLE
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert f"status={CH_CLOSING}" in after and "sent_after_that_close=True" in after
+    assert f"channel_status={CH_CLOSING}" in after and "sent_after_close=True" in after
 
 
 # A confirm channel whose client may send frames out of turn (and publish to a missing exchange).

@@ -1,8 +1,10 @@
 """Inductive proofs (proofs.inductive): every invariant of model.invariants holds initially and is
 preserved by every spec action, for any number of connections, channels and publishes; a wrong
-invariant comes back as a counterexample, shown as a channel before and after the step."""
+invariant comes back as a counterexample, shown as the state before and after the step."""
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections import deque
 
 import z3
@@ -11,7 +13,7 @@ from model import actions as M
 from model.actions import RELATIONS
 from model import invariants as MI
 from model.invariants import HELPERS, INVARIANTS, Invariant, _live_copies, init
-from model.state import abstract
+from model.state import FIELDS, QUEUE, abstract
 from proofs import inductive
 from proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, _transition, invariants_named, prove_all, prove_step
 from spec import actions as A
@@ -21,6 +23,34 @@ from spec.properties import REGISTRY
 from spec.roles import QueueSpec, Role
 from spec.state import CH_OPEN, CONN_DOWN, FATE_ACKED, FATE_LOST_CRASH, MODE_TX
 from tests.fixtures.model_plants import requeue_to_tail
+
+
+def _parts(line: str) -> dict[str, str]:
+    """A counterexample line's parts (proofs.inductive._state_line), by heading."""
+    return dict(part.split(": ", 1) for part in line.split(": ", 1)[1].split(" | "))
+
+
+def _part(line: str, heading: str) -> str:
+    """The first part of a counterexample line whose heading starts with ``heading``."""
+    return next(text for h, text in _parts(line).items() if h.startswith(heading))
+
+
+def _value(part: str, name: str) -> str:
+    """The value field ``name`` has in a part of a counterexample line."""
+    return re.search(rf"(?:^| ){name}=(\[[^\]]*\]|\{{[^}}]*\}}|\S+)", part).group(1)
+
+
+def _copies(line: str) -> list[tuple[str, str]]:
+    """Each copy a counterexample line shows: its fields, and its message's."""
+    parts = _parts(line)
+    return [(text, parts[f"message ({_value(text, 'message_connection')}, {_value(text, 'message_number')})"])
+            for heading, text in parts.items() if "copy (" in heading]
+
+
+def _acked_persistent_copy(line: str, acked: str = "True", **fields: str) -> bool:
+    """A counterexample line shows a persistent copy whose message is (or is not) acked, and has ``fields``."""
+    return any(_value(copy, "persistent") == "True" and _value(message, "message_acked") == acked
+               and all(_value(copy, n) == v for n, v in fields.items()) for copy, message in _copies(line))
 
 
 def test_every_obligation_is_proved():
@@ -67,10 +97,24 @@ def test_planted_wrong_invariant_comes_back_as_a_counterexample():
     assert "case: frame method 17" in text                       # basic.publish
     before = next(line for line in take.counterexample if line.startswith("before:"))
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "mode=1" in before and "unconfirmed=[]" in before     # a confirm channel with nothing unconfirmed ...
+    assert "channel_mode=1" in before and "unconfirmed=[]" in before     # a confirm channel with nothing unconfirmed
     seq = int(before.split("publish_seq=")[1].split()[0])
     assert f"publish_seq={seq + 1} unconfirmed=[{seq + 1}]" in after   # ... numbers the next publish: unconfirmed
     assert outcomes["BrokerConfirm"].status == PROVED           # a confirm only takes publishes away
+
+
+def test_a_counterexample_shows_every_field_of_the_table(monkeypatch):
+    """The printing of a counterexample is derived from model.state.FIELDS: every field is shown, by
+    name, at the indices its kinds fit; a field whose kinds fit no heading is shown at the witness."""
+    take = prove_step(NOTHING_UNCONFIRMED, A.BrokerTakeFrame, [])
+    before = next(line for line in take.counterexample if line.startswith("before:"))
+    shown = {name for part in _parts(before).values() for name in re.findall(r"(?:^| )(\w+)=", part)}
+    assert shown == {f.name for f in FIELDS}
+    odd = tuple(dataclasses.replace(f, indices=(QUEUE, "somewhere")) if f.name == "ready" else f for f in FIELDS)
+    monkeypatch.setattr(inductive, "FIELDS", odd)
+    before = next(line for line in prove_step(NOTHING_UNCONFIRMED, A.BrokerTakeFrame, []).counterexample
+                  if line.startswith("before:"))
+    assert "ready=" in _part(before, "witness (") and "ready=" not in _part(before, "copy (")
 
 
 def test_confirm_and_tx_exclusive_needs_its_helper():
@@ -123,7 +167,7 @@ def test_planted_wrong_closing_invariant_comes_back_as_a_counterexample():
     take = outcomes["BrokerTakeFrame"]
     assert take.status == COUNTEREXAMPLE
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "status=2" in after or "status=3" in after             # closing (CH_CLOSING or CH_ENDING) ...
+    assert _value(_part(after, "channel ("), "channel_status") in ("2", "3")     # closing (CH_CLOSING or CH_ENDING)
     assert "outstanding=[]" not in after                          # ... with a delivery kept
 
 
@@ -162,9 +206,9 @@ def test_planted_wrong_queue_invariant_comes_back_as_a_counterexample():
     assert f"case: frame method {QUEUE_DECLARE}" in take.counterexample[0]
     before = next(line for line in take.counterexample if line.startswith("before:"))
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "exists=False" in before.split("queue ")[1]
-    queue = after.split("queue ")[1]
-    assert "exists=True" in queue and "owner=0" not in queue
+    assert _value(_part(before, "queue "), "queue_exists") == "False"
+    queue = _part(after, "queue ")
+    assert _value(queue, "queue_exists") == "True" and _value(queue, "queue_owner") != "0"
 
 
 def test_exclusive_queue_has_owner_needs_its_helpers():
@@ -193,7 +237,7 @@ def test_a_loss_that_keeps_exclusive_queues_is_refuted(monkeypatch):
     outcome = prove_step(inv, A.NetworkLoss, helpers)
     assert outcome.status == COUNTEREXAMPLE
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert f"client_status={CONN_DOWN}" in after and "exists=True" in after.split("queue ")[1]
+    assert f"client_connection_status={CONN_DOWN}" in after and "queue_exists=True" in _part(after, "queue ")
 
 
 Q, K = z3.Ints("q key")
@@ -209,8 +253,8 @@ def test_planted_wrong_copies_invariant_comes_back_as_a_counterexample():
     assert outcomes["BrokerDeliver"].status == PROVED              # a delivery takes a copy away
     take = outcomes["BrokerTakeFrame"]
     assert take.status == COUNTEREXAMPLE
-    before = next(line for line in take.counterexample if line.startswith("before:")).split("copy (")[1]
-    after = next(line for line in take.counterexample if line.startswith("after:")).split("copy (")[1]
+    before = _part(next(line for line in take.counterexample if line.startswith("before:")), "copy (")
+    after = _part(next(line for line in take.counterexample if line.startswith("after:")), "copy (")
     assert "redelivered=False" in before and "ready=True redelivered=True" in after   # requeued
 
 
@@ -226,7 +270,7 @@ def test_planted_wrong_order_invariant_comes_back_as_a_counterexample():
     take = outcomes["BrokerTakeFrame"]
     assert take.status == COUNTEREXAMPLE
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "ahead_of_key_" in after                               # the counterexample shows the order
+    assert "ahead_in_queue=[(" in after                           # the counterexample shows the order
 
 
 def test_queue_in_publication_order_needs_its_helpers():
@@ -339,8 +383,8 @@ def test_an_automatic_hand_over_that_leaves_its_copy_ready_is_refuted(monkeypatc
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_keeps_ready)
     outcome = prove_step(AUTO_PLACE, A.BrokerDeliver, helpers)
     assert outcome.status == COUNTEREXAMPLE
-    after = next(line for line in outcome.counterexample if line.startswith("after:")).split("copy (")[1]
-    assert "ready=True" in after and "in_flight_auto_on=0" not in after
+    after = _part(next(line for line in outcome.counterexample if line.startswith("after:")), "copy (")
+    assert _value(after, "ready") == "True" and _value(after, "auto_in_flight_on") != "0"
 
 
 def test_a_crash_that_keeps_automatic_deliveries_in_flight_is_refuted(monkeypatch):
@@ -353,7 +397,7 @@ def test_a_crash_that_keeps_automatic_deliveries_in_flight_is_refuted(monkeypatc
     monkeypatch.setitem(M.RELATIONS, A.BrokerCrash, crash_keeps_auto)
     outcome = prove_step(AUTO_PLACE, A.BrokerCrash, [])
     assert outcome.status == COUNTEREXAMPLE
-    assert "up=False" in next(line for line in outcome.counterexample if line.startswith("after:"))
+    assert "broker_up=False" in next(line for line in outcome.counterexample if line.startswith("after:"))
 
 
 # BrokerDeliver's obligation of copies_conserved's first half needs none of its helpers (proved below
@@ -373,7 +417,7 @@ def test_a_delivery_that_leaves_its_copy_ready_is_refuted(monkeypatch):
     outcome = _deliver_obligation()
     assert outcome.status == COUNTEREXAMPLE
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert "ready=True" in after.split("names copy")[1]
+    assert _value(_part(after, "tag "), "ready") == "True"       # the copy the new tag names
 
 
 def test_a_delivery_of_a_copy_already_taken_is_refuted(monkeypatch):
@@ -387,10 +431,13 @@ def test_a_delivery_of_a_copy_already_taken_is_refuted(monkeypatch):
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_any_key)
     outcome = _deliver_obligation()
     assert outcome.status == COUNTEREXAMPLE
-    before = next(line for line in outcome.counterexample if line.startswith("before:")).split("names copy")[1]
-    after = next(line for line in outcome.counterexample if line.startswith("after:")).split("names copy")[1]
-    assert "ready=False" in before and "ready=False" in after
-    assert before.split("named_by=")[1] != after.split("named_by=")[1]
+    before = _part(next(line for line in outcome.counterexample if line.startswith("before:")), "tag ")
+    after = _part(next(line for line in outcome.counterexample if line.startswith("after:")), "tag ")
+    assert _value(before, "ready") == "False" and _value(after, "ready") == "False"
+
+    def named_by(part):
+        return [_value(part, f"named_by_{n}") for n in ("connection", "channel", "tag")]
+    assert named_by(before) != named_by(after)
 
 
 # tx_effects_invisible (TX-2): the messages family. Its first half alone, with its one helper.
@@ -409,9 +456,10 @@ def test_tx_effects_invisible_needs_its_helpers():
     assert alone.counterexample[0] == "case: frame method 17"               # basic.publish
     before = next(line for line in alone.counterexample if line.startswith("before:"))
     after = next(line for line in alone.counterexample if line.startswith("after:"))
-    assert "in_flight=True" in before                                       # the publish taken ...
-    assert "in_flight=False" in after and "taken_by_a_queue=True" in after  # ... meets a message a queue took
-    assert "held_by_channel=0 " not in after
+    before, after = _part(before, "message ("), _part(after, "message (")
+    assert _value(before, "publish_in_flight") == "True"                    # the publish taken ...
+    assert _value(after, "publish_in_flight") == "False"                    # ... meets a message a queue took
+    assert _value(after, "taken_by_queue") == "True" and _value(after, "tx_held_by_channel") != "0"
     known = {**INVARIANTS, **HELPERS}
     assert prove_step(inv, A.BrokerTakeFrame, [known[h] for h in inv.helpers]).status == PROVED
     fresh = HELPERS["publishes_in_flight_fresh"]
@@ -432,8 +480,10 @@ def test_planted_wrong_message_invariant_comes_back_as_a_counterexample():
     assert take.status == COUNTEREXAMPLE
     before = next(line for line in take.counterexample if line.startswith("before:"))
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "mode=2" in before and "in_flight=True held_by_channel=0" in before
-    assert "in_flight=False held_by_channel=0" not in after and "in_flight=False held_by_channel=" in after
+    assert "channel_mode=2" in before
+    before, after = _part(before, "message ("), _part(after, "message (")
+    assert _value(before, "publish_in_flight") == "True" and _value(before, "tx_held_by_channel") == "0"
+    assert _value(after, "publish_in_flight") == "False" and _value(after, "tx_held_by_channel") != "0"
 
 
 def test_a_commit_that_keeps_its_publishes_held_back_is_refuted(monkeypatch):
@@ -448,8 +498,8 @@ def test_a_commit_that_keeps_its_publishes_held_back_is_refuted(monkeypatch):
     outcome = prove_step(inv, A.BrokerTakeFrame, helpers)
     assert outcome.status == COUNTEREXAMPLE
     assert outcome.counterexample[0] == "case: frame method 32"            # tx.commit
-    after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert "taken_by_a_queue=True" in after and "held_by_channel=0 " not in after
+    after = _part(next(line for line in outcome.counterexample if line.startswith("after:")), "message (")
+    assert _value(after, "taken_by_queue") == "True" and _value(after, "tx_held_by_channel") != "0"
 
 
 def test_the_second_half_of_tx_effects_invisible_holds_after_a_crash_and_catches_an_eager_tx_ack(monkeypatch):
@@ -664,15 +714,15 @@ def test_planted_wrong_prefetch_invariants_come_back_as_counterexamples():
     assert outcomes["Init"].status == PROVED
     deliver = outcomes["BrokerDeliver"]
     assert deliver.status == COUNTEREXAMPLE
-    before = next(line for line in deliver.counterexample if line.startswith("before:")).split("consumer ")[-1]
-    after = next(line for line in deliver.counterexample if line.startswith("after:")).split("consumer ")[-1]
-    count = lambda line: int(line.split("count=")[1].split()[0])      # noqa: E731
-    limit = int(after.split("limit=")[1].split()[0])
+    before = _part(next(line for line in deliver.counterexample if line.startswith("before:")), "consumer ")
+    after = _part(next(line for line in deliver.counterexample if line.startswith("after:")), "consumer ")
+    count = lambda part: int(_value(part, "consumer_deliveries"))     # noqa: E731
+    limit = int(_value(after, "consumer_limit"))
     assert count(before) + 1 == count(after) == limit
     qos = prove_step(NONE_UNCOUNTED, A.BrokerTakeFrame, [])
     assert qos.status == COUNTEREXAMPLE and qos.counterexample[0] == "case: frame method 11"
-    after = next(line for line in qos.counterexample if line.startswith("after:"))
-    assert "qos_uncounted=0 " not in after and "consumer_held_back=0 " not in after
+    after = _part(next(line for line in qos.counterexample if line.startswith("after:")), "channel (")
+    assert _value(after, "qos_uncounted") != "0" and _value(after, "consumer_held_back") != "0"
 
 
 def test_a_delivery_that_ignores_the_limits_is_refuted(monkeypatch):
@@ -732,7 +782,7 @@ def test_confirmed_only_when_on_disk_needs_its_helper():
     alone = prove_step(inv, A.BrokerConfirm, [])
     assert alone.status == COUNTEREXAMPLE
     after = next(line for line in alone.counterexample if line.startswith("after:"))
-    assert "message_acked=True persistent=True" in after
+    assert _acked_persistent_copy(after)
     assert prove_step(inv, A.BrokerConfirm, [HELPERS["unwritten_copies_hold_their_confirm"]]).status == PROVED
 
 
@@ -751,11 +801,9 @@ def test_a_confirm_that_does_not_wait_for_the_disk_is_refuted(monkeypatch):
     assert outcome.status == COUNTEREXAMPLE
     before = next(line for line in outcome.counterexample if line.startswith("before:"))
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    # The witness is a ready copy (its message's fields follow "copy's message") or a tag's copy.
-    assert "message_acked=False persistent=True holds_confirm=True" in before or \
-        "persistent=True holds_confirm=True on_disk=False queue_durable=True message_acked=False" in before
-    assert "message_acked=True persistent=True holds_confirm=True" in after or \
-        "persistent=True holds_confirm=True on_disk=False queue_durable=True message_acked=True" in after
+    # The witness is a ready copy or a tag's copy: persistent, holding up its confirm, then acked.
+    assert _acked_persistent_copy(before, "False", holds_confirm="True")
+    assert _acked_persistent_copy(after, "True", holds_confirm="True")
 
 
 def test_planted_wrong_confirmed_on_disk_invariant_comes_back_as_a_counterexample():
@@ -796,8 +844,7 @@ def test_confirmed_survives_crash_needs_its_helpers():
     for cls in (A.BrokerConfirm, A.BrokerCrash):
         alone = prove_step(inv, cls, [])
         assert alone.status == COUNTEREXAMPLE, cls
-        assert "message_acked=True persistent=True" in next(line for line in alone.counterexample
-                                                            if line.startswith("after:"))
+        assert _acked_persistent_copy(next(line for line in alone.counterexample if line.startswith("after:")))
     helpers = [HELPERS["lost_copies_stay_unconfirmed"], INVARIANTS["confirmed_only_when_on_disk"]]
     assert prove_step(inv, A.BrokerConfirm, helpers[:1]).status == PROVED
     assert prove_step(inv, A.BrokerCrash, helpers).status == PROVED
