@@ -43,10 +43,10 @@ A spec ``State`` is projected (``abstract``) onto these fields; everything else 
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
 concrete state when the model is checked against ``spec/`` and left free in the proofs.
 
-Why arrays: every field is a Z3 array indexed by unbounded integers (connection, channel, publish
-sequence number), updated with ``Store`` or ``Lambda``. The invariants are universally quantified over
-those indices, each a guarded formula in the array property fragment (index comparisons only, no
-arithmetic on array values under a quantifier), which Z3 decides by instantiation: no bound on
+Why arrays: every field but the two scalars is a Z3 array indexed by unbounded integers (connection,
+channel, publish sequence number), updated with ``Store`` or ``Lambda``. The invariants are universally
+quantified over those indices, each a guarded formula in the array property fragment (index comparisons
+only, no arithmetic on array values under a quantifier), which Z3 decides by instantiation: no bound on
 connections, channels or publishes enters the encoding, and the obligations stay decidable and fast.
 Sequences would have kept order we do not need (publish numbers are their own order) and cost
 quantifier alternations. The deliveries family follows the same pattern: a channel's outstanding
@@ -251,9 +251,8 @@ def _term_type(f: Field) -> type:
     return z3.ArrayRef if f.indices else z3.BoolRef if f.sort == BOOL else z3.ArithRef
 
 
-# One state of the family as Z3 terms (symbolic, or concrete from ``abstract``): a frozen dataclass with
-# a field per entry of ``FIELDS``, in that order (term construction follows it, and Z3's search follows
-# the order terms were made in).
+# A frozen dataclass with a field per entry of ``FIELDS``, in that order (``fresh`` and the relations make
+# their terms in it, and Z3's search follows the order terms were made in).
 Z3State = make_dataclass(
     "Z3State", [(f.name, _term_type(f), field(metadata={"indices": f.indices, "doc": f.doc})) for f in FIELDS],
     frozen=True,
