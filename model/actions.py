@@ -169,8 +169,8 @@ def _bounded(v, lo, hi):
 def _fewer(x: Z3State, c, ch, dk) -> z3.ArrayRef:
     """Each consumer k of channel (c, ch) has ``dk[k]`` fewer deliveries (an oracle: how many of the
     settled ones were k's, a cardinality outside the array fragment). The oracle is taken within
-    0..kcnt, which every settlement of the spec meets (agreement checks the counter after it), so the
-    proofs know a settlement never raises a consumer's count nor takes it below 0."""
+    0..consumer_deliveries, which every settlement of the spec meets (agreement checks the counter after
+    it), so the proofs know a settlement never raises a consumer's count nor takes it below 0."""
     return _lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch),
                                        x.consumer_deliveries[i, j, k] - _bounded(dk[k], 0,
                                                                                  x.consumer_deliveries[i, j, k]),
@@ -366,7 +366,8 @@ def _connection_error(x: Z3State, c) -> Z3State:
 
 def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3State:
     """faults.reset_connection: nothing in flight either way, the broker's end open, the client's view
-    ``status``, every channel of c clean, open (channels 1..nch) when ``channels_open`` else closed."""
+    ``status``, every channel of c clean, open (channels 1..channels_per_connection) when
+    ``channels_open`` else closed."""
     def chan(i, j):
         return i == c
     status = z3.If(channels_open, CH_OPEN, CH_CLOSED)
