@@ -84,40 +84,48 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
     (any status but CH_OPEN), it leaves its consumers' round-robins and requeues every outstanding or
     held-back delivery it does not keep (RQ-4); opening a closed channel discards nothing it could hold."""
     if kept is None:
-        out, ntag = _no_tags(x.out, c, ch), z3.Store(x.ntag, c, ch, 1)
+        outstanding, next_tag = _no_tags(x.outstanding, c, ch), z3.Store(x.next_tag, c, ch, 1)
     else:
         keeps, tags = kept
-        out = _lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch),
-                                          z3.And(keeps, z3.Or(x.out[i, j, k], x.txs[i, j, k]), tags[k]),
-                                          x.out[i, j, k]))
-        ntag = z3.Store(x.ntag, c, ch, z3.If(keeps, x.ntag[c, ch], 1))
+        outstanding = _lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch),
+                                                  z3.And(keeps, z3.Or(x.outstanding[i, j, k], x.tx_settled[i, j, k]),
+                                                         tags[k]),
+                                                  x.outstanding[i, j, k]))
+        next_tag = z3.Store(x.next_tag, c, ch, z3.If(keeps, x.next_tag[c, ch], 1))
     y = x.replace(
-        cstat=z3.Store(x.cstat, c, ch, status), mode=z3.Store(x.mode, c, ch, MODE_NONE),
-        seq=z3.Store(x.seq, c, ch, 0),
-        unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], z3.Or(i != c, j != ch))),
-        conf=_lam3(lambda i, j, k: z3.And(x.conf[i, j, k], z3.Or(i != c, j != ch))),
-        held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, False),
-        ntag=ntag, out=out, txs=_no_tags(x.txs, c, ch), bycons=_no_tags(x.bycons, c, ch),
-        cons=_no_tags(x.cons, c, ch), txm=_release(x.txm, c, ch), txm2=_release_twice(x, c, ch),
+        channel_status=z3.Store(x.channel_status, c, ch, status),
+        channel_mode=z3.Store(x.channel_mode, c, ch, MODE_NONE),
+        publish_seq=z3.Store(x.publish_seq, c, ch, 0),
+        unconfirmed=_lam3(lambda i, j, k: z3.And(x.unconfirmed[i, j, k], z3.Or(i != c, j != ch))),
+        confirmed=_lam3(lambda i, j, k: z3.And(x.confirmed[i, j, k], z3.Or(i != c, j != ch))),
+        tx_holds_back=z3.Store(x.tx_holds_back, c, ch, False), commit_pending=z3.Store(x.commit_pending, c, ch, False),
+        next_tag=next_tag, outstanding=outstanding, tx_settled=_no_tags(x.tx_settled, c, ch),
+        delivered_to_consumer=_no_tags(x.delivered_to_consumer, c, ch),
+        consumers=_no_tags(x.consumers, c, ch), tx_held_by_channel=_release(x.tx_held_by_channel, c, ch),
+        tx_held_twice=_release_twice(x, c, ch),
         **_clear_counts(x, lambda i, j: z3.And(i == c, j == ch)),
         **_drop_pending(x, lambda i, j: z3.And(i == c, j == ch)))
     if status == CH_OPEN:
         return y
     keep = (lambda t: z3.And(kept[0], kept[1][t])) if kept is not None else (lambda t: z3.BoolVal(False))
-    y = y.replace(ring=_lam3(lambda i, j, k: z3.And(x.ring[i, j, k], z3.Not(z3.And(i == c, j == ch, x.cons[i, j, k])))))
-    return _requeue(y, _named_by(x, c, ch, lambda t: z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), z3.Not(keep(t)))))
+    y = y.replace(in_round_robin=_lam3(lambda i, j, k: z3.And(x.in_round_robin[i, j, k],
+                                                              z3.Not(z3.And(i == c, j == ch, x.consumers[i, j, k])))))
+    return _requeue(y,
+                    _named_by(x, c, ch,
+                              lambda t: z3.And(z3.Or(x.outstanding[c, ch, t], x.tx_settled[c, ch, t]),
+                                               z3.Not(keep(t)))))
 
 
-def _release(txm: z3.ArrayRef, c, ch) -> z3.ArrayRef:
+def _release(held_by: z3.ArrayRef, c, ch) -> z3.ArrayRef:
     """The messages channel (c, ch) held back are held back no more (TX-2: dropped, or committed)."""
-    return _lam2(lambda i, n: z3.If(z3.And(i == c, txm[i, n] == ch), 0, txm[i, n]))
+    return _lam2(lambda i, n: z3.If(z3.And(i == c, held_by[i, n] == ch), 0, held_by[i, n]))
 
 
 def _release_twice(x: Z3State, c, ch) -> z3.ArrayRef:
-    """``txm2`` once channel (c, ch) holds nothing back. Exact while no message is held back twice
+    """``tx_held_twice`` once channel (c, ch) holds nothing back. Exact while no message is held back twice
     (publishes_in_flight_fresh, proved): the spec reaches a second hold of one message only from a
     state with one, where this and the spec agree."""
-    return _lam2(lambda i, n: z3.And(x.txm2[i, n], z3.Not(z3.And(i == c, x.txm[i, n] == ch))))
+    return _lam2(lambda i, n: z3.And(x.tx_held_twice[i, n], z3.Not(z3.And(i == c, x.tx_held_by_channel[i, n] == ch))))
 
 
 def _drop_pending(x: Z3State, mine: Callable) -> dict:
@@ -125,10 +133,13 @@ def _drop_pending(x: Z3State, mine: Callable) -> dict:
     their messages have no publish left to ack, and no copy holds them up (a copy holds up its own
     message's publish, on its message's connection)."""
     def gone(i, n):
-        return mine(i, x.pch[i, n])
-    return {"pch": _lam2(lambda i, n: z3.If(gone(i, n), 0, x.pch[i, n])),
-            "ps": _lam2(lambda i, n: z3.If(gone(i, n), 0, x.ps[i, n])),
-            "hold": _lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(gone(x.mc[q, key], x.mn[q, key]))))}
+        return mine(i, x.unconfirmed_publish_channel[i, n])
+    return {"unconfirmed_publish_channel": _lam2(lambda i, n: z3.If(gone(i, n), 0,
+                                                                    x.unconfirmed_publish_channel[i, n])),
+            "unconfirmed_publish_seq": _lam2(lambda i, n: z3.If(gone(i, n), 0, x.unconfirmed_publish_seq[i, n])),
+            "holds_confirm": _lam_qk(lambda q, key: z3.And(x.holds_confirm[q, key],
+                                                           z3.Not(gone(x.message_connection[q, key],
+                                                                       x.message_number[q, key]))))}
 
 
 def _no_tags(arr: z3.ArrayRef, c, ch) -> z3.ArrayRef:
@@ -136,16 +147,17 @@ def _no_tags(arr: z3.ArrayRef, c, ch) -> z3.ArrayRef:
     return _lam3(lambda i, j, k: z3.And(arr[i, j, k], z3.Or(i != c, j != ch)))
 
 
-_CHANNEL_COUNTS = ("pf", "glim", "vol", "qexc", "qunc", "tout", "thld")
+_CHANNEL_COUNTS = ("prefetch", "global_limit", "volume", "qos_excess", "qos_uncounted", "consumer_outstanding",
+                   "consumer_held_back")
 
 
 def _clear_counts(x: Z3State, mine: Callable) -> dict:
     """The prefetch fields of the channels ``mine(i, j)`` names as a clean channel's: no limits, no
     counts, no consumer (spec.state.CLOSED_CHANNEL, NEW_CHANNEL)."""
     out = {name: _lam2(lambda i, j, arr=getattr(x, name): z3.If(mine(i, j), 0, arr[i, j])) for name in _CHANNEL_COUNTS}
-    out["kcnt"] = _lam3(lambda i, j, k: z3.If(mine(i, j), 0, x.kcnt[i, j, k]))
-    out["klim"] = _lam3(lambda i, j, k: z3.If(mine(i, j), 0, x.klim[i, j, k]))
-    out["kna"] = _lam3(lambda i, j, k: z3.And(x.kna[i, j, k], z3.Not(mine(i, j))))
+    out["consumer_deliveries"] = _lam3(lambda i, j, k: z3.If(mine(i, j), 0, x.consumer_deliveries[i, j, k]))
+    out["consumer_limit"] = _lam3(lambda i, j, k: z3.If(mine(i, j), 0, x.consumer_limit[i, j, k]))
+    out["consumer_no_ack"] = _lam3(lambda i, j, k: z3.And(x.consumer_no_ack[i, j, k], z3.Not(mine(i, j))))
     return out
 
 
@@ -157,60 +169,71 @@ def _bounded(v, lo, hi):
 def _fewer(x: Z3State, c, ch, dk) -> z3.ArrayRef:
     """Each consumer k of channel (c, ch) has ``dk[k]`` fewer deliveries (an oracle: how many of the
     settled ones were k's, a cardinality outside the array fragment). The oracle is taken within
-    0..kcnt, which every settlement of the spec meets (agreement checks the counter after it), so the
-    proofs know a settlement never raises a consumer's count nor takes it below 0."""
-    return _lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch), x.kcnt[i, j, k] - _bounded(dk[k], 0, x.kcnt[i, j, k]),
-                                       x.kcnt[i, j, k]))
+    0..consumer_deliveries, which every settlement of the spec meets (agreement checks the counter after
+    it), so the proofs know a settlement never raises a consumer's count nor takes it below 0."""
+    return _lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch),
+                                       x.consumer_deliveries[i, j, k] - _bounded(dk[k], 0,
+                                                                                 x.consumer_deliveries[i, j, k]),
+                                       x.consumer_deliveries[i, j, k]))
 
 
 def _count_off(x: Z3State, c, ch, n):
     """broker.released with broker.count_off: a global limit's volume takes ``n`` consumer deliveries
     off, a volume of 0 stays 0 (PF-3); without a global limit nothing changes."""
-    vol = x.vol[c, ch]
-    return z3.Store(x.vol, c, ch, z3.If(x.glim[c, ch] != 0, z3.If(vol == 0, 0, vol - n), vol))
+    volume = x.volume[c, ch]
+    return z3.Store(x.volume, c, ch, z3.If(x.global_limit[c, ch] != 0, z3.If(volume == 0, 0, volume - n), volume))
 
 
 # The lifecycle flags of the frames in flight to the broker, and of both directions (model.state).
-_TO_BROKER = ("tbo", "pre", "post", "tbx")
-_LIFECYCLE = ("ook", "old") + _TO_BROKER
+_TO_BROKER = ("open_to_broker", "frame_ahead_of_open", "frame_behind_open", "other_frames_to_broker")
+_LIFECYCLE = ("open_ok_to_client", "older_frames_ahead") + _TO_BROKER
 # The counts of the client's view and of the frames in flight that a reset sets to 0 (model.state).
-_VIEW_COUNTS = ("vmode", "vps", "cmx", "fsel", "nbh", "npb")
+_VIEW_COUNTS = ("view_mode", "view_publish_count", "multiple_confirm_in_flight", "first_select_to_broker",
+                "publishes_behind_select", "publishes_to_broker")
 
 
 def close_connection(x: Z3State, c) -> Z3State:
     """storage.close_connection: every channel of c that is not closed is closed, the broker's end is
     closed, and frames in flight to the broker are dropped."""
     def mine(i, j):
-        return z3.And(i == c, x.cstat[i, j] != CH_CLOSED)
+        return z3.And(i == c, x.channel_status[i, j] != CH_CLOSED)
     j, t = z3.Ints("j_ t_")
 
     def back(q, key):                   # RQ-4: what every channel closed here held is requeued
-        return z3.Exists([j, t], z3.And(mine(c, j), z3.Or(x.out[c, j, t], x.txs[c, j, t]), x.tq[c, j, t] == q,
-                                        x.tk[c, j, t] == key))
+        return z3.Exists([j, t], z3.And(mine(c, j), z3.Or(x.outstanding[c, j, t], x.tx_settled[c, j, t]),
+                                        x.tag_queue[c, j, t] == q,
+                                        x.tag_key[c, j, t] == key))
     y = x.replace(
-        ring=_lam3(lambda i, j, k: z3.And(x.ring[i, j, k], z3.Not(z3.And(mine(i, j), x.cons[i, j, k])))),
-        cstat=_lam2(lambda i, j: z3.If(mine(i, j), CH_CLOSED, x.cstat[i, j])),
-        mode=_lam2(lambda i, j: z3.If(mine(i, j), MODE_NONE, x.mode[i, j])),
-        seq=_lam2(lambda i, j: z3.If(mine(i, j), 0, x.seq[i, j])),
-        unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], z3.Not(mine(i, j)))),
-        conf=_lam3(lambda i, j, k: z3.And(x.conf[i, j, k], z3.Not(mine(i, j)))),
-        held=_lam2(lambda i, j: z3.And(x.held[i, j], z3.Not(mine(i, j)))),
-        pending=_lam2(lambda i, j: z3.And(x.pending[i, j], z3.Not(mine(i, j)))),
-        ntag=_lam2(lambda i, j: z3.If(mine(i, j), 1, x.ntag[i, j])),
-        out=_lam3(lambda i, j, k: z3.And(x.out[i, j, k], z3.Not(mine(i, j)))),
-        txs=_lam3(lambda i, j, k: z3.And(x.txs[i, j, k], z3.Not(mine(i, j)))),
-        bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], z3.Not(mine(i, j)))),
-        cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], z3.Not(mine(i, j)))),
-        txm=_lam2(lambda i, n: z3.If(mine(i, x.txm[i, n]), 0, x.txm[i, n])),
-        txm2=_lam2(lambda i, n: z3.And(x.txm2[i, n], z3.Not(mine(i, x.txm[i, n])))), **_clear_counts(x, mine),
+        in_round_robin=_lam3(lambda i, j, k: z3.And(x.in_round_robin[i, j, k],
+                                                    z3.Not(z3.And(mine(i, j), x.consumers[i, j, k])))),
+        channel_status=_lam2(lambda i, j: z3.If(mine(i, j), CH_CLOSED, x.channel_status[i, j])),
+        channel_mode=_lam2(lambda i, j: z3.If(mine(i, j), MODE_NONE, x.channel_mode[i, j])),
+        publish_seq=_lam2(lambda i, j: z3.If(mine(i, j), 0, x.publish_seq[i, j])),
+        unconfirmed=_lam3(lambda i, j, k: z3.And(x.unconfirmed[i, j, k], z3.Not(mine(i, j)))),
+        confirmed=_lam3(lambda i, j, k: z3.And(x.confirmed[i, j, k], z3.Not(mine(i, j)))),
+        tx_holds_back=_lam2(lambda i, j: z3.And(x.tx_holds_back[i, j], z3.Not(mine(i, j)))),
+        commit_pending=_lam2(lambda i, j: z3.And(x.commit_pending[i, j], z3.Not(mine(i, j)))),
+        next_tag=_lam2(lambda i, j: z3.If(mine(i, j), 1, x.next_tag[i, j])),
+        outstanding=_lam3(lambda i, j, k: z3.And(x.outstanding[i, j, k], z3.Not(mine(i, j)))),
+        tx_settled=_lam3(lambda i, j, k: z3.And(x.tx_settled[i, j, k], z3.Not(mine(i, j)))),
+        delivered_to_consumer=_lam3(lambda i, j, k: z3.And(x.delivered_to_consumer[i, j, k], z3.Not(mine(i, j)))),
+        consumers=_lam3(lambda i, j, k: z3.And(x.consumers[i, j, k], z3.Not(mine(i, j)))),
+        tx_held_by_channel=_lam2(lambda i, n: z3.If(mine(i, x.tx_held_by_channel[i, n]), 0,
+                                                    x.tx_held_by_channel[i, n])),
+        tx_held_twice=_lam2(lambda i, n: z3.And(x.tx_held_twice[i, n], z3.Not(mine(i, x.tx_held_by_channel[i, n])))),
+        **_clear_counts(x, mine),
         **_drop_pending(x, mine),
-        bclosed=z3.Store(x.bclosed, c, True),
-        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)),
+        broker_end_closed=z3.Store(x.broker_end_closed, c, True),
+        frames_to_broker=_lam2(lambda i, j: z3.If(i == c, 0, x.frames_to_broker[i, j])),
+        publish_in_flight=_lam2(lambda i, n: z3.And(x.publish_in_flight[i, n], i != c)),
         **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.And(arr[i, j], i != c)) for name in _TO_BROKER},
-        **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.If(i == c, 0, arr[i, j])) for name in ("fsel", "nbh", "npb")},
-        inf2=_lam2(lambda i, n: z3.And(x.inf2[i, n], i != c)))
+        **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.If(i == c, 0,
+                                                                arr[i, j])) for name in ("first_select_to_broker",
+                                                                                         "publishes_behind_select",
+                                                                                         "publishes_to_broker")},
+        publish_in_flight_twice=_lam2(lambda i, n: z3.And(x.publish_in_flight_twice[i, n], i != c)))
     y = _requeue(y, back)
-    return y.replace(**_delete_queues(y, lambda q: y.qown[q] == c + 1))
+    return y.replace(**_delete_queues(y, lambda q: y.queue_owner[q] == c + 1))
 
 
 def _delete_queues(x: Z3State, which: Callable) -> dict:
@@ -219,11 +242,11 @@ def _delete_queues(x: Z3State, which: Callable) -> dict:
     q = z3.Int("q_")
 
     def gone(i):
-        return z3.And(x.qex[i], which(i))
-    return {"qex": z3.Lambda([q], z3.And(x.qex[q], z3.Not(gone(q)))),
-            "qdur": z3.Lambda([q], z3.And(x.qdur[q], z3.Not(gone(q)))),
-            "qown": z3.Lambda([q], z3.If(gone(q), 0, x.qown[q])),
-            **_emptied(x, gone), "disk": _lam_qk(lambda i, key: z3.And(x.disk[i, key], z3.Not(gone(i))))}
+        return z3.And(x.queue_exists[i], which(i))
+    return {"queue_exists": z3.Lambda([q], z3.And(x.queue_exists[q], z3.Not(gone(q)))),
+            "queue_durable": z3.Lambda([q], z3.And(x.queue_durable[q], z3.Not(gone(q)))),
+            "queue_owner": z3.Lambda([q], z3.If(gone(q), 0, x.queue_owner[q])),
+            **_emptied(x, gone), "on_disk": _lam_qk(lambda i, key: z3.And(x.on_disk[i, key], z3.Not(gone(i))))}
 
 
 # ---------------------------------------------------------------- copies (spec.storage)
@@ -242,28 +265,29 @@ def _ahead_of_kept(x: Z3State, kept: Callable) -> z3.ArrayRef:
     """The order of a queue's ready copies once only those ``kept(q, key)`` names stay: removing a
     copy moves none of the others (broker.hand_over takes the head; a purge, a delete, a crash or a
     failing queue takes others too)."""
-    return _lam_qab(lambda q, a, b: z3.And(x.ahead[q, a, b], kept(q, a), kept(q, b)))
+    return _lam_qab(lambda q, a, b: z3.And(x.ahead_in_queue[q, a, b], kept(q, a), kept(q, b)))
 
 
 def is_head(x: Z3State, q, key) -> z3.BoolRef:
     """Copy ``key`` is the head of queue q: ready, and no ready copy is ahead of it (queue.ready[0])."""
     j = z3.Int("j_")
-    return z3.And(x.ready[q, key], z3.ForAll([j], z3.Not(x.ahead[q, j, key])))
+    return z3.And(x.ready[q, key], z3.ForAll([j], z3.Not(x.ahead_in_queue[q, j, key])))
 
 
 def _emptied(x: Z3State, which: Callable) -> dict:
     """The ready copies of the queues ``which(q)`` names are gone (queue.purge, queue.delete)."""
     return {"ready": _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(which(q)))),
-            "ahead": _lam_qab(lambda q, a, b: z3.And(x.ahead[q, a, b], z3.Not(which(q)))),
-            "redel": _lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(which(q)))),
+            "ahead_in_queue": _lam_qab(lambda q, a, b: z3.And(x.ahead_in_queue[q, a, b], z3.Not(which(q)))),
+            "redelivered": _lam_qk(lambda q, key: z3.And(x.redelivered[q, key], z3.Not(which(q)))),
             # they hold up no confirm any more (storage.forget_waits)
-            "hold": _lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(z3.And(x.ready[q, key], which(q)))))}
+            "holds_confirm": _lam_qk(lambda q, key: z3.And(x.holds_confirm[q, key],
+                                                           z3.Not(z3.And(x.ready[q, key], which(q)))))}
 
 
 def _named_by(x: Z3State, c, ch, which: Callable) -> Callable:
     """The copies the tags ``which(t)`` of channel (c, ch) name, as a predicate of (queue, key)."""
     t = z3.Int("t_")
-    return lambda q, key: z3.Exists([t], z3.And(which(t), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key))
+    return lambda q, key: z3.Exists([t], z3.And(which(t), x.tag_queue[c, ch, t] == q, x.tag_key[c, ch, t] == key))
 
 
 def _requeue(x: Z3State, back: Callable) -> Z3State:
@@ -271,30 +295,30 @@ def _requeue(x: Z3State, back: Callable) -> Z3State:
     redelivered (RQ-1, RQ-2, RQ-6); a copy whose queue no longer exists, or was deleted and declared
     again since (storage.orphaned: its key is not above ``born``), is gone instead."""
     def b(q, key):
-        return z3.And(x.qex[q], x.born[q] < key, back(q, key))
+        return z3.And(x.queue_exists[q], x.born[q] < key, back(q, key))
 
     def orphaned(q, key):       # gone with its queue: it holds up no confirm any more
-        return z3.And(back(q, key), z3.Not(z3.And(x.qex[q], x.born[q] < key)))
+        return z3.And(back(q, key), z3.Not(z3.And(x.queue_exists[q], x.born[q] < key)))
 
     def ready(q, key):
         return z3.Or(x.ready[q, key], b(q, key))
 
     def ahead(q, i, j):         # storage.requeue_position: a copy back goes after the lower keys, before the higher
-        return z3.If(z3.And(x.ready[q, i], x.ready[q, j]), x.ahead[q, i, j],
+        return z3.If(z3.And(x.ready[q, i], x.ready[q, j]), x.ahead_in_queue[q, i, j],
                      z3.And(ready(q, i), ready(q, j), i < j))
-    return x.replace(ready=_lam_qk(ready), ahead=_lam_qab(ahead),
-                     redel=_lam_qk(lambda q, key: z3.Or(x.redel[q, key], b(q, key))),
-                     hold=_lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(orphaned(q, key)))))
+    return x.replace(ready=_lam_qk(ready), ahead_in_queue=_lam_qab(ahead),
+                     redelivered=_lam_qk(lambda q, key: z3.Or(x.redelivered[q, key], b(q, key))),
+                     holds_confirm=_lam_qk(lambda q, key: z3.And(x.holds_confirm[q, key], z3.Not(orphaned(q, key)))))
 
 
 def _new_copy(x: Z3State, added, q, key) -> z3.BoolRef:
     """Key ``key`` of queue q is one of the ``added[q]`` copies an enqueue adds (``_enqueue``)."""
-    return z3.And(x.enq[q] < key, key <= x.enq[q] + z3.If(added[q] > 0, added[q], 0))
+    return z3.And(x.enqueued[q] < key, key <= x.enqueued[q] + z3.If(added[q] > 0, added[q], 0))
 
 
 def _enqueue(x: Z3State, added, msg_c: Callable, msg_n: Callable, persistent: Callable, holds: Callable) -> Z3State:
     """storage.enqueue ``added[q]`` times into each queue q (publishes, a commit's publishes, copies
-    dead-lettered into q): new copies at the tail, keys enq + 1 .. enq + added, not redelivered (RQ-1).
+    dead-lettered into q): new copies at the tail, keys enqueued + 1 .. enqueued + added, not redelivered (RQ-1).
     Each new copy (q, key) carries message (msg_c, msg_n)(q, key), is persistent when ``persistent``
     and holds up its publish's confirm when ``holds`` (PC-5: a confirm-mode publish's persistent copy
     in a durable queue waits for the disk)."""
@@ -308,72 +332,85 @@ def _enqueue(x: Z3State, added, msg_c: Callable, msg_n: Callable, persistent: Ca
     def put(arr, value):
         return _lam_qk(lambda q, key: z3.If(new(q, key), value(q, key), arr[q, key]))
     def ahead(q, i, j):         # at the tail: behind every ready copy, and behind the new ones of lower key
-        return z3.Or(x.ahead[q, i, j], z3.And(new(q, j), z3.Or(x.ready[q, i], z3.And(new(q, i), i < j))))
-    return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], new(q, key))), ahead=_lam_qab(ahead),
-                     redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(new(q, key)))),
-                     enq=z3.Lambda([q], x.enq[q] + n(q)),
-                     mc=put(x.mc, msg_c), mn=put(x.mn, msg_n), pers=put(x.pers, persistent), hold=put(x.hold, holds))
+        return z3.Or(x.ahead_in_queue[q, i, j], z3.And(new(q, j), z3.Or(x.ready[q, i], z3.And(new(q, i), i < j))))
+    return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], new(q, key))), ahead_in_queue=_lam_qab(ahead),
+                     redelivered=_lam_qk(lambda q, key: z3.And(x.redelivered[q, key], z3.Not(new(q, key)))),
+                     enqueued=z3.Lambda([q], x.enqueued[q] + n(q)),
+                     message_connection=put(x.message_connection, msg_c), message_number=put(x.message_number, msg_n),
+                     persistent=put(x.persistent, persistent), holds_confirm=put(x.holds_confirm, holds))
 
 
 def _forget(x: Z3State) -> Z3State:
     """A tag neither outstanding nor held back names no copy and no settlement (the spec drops the
     delivery with its tag), and a copy no live tag names has no ghost inverse."""
     def named(i, j, t):
-        return z3.Or(x.out[i, j, t], x.txs[i, j, t])
+        return z3.Or(x.outstanding[i, j, t], x.tx_settled[i, j, t])
     def back(q, key):                   # the tag the ghost inverse gives still names the copy
-        c, ch, t = x.oc[q, key], x.och[q, key], x.ot[q, key]
-        return z3.And(named(c, ch, t), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key)
-    return x.replace(tq=_lam3(lambda i, j, t: z3.If(named(i, j, t), x.tq[i, j, t], -1)),
-                     tk=_lam3(lambda i, j, t: z3.If(named(i, j, t), x.tk[i, j, t], 0)),
-                     txk=_lam3(lambda i, j, t: z3.If(x.txs[i, j, t], x.txk[i, j, t], -1)),
-                     oc=_lam_qk(lambda q, key: z3.If(back(q, key), x.oc[q, key], -1)),
-                     och=_lam_qk(lambda q, key: z3.If(back(q, key), x.och[q, key], -1)),
-                     ot=_lam_qk(lambda q, key: z3.If(back(q, key), x.ot[q, key], 0)))
+        c, ch, t = x.named_by_connection[q, key], x.named_by_channel[q, key], x.named_by_tag[q, key]
+        return z3.And(named(c, ch, t), x.tag_queue[c, ch, t] == q, x.tag_key[c, ch, t] == key)
+    return x.replace(tag_queue=_lam3(lambda i, j, t: z3.If(named(i, j, t), x.tag_queue[i, j, t], -1)),
+                     tag_key=_lam3(lambda i, j, t: z3.If(named(i, j, t), x.tag_key[i, j, t], 0)),
+                     tx_settle_kind=_lam3(lambda i, j, t: z3.If(x.tx_settled[i, j, t], x.tx_settle_kind[i, j, t], -1)),
+                     named_by_connection=_lam_qk(lambda q, key: z3.If(back(q, key), x.named_by_connection[q, key], -1)),
+                     named_by_channel=_lam_qk(lambda q, key: z3.If(back(q, key), x.named_by_channel[q, key], -1)),
+                     named_by_tag=_lam_qk(lambda q, key: z3.If(back(q, key), x.named_by_tag[q, key], 0)))
 
 
 def _connection_error(x: Z3State, c) -> Z3State:
     """broker.connection_error (and a connection.close taken): the connection closes, and
     connection.close (or its close-ok) goes out on channel 0."""
     x = close_connection(x, c)
-    return x.replace(cclose=z3.Store(x.cclose, c, True), tc=z3.Store(x.tc, c, 0, True))
+    return x.replace(connection_close_to_client=z3.Store(x.connection_close_to_client, c, True),
+                     frames_to_client=z3.Store(x.frames_to_client, c, 0, True))
 
 
 def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3State:
     """faults.reset_connection: nothing in flight either way, the broker's end open, the client's view
-    ``status``, every channel of c clean, open (channels 1..nch) when ``channels_open`` else closed."""
+    ``status``, every channel of c clean, open (channels 1..channels_per_connection) when
+    ``channels_open`` else closed."""
     def chan(i, j):
         return i == c
     status = z3.If(channels_open, CH_OPEN, CH_CLOSED)
     return x.replace(
-        cstat=_lam2(lambda i, j: z3.If(chan(i, j), z3.If(z3.And(1 <= j, j <= x.nch), status, CH_CLOSED),
-                                       x.cstat[i, j])),
-        mode=_lam2(lambda i, j: z3.If(chan(i, j), MODE_NONE, x.mode[i, j])),
-        seq=_lam2(lambda i, j: z3.If(chan(i, j), 0, x.seq[i, j])),
-        unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], i != c)),
-        conf=_lam3(lambda i, j, k: z3.And(x.conf[i, j, k], i != c)),
-        held=_lam2(lambda i, j: z3.And(x.held[i, j], i != c)),
-        pending=_lam2(lambda i, j: z3.And(x.pending[i, j], i != c)),
-        ntag=_lam2(lambda i, j: z3.If(chan(i, j), 1, x.ntag[i, j])),
-        out=_lam3(lambda i, j, k: z3.And(x.out[i, j, k], i != c)),
-        txs=_lam3(lambda i, j, k: z3.And(x.txs[i, j, k], i != c)),
-        bycons=_lam3(lambda i, j, k: z3.And(x.bycons[i, j, k], i != c)),
-        cons=_lam3(lambda i, j, k: z3.And(x.cons[i, j, k], i != c)),
-        txm=_lam2(lambda i, n: z3.If(i == c, 0, x.txm[i, n])), inf=_lam2(lambda i, n: z3.And(x.inf[i, n], i != c)),
-        txm2=_lam2(lambda i, n: z3.And(x.txm2[i, n], i != c)), inf2=_lam2(lambda i, n: z3.And(x.inf2[i, n], i != c)),
+        channel_status=_lam2(lambda i, j: z3.If(chan(i, j),
+                                                z3.If(z3.And(1 <= j, j <= x.channels_per_connection), status,
+                                                      CH_CLOSED),
+                                                x.channel_status[i, j])),
+        channel_mode=_lam2(lambda i, j: z3.If(chan(i, j), MODE_NONE, x.channel_mode[i, j])),
+        publish_seq=_lam2(lambda i, j: z3.If(chan(i, j), 0, x.publish_seq[i, j])),
+        unconfirmed=_lam3(lambda i, j, k: z3.And(x.unconfirmed[i, j, k], i != c)),
+        confirmed=_lam3(lambda i, j, k: z3.And(x.confirmed[i, j, k], i != c)),
+        tx_holds_back=_lam2(lambda i, j: z3.And(x.tx_holds_back[i, j], i != c)),
+        commit_pending=_lam2(lambda i, j: z3.And(x.commit_pending[i, j], i != c)),
+        next_tag=_lam2(lambda i, j: z3.If(chan(i, j), 1, x.next_tag[i, j])),
+        outstanding=_lam3(lambda i, j, k: z3.And(x.outstanding[i, j, k], i != c)),
+        tx_settled=_lam3(lambda i, j, k: z3.And(x.tx_settled[i, j, k], i != c)),
+        delivered_to_consumer=_lam3(lambda i, j, k: z3.And(x.delivered_to_consumer[i, j, k], i != c)),
+        consumers=_lam3(lambda i, j, k: z3.And(x.consumers[i, j, k], i != c)),
+        tx_held_by_channel=_lam2(lambda i, n: z3.If(i == c, 0, x.tx_held_by_channel[i, n])),
+        publish_in_flight=_lam2(lambda i, n: z3.And(x.publish_in_flight[i, n], i != c)),
+        tx_held_twice=_lam2(lambda i, n: z3.And(x.tx_held_twice[i, n], i != c)),
+        publish_in_flight_twice=_lam2(lambda i, n: z3.And(x.publish_in_flight_twice[i, n], i != c)),
         **_clear_counts(x, lambda i, j: i == c), **_drop_pending(x, lambda i, j: i == c),
-        bclosed=z3.Store(x.bclosed, c, False),
-        tb=_lam2(lambda i, j: z3.If(i == c, 0, x.tb[i, j])),
-        cst=z3.Store(x.cst, c, conn_status), cclose=z3.Store(x.cclose, c, False),
-        tc=_lam2(lambda i, j: z3.And(x.tc[i, j], i != c)),
-        ccl=_lam2(lambda i, j: z3.And(x.ccl[i, j], i != c)), aft=_lam2(lambda i, j: z3.And(x.aft[i, j], i != c)),
-        vst=_lam2(lambda i, j: z3.If(chan(i, j), z3.If(z3.And(channels_open, 1 <= j, j <= x.nch), C_OPEN, C_CLOSED),
-                                     x.vst[i, j])),
-        vlt=_lam2(lambda i, j: z3.If(chan(i, j), 0, x.vlt[i, j])),
-        dif=_lam3(lambda i, j, t: z3.And(x.dif[i, j, t], i != c)),
+        broker_end_closed=z3.Store(x.broker_end_closed, c, False),
+        frames_to_broker=_lam2(lambda i, j: z3.If(i == c, 0, x.frames_to_broker[i, j])),
+        client_connection_status=z3.Store(x.client_connection_status, c, conn_status),
+        connection_close_to_client=z3.Store(x.connection_close_to_client, c, False),
+        frames_to_client=_lam2(lambda i, j: z3.And(x.frames_to_client[i, j], i != c)),
+        channel_close_to_client=_lam2(lambda i, j: z3.And(x.channel_close_to_client[i, j], i != c)),
+        sent_after_close=_lam2(lambda i, j: z3.And(x.sent_after_close[i, j], i != c)),
+        view_status=_lam2(lambda i, j: z3.If(chan(i, j),
+                                             z3.If(z3.And(channels_open, 1 <= j, j <= x.channels_per_connection),
+                                                   C_OPEN, C_CLOSED),
+                                             x.view_status[i, j])),
+        view_last_tag=_lam2(lambda i, j: z3.If(chan(i, j), 0, x.view_last_tag[i, j])),
+        deliveries_to_client=_lam3(lambda i, j, t: z3.And(x.deliveries_to_client[i, j, t], i != c)),
         **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.And(arr[i, j], i != c)) for name in _LIFECYCLE},
         **{name: _lam2(lambda i, j, arr=getattr(x, name): z3.If(i == c, 0, arr[i, j])) for name in _VIEW_COUNTS},
-        vcf=_lam3(lambda i, j, t: z3.And(x.vcf[i, j, t], i != c)), cif=_lam3(lambda i, j, t: z3.And(x.cif[i, j, t], i != c)),
-        auto=_lam_qk(lambda q, key: z3.If(x.auto[q, key] == c + 1, 0, x.auto[q, key])))   # lost in flight (AM-2)
+        view_confirmed=_lam3(lambda i, j, t: z3.And(x.view_confirmed[i, j, t], i != c)),
+        single_confirms_in_flight=_lam3(lambda i, j, t: z3.And(x.single_confirms_in_flight[i, j, t], i != c)),
+        auto_in_flight_on=_lam_qk(lambda q, key: z3.If(x.auto_in_flight_on[q, key] == c + 1, 0,
+                                                       x.auto_in_flight_on[q, key])))   # lost in flight (AM-2)
 
 
 # What a client writes, for the flags of the frames in flight to the broker (spec.properties.opens_in_flight).
@@ -384,23 +421,28 @@ def _write(x: Z3State, c, ch, kind: str = CLOSE_OK_FRAME) -> Z3State:
     """The client writes one frame on channel ch of connection c (client.write): a channel.close-ok,
     a channel.open (the first one in flight has the frames in flight ahead of it), or another frame
     (behind the first channel.open in flight, if any)."""
-    x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] + 1))
-    opened = x.tbo[c, ch]
+    x = x.replace(frames_to_broker=z3.Store(x.frames_to_broker, c, ch, x.frames_to_broker[c, ch] + 1))
+    opened = x.open_to_broker[c, ch]
     if kind == OPEN_FRAME:
-        return x.replace(tbo=z3.Store(x.tbo, c, ch, True),
-                         pre=z3.Store(x.pre, c, ch, z3.If(opened, x.pre[c, ch], x.tbx[c, ch])),
-                         post=z3.Store(x.post, c, ch, z3.And(opened, x.post[c, ch])))
+        return x.replace(open_to_broker=z3.Store(x.open_to_broker, c, ch, True),
+                         frame_ahead_of_open=z3.Store(x.frame_ahead_of_open, c, ch,
+                                                      z3.If(opened, x.frame_ahead_of_open[c, ch],
+                                                            x.other_frames_to_broker[c, ch])),
+                         frame_behind_open=z3.Store(x.frame_behind_open, c, ch,
+                                                    z3.And(opened, x.frame_behind_open[c, ch])))
     if kind == OTHER_FRAME:
-        return x.replace(tbx=z3.Store(x.tbx, c, ch, True), post=z3.Store(x.post, c, ch, z3.Or(x.post[c, ch], opened)))
+        return x.replace(other_frames_to_broker=z3.Store(x.other_frames_to_broker, c, ch, True),
+                         frame_behind_open=z3.Store(x.frame_behind_open, c, ch,
+                                                    z3.Or(x.frame_behind_open[c, ch], opened)))
     return x
 
 
 def _broker_end_open(x: Z3State, c) -> z3.BoolRef:
-    return z3.And(x.up, z3.Not(x.bclosed[c]))
+    return z3.And(x.broker_up, z3.Not(x.broker_end_closed[c]))
 
 
 def _channel_open(x: Z3State, c, ch) -> z3.BoolRef:
-    return z3.And(_broker_end_open(x, c), 1 <= ch, ch <= x.nch, x.cstat[c, ch] == CH_OPEN)
+    return z3.And(_broker_end_open(x, c), 1 <= ch, ch <= x.channels_per_connection, x.channel_status[c, ch] == CH_OPEN)
 
 
 # ---------------------------------------------------------------- broker actions (spec.broker)
@@ -408,7 +450,7 @@ def _channel_open(x: Z3State, c, ch) -> z3.BoolRef:
 def _settled(x: Z3State, c, ch, tag, multiple):
     """The outstanding tags a basic.ack / nack / reject settles (broker.settled_tags: ACK-1..3), as a
     predicate of the tag."""
-    return lambda k: z3.And(x.out[c, ch, k], z3.If(multiple, z3.Or(tag == 0, k <= tag), k == tag))
+    return lambda k: z3.And(x.outstanding[c, ch, k], z3.If(multiple, z3.Or(tag == 0, k <= tag), k == tag))
 
 
 def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3State:
@@ -417,32 +459,40 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3Stat
     flight and gone in automatic mode (AM-2); a consumer's (``by_consumer``) or a basic.get's. The
     copy is marked delivered (RQ-2); in manual mode its ghost inverse names the tag. A manual-mode
     delivery to consumer ``ctag`` counts for it and for the channel, and the global limit counts it (PF-3)."""
-    tag = x.ntag[c, ch]
+    tag = x.next_tag[c, ch]
     manual = z3.Not(no_ack)
     counted = z3.And(manual, by_consumer)
     one = z3.If(counted, 1, 0)
-    return x.replace(tout=z3.Store(x.tout, c, ch, x.tout[c, ch] + one),
-                     kcnt=z3.Store(x.kcnt, c, ch, ctag, x.kcnt[c, ch, ctag] + one),
-                     vol=z3.Store(x.vol, c, ch, x.vol[c, ch] + z3.If(x.glim[c, ch] != 0, one, 0)),
-                     ntag=z3.Store(x.ntag, c, ch, tag + 1),
-                     dif=z3.Store(x.dif, c, ch, tag, True),            # basic.deliver or get-ok goes out
-                     out=z3.Store(x.out, c, ch, tag, z3.Or(x.out[c, ch, tag], manual)),
-                     bycons=z3.Store(x.bycons, c, ch, tag, z3.Or(x.bycons[c, ch, tag], z3.And(manual, by_consumer))),
-                     tq=z3.Store(x.tq, c, ch, tag, z3.If(manual, q, x.tq[c, ch, tag])),
-                     tk=z3.Store(x.tk, c, ch, tag, z3.If(manual, key, x.tk[c, ch, tag])),
-                     oc=z3.Store(x.oc, q, key, z3.If(manual, c, x.oc[q, key])),
-                     och=z3.Store(x.och, q, key, z3.If(manual, ch, x.och[q, key])),
-                     ot=z3.Store(x.ot, q, key, z3.If(manual, tag, x.ot[q, key])),
-                     ready=z3.Store(x.ready, q, key, False), redel=z3.Store(x.redel, q, key, False),
-                     ahead=_ahead_of_kept(x, lambda i, j: z3.Not(z3.And(i == q, j == key))),
-                     dlv=z3.Store(x.dlv, q, key, True),
-                     auto=z3.Store(x.auto, q, key, z3.If(manual, x.auto[q, key], c + 1)),   # in flight (AM-2)
-                     hold=z3.Store(x.hold, q, key, z3.And(x.hold[q, key], manual)))   # automatic: gone
+    return x.replace(consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, x.consumer_outstanding[c, ch] + one),
+                     consumer_deliveries=z3.Store(x.consumer_deliveries, c, ch, ctag,
+                                                  x.consumer_deliveries[c, ch, ctag] + one),
+                     volume=z3.Store(x.volume, c, ch, x.volume[c, ch] + z3.If(x.global_limit[c, ch] != 0, one, 0)),
+                     next_tag=z3.Store(x.next_tag, c, ch, tag + 1),
+                     # basic.deliver or get-ok goes out
+                     deliveries_to_client=z3.Store(x.deliveries_to_client, c, ch, tag, True),
+                     outstanding=z3.Store(x.outstanding, c, ch, tag, z3.Or(x.outstanding[c, ch, tag], manual)),
+                     delivered_to_consumer=z3.Store(x.delivered_to_consumer, c, ch, tag,
+                                                    z3.Or(x.delivered_to_consumer[c, ch, tag],
+                                                          z3.And(manual, by_consumer))),
+                     tag_queue=z3.Store(x.tag_queue, c, ch, tag, z3.If(manual, q, x.tag_queue[c, ch, tag])),
+                     tag_key=z3.Store(x.tag_key, c, ch, tag, z3.If(manual, key, x.tag_key[c, ch, tag])),
+                     named_by_connection=z3.Store(x.named_by_connection, q, key,
+                                                  z3.If(manual, c, x.named_by_connection[q, key])),
+                     named_by_channel=z3.Store(x.named_by_channel, q, key,
+                                               z3.If(manual, ch, x.named_by_channel[q, key])),
+                     named_by_tag=z3.Store(x.named_by_tag, q, key, z3.If(manual, tag, x.named_by_tag[q, key])),
+                     ready=z3.Store(x.ready, q, key, False), redelivered=z3.Store(x.redelivered, q, key, False),
+                     ahead_in_queue=_ahead_of_kept(x, lambda i, j: z3.Not(z3.And(i == q, j == key))),
+                     ever_delivered=z3.Store(x.ever_delivered, q, key, True),
+                     auto_in_flight_on=z3.Store(x.auto_in_flight_on, q, key,
+                                                z3.If(manual, x.auto_in_flight_on[q, key], c + 1)),   # in flight (AM-2)
+                     holds_confirm=z3.Store(x.holds_confirm, q, key,
+                                            z3.And(x.holds_confirm[q, key], manual)))   # automatic: gone
 
 
 def _unhold(x: Z3State, gone: Callable) -> z3.ArrayRef:
     """The copies ``gone(q, key)`` names (acked, dropped or dead-lettered) hold up no confirm any more."""
-    return _lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(gone(q, key))))
+    return _lam_qk(lambda q, key: z3.And(x.holds_confirm[q, key], z3.Not(gone(q, key))))
 
 
 def _drop_tags(arr: z3.ArrayRef, c, ch, gone: Callable) -> z3.ArrayRef:
@@ -467,13 +517,15 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     ``o.global_``: basic.qos's fields; ``o.nout``: the channel's outstanding deliveries, basic.get ones
     included (where a global limit set from none starts its volume); ``o.nset``: how many consumer
     deliveries a settlement settles; ``o.dk``: per consumer tag, how many of its deliveries a
-    settlement, basic.recover or tx.commit settles; ``o.vol``: the volume after a commit's runs. The
+    settlement, basic.recover or tx.commit settles; ``o.volume_after_commit``: the volume after a commit's runs. The
     guard ties the counts to the counters (a settlement settles at most the consumer deliveries
     outstanding), and the effects keep them within what the spec can do (``_fewer``, ``_count_off``)."""
     c, ch, m = a.conn, a.ch, o.method
     k = z3.Int("k_")
     settle_frame = z3.Or(m == BASIC_ACK, m == BASIC_NACK, m == BASIC_REJECT)
-    other_channels_quiet = z3.ForAll([k], z3.Implies(z3.And(1 <= k, k <= x.nch), x.tb[c, k] == 0))
+    other_channels_quiet = z3.ForAll([k],
+                                     z3.Implies(z3.And(1 <= k, k <= x.channels_per_connection),
+                                                x.frames_to_broker[c, k] == 0))
     # Which steps enqueue into a queue that is no dead-letter target (RT-1, TX-2): a publish taken on an
     # open channel outside tx mode, its copies carrying the frame's message, and a commit, its copies
     # carrying messages the committing channel held back (``o.cc``, ``o.cm``: the new copies' messages).
@@ -481,38 +533,48 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     # no copy into such a queue from any other step, and a commit's copy there is persistent only if
     # its message is one the channel held back (agreement checks both on every step).
     pub = m == BASIC_PUBLISH
-    taken = z3.And(x.cstat[c, ch] == CH_OPEN, z3.Not(x.pending[c, ch]))
+    taken = z3.And(x.channel_status[c, ch] == CH_OPEN, z3.Not(x.commit_pending[c, ch]))
     publishes = z3.And(taken, pub, z3.Not(o.immediate),
                        z3.Or(o.exchange == DEFAULT_EXCHANGE, o.exchange == FANOUT_EXCHANGE))
-    confirm_pub = z3.And(publishes, x.mode[c, ch] == MODE_CONFIRM)                     # PC-1, PC-5
-    commits = z3.And(taken, m == TX_COMMIT, x.mode[c, ch] == MODE_TX)
-    enqueues = z3.Or(z3.And(publishes, x.mode[c, ch] != MODE_TX), commits)
+    confirm_pub = z3.And(publishes, x.channel_mode[c, ch] == MODE_CONFIRM)                     # PC-1, PC-5
+    commits = z3.And(taken, m == TX_COMMIT, x.channel_mode[c, ch] == MODE_TX)
+    enqueues = z3.Or(z3.And(publishes, x.channel_mode[c, ch] != MODE_TX), commits)
     nq = z3.Int("nq_")
-    added = z3.Lambda([nq], z3.If(z3.Or(x.dlt[nq], enqueues), o.added[nq], 0))
+    added = z3.Lambda([nq], z3.If(z3.Or(x.dead_letter_target[nq], enqueues), o.added[nq], 0))
 
     def persistent(q, key):
-        return z3.And(o.cp[q, key], z3.Or(pub, x.dlt[q], z3.And(o.cc[q, key] == c, x.txm[c, o.cm[q, key]] == ch)))
-    guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.nch, x.tb[c, ch] > 0,
+        return z3.And(o.cp[q, key],
+                      z3.Or(pub, x.dead_letter_target[q],
+                            z3.And(o.cc[q, key] == c, x.tx_held_by_channel[c, o.cm[q, key]] == ch)))
+    guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.channels_per_connection, x.frames_to_broker[c, ch] > 0,
                    z3.Implies(ch == 0, other_channels_quiet),
                    z3.Implies(ch == 0, m == CONNECTION_CLOSE),        # only connection.close travels on channel 0
                    z3.Implies(z3.And(m == BASIC_GET, o.got), is_head(x, o.queue, o.key)),   # the head
-                   z3.Implies(m == BASIC_PUBLISH, x.inf[c, o.n]),     # a publish carries a message in flight
+                   # a publish carries a message in flight
+                   z3.Implies(m == BASIC_PUBLISH, x.publish_in_flight[c, o.n]),
                    # What the counting oracles are (the frame's prefetch_count is unsigned; a settlement
                    # settles at most the consumer deliveries outstanding; basic.qos counts every one).
-                   z3.Implies(m == BASIC_QOS, z3.And(o.count >= 0, o.nout >= x.tout[c, ch])),
-                   z3.Implies(settle_frame, z3.And(0 <= o.nset, o.nset <= x.tout[c, ch])),
+                   z3.Implies(m == BASIC_QOS, z3.And(o.count >= 0, o.nout >= x.consumer_outstanding[c, ch])),
+                   z3.Implies(settle_frame, z3.And(0 <= o.nset, o.nset <= x.consumer_outstanding[c, ch])),
                    _taken_in_turn(x, c, ch, m, o))
-    x = x.replace(tb=z3.Store(x.tb, c, ch, x.tb[c, ch] - 1),
+    x = x.replace(frames_to_broker=z3.Store(x.frames_to_broker, c, ch, x.frames_to_broker[c, ch] - 1),
                   **{name: z3.Store(getattr(x, name), c, ch, o[f"{name}_left"]) for name in _TO_BROKER},
-                  fsel=z3.Store(x.fsel, c, ch, o.fsel_left),
-                  nbh=z3.Store(x.nbh, c, ch, z3.If(z3.Or(m == CONFIRM_SELECT, m == TX_SELECT), o.behind_left, x.nbh[c, ch])),
-                  npb=z3.Store(x.npb, c, ch, x.npb[c, ch] - z3.If(m == BASIC_PUBLISH, 1, 0)),
+                  first_select_to_broker=z3.Store(x.first_select_to_broker, c, ch, o.first_select_to_broker_left),
+                  publishes_behind_select=z3.Store(x.publishes_behind_select, c, ch,
+                                                   z3.If(z3.Or(m == CONFIRM_SELECT, m == TX_SELECT), o.behind_left,
+                                                         x.publishes_behind_select[c, ch])),
+                  publishes_to_broker=z3.Store(x.publishes_to_broker, c, ch,
+                                               x.publishes_to_broker[c, ch] - z3.If(m == BASIC_PUBLISH, 1, 0)),
                   # A publish taken: its message stays in flight if a second frame carried it (exact up to
                   # two frames; the spec reaches three only through two, which publishes_in_flight_fresh rules out).
-                  inf=z3.Store(x.inf, c, o.n, z3.And(x.inf[c, o.n], z3.Or(m != BASIC_PUBLISH, x.inf2[c, o.n]))),
-                  inf2=z3.Store(x.inf2, c, o.n, z3.And(x.inf2[c, o.n], m != BASIC_PUBLISH)))
-    published = z3.Store(x.em, c, o.n, z3.Or(x.em[c, o.n], o.routed[o.n]))           # RT-1: queues take copies
-    mode, status = x.mode[c, ch], x.cstat[c, ch]
+                  publish_in_flight=z3.Store(x.publish_in_flight, c, o.n,
+                                             z3.And(x.publish_in_flight[c, o.n],
+                                                    z3.Or(m != BASIC_PUBLISH, x.publish_in_flight_twice[c, o.n]))),
+                  publish_in_flight_twice=z3.Store(x.publish_in_flight_twice, c, o.n,
+                                                   z3.And(x.publish_in_flight_twice[c, o.n], m != BASIC_PUBLISH)))
+    # RT-1: queues take copies
+    taken_by_queue = z3.Store(x.taken_by_queue, c, o.n, z3.Or(x.taken_by_queue[c, o.n], o.routed[o.n]))
+    mode, status = x.channel_mode[c, ch], x.channel_status[c, ch]
     conn_err = _connection_error(x, c)
     kept = (o.keeps, o.kept)
     ch_err = reset_channel(x, c, ch, CH_CLOSING, kept)
@@ -521,81 +583,107 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     kind = z3.If(m == BASIC_ACK, SETTLE_ACK, z3.If(o.requeue, SETTLE_REQUEUE, SETTLE_DROP))
     on_open = _cases(
         x,
-        (z3.And(x.pending[c, ch], m != CHANNEL_CLOSE), conn_err),                        # TX-7: 504
+        (z3.And(x.commit_pending[c, ch], m != CHANNEL_CLOSE), conn_err),                        # TX-7: 504
         (z3.Or(m == CHANNEL_OPEN, m == CHANNEL_CLOSE_OK), conn_err),                     # ER-1
         (m == CHANNEL_CLOSE, reset_channel(x, c, ch, CH_ENDING, kept)),                  # RQ-4
         (z3.And(m == BASIC_PUBLISH, o.immediate), conn_err),
         (z3.And(m == BASIC_PUBLISH, o.exchange != DEFAULT_EXCHANGE, o.exchange != FANOUT_EXCHANGE), ch_err),  # PC-9
-        (z3.And(m == BASIC_PUBLISH, mode == MODE_TX), x.replace(held=z3.Store(x.held, c, ch, True),  # TX-2
-                                                                txm=z3.Store(x.txm, c, o.n, ch),
-                                                                txm2=z3.Store(x.txm2, c, o.n, z3.Or(
-                                                                    x.txm2[c, o.n], x.txm[c, o.n] != 0)))),
+        (z3.And(m == BASIC_PUBLISH, mode == MODE_TX), x.replace(                         # TX-2
+            tx_holds_back=z3.Store(x.tx_holds_back, c, ch, True),
+            tx_held_by_channel=z3.Store(x.tx_held_by_channel, c, o.n, ch),
+            tx_held_twice=z3.Store(x.tx_held_twice, c, o.n,
+                                   z3.Or(x.tx_held_twice[c, o.n], x.tx_held_by_channel[c, o.n] != 0)))),
         (z3.And(m == BASIC_PUBLISH, mode == MODE_CONFIRM), x.replace(                    # PC-1
-            seq=z3.Store(x.seq, c, ch, x.seq[c, ch] + 1),
-            unconf=z3.Store(x.unconf, c, ch, x.seq[c, ch] + 1, True), em=published,
-            pch=z3.Store(x.pch, c, o.n, ch), ps=z3.Store(x.ps, c, o.n, x.seq[c, ch] + 1))),
-        (m == BASIC_PUBLISH, x.replace(em=published)),
+            publish_seq=z3.Store(x.publish_seq, c, ch, x.publish_seq[c, ch] + 1),
+            unconfirmed=z3.Store(x.unconfirmed, c, ch, x.publish_seq[c, ch] + 1, True), taken_by_queue=taken_by_queue,
+            unconfirmed_publish_channel=z3.Store(x.unconfirmed_publish_channel, c, o.n, ch),
+            unconfirmed_publish_seq=z3.Store(x.unconfirmed_publish_seq, c, o.n, x.publish_seq[c, ch] + 1))),
+        (m == BASIC_PUBLISH, x.replace(taken_by_queue=taken_by_queue)),
         (z3.And(settle, o.verdict == CHANNEL_ERR), ch_err),                              # ACK-4
         (z3.And(settle, mode == MODE_TX), x.replace(                                     # TX-3
-            held=z3.Store(x.held, c, ch, z3.Or(x.held[c, ch], o.settled)),
-            tout=z3.Store(x.tout, c, ch, x.tout[c, ch] - o.nset),                       # still counted (PF-3)
-            thld=z3.Store(x.thld, c, ch, x.thld[c, ch] + o.nset),
-            out=_lam3(lambda i, j, t: z3.And(x.out[i, j, t], z3.Not(z3.And(i == c, j == ch, settled(t))))),
-            txs=_lam3(lambda i, j, t: z3.Or(x.txs[i, j, t], z3.And(i == c, j == ch, settled(t)))),
-            txk=_lam3(lambda i, j, t: z3.If(z3.And(i == c, j == ch, settled(t)), kind, x.txk[i, j, t])))),
+            tx_holds_back=z3.Store(x.tx_holds_back, c, ch, z3.Or(x.tx_holds_back[c, ch], o.settled)),
+            # still counted (PF-3)
+            consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, x.consumer_outstanding[c, ch] - o.nset),
+            consumer_held_back=z3.Store(x.consumer_held_back, c, ch, x.consumer_held_back[c, ch] + o.nset),
+            outstanding=_lam3(lambda i, j, t: z3.And(x.outstanding[i, j, t],
+                                                     z3.Not(z3.And(i == c, j == ch, settled(t))))),
+            tx_settled=_lam3(lambda i, j, t: z3.Or(x.tx_settled[i, j, t], z3.And(i == c, j == ch, settled(t)))),
+            tx_settle_kind=_lam3(lambda i, j, t: z3.If(z3.And(i == c, j == ch, settled(t)), kind,
+                                                       x.tx_settle_kind[i, j, t])))),
         (settle, _requeue(x.replace(                                                     # ACK-1..3, ACK-5
-            out=_drop_tags(x.out, c, ch, settled), bycons=_drop_tags(x.bycons, c, ch, settled),
-            hold=_unhold(x, _named_by(x, c, ch, lambda t: z3.And(settled(t), kind != SETTLE_REQUEUE))),
-            tout=z3.Store(x.tout, c, ch, x.tout[c, ch] - o.nset), kcnt=_fewer(x, c, ch, o.dk),
-            vol=_count_off(x, c, ch, o.nset)),                                           # PF-3
+            outstanding=_drop_tags(x.outstanding, c, ch, settled),
+            delivered_to_consumer=_drop_tags(x.delivered_to_consumer, c, ch, settled),
+            holds_confirm=_unhold(x, _named_by(x, c, ch, lambda t: z3.And(settled(t), kind != SETTLE_REQUEUE))),
+            consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, x.consumer_outstanding[c, ch] - o.nset),
+            consumer_deliveries=_fewer(x, c, ch, o.dk),
+            volume=_count_off(x, c, ch, o.nset)),                                           # PF-3
             _named_by(x, c, ch, lambda t: z3.And(settled(t), kind == SETTLE_REQUEUE)))),
         (z3.And(m == BASIC_QOS, o.size != 0), conn_err),
         (m == BASIC_QOS, _qos(x, c, ch, o.count, o.global_, o.nout)),                    # PF-2
-        (z3.And(m == BASIC_CONSUME, x.cons[c, ch, o.ctag]), conn_err),                   # a reused consumer tag
+        (z3.And(m == BASIC_CONSUME, x.consumers[c, ch, o.ctag]), conn_err),                   # a reused consumer tag
         (z3.And(m == BASIC_CONSUME, o.verdict == CONNECTION_ERR), conn_err),
         (z3.And(z3.Or(m == BASIC_CONSUME, m == BASIC_GET, m == QUEUE_BIND, m == QUEUE_PURGE,
                       m == QUEUE_DECLARE, m == QUEUE_DELETE), o.verdict == CHANNEL_ERR), ch_err),
-        (m == BASIC_CONSUME, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, True),        # DS-1
-                                       ring=z3.Store(x.ring, c, ch, o.ctag, True),
-                                       kna=z3.Store(x.kna, c, ch, o.ctag, o.no_ack),     # PF-2: the limit now
-                                       klim=z3.Store(x.klim, c, ch, o.ctag, x.pf[c, ch]))),
-        (m == BASIC_CANCEL, x.replace(cons=z3.Store(x.cons, c, ch, o.ctag, False),
+        (m == BASIC_CONSUME, x.replace(consumers=z3.Store(x.consumers, c, ch, o.ctag, True),        # DS-1
+                                       in_round_robin=z3.Store(x.in_round_robin, c, ch, o.ctag, True),
+                                       consumer_no_ack=z3.Store(x.consumer_no_ack, c, ch, o.ctag, o.no_ack),
+                                       # PF-2: the limit now
+                                       consumer_limit=z3.Store(x.consumer_limit, c, ch, o.ctag, x.prefetch[c, ch]))),
+        (m == BASIC_CANCEL, x.replace(consumers=z3.Store(x.consumers, c, ch, o.ctag, False),
                                       # its deliveries become a former consumer's (-tag): no tag counts them
-                                      kcnt=z3.Store(x.kcnt, c, ch, o.ctag, 0),
-                                      kna=z3.Store(x.kna, c, ch, o.ctag, False),
-                                      klim=z3.Store(x.klim, c, ch, o.ctag, 0),
-                                      ring=z3.Store(x.ring, c, ch, o.ctag,
-                                                    z3.And(x.ring[c, ch, o.ctag], z3.Not(x.cons[c, ch, o.ctag]))))),
+                                      consumer_deliveries=z3.Store(x.consumer_deliveries, c, ch, o.ctag, 0),
+                                      consumer_no_ack=z3.Store(x.consumer_no_ack, c, ch, o.ctag, False),
+                                      consumer_limit=z3.Store(x.consumer_limit, c, ch, o.ctag, 0),
+                                      in_round_robin=z3.Store(x.in_round_robin, c, ch, o.ctag,
+                                                              z3.And(x.in_round_robin[c, ch, o.ctag],
+                                                                     z3.Not(x.consumers[c, ch, o.ctag]))))),
         (m == QUEUE_PURGE, x.replace(**_emptied(x, lambda q: q == o.queue))),
         (m == QUEUE_DECLARE, _declare(x, c, o.queue, o.durable, o.exclusive)),          # DU-4
         (m == QUEUE_DELETE, _delete_queue(x, o.queue, o.cancelled)),
         (z3.And(m == BASIC_GET, o.got), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False), o.queue, o.key)),
         (z3.And(m == BASIC_RECOVER, z3.Not(o.requeue)), conn_err),                       # RQ-5
-        (m == BASIC_RECOVER, _requeue(x.replace(out=_no_tags(x.out, c, ch),               # RQ-5: all requeued
-                                                bycons=_drop_tags(x.bycons, c, ch, lambda t: x.out[c, ch, t]),
-                                                tout=z3.Store(x.tout, c, ch, 0), kcnt=_fewer(x, c, ch, o.dk),
-                                                vol=_count_off(x, c, ch, x.tout[c, ch])),
-                                      _named_by(x, c, ch, lambda t: x.out[c, ch, t]))),
+        (m == BASIC_RECOVER, _requeue(x.replace(outstanding=_no_tags(x.outstanding, c, ch),    # RQ-5: all requeued
+                                                delivered_to_consumer=_drop_tags(x.delivered_to_consumer, c, ch,
+                                                                                 lambda t: x.outstanding[c, ch, t]),
+                                                consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, 0),
+                                                consumer_deliveries=_fewer(x, c, ch, o.dk),
+                                                volume=_count_off(x, c, ch, x.consumer_outstanding[c, ch])),
+                                      _named_by(x, c, ch, lambda t: x.outstanding[c, ch, t]))),
         (m == CONFIRM_SELECT, _ite(mode == MODE_TX, ch_err,                              # PC-8
-                                   x.replace(mode=z3.Store(x.mode, c, ch, MODE_CONFIRM)))),
-        (m == TX_SELECT, _ite(mode == MODE_CONFIRM, ch_err, x.replace(mode=z3.Store(x.mode, c, ch, MODE_TX)))),
+                                   x.replace(channel_mode=z3.Store(x.channel_mode, c, ch, MODE_CONFIRM)))),
+        (m == TX_SELECT,
+         _ite(mode == MODE_CONFIRM, ch_err, x.replace(channel_mode=z3.Store(x.channel_mode, c, ch, MODE_TX)))),
         (m == TX_COMMIT, _ite(mode != MODE_TX, ch_err, _requeue(x.replace(                # TX-10, TX-7, TX-3
-            held=z3.Store(x.held, c, ch, False), pending=z3.Store(x.pending, c, ch, o.waits),
-            txm=_release(x.txm, c, ch), txm2=_release_twice(x, c, ch),                   # TX-2: enqueued now
-            em=_lam2(lambda i, n: z3.Or(x.em[i, n], z3.And(i == c, x.txm[i, n] == ch, o.routed[n]))),
-            txs=_no_tags(x.txs, c, ch), bycons=_drop_tags(x.bycons, c, ch, lambda t: x.txs[c, ch, t]),
-            hold=_unhold(x, _named_by(x, c, ch, lambda t: z3.And(x.txs[c, ch, t], x.txk[c, ch, t] != SETTLE_REQUEUE))),
+            tx_holds_back=z3.Store(x.tx_holds_back, c, ch, False),
+            commit_pending=z3.Store(x.commit_pending, c, ch, o.waits),
+            tx_held_by_channel=_release(x.tx_held_by_channel, c, ch),
+            tx_held_twice=_release_twice(x, c, ch),                   # TX-2: enqueued now
+            taken_by_queue=_lam2(lambda i, n: z3.Or(x.taken_by_queue[i, n],
+                                                    z3.And(i == c, x.tx_held_by_channel[i, n] == ch, o.routed[n]))),
+            tx_settled=_no_tags(x.tx_settled, c, ch),
+            delivered_to_consumer=_drop_tags(x.delivered_to_consumer, c, ch, lambda t: x.tx_settled[c, ch, t]),
+            holds_confirm=_unhold(x,
+                                  _named_by(x, c, ch,
+                                            lambda t: z3.And(x.tx_settled[c, ch, t],
+                                                             x.tx_settle_kind[c, ch, t] != SETTLE_REQUEUE))),
             # PF-3: the held-back ones are counted off, one run of a kind at a time (broker.commit_runs):
             # the volume after is an oracle, no lower than every run taking its whole count off.
-            thld=z3.Store(x.thld, c, ch, 0), kcnt=_fewer(x, c, ch, o.dk),
-            vol=z3.Store(x.vol, c, ch, z3.If(x.glim[c, ch] != 0,
-                                             _bounded(o.vol, x.vol[c, ch] - x.thld[c, ch], o.vol), x.vol[c, ch]))),
-            _named_by(x, c, ch, lambda t: z3.And(x.txs[c, ch, t], x.txk[c, ch, t] == SETTLE_REQUEUE))))),
+            consumer_held_back=z3.Store(x.consumer_held_back, c, ch, 0), consumer_deliveries=_fewer(x, c, ch, o.dk),
+            volume=z3.Store(x.volume, c, ch, z3.If(x.global_limit[c, ch] != 0,
+                                                   _bounded(o.volume_after_commit,
+                                                            x.volume[c, ch] - x.consumer_held_back[c, ch],
+                                                            o.volume_after_commit), x.volume[c, ch]))),
+            _named_by(x, c, ch, lambda t: z3.And(x.tx_settled[c, ch, t],
+                                                 x.tx_settle_kind[c, ch, t] == SETTLE_REQUEUE))))),
         (m == TX_ROLLBACK, _ite(mode != MODE_TX, ch_err, x.replace(                       # TX-2, TX-3, TX-4
-            held=z3.Store(x.held, c, ch, False), txs=_no_tags(x.txs, c, ch), txm=_release(x.txm, c, ch),
-            txm2=_release_twice(x, c, ch),
-            tout=z3.Store(x.tout, c, ch, x.tout[c, ch] + x.thld[c, ch]), thld=z3.Store(x.thld, c, ch, 0),
-            out=_lam3(lambda i, j, t: z3.Or(x.out[i, j, t], z3.And(i == c, j == ch, x.txs[i, j, t])))))),
+            tx_holds_back=z3.Store(x.tx_holds_back, c, ch, False), tx_settled=_no_tags(x.tx_settled, c, ch),
+            tx_held_by_channel=_release(x.tx_held_by_channel, c, ch),
+            tx_held_twice=_release_twice(x, c, ch),
+            consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch,
+                                          x.consumer_outstanding[c, ch] + x.consumer_held_back[c, ch]),
+            consumer_held_back=z3.Store(x.consumer_held_back, c, ch, 0),
+            outstanding=_lam3(lambda i, j, t: z3.Or(x.outstanding[i, j, t],
+                                                    z3.And(i == c, j == ch, x.tx_settled[i, j, t])))))),
     )
     on_closed = _ite(m == CHANNEL_OPEN, reset_channel(x, c, ch, CH_OPEN), conn_err)      # ER-1
     on_closing = _cases(x, (m == CHANNEL_OPEN, conn_err),
@@ -604,61 +692,80 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                    (status == CH_CLOSED, on_closed))
     after = _enqueue(after, added, lambda q, key: z3.If(pub, c, o.cc[q, key]),           # RT-1, ACK-6
                      lambda q, key: z3.If(pub, o.n, o.cm[q, key]), persistent,
-                     lambda q, key: z3.And(confirm_pub, o.cp[q, key], x.qdur[q]))
+                     lambda q, key: z3.And(confirm_pub, o.cp[q, key], x.queue_durable[q]))
     # ER-1: what went out on this channel. A channel error sends channel.close (the channel was open
     # and is closing now); a channel that was closing answers only with close-ok; anything else follows
     # the last channel.close in flight, if there is one.
-    sends_close = z3.And(status == CH_OPEN, after.cstat[c, ch] == CH_CLOSING)
+    sends_close = z3.And(status == CH_OPEN, after.channel_status[c, ch] == CH_CLOSING)
     other = z3.And(o.answered, status != CH_CLOSING, status != CH_ENDING)
     # A channel opened: its open-ok goes out behind whatever is in flight (an older channel's frames),
     # and no delivery in flight is of this channel.
     opens = z3.And(status == CH_CLOSED, m == CHANNEL_OPEN)
-    after = after.replace(ook=z3.Store(after.ook, c, ch, z3.Or(after.ook[c, ch], opens)),
-                          old=z3.Store(after.old, c, ch, z3.If(opens, x.tc[c, ch], after.old[c, ch])),
-                          dif=z3.If(opens, _no_tags(after.dif, c, ch), after.dif),
-                          cif=z3.If(opens, _no_tags(after.cif, c, ch), after.cif),
-                          cmx=z3.Store(after.cmx, c, ch, z3.If(opens, 0, after.cmx[c, ch])))
+    after = after.replace(open_ok_to_client=z3.Store(after.open_ok_to_client, c, ch,
+                                                     z3.Or(after.open_ok_to_client[c, ch], opens)),
+                          older_frames_ahead=z3.Store(after.older_frames_ahead, c, ch,
+                                                      z3.If(opens, x.frames_to_client[c, ch],
+                                                            after.older_frames_ahead[c, ch])),
+                          deliveries_to_client=z3.If(opens, _no_tags(after.deliveries_to_client, c, ch),
+                                                     after.deliveries_to_client),
+                          single_confirms_in_flight=z3.If(opens, _no_tags(after.single_confirms_in_flight, c, ch),
+                                                          after.single_confirms_in_flight),
+                          multiple_confirm_in_flight=z3.Store(after.multiple_confirm_in_flight, c, ch,
+                                                              z3.If(opens, 0, after.multiple_confirm_in_flight[c, ch])))
     return Transition(guard, _forget(after.replace(
-        tc=z3.Store(after.tc, c, ch, z3.Or(after.tc[c, ch], o.answered)),
-        ccl=z3.Store(after.ccl, c, ch, z3.Or(after.ccl[c, ch], sends_close)),
-        aft=z3.Store(after.aft, c, ch, z3.If(sends_close, False,
-                                             z3.Or(after.aft[c, ch], z3.And(other, after.ccl[c, ch])))))))
+        frames_to_client=z3.Store(after.frames_to_client, c, ch, z3.Or(after.frames_to_client[c, ch], o.answered)),
+        channel_close_to_client=z3.Store(after.channel_close_to_client, c, ch,
+                                         z3.Or(after.channel_close_to_client[c, ch], sends_close)),
+        sent_after_close=z3.Store(after.sent_after_close, c, ch, z3.If(
+            sends_close, False,
+            z3.Or(after.sent_after_close[c, ch], z3.And(other, after.channel_close_to_client[c, ch])))))))
 
 
 def _taken_in_turn(x: Z3State, c, ch, m, o: Terms) -> z3.BoolRef:
-    """What the flags of the frames in flight to the broker (``tbo``, ``pre``, ``post``, ``tbx``) say of
-    the frame the broker takes, the oldest, and what they are after it (``o.tbo_left`` and the others,
-    spec.properties.opens_in_flight of the frames behind it): a channel.open taken is the first one, with
-    nothing ahead; a frame other than it and close-ok is ahead of the first channel.open, if any; a
-    close-ok changes none of them."""
+    """What the flags of the frames in flight to the broker (``open_to_broker``, ``frame_ahead_of_open``,
+    ``frame_behind_open``, ``other_frames_to_broker``) say of the frame the broker takes, the oldest, and
+    what they are after it (``o.open_to_broker_left`` and the others, spec.properties.opens_in_flight of
+    the frames behind it): a channel.open taken is the first one, with nothing ahead; a frame other than
+    it and close-ok is ahead of the first channel.open, if any; a close-ok changes none of them."""
     left = {name: o[f"{name}_left"] for name in _TO_BROKER}
     lifecycle = z3.Or(m == CHANNEL_OPEN, m == CHANNEL_CLOSE_OK)
-    tbo, pre, post, tbx = (x.tbo[c, ch], x.pre[c, ch], x.post[c, ch], x.tbx[c, ch])
-    none_behind = z3.Implies(z3.Not(left["tbo"]), z3.And(z3.Not(left["pre"]), z3.Not(left["post"])))
+    opening, ahead, behind, other = (x.open_to_broker[c, ch], x.frame_ahead_of_open[c, ch], x.frame_behind_open[c, ch],
+                                     x.other_frames_to_broker[c, ch])
+    none_behind = z3.Implies(z3.Not(left["open_to_broker"]),
+                             z3.And(z3.Not(left["frame_ahead_of_open"]), z3.Not(left["frame_behind_open"])))
     select = z3.Or(m == CONFIRM_SELECT, m == TX_SELECT)
     return z3.And(
         # the first select in flight: the one taken if it is one (every publish is behind it), else the
         # same; after a select, the next one, with the publishes behind it if it is confirm.select; none
         # once only close-ok and channel.open are left
-        z3.Implies(select, z3.And(x.fsel[c, ch] == m, z3.Implies(m == CONFIRM_SELECT, x.nbh[c, ch] == x.npb[c, ch]),
-                                  0 <= o.behind_left, o.behind_left <= x.npb[c, ch],
-                                  z3.Or(o.fsel_left == 0, o.fsel_left == CONFIRM_SELECT, o.fsel_left == TX_SELECT),
-                                  z3.Implies(o.fsel_left != CONFIRM_SELECT, o.behind_left == 0))),
-        z3.Implies(z3.Not(select), o.fsel_left == x.fsel[c, ch]),
+        z3.Implies(select, z3.And(x.first_select_to_broker[c, ch] == m,
+                                  z3.Implies(m == CONFIRM_SELECT,
+                                             x.publishes_behind_select[c, ch] == x.publishes_to_broker[c, ch]),
+                                  0 <= o.behind_left, o.behind_left <= x.publishes_to_broker[c, ch],
+                                  z3.Or(o.first_select_to_broker_left == 0,
+                                        o.first_select_to_broker_left == CONFIRM_SELECT,
+                                        o.first_select_to_broker_left == TX_SELECT),
+                                  z3.Implies(o.first_select_to_broker_left != CONFIRM_SELECT, o.behind_left == 0))),
+        z3.Implies(z3.Not(select), o.first_select_to_broker_left == x.first_select_to_broker[c, ch]),
         # a basic.publish taken is ahead of every select, so not among those behind the first
-        z3.Implies(m == BASIC_PUBLISH, x.nbh[c, ch] < x.npb[c, ch]),
-        z3.Implies(z3.Not(left["tbx"]), z3.And(o.fsel_left == 0, o.behind_left == 0,
-                                               x.npb[c, ch] == z3.If(m == BASIC_PUBLISH, 1, 0))),
+        z3.Implies(m == BASIC_PUBLISH, x.publishes_behind_select[c, ch] < x.publishes_to_broker[c, ch]),
+        z3.Implies(z3.Not(left["other_frames_to_broker"]),
+                   z3.And(o.first_select_to_broker_left == 0, o.behind_left == 0,
+                          x.publishes_to_broker[c, ch] == z3.If(m == BASIC_PUBLISH, 1, 0))),
         z3.Implies(m == CHANNEL_OPEN, z3.And(
-            tbo, z3.Not(pre), left["tbx"] == tbx, none_behind,
+            opening, z3.Not(ahead), left["other_frames_to_broker"] == other, none_behind,
             # the frames behind it were behind the first channel.open: ahead of the next one, or behind it
-            z3.Implies(z3.Not(post), z3.And(z3.Not(left["pre"]), z3.Not(left["post"]))),
-            z3.Implies(left["tbo"], tbx == z3.Or(left["pre"], left["post"])))),
+            z3.Implies(z3.Not(behind), z3.And(z3.Not(left["frame_ahead_of_open"]), z3.Not(left["frame_behind_open"]))),
+            z3.Implies(left["open_to_broker"],
+                       other == z3.Or(left["frame_ahead_of_open"], left["frame_behind_open"])))),
         z3.Implies(m == CHANNEL_CLOSE_OK, z3.And([left[n] == v for n, v in
-                                                 (("tbo", tbo), ("pre", pre), ("post", post), ("tbx", tbx))])),
+                                                  (("open_to_broker", opening), ("frame_ahead_of_open", ahead),
+                                                   ("frame_behind_open", behind), ("other_frames_to_broker", other))])),
         z3.Implies(z3.And(ch >= 1, z3.Not(lifecycle)), z3.And(
-            tbx, z3.Implies(tbo, pre), left["tbo"] == tbo, left["post"] == post, z3.Implies(left["pre"], pre),
-            z3.Implies(tbo, left["tbx"] == z3.Or(left["pre"], post)), z3.Implies(z3.Not(tbo), z3.Not(left["pre"])))))
+            other, z3.Implies(opening, ahead), left["open_to_broker"] == opening, left["frame_behind_open"] == behind,
+            z3.Implies(left["frame_ahead_of_open"], ahead),
+            z3.Implies(opening, left["other_frames_to_broker"] == z3.Or(left["frame_ahead_of_open"], behind)),
+            z3.Implies(z3.Not(opening), z3.Not(left["frame_ahead_of_open"])))))
 
 
 def _qos(x: Z3State, c, ch, count, global_, nout) -> Z3State:
@@ -667,26 +774,29 @@ def _qos(x: Z3State, c, ch, count, global_, nout) -> Z3State:
     included, held-back ones not); ``qos_uncounted`` is then the held-back consumer deliveries, and
     ``qos_excess`` the consumer deliveries outstanding or held back if more than the count (PF-5).
     Otherwise the global limit goes; global=false also sets the limit of consumers started later."""
-    had = x.glim[c, ch] != 0
+    had = x.global_limit[c, ch] != 0
     sets = z3.And(global_, count != 0)
-    total = x.tout[c, ch] + x.thld[c, ch]
+    total = x.consumer_outstanding[c, ch] + x.consumer_held_back[c, ch]
 
     def put(arr, value):
         return z3.Store(arr, c, ch, z3.If(sets, value, 0))
-    return x.replace(glim=put(x.glim, count), vol=put(x.vol, z3.If(had, x.vol[c, ch], nout)),
-                     qunc=put(x.qunc, z3.If(had, x.qunc[c, ch], x.thld[c, ch])),
-                     qexc=put(x.qexc, z3.If(count < total, total, 0)),
-                     pf=z3.Store(x.pf, c, ch, z3.If(global_, x.pf[c, ch], count)))
+    return x.replace(global_limit=put(x.global_limit, count), volume=put(x.volume, z3.If(had, x.volume[c, ch], nout)),
+                     qos_uncounted=put(x.qos_uncounted,
+                                       z3.If(had, x.qos_uncounted[c, ch], x.consumer_held_back[c, ch])),
+                     qos_excess=put(x.qos_excess, z3.If(count < total, total, 0)),
+                     prefetch=z3.Store(x.prefetch, c, ch, z3.If(global_, x.prefetch[c, ch], count)))
 
 
 def _declare(x: Z3State, c, q, durable, exclusive) -> Z3State:
     """queue.declare of a queue that does not exist creates it; an exclusive one belongs to connection
     c and is never durable (DU-4); it is a new queue, so the keys enqueued so far were another's
     (``born``). Declaring an existing queue changes nothing."""
-    new = z3.Not(x.qex[q])
-    return x.replace(qex=z3.Store(x.qex, q, True), born=z3.Store(x.born, q, z3.If(new, x.enq[q], x.born[q])),
-                     qdur=z3.Store(x.qdur, q, z3.If(new, z3.And(durable, z3.Not(exclusive)), x.qdur[q])),
-                     qown=z3.Store(x.qown, q, z3.If(new, z3.If(exclusive, c + 1, 0), x.qown[q])))
+    new = z3.Not(x.queue_exists[q])
+    return x.replace(queue_exists=z3.Store(x.queue_exists, q, True),
+                     born=z3.Store(x.born, q, z3.If(new, x.enqueued[q], x.born[q])),
+                     queue_durable=z3.Store(x.queue_durable, q,
+                                            z3.If(new, z3.And(durable, z3.Not(exclusive)), x.queue_durable[q])),
+                     queue_owner=z3.Store(x.queue_owner, q, z3.If(new, z3.If(exclusive, c + 1, 0), x.queue_owner[q])))
 
 
 def _delete_queue(x: Z3State, q, cancelled) -> Z3State:
@@ -695,23 +805,30 @@ def _delete_queue(x: Z3State, q, cancelled) -> Z3State:
     k = z3.Int("k_")
 
     def cancels(i, j):
-        return z3.Exists([k], z3.And(cancelled[i, j, k], x.cons[i, j, k]))
-    told = _lam2(lambda i, j: z3.Or(x.tc[i, j], cancels(i, j)))
-    after_close = _lam2(lambda i, j: z3.Or(x.aft[i, j], z3.And(x.ccl[i, j], cancels(i, j))))
-    return x.replace(cons=_lam3(lambda i, j, t: z3.And(x.cons[i, j, t], z3.Not(cancelled[i, j, t]))), tc=told,
-                     aft=after_close,
-                     kcnt=_lam3(lambda i, j, t: z3.If(cancelled[i, j, t], 0, x.kcnt[i, j, t])),   # a former
-                     klim=_lam3(lambda i, j, t: z3.If(cancelled[i, j, t], 0, x.klim[i, j, t])),   # consumer's
-                     kna=_lam3(lambda i, j, t: z3.And(x.kna[i, j, t], z3.Not(cancelled[i, j, t]))),
-                     ring=_lam3(lambda i, j, t: z3.And(x.ring[i, j, t], z3.Not(cancelled[i, j, t]))),
+        return z3.Exists([k], z3.And(cancelled[i, j, k], x.consumers[i, j, k]))
+    told = _lam2(lambda i, j: z3.Or(x.frames_to_client[i, j], cancels(i, j)))
+    after_close = _lam2(lambda i, j: z3.Or(x.sent_after_close[i, j],
+                                           z3.And(x.channel_close_to_client[i, j], cancels(i, j))))
+    return x.replace(consumers=_lam3(lambda i, j, t: z3.And(x.consumers[i, j, t], z3.Not(cancelled[i, j, t]))),
+                     frames_to_client=told,
+                     sent_after_close=after_close,
+                     consumer_deliveries=_lam3(lambda i, j, t: z3.If(cancelled[i, j, t], 0,
+                                                                     x.consumer_deliveries[i, j, t])),   # a former
+                     consumer_limit=_lam3(lambda i, j, t: z3.If(cancelled[i, j, t], 0,
+                                                                x.consumer_limit[i, j, t])),   # consumer's
+                     consumer_no_ack=_lam3(lambda i, j, t: z3.And(x.consumer_no_ack[i, j, t],
+                                                                  z3.Not(cancelled[i, j, t]))),
+                     in_round_robin=_lam3(lambda i, j, t: z3.And(x.in_round_robin[i, j, t],
+                                                                 z3.Not(cancelled[i, j, t]))),
                      **_delete_queues(x, lambda i: i == q))
 
 
 def has_room(x: Z3State, c, ch, k) -> z3.BoolRef:
     """broker.has_room: the channel's global limit, if any, is not reached by its volume, and a
     manual-mode consumer with a limit has fewer deliveries outstanding or held back than it (PF-1..3, TX-3)."""
-    return z3.And(z3.Or(x.glim[c, ch] == 0, x.vol[c, ch] < x.glim[c, ch]),
-                  z3.Or(x.kna[c, ch, k], x.klim[c, ch, k] == 0, x.kcnt[c, ch, k] < x.klim[c, ch, k]))
+    return z3.And(z3.Or(x.global_limit[c, ch] == 0, x.volume[c, ch] < x.global_limit[c, ch]),
+                  z3.Or(x.consumer_no_ack[c, ch, k], x.consumer_limit[c, ch, k] == 0,
+                        x.consumer_deliveries[c, ch, k] < x.consumer_limit[c, ch, k]))
 
 
 def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -720,23 +837,27 @@ def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
     (broker.next_consumer), and has room (``has_room``); the copy (``o.key``, the queue's head: ready,
     no ready copy ahead of it) takes the channel's next tag."""
     c, ch, k = o.conn, o.ch, o.ctag
-    return Transition(z3.And(x.up, o.ready, _channel_open(x, c, ch), is_head(x, a.queue, o.key), x.cons[c, ch, k],
-                             has_room(x, c, ch, k)),
-                      _send(_hand_over(x, c, ch, x.kna[c, ch, k], z3.BoolVal(True), a.queue, o.key, k), c, ch))
+    return Transition(z3.And(x.broker_up, o.ready, _channel_open(x, c, ch), is_head(x, a.queue, o.key),
+                             x.consumers[c, ch, k], has_room(x, c, ch, k)),
+                      _send(_hand_over(x, c, ch, x.consumer_no_ack[c, ch, k], z3.BoolVal(True), a.queue, o.key, k),
+                            c, ch))
 
 
 def _send(x: Z3State, c, ch, close_ok: bool = False) -> Z3State:
     """broker.send: a frame goes out to the client on channel ch of connection c; unless it is a
     channel.close-ok, it follows the last channel.close in flight there, if any (ER-1)."""
     if close_ok:
-        return x.replace(tc=z3.Store(x.tc, c, ch, True))
-    return x.replace(tc=z3.Store(x.tc, c, ch, True), aft=z3.Store(x.aft, c, ch, z3.Or(x.aft[c, ch], x.ccl[c, ch])))
+        return x.replace(frames_to_client=z3.Store(x.frames_to_client, c, ch, True))
+    return x.replace(frames_to_client=z3.Store(x.frames_to_client, c, ch, True),
+                     sent_after_close=z3.Store(x.sent_after_close, c, ch,
+                                               z3.Or(x.sent_after_close[c, ch], x.channel_close_to_client[c, ch])))
 
 
 def BrokerCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
     """channel.close-ok for a channel the client closed: it is gone (ER-1)."""
     c, ch = a.conn, a.ch
-    guard = z3.And(_broker_end_open(x, c), 1 <= ch, ch <= x.nch, x.cstat[c, ch] == CH_ENDING)
+    guard = z3.And(_broker_end_open(x, c), 1 <= ch, ch <= x.channels_per_connection,
+                   x.channel_status[c, ch] == CH_ENDING)
     return Transition(guard, _forget(_send(reset_channel(x, c, ch, CH_CLOSED), c, ch, close_ok=True)))
 
 
@@ -747,31 +868,40 @@ def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     c, ch, s = a.conn, a.ch, a.seq
 
     def covered(i, j, k):
-        return z3.And(i == c, j == ch, x.unconf[i, j, k], z3.If(a.multiple, k <= s, k == s))
+        return z3.And(i == c, j == ch, x.unconfirmed[i, j, k], z3.If(a.multiple, k <= s, k == s))
 
     def acks(i, n):                     # message (i, n)'s publish is covered and not to be nacked (PC-6)
-        return z3.And(x.pch[i, n] != 0, covered(i, x.pch[i, n], x.ps[i, n]))
+        return z3.And(x.unconfirmed_publish_channel[i, n] != 0,
+                      covered(i, x.unconfirmed_publish_channel[i, n], x.unconfirmed_publish_seq[i, n]))
     q, key = z3.Ints("q_ key_")
     # PC-5: no copy holds up a covered publish (a copy holds up its own message's publish).
-    none_waits = z3.ForAll([q, key], z3.Not(z3.And(x.hold[q, key], acks(x.mc[q, key], x.mn[q, key]))))
-    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix, x.unconf[c, ch, s]),
-                                                  z3.And(x.unconf[c, ch, s], o.ready)), none_waits)
-    after = x.replace(unconf=_lam3(lambda i, j, k: z3.And(x.unconf[i, j, k], z3.Not(covered(i, j, k)))),
-                      conf=_lam3(lambda i, j, k: z3.Or(x.conf[i, j, k], covered(i, j, k))),
-                      acked=_lam2(lambda i, n: z3.Or(x.acked[i, n], acks(i, n))),
-                      pch=_lam2(lambda i, n: z3.If(acks(i, n), 0, x.pch[i, n])),
-                      ps=_lam2(lambda i, n: z3.If(acks(i, n), 0, x.ps[i, n])),
+    none_waits = z3.ForAll([q, key],
+                           z3.Not(z3.And(x.holds_confirm[q, key],
+                                         acks(x.message_connection[q, key], x.message_number[q, key]))))
+    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix, x.unconfirmed[c, ch, s]),
+                                                  z3.And(x.unconfirmed[c, ch, s], o.ready)), none_waits)
+    after = x.replace(unconfirmed=_lam3(lambda i, j, k: z3.And(x.unconfirmed[i, j, k], z3.Not(covered(i, j, k)))),
+                      confirmed=_lam3(lambda i, j, k: z3.Or(x.confirmed[i, j, k], covered(i, j, k))),
+                      message_acked=_lam2(lambda i, n: z3.Or(x.message_acked[i, n], acks(i, n))),
+                      unconfirmed_publish_channel=_lam2(lambda i, n: z3.If(acks(i, n), 0,
+                                                                           x.unconfirmed_publish_channel[i, n])),
+                      unconfirmed_publish_seq=_lam2(lambda i, n: z3.If(acks(i, n), 0, x.unconfirmed_publish_seq[i, n])),
                       # the confirm in flight to the client: its number, multiple or not
-                      cif=z3.Store(x.cif, c, ch, s, z3.Or(x.cif[c, ch, s], z3.Not(a.multiple))),
-                      cmx=z3.Store(x.cmx, c, ch, z3.If(z3.And(a.multiple, s > x.cmx[c, ch]), s, x.cmx[c, ch])))
+                      single_confirms_in_flight=z3.Store(x.single_confirms_in_flight, c, ch, s,
+                                                         z3.Or(x.single_confirms_in_flight[c, ch, s],
+                                                               z3.Not(a.multiple))),
+                      multiple_confirm_in_flight=z3.Store(
+                          x.multiple_confirm_in_flight, c, ch,
+                          z3.If(z3.And(a.multiple, s > x.multiple_confirm_in_flight[c, ch]), s,
+                                x.multiple_confirm_in_flight[c, ch])))
     return Transition(guard, _send(after, c, ch))
 
 
 def BrokerCommitOk(x: Z3State, a: Terms, o: Terms) -> Transition:
     """tx.commit-ok once the commit's copies are on disk (``o.written``), TX-7."""
     c, ch = a.conn, a.ch
-    guard = z3.And(_channel_open(x, c, ch), x.pending[c, ch], o.written)
-    return Transition(guard, _send(x.replace(pending=z3.Store(x.pending, c, ch, False)), c, ch))
+    guard = z3.And(_channel_open(x, c, ch), x.commit_pending[c, ch], o.written)
+    return Transition(guard, _send(x.replace(commit_pending=z3.Store(x.commit_pending, c, ch, False)), c, ch))
 
 
 def BrokerQueueFail(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -781,76 +911,96 @@ def BrokerQueueFail(x: Z3State, a: Terms, o: Terms) -> Transition:
     gone = _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(o.failed[q, key])))
 
     def nacked(i, n):                   # the publish's message: it will be nacked, nothing waits for it
-        return z3.And(i == c, x.pch[i, n] == ch, x.ps[i, n] == a.seq)
-    after = x.replace(ready=gone, ahead=_ahead_of_kept(x, lambda q, key: z3.Not(o.failed[q, key])),
-                      redel=_lam_qk(lambda q, key: z3.And(x.redel[q, key], z3.Not(o.failed[q, key]))),
-                      pch=_lam2(lambda i, n: z3.If(nacked(i, n), 0, x.pch[i, n])),
-                      ps=_lam2(lambda i, n: z3.If(nacked(i, n), 0, x.ps[i, n])),
-                      hold=_lam_qk(lambda q, key: z3.And(x.hold[q, key], z3.Not(nacked(x.mc[q, key], x.mn[q, key])))))
-    return Transition(z3.And(_channel_open(x, c, ch), x.unconf[c, ch, a.seq], o.failable), after)
+        return z3.And(i == c, x.unconfirmed_publish_channel[i, n] == ch, x.unconfirmed_publish_seq[i, n] == a.seq)
+    after = x.replace(ready=gone, ahead_in_queue=_ahead_of_kept(x, lambda q, key: z3.Not(o.failed[q, key])),
+                      redelivered=_lam_qk(lambda q, key: z3.And(x.redelivered[q, key], z3.Not(o.failed[q, key]))),
+                      unconfirmed_publish_channel=_lam2(lambda i, n: z3.If(nacked(i, n), 0,
+                                                                           x.unconfirmed_publish_channel[i, n])),
+                      unconfirmed_publish_seq=_lam2(lambda i, n: z3.If(nacked(i, n), 0,
+                                                                       x.unconfirmed_publish_seq[i, n])),
+                      holds_confirm=_lam_qk(lambda q, key: z3.And(x.holds_confirm[q, key],
+                                                                  z3.Not(nacked(x.message_connection[q, key],
+                                                                                x.message_number[q, key])))))
+    return Transition(z3.And(_channel_open(x, c, ch), x.unconfirmed[c, ch, a.seq], o.failable), after)
 
 
 def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The broker dies: every connection drops with its channels (DU-2, TX-9); every live copy not on
-    disk is lost (the ghost ``lost``, faults.lost_in_crash): a ready one, or the one an outstanding or
-    held-back tag names, found through the ghost inverse (oc, och, ot), as copies_conserved makes it
-    the only tag that can name the copy."""
+    disk is lost (the ghost ``lost_in_crash``, faults.lost_in_crash): a ready one, or the one an outstanding or
+    held-back tag names, found through the ghost inverse (``named_by_connection``, ``named_by_channel``,
+    ``named_by_tag``), as copies_conserved makes it the only tag that can name the copy."""
     i, j = z3.Ints("c_ ch_")
     k = z3.Int("s_")
 
     def named(q, key):
-        c, ch, t = x.oc[q, key], x.och[q, key], x.ot[q, key]
-        return z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key)
+        c, ch, t = x.named_by_connection[q, key], x.named_by_channel[q, key], x.named_by_tag[q, key]
+        return z3.And(z3.Or(x.outstanding[c, ch, t], x.tx_settled[c, ch, t]), x.tag_queue[c, ch, t] == q,
+                      x.tag_key[c, ch, t] == key)
     def gone(q, key):
-        return z3.And(z3.Or(x.ready[q, key], named(q, key)), z3.Not(x.disk[q, key]))
-    lost = _lam_qk(lambda q, key: z3.Or(x.lost[q, key], gone(q, key)))
-    fated = _lam_qk(lambda q, key: z3.Or(x.fated[q, key], gone(q, key)))
-    after = x.replace(up=z3.BoolVal(False), bclosed=z3.K(INT, z3.BoolVal(False)),
-                      cstat=z3.Lambda([i, j], z3.IntVal(CH_CLOSED)), mode=z3.Lambda([i, j], z3.IntVal(MODE_NONE)),
-                      seq=z3.Lambda([i, j], z3.IntVal(0)), unconf=z3.Lambda([i, j, k], z3.BoolVal(False)),
-                      conf=z3.Lambda([i, j, k], z3.BoolVal(False)), held=z3.Lambda([i, j], z3.BoolVal(False)),
-                      pending=z3.Lambda([i, j], z3.BoolVal(False)), tb=z3.Lambda([i, j], z3.IntVal(0)),
-                      ntag=z3.Lambda([i, j], z3.IntVal(1)), out=z3.Lambda([i, j, k], z3.BoolVal(False)),
-                      txs=z3.Lambda([i, j, k], z3.BoolVal(False)), bycons=z3.Lambda([i, j, k], z3.BoolVal(False)),
-                      cons=z3.Lambda([i, j, k], z3.BoolVal(False)), cst=z3.K(INT, z3.IntVal(CONN_DOWN)),
-                      cclose=z3.K(INT, z3.BoolVal(False)), tc=z3.Lambda([i, j], z3.BoolVal(False)),
-                      ccl=z3.Lambda([i, j], z3.BoolVal(False)), aft=z3.Lambda([i, j], z3.BoolVal(False)),
-                      vst=z3.Lambda([i, j], z3.IntVal(C_CLOSED)), vlt=z3.Lambda([i, j], z3.IntVal(0)),
-                      dif=z3.Lambda([i, j, k], z3.BoolVal(False)),
+        return z3.And(z3.Or(x.ready[q, key], named(q, key)), z3.Not(x.on_disk[q, key]))
+    lost = _lam_qk(lambda q, key: z3.Or(x.lost_in_crash[q, key], gone(q, key)))
+    gone_now = _lam_qk(lambda q, key: z3.Or(x.gone_this_life[q, key], gone(q, key)))
+    after = x.replace(broker_up=z3.BoolVal(False), broker_end_closed=z3.K(INT, z3.BoolVal(False)),
+                      channel_status=z3.Lambda([i, j], z3.IntVal(CH_CLOSED)),
+                      channel_mode=z3.Lambda([i, j], z3.IntVal(MODE_NONE)),
+                      publish_seq=z3.Lambda([i, j], z3.IntVal(0)), unconfirmed=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      confirmed=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      tx_holds_back=z3.Lambda([i, j], z3.BoolVal(False)),
+                      commit_pending=z3.Lambda([i, j], z3.BoolVal(False)),
+                      frames_to_broker=z3.Lambda([i, j], z3.IntVal(0)),
+                      next_tag=z3.Lambda([i, j], z3.IntVal(1)), outstanding=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      tx_settled=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      delivered_to_consumer=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      consumers=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      client_connection_status=z3.K(INT, z3.IntVal(CONN_DOWN)),
+                      connection_close_to_client=z3.K(INT, z3.BoolVal(False)),
+                      frames_to_client=z3.Lambda([i, j], z3.BoolVal(False)),
+                      channel_close_to_client=z3.Lambda([i, j], z3.BoolVal(False)),
+                      sent_after_close=z3.Lambda([i, j], z3.BoolVal(False)),
+                      view_status=z3.Lambda([i, j], z3.IntVal(C_CLOSED)), view_last_tag=z3.Lambda([i, j], z3.IntVal(0)),
+                      deliveries_to_client=z3.Lambda([i, j, k], z3.BoolVal(False)),
                       **{name: z3.Lambda([i, j], z3.BoolVal(False)) for name in _LIFECYCLE},
                       **{name: z3.Lambda([i, j], z3.IntVal(0)) for name in _VIEW_COUNTS},
-                      vcf=z3.Lambda([i, j, k], z3.BoolVal(False)), cif=z3.Lambda([i, j, k], z3.BoolVal(False)),
-                      qex=z3.Lambda([k], z3.And(x.qex[k], x.qdur[k])), qown=z3.K(INT, z3.IntVal(0)),
-                      ring=z3.Lambda([i, j, k], z3.BoolVal(False)), ready=z3.Lambda([i, j], z3.BoolVal(False)),
-                      ahead=z3.Lambda([i, j, k], z3.BoolVal(False)),
-                      redel=z3.Lambda([i, j], z3.BoolVal(False)), tq=z3.Lambda([i, j, k], z3.IntVal(-1)),
-                      tk=z3.Lambda([i, j, k], z3.IntVal(0)), txk=z3.Lambda([i, j, k], z3.IntVal(-1)),
-                      oc=z3.Lambda([i, j], z3.IntVal(-1)), och=z3.Lambda([i, j], z3.IntVal(-1)),
-                      ot=z3.Lambda([i, j], z3.IntVal(0)), inf=z3.Lambda([i, j], z3.BoolVal(False)),
-                      inf2=z3.Lambda([i, j], z3.BoolVal(False)), txm2=z3.Lambda([i, j], z3.BoolVal(False)),
-                      txm=z3.Lambda([i, j], z3.IntVal(0)),
+                      view_confirmed=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      single_confirms_in_flight=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      queue_exists=z3.Lambda([k], z3.And(x.queue_exists[k], x.queue_durable[k])),
+                      queue_owner=z3.K(INT, z3.IntVal(0)),
+                      in_round_robin=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      ready=z3.Lambda([i, j], z3.BoolVal(False)),
+                      ahead_in_queue=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      redelivered=z3.Lambda([i, j], z3.BoolVal(False)), tag_queue=z3.Lambda([i, j, k], z3.IntVal(-1)),
+                      tag_key=z3.Lambda([i, j, k], z3.IntVal(0)), tx_settle_kind=z3.Lambda([i, j, k], z3.IntVal(-1)),
+                      named_by_connection=z3.Lambda([i, j], z3.IntVal(-1)),
+                      named_by_channel=z3.Lambda([i, j], z3.IntVal(-1)),
+                      named_by_tag=z3.Lambda([i, j], z3.IntVal(0)),
+                      publish_in_flight=z3.Lambda([i, j], z3.BoolVal(False)),
+                      publish_in_flight_twice=z3.Lambda([i, j], z3.BoolVal(False)),
+                      tx_held_twice=z3.Lambda([i, j], z3.BoolVal(False)),
+                      tx_held_by_channel=z3.Lambda([i, j], z3.IntVal(0)),
                       **{name: z3.Lambda([i, j], z3.IntVal(0)) for name in _CHANNEL_COUNTS},
-                      kcnt=z3.Lambda([i, j, k], z3.IntVal(0)), klim=z3.Lambda([i, j, k], z3.IntVal(0)),
-                      kna=z3.Lambda([i, j, k], z3.BoolVal(False)), hold=z3.Lambda([i, j], z3.BoolVal(False)),
-                      pch=z3.Lambda([i, j], z3.IntVal(0)), ps=z3.Lambda([i, j], z3.IntVal(0)), lost=lost,
-                      auto=z3.Lambda([i, j], z3.IntVal(0)),
-                      fated=fated)
-    return Transition(x.up, after)
+                      consumer_deliveries=z3.Lambda([i, j, k], z3.IntVal(0)),
+                      consumer_limit=z3.Lambda([i, j, k], z3.IntVal(0)),
+                      consumer_no_ack=z3.Lambda([i, j, k], z3.BoolVal(False)),
+                      holds_confirm=z3.Lambda([i, j], z3.BoolVal(False)),
+                      unconfirmed_publish_channel=z3.Lambda([i, j], z3.IntVal(0)),
+                      unconfirmed_publish_seq=z3.Lambda([i, j], z3.IntVal(0)), lost_in_crash=lost,
+                      auto_in_flight_on=z3.Lambda([i, j], z3.IntVal(0)),
+                      gone_this_life=gone_now)
+    return Transition(x.broker_up, after)
 
 
 def BrokerRestart(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The broker starts again (DU-1): each existing (durable) queue's ready copies are those on disk,
     marked redelivered (DU-2, DU-3); a recovered copy that had a fate lives again (the spec's ghost
-    ``revived``): it is not gone in this life (``fated``)."""
+    ``revived``): it is not gone in this life (``gone_this_life``)."""
     def recovered(q, key):
-        return z3.If(x.qex[q], x.disk[q, key], x.ready[q, key])
+        return z3.If(x.queue_exists[q], x.on_disk[q, key], x.ready[q, key])
     def ahead(q, i, j):         # in enqueue order (faults.restart sorts them by key)
-        return z3.If(x.qex[q], z3.And(x.disk[q, i], x.disk[q, j], i < j), x.ahead[q, i, j])
-    return Transition(z3.Not(x.up), x.replace(up=z3.BoolVal(True), ready=_lam_qk(recovered), ahead=_lam_qab(ahead),
-                                              fated=_lam_qk(lambda q, key: z3.And(x.fated[q, key],
-                                                                                  z3.Not(recovered(q, key)))),
-                                              redel=_lam_qk(lambda q, key: z3.If(x.qex[q], x.disk[q, key],
-                                                                                 x.redel[q, key]))))
+        return z3.If(x.queue_exists[q], z3.And(x.on_disk[q, i], x.on_disk[q, j], i < j), x.ahead_in_queue[q, i, j])
+    return Transition(z3.Not(x.broker_up), x.replace(
+        broker_up=z3.BoolVal(True), ready=_lam_qk(recovered), ahead_in_queue=_lam_qab(ahead),
+        gone_this_life=_lam_qk(lambda q, key: z3.And(x.gone_this_life[q, key], z3.Not(recovered(q, key)))),
+        redelivered=_lam_qk(lambda q, key: z3.If(x.queue_exists[q], x.on_disk[q, key], x.redelivered[q, key]))))
 
 
 def DiskFsync(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -859,27 +1009,29 @@ def DiskFsync(x: Z3State, a: Terms, o: Terms) -> Transition:
     outstanding or held-back tag, and not of a deleted queue's (faults.pending_disk)."""
     q, key = a.queue, a.key
     i, j, t = z3.Ints("c_ ch_ t_")
-    named = z3.Exists([i, j, t], z3.And(z3.Or(x.out[i, j, t], x.txs[i, j, t]), x.tq[i, j, t] == q,
-                                        x.tk[i, j, t] == key))
+    named = z3.Exists([i, j, t], z3.And(z3.Or(x.outstanding[i, j, t], x.tx_settled[i, j, t]), x.tag_queue[i, j, t] == q,
+                                        x.tag_key[i, j, t] == key))
     live = z3.Or(x.ready[q, key], named)
-    guard = z3.And(x.up, o.pending, z3.If(a.write, z3.And(live, x.qdur[q], x.born[q] < key), z3.Not(live)))
-    return Transition(guard, x.replace(disk=z3.Store(x.disk, q, key, a.write),           # a written copy
-                                       hold=z3.Store(x.hold, q, key, z3.And(x.hold[q, key], z3.Not(a.write)))))
+    guard = z3.And(x.broker_up, o.pending,
+                   z3.If(a.write, z3.And(live, x.queue_durable[q], x.born[q] < key), z3.Not(live)))
+    return Transition(guard, x.replace(on_disk=z3.Store(x.on_disk, q, key, a.write),           # a written copy
+                                       holds_confirm=z3.Store(x.holds_confirm, q, key,
+                                                              z3.And(x.holds_confirm[q, key], z3.Not(a.write)))))
 
 
 def NetworkLoss(x: Z3State, a: Terms, o: Terms) -> Transition:
     """Connection c is lost (``o.connected``: it is not down): the broker closes it unless it has
     already (RQ-4; its exclusive queues go, DU-4), the slot is down."""
     c = a.conn
-    x2 = _ite(x.bclosed[c], x, close_connection(x, c))
-    return Transition(z3.And(x.up, o.connected), _forget(reset_connection(x2, c, z3.BoolVal(False))))
+    x2 = _ite(x.broker_end_closed[c], x, close_connection(x, c))
+    return Transition(z3.And(x.broker_up, o.connected), _forget(reset_connection(x2, c, z3.BoolVal(False))))
 
 
 # ---------------------------------------------------------------- client actions (spec.client)
 
 def ClientConnect(x: Z3State, a: Terms, o: Terms) -> Transition:
     """A new connection in a slot that is down (``o.down``), to a broker that is up."""
-    return Transition(z3.And(x.up, a.ch == 0, o.down),
+    return Transition(z3.And(x.broker_up, a.ch == 0, o.down),
                       _forget(reset_connection(x, a.conn, a.channels_open, CONN_UP)))
 
 
@@ -893,67 +1045,83 @@ def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
     closes = z3.Or(m == CONNECTION_CLOSE, m == CONNECTION_CLOSE_OK)
     reads_ok = m == CHANNEL_OPEN_OK
     delivery = z3.Or(m == BASIC_DELIVER, m == BASIC_GET_OK)
-    # A delivery read while no open-ok is in flight is the broker's channel's (``dif``): the one of
-    # least tag, as they travel in tag order (each goes out with the next tag, above every tag in
-    # ``dif``: delivery_tags_increase). While an open-ok is in flight, what the client reads ahead of
-    # it is an older channel's.
-    current = z3.And(delivery, z3.Not(x.ook[c, ch]))
+    # A delivery read while no open-ok is in flight is the broker's channel's (``deliveries_to_client``):
+    # the one of least tag, as they travel in tag order (each goes out with the next tag, above every tag
+    # in ``deliveries_to_client``: delivery_tags_increase). While an open-ok is in flight, what the client
+    # reads ahead of it is an older channel's.
+    current = z3.And(delivery, z3.Not(x.open_ok_to_client[c, ch]))
     t = z3.Int("t_")
-    least = z3.ForAll([t], z3.Implies(t < o.tag, z3.Not(x.dif[c, ch, t])))
-    # A confirm read while no open-ok is in flight is one the broker's channel sent (``cif``, ``cmx``);
-    # ``o.cmx_left``: the highest multiple one left, lower only after reading one.
+    least = z3.ForAll([t], z3.Implies(t < o.tag, z3.Not(x.deliveries_to_client[c, ch, t])))
+    # A confirm read while no open-ok is in flight is one the broker's channel sent
+    # (``single_confirms_in_flight``, ``multiple_confirm_in_flight``); ``o.multiple_confirm_in_flight_left``:
+    # the highest multiple one left, lower only after reading one.
     confirm = z3.Or(m == BASIC_ACK, m == BASIC_NACK)
-    ours = z3.And(confirm, z3.Not(x.ook[c, ch]))
-    cmx = x.cmx[c, ch]
-    guard = z3.And(o.readable, x.tc[c, ch], z3.Implies(closes, x.cclose[c]),
-                   z3.Implies(m == CHANNEL_CLOSE, x.ccl[c, ch]), z3.Implies(o.close_left, o.more),
-                   z3.Implies(o.auto, z3.And(delivery, x.auto[o.aq, o.ak] == c + 1)),
-                   z3.Implies(reads_ok, z3.And(x.ook[c, ch], z3.Not(x.old[c, ch]))),
-                   z3.Implies(o.old_left, z3.And(x.old[c, ch], o.more)),
-                   z3.Implies(current, z3.And(x.dif[c, ch, o.tag], least)),
-                   z3.Implies(ours, z3.If(o.multiple, z3.And(1 <= o.tag, o.tag <= cmx), x.cif[c, ch, o.tag])),
-                   0 <= o.cmx_left, o.cmx_left <= cmx, z3.Implies(z3.Not(o.more), o.cmx_left == 0),
-                   z3.Implies(z3.Not(z3.And(ours, o.multiple)), z3.Or(o.cmx_left == cmx, z3.Not(o.more))))
+    ours = z3.And(confirm, z3.Not(x.open_ok_to_client[c, ch]))
+    highest_multiple = x.multiple_confirm_in_flight[c, ch]
+    guard = z3.And(o.readable, x.frames_to_client[c, ch], z3.Implies(closes, x.connection_close_to_client[c]),
+                   z3.Implies(m == CHANNEL_CLOSE, x.channel_close_to_client[c, ch]), z3.Implies(o.close_left, o.more),
+                   z3.Implies(o.auto, z3.And(delivery, x.auto_in_flight_on[o.aq, o.ak] == c + 1)),
+                   z3.Implies(reads_ok, z3.And(x.open_ok_to_client[c, ch], z3.Not(x.older_frames_ahead[c, ch]))),
+                   z3.Implies(o.older_frames_ahead_left, z3.And(x.older_frames_ahead[c, ch], o.more)),
+                   z3.Implies(current, z3.And(x.deliveries_to_client[c, ch, o.tag], least)),
+                   z3.Implies(ours,
+                              z3.If(o.multiple, z3.And(1 <= o.tag, o.tag <= highest_multiple),
+                                    x.single_confirms_in_flight[c, ch, o.tag])),
+                   0 <= o.multiple_confirm_in_flight_left, o.multiple_confirm_in_flight_left <= highest_multiple,
+                   z3.Implies(z3.Not(o.more), o.multiple_confirm_in_flight_left == 0),
+                   z3.Implies(z3.Not(z3.And(ours, o.multiple)),
+                              z3.Or(o.multiple_confirm_in_flight_left == highest_multiple, z3.Not(o.more))))
     reads_close = m == CHANNEL_CLOSE
     # client.receive: channel.close (and the close-ok of the client's own channel.close) leave the view
     # closed, channel.open-ok makes it a new open one; a delivery is the last tag read.
-    ends = z3.Or(reads_close, z3.And(m == CHANNEL_CLOSE_OK, x.vst[c, ch] == C_CLOSING))
-    x = x.replace(tc=z3.Store(x.tc, c, ch, o.more),
-                  ccl=z3.Store(x.ccl, c, ch, z3.If(reads_close, o.close_left, x.ccl[c, ch])),
-                  aft=z3.Store(x.aft, c, ch, z3.And(x.aft[c, ch], z3.Implies(reads_close, o.close_left))),
-                  auto=z3.If(o.auto, z3.Store(x.auto, o.aq, o.ak, 0), x.auto),
-                  ook=z3.Store(x.ook, c, ch, z3.And(x.ook[c, ch], z3.Not(reads_ok), o.more)),
-                  old=z3.Store(x.old, c, ch, o.old_left),
-                  dif=_lam3(lambda i, j, k: z3.And(x.dif[i, j, k], z3.Not(z3.And(
+    ends = z3.Or(reads_close, z3.And(m == CHANNEL_CLOSE_OK, x.view_status[c, ch] == C_CLOSING))
+    x = x.replace(frames_to_client=z3.Store(x.frames_to_client, c, ch, o.more),
+                  channel_close_to_client=z3.Store(x.channel_close_to_client, c, ch,
+                                                   z3.If(reads_close, o.close_left, x.channel_close_to_client[c, ch])),
+                  sent_after_close=z3.Store(x.sent_after_close, c, ch,
+                                            z3.And(x.sent_after_close[c, ch], z3.Implies(reads_close, o.close_left))),
+                  auto_in_flight_on=z3.If(o.auto, z3.Store(x.auto_in_flight_on, o.aq, o.ak, 0), x.auto_in_flight_on),
+                  open_ok_to_client=z3.Store(x.open_ok_to_client, c, ch,
+                                             z3.And(x.open_ok_to_client[c, ch], z3.Not(reads_ok), o.more)),
+                  older_frames_ahead=z3.Store(x.older_frames_ahead, c, ch, o.older_frames_ahead_left),
+                  deliveries_to_client=_lam3(lambda i, j, k: z3.And(x.deliveries_to_client[i, j, k], z3.Not(z3.And(
                       i == c, j == ch, z3.Or(z3.Not(o.more), z3.And(current, k == o.tag)))))),
-                  cif=_lam3(lambda i, j, k: z3.And(x.cif[i, j, k], z3.Not(z3.And(
-                      i == c, j == ch, z3.Or(z3.Not(o.more), z3.And(ours, z3.Not(o.multiple), k == o.tag)))))),
-                  cmx=z3.Store(x.cmx, c, ch, o.cmx_left),
-                  vst=z3.Store(x.vst, c, ch, z3.If(reads_ok, C_OPEN, z3.If(ends, C_CLOSED, x.vst[c, ch]))),
-                  vlt=z3.Store(x.vlt, c, ch, z3.If(delivery, o.tag, z3.If(z3.Or(reads_ok, ends), 0, x.vlt[c, ch]))))
+                  single_confirms_in_flight=_lam3(lambda i, j, k: z3.And(
+                      x.single_confirms_in_flight[i, j, k],
+                      z3.Not(z3.And(i == c, j == ch,
+                                    z3.Or(z3.Not(o.more), z3.And(ours, z3.Not(o.multiple), k == o.tag)))))),
+                  multiple_confirm_in_flight=z3.Store(x.multiple_confirm_in_flight, c, ch,
+                                                      o.multiple_confirm_in_flight_left),
+                  view_status=z3.Store(x.view_status, c, ch,
+                                       z3.If(reads_ok, C_OPEN, z3.If(ends, C_CLOSED, x.view_status[c, ch]))),
+                  view_last_tag=z3.Store(x.view_last_tag, c, ch,
+                                         z3.If(delivery, o.tag,
+                                               z3.If(z3.Or(reads_ok, ends), 0, x.view_last_tag[c, ch]))))
     # client.receive: a confirm adds its number, or with multiple every number up to it that the client
     # has published; a view made new (open-ok) or closed has none, and publishes nothing in no mode.
-    vps = x.vps[c, ch]
-    upto = z3.If(o.tag < vps, o.tag, vps)
+    publish_count = x.view_publish_count[c, ch]
+    upto = z3.If(o.tag < publish_count, o.tag, publish_count)
     fresh_view = z3.Or(reads_ok, ends)
     def seen(k):
         covered = z3.If(o.multiple, z3.And(1 <= k, k <= upto), k == o.tag)
-        return z3.And(z3.Not(fresh_view), z3.Or(x.vcf[c, ch, k], z3.And(confirm, covered)))
-    x = x.replace(vcf=_lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch), seen(k), x.vcf[i, j, k])),
-                  vps=z3.Store(x.vps, c, ch, z3.If(fresh_view, 0, vps)),
-                  vmode=z3.Store(x.vmode, c, ch, z3.If(fresh_view, MODE_NONE, x.vmode[c, ch])))
+        return z3.And(z3.Not(fresh_view), z3.Or(x.view_confirmed[c, ch, k], z3.And(confirm, covered)))
+    x = x.replace(view_confirmed=_lam3(lambda i, j, k: z3.If(z3.And(i == c, j == ch), seen(k),
+                                                             x.view_confirmed[i, j, k])),
+                  view_publish_count=z3.Store(x.view_publish_count, c, ch, z3.If(fresh_view, 0, publish_count)),
+                  view_mode=z3.Store(x.view_mode, c, ch, z3.If(fresh_view, MODE_NONE, x.view_mode[c, ch])))
     after = _cases(x, (closes, reset_connection(x, c, z3.BoolVal(False))),
                    (z3.And(m == CHANNEL_CLOSE, a.answer), _write(x, c, ch)))
     return Transition(guard, _forget(after))
 
 
 def _client_writes(x: Z3State, a: Terms, o: Terms, views=(C_OPEN,), kind: str = OTHER_FRAME) -> Transition:
-    """A client method on a channel: its precondition is the connection up (``cst``), the client's
-    view of the channel in one of ``views`` (open, for every method but channel.open and close-ok:
-    spec.client), and ``o.may``, the rest of the view (a consumer it started); it writes one frame."""
+    """A client method on a channel: its precondition is the connection up (``client_connection_status``),
+    the client's view of the channel in one of ``views`` (open, for every method but channel.open and
+    close-ok: spec.client), and ``o.may``, the rest of the view (a consumer it started); it writes one frame."""
     c, ch = a.conn, a.ch
-    view = x.vst[c, ch]
-    guard = z3.And(x.cst[c] == CONN_UP, o.may, 1 <= ch, ch <= x.nch, z3.Or([view == v for v in views]))
+    view = x.view_status[c, ch]
+    guard = z3.And(x.client_connection_status[c] == CONN_UP, o.may, 1 <= ch, ch <= x.channels_per_connection,
+                   z3.Or([view == v for v in views]))
     return Transition(guard, _write(x, c, ch, kind))
 
 
@@ -962,9 +1130,12 @@ def _view_now(t: Transition, a: Terms, status) -> Transition:
     mode, nothing published or seen confirmed)."""
     y = t.after
     c, ch = a.conn, a.ch
-    return Transition(t.guard, y.replace(vst=z3.Store(y.vst, c, ch, status), vlt=z3.Store(y.vlt, c, ch, 0),
-                                         vmode=z3.Store(y.vmode, c, ch, MODE_NONE), vps=z3.Store(y.vps, c, ch, 0),
-                                         vcf=_lam3(lambda i, j, k: z3.And(y.vcf[i, j, k], z3.Or(i != c, j != ch)))))
+    return Transition(t.guard, y.replace(view_status=z3.Store(y.view_status, c, ch, status),
+                                         view_last_tag=z3.Store(y.view_last_tag, c, ch, 0),
+                                         view_mode=z3.Store(y.view_mode, c, ch, MODE_NONE),
+                                         view_publish_count=z3.Store(y.view_publish_count, c, ch, 0),
+                                         view_confirmed=_lam3(lambda i, j, k: z3.And(y.view_confirmed[i, j, k],
+                                                                                     z3.Or(i != c, j != ch)))))
 
 
 def ClientPublish(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -972,17 +1143,25 @@ def ClientPublish(x: Z3State, a: Terms, o: Terms) -> Transition:
     in flight to the broker."""
     c = a.conn
     t = _client_writes(x, a, o)
-    n = x.pubd[c] + 1
+    n = x.published[c] + 1
     ch = a.ch
-    return Transition(t.guard, t.after.replace(pubd=z3.Store(x.pubd, c, n), inf=z3.Store(x.inf, c, n, True),
-                                               inf2=z3.Store(x.inf2, c, n, z3.Or(x.inf2[c, n], x.inf[c, n])),
+    return Transition(t.guard, t.after.replace(published=z3.Store(x.published, c, n),
+                                               publish_in_flight=z3.Store(x.publish_in_flight, c, n, True),
+                                               publish_in_flight_twice=z3.Store(x.publish_in_flight_twice, c, n,
+                                                                                z3.Or(x.publish_in_flight_twice[c, n],
+                                                                                      x.publish_in_flight[c, n])),
                                                # PC-1: numbered by the client in confirm mode; one more
                                                # publish in flight, behind the first select
-                                               vps=z3.Store(x.vps, c, ch, x.vps[c, ch] + z3.If(
-                                                   x.vmode[c, ch] == MODE_CONFIRM, 1, 0)),
-                                               npb=z3.Store(x.npb, c, ch, x.npb[c, ch] + 1),
-                                               nbh=z3.Store(x.nbh, c, ch, x.nbh[c, ch] + z3.If(
-                                                   x.fsel[c, ch] == CONFIRM_SELECT, 1, 0))))
+                                               view_publish_count=z3.Store(
+                                                   x.view_publish_count, c, ch,
+                                                   x.view_publish_count[c, ch] + z3.If(
+                                                       x.view_mode[c, ch] == MODE_CONFIRM, 1, 0)),
+                                               publishes_to_broker=z3.Store(x.publishes_to_broker, c, ch,
+                                                                            x.publishes_to_broker[c, ch] + 1),
+                                               publishes_behind_select=z3.Store(
+                                                   x.publishes_behind_select, c, ch,
+                                                   x.publishes_behind_select[c, ch] + z3.If(
+                                                       x.first_select_to_broker[c, ch] == CONFIRM_SELECT, 1, 0))))
 
 
 ClientConsume = ClientCancel = ClientGet = ClientAck = ClientNack = ClientReject = \
@@ -997,8 +1176,10 @@ def _select(x: Z3State, a: Terms, o: Terms, mode: int, select: int, other: int) 
     c, ch = a.conn, a.ch
     y = t.after
     return Transition(t.guard, y.replace(
-        vmode=z3.Store(y.vmode, c, ch, z3.If(x.vmode[c, ch] == other, other, mode)),
-        fsel=z3.Store(y.fsel, c, ch, z3.If(x.fsel[c, ch] == 0, select, x.fsel[c, ch]))))
+        view_mode=z3.Store(y.view_mode, c, ch, z3.If(x.view_mode[c, ch] == other, other, mode)),
+        first_select_to_broker=z3.Store(y.first_select_to_broker, c, ch,
+                                        z3.If(x.first_select_to_broker[c, ch] == 0, select,
+                                              x.first_select_to_broker[c, ch]))))
 
 
 def ClientConfirmSelect(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -1025,15 +1206,16 @@ def ClientChannelCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
     """channel.close-ok: after the client's own channel.close its view is closed; otherwise (answering a
     channel.close it read, or out of turn) the view stays as it is."""
     t = _client_writes(x, a, o, (C_CLOSED, C_OPEN, C_CLOSING), CLOSE_OK_FRAME)
-    closing = x.vst[a.conn, a.ch] == C_CLOSING
+    closing = x.view_status[a.conn, a.ch] == C_CLOSING
     return Transition(t.guard, _ite(closing, _view_now(t, a, C_CLOSED).after, t.after))
 
 
 def ClientConnectionClose(x: Z3State, a: Terms, o: Terms) -> Transition:
     """connection.close from the client (``o.may``: the connection is up): it is closing, one frame on channel 0."""
     c = a.conn
-    t = Transition(z3.And(x.cst[c] == CONN_UP, o.may, a.ch == 0), _write(x, c, a.ch, OTHER_FRAME))
-    return Transition(t.guard, t.after.replace(cst=z3.Store(x.cst, c, CONN_CLOSING)))
+    t = Transition(z3.And(x.client_connection_status[c] == CONN_UP, o.may, a.ch == 0), _write(x, c, a.ch, OTHER_FRAME))
+    return Transition(t.guard,
+                      t.after.replace(client_connection_status=z3.Store(x.client_connection_status, c, CONN_CLOSING)))
 
 
 # ---------------------------------------------------------------- the table
@@ -1045,10 +1227,12 @@ _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "ver
                          "queue": INT, "durable": BOOL, "exclusive": BOOL, "answered": BOOL, "key": INT,
                          "added": z3.ArraySort(INT, INT), "n": INT, "routed": z3.ArraySort(INT, BOOL),
                          "count": INT, "global_": BOOL, "nout": INT, "nset": INT, "dk": z3.ArraySort(INT, INT),
-                         "vol": INT, "cc": z3.ArraySort(INT, INT, INT), "cm": z3.ArraySort(INT, INT, INT),
+                         "volume_after_commit": INT, "cc": z3.ArraySort(INT, INT, INT),
+                         "cm": z3.ArraySort(INT, INT, INT),
                          "cp": z3.ArraySort(INT, INT, BOOL),
-                         "tbo_left": BOOL, "pre_left": BOOL, "post_left": BOOL, "tbx_left": BOOL,
-                         "fsel_left": INT, "behind_left": INT}
+                         "open_to_broker_left": BOOL, "frame_ahead_of_open_left": BOOL, "frame_behind_open_left": BOOL,
+                         "other_frames_to_broker_left": BOOL,
+                         "first_select_to_broker_left": INT, "behind_left": INT}
 
 # Oracles per action: facts outside this family that its guard or effect reads.
 ORACLES: dict[str, dict[str, z3.SortRef]] = {
@@ -1064,7 +1248,8 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "NetworkLoss": {"connected": BOOL},
     "ClientConnect": {"down": BOOL},
     "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL, "close_left": BOOL, "auto": BOOL, "aq": INT,
-                      "ak": INT, "tag": INT, "old_left": BOOL, "multiple": BOOL, "cmx_left": INT},
+                      "ak": INT, "tag": INT, "older_frames_ahead_left": BOOL, "multiple": BOOL,
+                      "multiple_confirm_in_flight_left": INT},
 }
 
 
@@ -1095,13 +1280,14 @@ def oracle_sorts(cls: type) -> dict[str, z3.SortRef]:
 def _live(x: Z3State, q, key) -> z3.BoolRef:
     """Copy (q, key) is live: ready, or named by the outstanding or held-back tag its ghost inverse
     gives (copies_conserved makes that the only tag that can name it)."""
-    c, ch, t = x.oc[q, key], x.och[q, key], x.ot[q, key]
+    c, ch, t = x.named_by_connection[q, key], x.named_by_channel[q, key], x.named_by_tag[q, key]
     return z3.Or(x.ready[q, key],
-                 z3.And(z3.Or(x.out[c, ch, t], x.txs[c, ch, t]), x.tq[c, ch, t] == q, x.tk[c, ch, t] == key))
+                 z3.And(z3.Or(x.outstanding[c, ch, t], x.tx_settled[c, ch, t]), x.tag_queue[c, ch, t] == q,
+                        x.tag_key[c, ch, t] == key))
 
 
 def gone_in_this_life(relation: Callable[[Z3State, Terms, Terms], Transition]) -> Callable:
-    """``relation`` with the ghost ``fated``: every live copy that is live no more is gone in this life.
+    """``relation`` with the ghost ``gone_this_life``: every live copy that is live no more is gone in this life.
     Outside a crash (which keeps the copies on disk for the restart: ``BrokerCrash``) and the restart
     (``BrokerRestart``), the spec records a fate (``storage.add_fates``) for every copy that stops being
     live (ack, reject or nack without requeue, dead-lettering, purge, queue.delete, a requeue into a
@@ -1110,8 +1296,9 @@ def gone_in_this_life(relation: Callable[[Z3State, Terms, Terms], Transition]) -
     def with_fates(x: Z3State, a: Terms, o: Terms) -> Transition:
         t = relation(x, a, o)
         y = t.after
-        fated = _lam_qk(lambda q, key: z3.Or(x.fated[q, key], z3.And(_live(x, q, key), z3.Not(_live(y, q, key)))))
-        return Transition(t.guard, y.replace(fated=fated))
+        gone = _lam_qk(lambda q, key: z3.Or(x.gone_this_life[q, key],
+                                            z3.And(_live(x, q, key), z3.Not(_live(y, q, key)))))
+        return Transition(t.guard, y.replace(gone_this_life=gone))
     with_fates.__name__ = relation.__name__
     with_fates.__doc__ = relation.__doc__
     return with_fates

@@ -68,16 +68,18 @@ def _frame_oracles(state, a) -> dict:
            "requeue": False, "waits": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
            "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
            "exclusive": False, "answered": False, "key": 0, "added": {}, "n": 0, "routed": frozenset(),
-           "count": 0, "global_": False, "nout": 0, "nset": 0, "dk": {}, "vol": 0, "cc": {}, "cm": {},
-           "cp": frozenset(), "tbo_left": False, "pre_left": False, "post_left": False, "tbx_left": False,
-           "fsel_left": 0, "behind_left": 0}
+           "count": 0, "global_": False, "nout": 0, "nset": 0, "dk": {}, "volume_after_commit": 0, "cc": {}, "cm": {},
+           "cp": frozenset(), "open_to_broker_left": False, "frame_ahead_of_open_left": False,
+           "frame_behind_open_left": False, "other_frames_to_broker_left": False,
+           "first_select_to_broker_left": 0, "behind_left": 0}
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
     frame = conn.to_broker[a.ch][0]
     # The flags of the frames behind the one taken (model.actions._taken_in_turn).
-    out["tbo_left"], out["pre_left"], out["post_left"], out["tbx_left"] = opens_in_flight(conn.to_broker[a.ch][1:])
-    out["fsel_left"], out["behind_left"], _ = selects_in_flight(conn.to_broker[a.ch][1:])
+    (out["open_to_broker_left"], out["frame_ahead_of_open_left"], out["frame_behind_open_left"],
+     out["other_frames_to_broker_left"]) = opens_in_flight(conn.to_broker[a.ch][1:])
+    out["first_select_to_broker_left"], out["behind_left"], _ = selects_in_flight(conn.to_broker[a.ch][1:])
     m = out["method"] = frame[0]
     if m == BASIC_PUBLISH:
         out["exchange"], out["immediate"] = frame[2], bool(frame[7])
@@ -112,7 +114,7 @@ def _frame_oracles(state, a) -> dict:
     if m == TX_COMMIT and channel is not None and channel.mode == MODE_TX:
         out["dk"] = _consumer_counts([u for _, u in channel.tx_settles])[1]
         if machine.precondition(state, a):        # the volume after the commit's runs (broker.commit_runs)
-            out["vol"] = machine.step(state, a)[0].conns[a.conn].channels[a.ch - 1].volume
+            out["volume_after_commit"] = machine.step(state, a)[0].conns[a.conn].channels[a.ch - 1].volume
     if m == BASIC_QOS and channel is not None:
         out["nout"] = len(channel.unacked)
     if m not in (BASIC_ACK, BASIC_NACK, BASIC_REJECT, TX_COMMIT) and channel is not None and \
@@ -208,8 +210,8 @@ def oracles(state, a) -> dict:
                "close_left": any(f[0] == CHANNEL_CLOSE for f in fifo[1:]), "auto": False, "aq": 0, "ak": 0,
                "tag": (delivery_tag(fifo[0]) or 0) if readable else 0,
                # frames of an older channel are still ahead of the open-ok after this one
-               "old_left": open_ok_in_flight(fifo[1:])[1],
-               "multiple": False, "cmx_left": confirms_in_flight(fifo[1:])[1]}
+               "older_frames_ahead_left": open_ok_in_flight(fifo[1:])[1],
+               "multiple": False, "multiple_confirm_in_flight_left": confirms_in_flight(fifo[1:])[1]}
         if readable and fifo[0][0] in (BASIC_ACK, BASIC_NACK):         # a confirm: its number, multiple or not
             out["tag"], out["multiple"] = fifo[0][2], bool(fifo[0][3])
         if readable and fifo[0][0] in (BASIC_DELIVER, BASIC_GET_OK):    # client.receive: the copy, if automatic

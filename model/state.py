@@ -33,14 +33,20 @@
   a fate not of an earlier life, ``State.revived``, or in flight in automatic mode, whose fate is
   sure; tx_effects_invisible).
 
+Every field is declared once, in ``FIELDS``: its name, what each of its indices is (connection,
+channel, publish number, delivery tag, consumer tag, queue, key, message number), the sort of its
+values, its value at an index the spec state does not have, and what it is. ``Z3State``, ``SORTS``,
+``DEFAULTS``, ``ARITY``, ``fresh``, the dicts ``project`` fills and the proofs' printing of a
+counterexample (``proofs.inductive``) are derived from it.
+
 A spec ``State`` is projected (``abstract``) onto these fields; everything else of the spec state that
 an action's guard or effect reads is an *oracle* input of that action (``model.actions``), fixed by the
 concrete state when the model is checked against ``spec/`` and left free in the proofs.
 
-Why arrays: every field is a Z3 array indexed by unbounded integers (connection, channel, publish
-sequence number), updated with ``Store`` or ``Lambda``. The invariants are universally quantified over
-those indices, each a guarded formula in the array property fragment (index comparisons only, no
-arithmetic on array values under a quantifier), which Z3 decides by instantiation: no bound on
+Why arrays: every field but the two scalars is a Z3 array indexed by unbounded integers (connection,
+channel, publish sequence number), updated with ``Store`` or ``Lambda``. The invariants are universally
+quantified over those indices, each a guarded formula in the array property fragment (index comparisons
+only, no arithmetic on array values under a quantifier), which Z3 decides by instantiation: no bound on
 connections, channels or publishes enters the encoding, and the obligations stay decidable and fast.
 Sequences would have kept order we do not need (publish numbers are their own order) and cost
 quantifier alternations. The deliveries family follows the same pattern: a channel's outstanding
@@ -50,7 +56,7 @@ tag; a multiple ack is the set of outstanding tags <= its tag, a ``Lambda`` agai
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, make_dataclass
 from typing import Iterator
 
 import z3
@@ -64,165 +70,200 @@ from spec.state import C_CLOSED, CH_CLOSED, CONN_DOWN, FATE_LOST_CRASH, MODE_NON
 INT = z3.IntSort()
 BOOL = z3.BoolSort()
 
+# What an index of a field is: a connection, a channel of it (0: the connection's own frames), a publish
+# sequence number, a delivery tag or a consumer tag of that channel, a queue, an enqueue position (key)
+# in it, or the n of message (connection, n), the n-th message the connection's client published.
+CONNECTION, CHANNEL, PUBLISH, TAG, CONSUMER = "connection", "channel", "publish", "tag", "consumer"
+QUEUE, KEY, MESSAGE = "queue", "key", "message"
+
+# The index lists the fields have.
+SCALAR: tuple[str, ...] = ()
+PER_CONNECTION = (CONNECTION,)
+PER_CHANNEL = (CONNECTION, CHANNEL)
+PER_PUBLISH = (CONNECTION, CHANNEL, PUBLISH)
+PER_TAG = (CONNECTION, CHANNEL, TAG)
+PER_CONSUMER = (CONNECTION, CHANNEL, CONSUMER)
+PER_QUEUE = (QUEUE,)
+PER_COPY = (QUEUE, KEY)
+PER_COPY_PAIR = (QUEUE, KEY, KEY)
+PER_MESSAGE = (CONNECTION, MESSAGE)
+
 
 @dataclass(frozen=True)
-class Z3State:
-    """One state of the family as Z3 terms (symbolic, or concrete from ``abstract``)."""
+class Field:
+    """One field of the Z3 state: its name, what each of its indices is (none: a scalar), the sort of
+    its values (INT or BOOL), its value at an index the spec state does not have (a closed, clean
+    channel: spec.state.CLOSED_CHANNEL; None for a scalar, which ``project`` always sets), and what it is."""
 
-    up: z3.BoolRef          # the broker is running
-    nch: z3.ArithRef        # channels per connection (rigid: a configuration constant)
-    bclosed: z3.ArrayRef    # c -> the broker has closed its end of connection c
-    cstat: z3.ArrayRef      # (c, ch) -> broker channel status CH_*
-    mode: z3.ArrayRef       # (c, ch) -> MODE_* (PC-8)
-    seq: z3.ArrayRef        # (c, ch) -> publish_seq (PC-1)
-    unconf: z3.ArrayRef     # (c, ch, s) -> publish s is unconfirmed (PC-2)
-    conf: z3.ArrayRef       # (c, ch, s) -> publish s was confirmed (ghost, PC-2)
-    held: z3.ArrayRef       # (c, ch) -> publishes or settlements held back by an open transaction (TX-2, TX-3)
-    pending: z3.ArrayRef    # (c, ch) -> a tx.commit waits for its commit-ok (TX-7)
-    tb: z3.ArrayRef         # (c, ch) -> frames in flight to the broker on channel ch (0: the connection's)
-    ntag: z3.ArrayRef       # (c, ch) -> next_tag (DT-1)
-    out: z3.ArrayRef        # (c, ch, t) -> tag t is outstanding (unacked, AM-3)
-    txs: z3.ArrayRef        # (c, ch, t) -> tag t is settled inside the open transaction, held back (TX-3)
-    bycons: z3.ArrayRef     # (c, ch, t) -> delivery t (outstanding or held back) went to a consumer, not basic.get
-    cons: z3.ArrayRef       # (c, ch, k) -> consumer tag k is one of the channel's consumers
-    cst: z3.ArrayRef        # c -> the connection's status as its client sees it (CONN_*)
-    cclose: z3.ArrayRef     # c -> a connection.close or close-ok is in flight to the client (ER-1)
-    tc: z3.ArrayRef         # (c, ch) -> frames are in flight to the client on channel ch (0: the connection's)
-    ccl: z3.ArrayRef        # (c, ch) -> a channel.close is in flight to the client on channel ch (ER-1)
-    aft: z3.ArrayRef        # (c, ch) -> a frame other than close-ok follows the last such channel.close
-    vst: z3.ArrayRef        # (c, ch) -> the status of the client's view of the channel (C_*)
-    vlt: z3.ArrayRef        # (c, ch) -> the last delivery tag the client read on it (DT-1)
-    ook: z3.ArrayRef        # (c, ch) -> a channel.open-ok is in flight to the client
-    old: z3.ArrayRef        # (c, ch) -> frames are ahead of it (an older channel's)
-    dif: z3.ArrayRef        # (c, ch, t) -> a delivery of tag t is in flight to the client behind the open-ok
-    #                         (all of them without one: the deliveries of the broker's channel now)
-    tbo: z3.ArrayRef        # (c, ch) -> a channel.open is in flight to the broker
-    pre: z3.ArrayRef        # (c, ch) -> a frame other than close-ok is ahead of the first one
-    post: z3.ArrayRef       # (c, ch) -> a frame other than close-ok and channel.open is behind it
-    tbx: z3.ArrayRef        # (c, ch) -> such a frame is in flight to the broker at all
-    vmode: z3.ArrayRef      # (c, ch) -> the mode the client asked for (MODE_*)
-    vps: z3.ArrayRef        # (c, ch) -> the client's publish count in confirm mode (PC-1)
-    vcf: z3.ArrayRef        # (c, ch, s) -> the client saw publish s confirmed
-    cif: z3.ArrayRef        # (c, ch, n) -> a confirm of n, not multiple, is in flight to the client behind the
-    #                         open-ok (all of them without one: the broker's channel's)
-    cmx: z3.ArrayRef        # (c, ch) -> the highest number of a multiple one (0: none)
-    fsel: z3.ArrayRef       # (c, ch) -> the first confirm.select or tx.select in flight to the broker (0: none)
-    nbh: z3.ArrayRef        # (c, ch) -> the basic.publish frames behind it when it is confirm.select (else 0)
-    npb: z3.ArrayRef        # (c, ch) -> the basic.publish frames in flight to the broker
-    qex: z3.ArrayRef        # q -> queue q exists
-    qdur: z3.ArrayRef       # q -> queue q is durable (DU-1)
-    qown: z3.ArrayRef       # q -> its exclusive owner, connection index + 1; 0 when not exclusive (DU-4)
-    ring: z3.ArrayRef       # (c, ch, k) -> consumer k of channel (c, ch) is in its queue's round-robin (DS-1)
-    ready: z3.ArrayRef      # (q, key) -> the copy with enqueue position key is ready in queue q (RQ-1)
-    ahead: z3.ArrayRef      # (q, a, b) -> ready copies a and b of queue q, a ahead of b in the queue (RQ-1)
-    redel: z3.ArrayRef      # (q, key) -> that ready copy is marked redelivered (RQ-2)
-    dlv: z3.ArrayRef        # (q, key) -> the copy was delivered at least once (ghost, RQ-2)
-    enq: z3.ArrayRef        # q -> copies ever enqueued in q; the next key is enq + 1
-    born: z3.ArrayRef       # q -> enq when q was last declared: keys up to it were a deleted queue's
-    disk: z3.ArrayRef       # (q, key) -> the copy's record is on disk (PC-5, DU-2)
-    tq: z3.ArrayRef         # (c, ch, t) -> the queue of the copy outstanding or held back under tag t (-1: none)
-    tk: z3.ArrayRef         # (c, ch, t) -> that copy's key (0: none)
-    txk: z3.ArrayRef        # (c, ch, t) -> how a held-back settlement of tag t settles it (SETTLE_*; -1: none)
-    oc: z3.ArrayRef         # (q, key) -> the connection of the live tag naming the copy (ghost; -1: none)
-    och: z3.ArrayRef        # (q, key) -> that tag's channel (ghost; -1: none)
-    ot: z3.ArrayRef         # (q, key) -> that tag (ghost; 0: none): (oc, och, ot) is the inverse of (tq, tk)
-    pubd: z3.ArrayRef       # c -> messages the client of connection c has published; (c, n) is its n-th
-    inf: z3.ArrayRef        # (c, n) -> a basic.publish of message (c, n) is in flight to the broker
-    inf2: z3.ArrayRef       # (c, n) -> two or more are
-    txm: z3.ArrayRef        # (c, n) -> the channel whose open transaction holds message (c, n) back (0: none, TX-2)
-    txm2: z3.ArrayRef       # (c, n) -> open transactions hold message (c, n) back more than once
-    em: z3.ArrayRef         # (c, n) -> some queue took a copy of message (c, n) (ghost: a copy carries it)
-    pf: z3.ArrayRef         # (c, ch) -> the per-consumer limit of consumers started later (PF-2)
-    glim: z3.ArrayRef       # (c, ch) -> the channel's global limit (0: none, PF-2)
-    vol: z3.ArrayRef        # (c, ch) -> the deliveries the global limit counts (may go below 0, PF-3)
-    qexc: z3.ArrayRef       # (c, ch) -> ghost qos_excess (PF-5)
-    qunc: z3.ArrayRef       # (c, ch) -> ghost qos_uncounted (TX-3, PF-5)
-    tout: z3.ArrayRef       # (c, ch) -> ghost counter: outstanding consumer deliveries (former consumers' too)
-    thld: z3.ArrayRef       # (c, ch) -> ghost counter: consumer deliveries held back by an open transaction
-    kcnt: z3.ArrayRef       # (c, ch, k) -> ghost counter: consumer k's deliveries, outstanding or held back
-    kna: z3.ArrayRef        # (c, ch, k) -> consumer k is in automatic mode (no_ack)
-    klim: z3.ArrayRef       # (c, ch, k) -> consumer k's own limit (0: none, PF-2)
-    mc: z3.ArrayRef         # (q, key) -> the connection of the copy's message (set at enqueue, never changed)
-    mn: z3.ArrayRef         # (q, key) -> n of the copy's message (c, n)
-    pers: z3.ArrayRef       # (q, key) -> the copy is persistent (PC-5, DU-2)
-    hold: z3.ArrayRef       # (q, key) -> the copy holds up its own message's publish's confirm: not on disk (PC-5)
-    acked: z3.ArrayRef      # (c, n) -> the broker confirmed message (c, n) with basic.ack (ghost, PC-10)
-    pch: z3.ArrayRef        # (c, n) -> the channel of its unconfirmed publish that may still be acked (0: none
-    #                         or nacked, PC-6); a message is published once, so this is a function
-    ps: z3.ArrayRef         # (c, n) -> that publish's sequence number (0: none)
-    dlt: z3.ArrayRef        # q -> queue q is some queue's dead-letter target (rigid: a configuration constant)
-    lost: z3.ArrayRef       # (q, key) -> a crash lost the copy: live and not on disk (ghost, PC-10, DU-2)
-    auto: z3.ArrayRef       # (q, key) -> the connection (index + 1) an automatic-mode delivery of the copy is in
-    #                         flight on, not yet read (conn.auto, AM-2); 0: none
-    fated: z3.ArrayRef      # (q, key) -> the copy is gone in this life: a fate since the last restart that
-    #                         recovered it (not in ``revived``), or in flight in automatic mode (ghost, TX-3)
+    name: str
+    indices: tuple[str, ...]
+    sort: z3.SortRef
+    default: bool | int | None
+    doc: str
 
-    def items(self) -> Iterator[tuple[str, z3.ExprRef]]:
-        for f in fields(self):
-            yield f.name, getattr(self, f.name)
-
-    def replace(self, **changes: z3.ExprRef) -> "Z3State":
-        values = dict(self.items())
-        values.update(changes)
-        return Z3State(**values)
+    @property
+    def z3_sort(self) -> z3.SortRef:
+        """The sort of the field's term: an array from its indices (all integers) to its values."""
+        return z3.ArraySort(*[INT] * len(self.indices), self.sort) if self.indices else self.sort
 
 
-SORTS: dict[str, z3.SortRef] = {
-    "up": BOOL, "nch": INT,
-    "bclosed": z3.ArraySort(INT, BOOL),
-    "cstat": z3.ArraySort(INT, INT, INT), "mode": z3.ArraySort(INT, INT, INT), "seq": z3.ArraySort(INT, INT, INT),
-    "unconf": z3.ArraySort(INT, INT, INT, BOOL), "conf": z3.ArraySort(INT, INT, INT, BOOL),
-    "held": z3.ArraySort(INT, INT, BOOL), "pending": z3.ArraySort(INT, INT, BOOL), "tb": z3.ArraySort(INT, INT, INT),
-    "ntag": z3.ArraySort(INT, INT, INT), "out": z3.ArraySort(INT, INT, INT, BOOL),
-    "txs": z3.ArraySort(INT, INT, INT, BOOL), "bycons": z3.ArraySort(INT, INT, INT, BOOL),
-    "cons": z3.ArraySort(INT, INT, INT, BOOL),
-    "cst": z3.ArraySort(INT, INT), "cclose": z3.ArraySort(INT, BOOL), "tc": z3.ArraySort(INT, INT, BOOL),
-    "ccl": z3.ArraySort(INT, INT, BOOL), "aft": z3.ArraySort(INT, INT, BOOL),
-    "vst": z3.ArraySort(INT, INT, INT), "vlt": z3.ArraySort(INT, INT, INT),
-    **{name: z3.ArraySort(INT, INT, BOOL) for name in ("ook", "old", "tbo", "pre", "post", "tbx")},
-    "dif": z3.ArraySort(INT, INT, INT, BOOL),
-    **{name: z3.ArraySort(INT, INT, INT) for name in ("vmode", "vps", "cmx", "fsel", "nbh", "npb")},
-    "vcf": z3.ArraySort(INT, INT, INT, BOOL), "cif": z3.ArraySort(INT, INT, INT, BOOL),
-    "qex": z3.ArraySort(INT, BOOL), "qdur": z3.ArraySort(INT, BOOL), "qown": z3.ArraySort(INT, INT),
-    "ring": z3.ArraySort(INT, INT, INT, BOOL), "ready": z3.ArraySort(INT, INT, BOOL),
-    "ahead": z3.ArraySort(INT, INT, INT, BOOL),
-    "redel": z3.ArraySort(INT, INT, BOOL), "dlv": z3.ArraySort(INT, INT, BOOL), "enq": z3.ArraySort(INT, INT),
-    "born": z3.ArraySort(INT, INT), "disk": z3.ArraySort(INT, INT, BOOL), "tq": z3.ArraySort(INT, INT, INT, INT),
-    "tk": z3.ArraySort(INT, INT, INT, INT), "txk": z3.ArraySort(INT, INT, INT, INT),
-    "oc": z3.ArraySort(INT, INT, INT), "och": z3.ArraySort(INT, INT, INT), "ot": z3.ArraySort(INT, INT, INT),
-    "pubd": z3.ArraySort(INT, INT), "inf": z3.ArraySort(INT, INT, BOOL), "txm": z3.ArraySort(INT, INT, INT),
-    "inf2": z3.ArraySort(INT, INT, BOOL), "txm2": z3.ArraySort(INT, INT, BOOL),
-    "em": z3.ArraySort(INT, INT, BOOL),
-    **{name: z3.ArraySort(INT, INT, INT) for name in ("pf", "glim", "vol", "qexc", "qunc", "tout", "thld")},
-    "kcnt": z3.ArraySort(INT, INT, INT, INT), "kna": z3.ArraySort(INT, INT, INT, BOOL),
-    "klim": z3.ArraySort(INT, INT, INT, INT),
-    "mc": z3.ArraySort(INT, INT, INT), "mn": z3.ArraySort(INT, INT, INT), "pers": z3.ArraySort(INT, INT, BOOL),
-    "hold": z3.ArraySort(INT, INT, BOOL), "acked": z3.ArraySort(INT, INT, BOOL), "pch": z3.ArraySort(INT, INT, INT),
-    "ps": z3.ArraySort(INT, INT, INT), "dlt": z3.ArraySort(INT, BOOL),
-    "lost": z3.ArraySort(INT, INT, BOOL), "fated": z3.ArraySort(INT, INT, BOOL),
-    "auto": z3.ArraySort(INT, INT, INT),
-}
+FIELDS: tuple[Field, ...] = (
+    Field("broker_up", SCALAR, BOOL, None, "the broker is running"),
+    Field("channels_per_connection", SCALAR, INT, None, "channels per connection (rigid: a configuration constant)"),
+    Field("broker_end_closed", PER_CONNECTION, BOOL, False, "the broker has closed its end of the connection"),
+    Field("channel_status", PER_CHANNEL, INT, CH_CLOSED, "the broker's channel status (CH_*)"),
+    Field("channel_mode", PER_CHANNEL, INT, MODE_NONE, "the broker's channel mode (MODE_*, PC-8)"),
+    Field("publish_seq", PER_CHANNEL, INT, 0, "the publishes the broker's channel numbered (publish_seq, PC-1)"),
+    Field("unconfirmed", PER_PUBLISH, BOOL, False, "the publish is unconfirmed (PC-2)"),
+    Field("confirmed", PER_PUBLISH, BOOL, False, "the publish was confirmed (ghost, PC-2)"),
+    Field("tx_holds_back", PER_CHANNEL, BOOL, False,
+          "the open transaction holds publishes or settlements back (TX-2, TX-3)"),
+    Field("commit_pending", PER_CHANNEL, BOOL, False, "a tx.commit waits for its commit-ok (TX-7)"),
+    Field("frames_to_broker", PER_CHANNEL, INT, 0, "frames in flight to the broker on the channel"),
+    Field("next_tag", PER_CHANNEL, INT, 1, "the next delivery tag (DT-1)"),
+    Field("outstanding", PER_TAG, BOOL, False, "the tag is outstanding (unacked, AM-3)"),
+    Field("tx_settled", PER_TAG, BOOL, False, "the tag is settled inside the open transaction, held back (TX-3)"),
+    Field("delivered_to_consumer", PER_TAG, BOOL, False,
+          "the delivery (outstanding or held back) went to a consumer, not to basic.get"),
+    Field("consumers", PER_CONSUMER, BOOL, False, "the consumer tag is one of the channel's consumers"),
+    Field("client_connection_status", PER_CONNECTION, INT, CONN_DOWN,
+          "the connection's status as its client sees it (CONN_*)"),
+    Field("connection_close_to_client", PER_CONNECTION, BOOL, False,
+          "a connection.close or close-ok is in flight to the client (ER-1)"),
+    Field("frames_to_client", PER_CHANNEL, BOOL, False, "frames are in flight to the client on the channel"),
+    Field("channel_close_to_client", PER_CHANNEL, BOOL, False,
+          "a channel.close is in flight to the client on the channel (ER-1)"),
+    Field("sent_after_close", PER_CHANNEL, BOOL, False,
+          "a frame other than close-ok follows the last channel.close in flight to the client"),
+    Field("view_status", PER_CHANNEL, INT, C_CLOSED, "the status of the client's view of the channel (C_*)"),
+    Field("view_last_tag", PER_CHANNEL, INT, 0, "the last delivery tag the client read on the channel (DT-1)"),
+    Field("open_ok_to_client", PER_CHANNEL, BOOL, False, "a channel.open-ok is in flight to the client"),
+    Field("older_frames_ahead", PER_CHANNEL, BOOL, False, "frames (an older channel's) are ahead of that open-ok"),
+    Field("deliveries_to_client", PER_TAG, BOOL, False,
+          "a delivery of the tag is in flight to the client behind the open-ok (all of them without one: "
+          "the deliveries of the broker's channel now)"),
+    Field("open_to_broker", PER_CHANNEL, BOOL, False, "a channel.open is in flight to the broker"),
+    Field("frame_ahead_of_open", PER_CHANNEL, BOOL, False,
+          "a frame other than close-ok is ahead of the first channel.open in flight to the broker"),
+    Field("frame_behind_open", PER_CHANNEL, BOOL, False,
+          "a frame other than close-ok and channel.open is behind the first channel.open in flight"),
+    Field("other_frames_to_broker", PER_CHANNEL, BOOL, False,
+          "a frame other than close-ok and channel.open is in flight to the broker at all"),
+    Field("view_mode", PER_CHANNEL, INT, MODE_NONE, "the mode the client asked for (MODE_*)"),
+    Field("view_publish_count", PER_CHANNEL, INT, 0, "the client's publish count in confirm mode (PC-1)"),
+    Field("view_confirmed", PER_PUBLISH, BOOL, False, "the client saw the publish confirmed"),
+    Field("single_confirms_in_flight", PER_PUBLISH, BOOL, False,
+          "a confirm of the number, not multiple, is in flight to the client behind the open-ok (all of "
+          "them without one: the broker's channel's)"),
+    Field("multiple_confirm_in_flight", PER_CHANNEL, INT, 0,
+          "the highest number of a multiple confirm in flight to the client behind the open-ok (0: none)"),
+    Field("first_select_to_broker", PER_CHANNEL, INT, 0,
+          "the first confirm.select or tx.select in flight to the broker (0: none)"),
+    Field("publishes_behind_select", PER_CHANNEL, INT, 0,
+          "the basic.publish frames behind that select when it is confirm.select (else 0)"),
+    Field("publishes_to_broker", PER_CHANNEL, INT, 0, "the basic.publish frames in flight to the broker"),
+    Field("queue_exists", PER_QUEUE, BOOL, False, "the queue exists"),
+    Field("queue_durable", PER_QUEUE, BOOL, False, "the queue is durable (DU-1)"),
+    Field("queue_owner", PER_QUEUE, INT, 0,
+          "the queue's exclusive owner, connection index + 1; 0 when not exclusive (DU-4)"),
+    Field("in_round_robin", PER_CONSUMER, BOOL, False, "the consumer is in its queue's round-robin (DS-1)"),
+    Field("ready", PER_COPY, BOOL, False, "the copy with that enqueue position (key) is ready in the queue (RQ-1)"),
+    Field("ahead_in_queue", PER_COPY_PAIR, BOOL, False,
+          "both copies are ready in the queue, the first ahead of the second (RQ-1)"),
+    Field("redelivered", PER_COPY, BOOL, False, "the ready copy is marked redelivered (RQ-2)"),
+    Field("ever_delivered", PER_COPY, BOOL, False, "the copy was delivered at least once (ghost, RQ-2)"),
+    Field("enqueued", PER_QUEUE, INT, 0, "copies ever enqueued in the queue; the next key is enqueued + 1"),
+    Field("born", PER_QUEUE, INT, 0,
+          "``enqueued`` when the queue was last declared: keys up to it were a deleted queue's"),
+    Field("on_disk", PER_COPY, BOOL, False, "the copy's record is on disk (PC-5, DU-2)"),
+    Field("tag_queue", PER_TAG, INT, -1, "the queue of the copy outstanding or held back under the tag (-1: none)"),
+    Field("tag_key", PER_TAG, INT, 0, "that copy's key (0: none)"),
+    Field("tx_settle_kind", PER_TAG, INT, -1, "how a held-back settlement of the tag settles it (SETTLE_*; -1: none)"),
+    Field("named_by_connection", PER_COPY, INT, -1, "the connection of the live tag naming the copy (ghost; -1: none)"),
+    Field("named_by_channel", PER_COPY, INT, -1, "that tag's channel (ghost; -1: none)"),
+    Field("named_by_tag", PER_COPY, INT, 0,
+          "that tag (ghost; 0: none): the three are the inverse of (tag_queue, tag_key)"),
+    Field("published", PER_CONNECTION, INT, 0,
+          "messages the connection's client has published; (connection, n) is its n-th"),
+    Field("publish_in_flight", PER_MESSAGE, BOOL, False, "a basic.publish of the message is in flight to the broker"),
+    Field("publish_in_flight_twice", PER_MESSAGE, BOOL, False, "two or more are"),
+    Field("tx_held_by_channel", PER_MESSAGE, INT, 0,
+          "the channel whose open transaction holds the message back (0: none, TX-2)"),
+    Field("tx_held_twice", PER_MESSAGE, BOOL, False, "open transactions hold the message back more than once"),
+    Field("taken_by_queue", PER_MESSAGE, BOOL, False,
+          "some queue took a copy of the message (ghost: a copy carries it)"),
+    Field("prefetch", PER_CHANNEL, INT, 0, "the per-consumer limit of consumers started later (PF-2)"),
+    Field("global_limit", PER_CHANNEL, INT, 0, "the channel's global limit (0: none, PF-2)"),
+    Field("volume", PER_CHANNEL, INT, 0, "the deliveries the global limit counts (may go below 0, PF-3)"),
+    Field("qos_excess", PER_CHANNEL, INT, 0, "ghost qos_excess (PF-5)"),
+    Field("qos_uncounted", PER_CHANNEL, INT, 0, "ghost qos_uncounted (TX-3, PF-5)"),
+    Field("consumer_outstanding", PER_CHANNEL, INT, 0,
+          "ghost counter: outstanding consumer deliveries (former consumers' too)"),
+    Field("consumer_held_back", PER_CHANNEL, INT, 0,
+          "ghost counter: consumer deliveries held back by an open transaction"),
+    Field("consumer_deliveries", PER_CONSUMER, INT, 0,
+          "ghost counter: the consumer's deliveries, outstanding or held back"),
+    Field("consumer_no_ack", PER_CONSUMER, BOOL, False, "the consumer is in automatic mode (no_ack)"),
+    Field("consumer_limit", PER_CONSUMER, INT, 0, "the consumer's own limit (0: none, PF-2)"),
+    Field("message_connection", PER_COPY, INT, 0,
+          "the connection of the copy's message (set at enqueue, never changed)"),
+    Field("message_number", PER_COPY, INT, 0, "n of the copy's message (connection, n)"),
+    Field("persistent", PER_COPY, BOOL, False, "the copy is persistent (PC-5, DU-2)"),
+    Field("holds_confirm", PER_COPY, BOOL, False,
+          "the copy holds up its own message's publish's confirm: not on disk (PC-5)"),
+    Field("message_acked", PER_MESSAGE, BOOL, False, "the broker confirmed the message with basic.ack (ghost, PC-10)"),
+    Field("unconfirmed_publish_channel", PER_MESSAGE, INT, 0,
+          "the channel of the message's unconfirmed publish that may still be acked (0: none or nacked, "
+          "PC-6); a message is published once, so this is a function"),
+    Field("unconfirmed_publish_seq", PER_MESSAGE, INT, 0, "that publish's sequence number (0: none)"),
+    Field("dead_letter_target", PER_QUEUE, BOOL, False,
+          "the queue is some queue's dead-letter target (rigid: a configuration constant)"),
+    Field("lost_in_crash", PER_COPY, BOOL, False, "a crash lost the copy: live and not on disk (ghost, PC-10, DU-2)"),
+    Field("auto_in_flight_on", PER_COPY, INT, 0,
+          "the connection (index + 1) an automatic-mode delivery of the copy is in flight on, not yet read "
+          "(conn.auto, AM-2); 0: none"),
+    Field("gone_this_life", PER_COPY, BOOL, False,
+          "the copy is gone in this life: a fate since the last restart that recovered it (not in "
+          "``revived``), or in flight in automatic mode (ghost, TX-3)"),
+)
 
-# What an index the spec state does not have maps to: a closed, clean channel (spec.state.CLOSED_CHANNEL).
-DEFAULTS = {"bclosed": False, "cstat": CH_CLOSED, "mode": MODE_NONE, "seq": 0, "unconf": False, "conf": False,
-            "held": False, "pending": False, "tb": 0, "ntag": 1, "out": False, "txs": False,
-            "bycons": False, "cons": False, "cst": CONN_DOWN, "cclose": False, "tc": False, "ccl": False, "aft": False,
-            "vst": C_CLOSED, "vlt": 0, "ook": False, "old": False, "dif": False, "tbo": False, "pre": False,
-            "post": False, "tbx": False, "vmode": MODE_NONE, "vps": 0, "vcf": False, "cif": False, "cmx": 0,
-            "fsel": 0, "nbh": 0, "npb": 0,
-            "qex": False, "qdur": False, "qown": 0, "ring": False, "ready": False, "ahead": False, "redel": False,
-            "dlv": False,
-            "enq": 0, "born": 0, "disk": False, "tq": -1, "tk": 0, "txk": -1, "oc": -1, "och": -1, "ot": 0,
-            "pubd": 0, "inf": False, "txm": 0, "inf2": False, "txm2": False,
-            "em": False, "pf": 0, "glim": 0, "vol": 0, "qexc": 0, "qunc": 0,
-            "tout": 0, "thld": 0, "kcnt": 0, "kna": False, "klim": 0,
-            "mc": 0, "mn": 0, "pers": False, "hold": False, "acked": False, "pch": 0, "ps": 0, "dlt": False,
-            "lost": False, "fated": False, "auto": 0}
+NAMES = tuple(f.name for f in FIELDS)
+SORTS: dict[str, z3.SortRef] = {f.name: f.z3_sort for f in FIELDS}
+# What an index the spec state does not have maps to, per array field: a closed, clean channel.
+DEFAULTS: dict[str, bool | int] = {f.name: f.default for f in FIELDS if f.indices}
+ARITY: dict[str, int] = {f.name: len(f.indices) for f in FIELDS if f.indices}
+
+
+def _items(self) -> Iterator[tuple[str, z3.ExprRef]]:
+    """Each field's name and term, in the order of ``FIELDS``."""
+    for name in NAMES:
+        yield name, getattr(self, name)
+
+
+def _replace(self, **changes: z3.ExprRef) -> "Z3State":
+    """This state with the fields named in ``changes`` replaced."""
+    values = dict(self.items())
+    values.update(changes)
+    return Z3State(**values)
+
+
+def _term_type(f: Field) -> type:
+    return z3.ArrayRef if f.indices else z3.BoolRef if f.sort == BOOL else z3.ArithRef
+
+
+# A frozen dataclass with a field per entry of ``FIELDS``, in that order (``fresh`` and the relations make
+# their terms in it, and Z3's search follows the order terms were made in).
+Z3State = make_dataclass(
+    "Z3State", [(f.name, _term_type(f), field(metadata={"indices": f.indices, "doc": f.doc})) for f in FIELDS],
+    frozen=True,
+    namespace={"__doc__": "One state of the family as Z3 terms (symbolic, or concrete from ``abstract``); "
+                          "its fields are ``FIELDS``.",
+               "__module__": __name__, "items": _items, "replace": _replace})
 
 
 def fresh(prefix: str) -> Z3State:
     """A symbolic state whose fields are new constants named ``prefix.field``."""
-    return Z3State(**{name: z3.Const(f"{prefix}.{name}", sort) for name, sort in SORTS.items()})
+    return Z3State(**{f.name: z3.Const(f"{prefix}.{f.name}", f.z3_sort) for f in FIELDS})
 
 
 def same(x: Z3State, y: Z3State) -> z3.BoolRef:
@@ -288,101 +329,104 @@ def message(msg: int) -> tuple[int, int]:
 
 def project(state) -> dict:
     """The family's fields of a spec ``State`` as plain Python values (index tuple -> value dicts)."""
-    out: dict = {name: {} for name in DEFAULTS}
-    nch = len(state.conns[0].channels) if state.conns else 0
+    values: dict = {name: {} for name in DEFAULTS}
     for c, conn in enumerate(state.conns):
-        out["bclosed"][(c,)] = conn.broker_closed
-        out["cst"][(c,)] = conn.status
-        out["cclose"][(c,)] = any(f[0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK) for f in conn.to_client[0])
+        values["broker_end_closed"][(c,)] = conn.broker_closed
+        values["client_connection_status"][(c,)] = conn.status
+        values["connection_close_to_client"][(c,)] = any(f[0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK)
+                                                         for f in conn.to_client[0])
         for ch, fifo in enumerate(conn.to_client):
-            out["tc"][(c, ch)] = bool(fifo)
-            out["ccl"][(c, ch)] = any(f[0] == CHANNEL_CLOSE for f in fifo)
-            out["aft"][(c, ch)] = sent_after_close(fifo)
+            values["frames_to_client"][(c, ch)] = bool(fifo)
+            values["channel_close_to_client"][(c, ch)] = any(f[0] == CHANNEL_CLOSE for f in fifo)
+            values["sent_after_close"][(c, ch)] = sent_after_close(fifo)
         for ch, fifo in enumerate(conn.to_broker):
-            out["tb"][(c, ch)] = len(fifo)
-            out["tbo"][(c, ch)], out["pre"][(c, ch)], out["post"][(c, ch)], out["tbx"][(c, ch)] = opens_in_flight(fifo)
+            values["frames_to_broker"][(c, ch)] = len(fifo)
+            (values["open_to_broker"][(c, ch)], values["frame_ahead_of_open"][(c, ch)],
+             values["frame_behind_open"][(c, ch)], values["other_frames_to_broker"][(c, ch)]) = opens_in_flight(fifo)
         for ch, fifo in enumerate(conn.to_client):
-            out["ook"][(c, ch)], out["old"][(c, ch)], tags = open_ok_in_flight(fifo)
+            values["open_ok_to_client"][(c, ch)], values["older_frames_ahead"][(c, ch)], tags = open_ok_in_flight(fifo)
             for t in tags:
-                out["dif"][(c, ch, t)] = True
-            single, out["cmx"][(c, ch)] = confirms_in_flight(fifo)
+                values["deliveries_to_client"][(c, ch, t)] = True
+            single, values["multiple_confirm_in_flight"][(c, ch)] = confirms_in_flight(fifo)
             for n in single:
-                out["cif"][(c, ch, n)] = True
+                values["single_confirms_in_flight"][(c, ch, n)] = True
         for ch, view in enumerate(conn.clients, start=1):
-            out["vst"][(c, ch)], out["vlt"][(c, ch)] = view.status, view.last_tag
-            out["vmode"][(c, ch)], out["vps"][(c, ch)] = view.mode, view.pub_seq
+            values["view_status"][(c, ch)], values["view_last_tag"][(c, ch)] = view.status, view.last_tag
+            values["view_mode"][(c, ch)], values["view_publish_count"][(c, ch)] = view.mode, view.pub_seq
             for s in view.confirms:
-                out["vcf"][(c, ch, s)] = True
-            out["fsel"][(c, ch)], out["nbh"][(c, ch)], out["npb"][(c, ch)] = selects_in_flight(conn.to_broker[ch])
+                values["view_confirmed"][(c, ch, s)] = True
+            (values["first_select_to_broker"][(c, ch)], values["publishes_behind_select"][(c, ch)],
+             values["publishes_to_broker"][(c, ch)]) = selects_in_flight(conn.to_broker[ch])
         for ch, channel in enumerate(conn.channels, start=1):
-            out["cstat"][(c, ch)] = channel.status
-            out["mode"][(c, ch)] = channel.mode
-            out["seq"][(c, ch)] = channel.publish_seq
+            values["channel_status"][(c, ch)] = channel.status
+            values["channel_mode"][(c, ch)] = channel.mode
+            values["publish_seq"][(c, ch)] = channel.publish_seq
             for p in channel.unconfirmed:
-                out["unconf"][(c, ch, p.seq)] = True
+                values["unconfirmed"][(c, ch, p.seq)] = True
             for s in channel.confirmed:
-                out["conf"][(c, ch, s)] = True
-            out["held"][(c, ch)] = bool(channel.tx_pubs or channel.tx_settles)
-            out["pending"][(c, ch)] = channel.commit_pending
-            out["ntag"][(c, ch)] = channel.next_tag
+                values["confirmed"][(c, ch, s)] = True
+            values["tx_holds_back"][(c, ch)] = bool(channel.tx_pubs or channel.tx_settles)
+            values["commit_pending"][(c, ch)] = channel.commit_pending
+            values["next_tag"][(c, ch)] = channel.next_tag
             for u in channel.unacked:
-                out["out"][(c, ch, u.tag)] = True
-                out["tq"][(c, ch, u.tag)], out["tk"][(c, ch, u.tag)] = u.queue, u.key
+                values["outstanding"][(c, ch, u.tag)] = True
+                values["tag_queue"][(c, ch, u.tag)], values["tag_key"][(c, ch, u.tag)] = u.queue, u.key
             for kind, u in channel.tx_settles:
-                out["txs"][(c, ch, u.tag)] = True
-                out["tq"][(c, ch, u.tag)], out["tk"][(c, ch, u.tag)] = u.queue, u.key
-                out["txk"][(c, ch, u.tag)] = kind
+                values["tx_settled"][(c, ch, u.tag)] = True
+                values["tag_queue"][(c, ch, u.tag)], values["tag_key"][(c, ch, u.tag)] = u.queue, u.key
+                values["tx_settle_kind"][(c, ch, u.tag)] = kind
             for u in channel.unacked + tuple(u for _, u in channel.tx_settles):
                 # The ghost inverse: the tag naming each copy (were two to name one copy, the last
                 # would win, and copies_conserved would be false of the abstraction, as of the state).
-                out["oc"][(u.queue, u.key)], out["och"][(u.queue, u.key)] = c, ch
-                out["ot"][(u.queue, u.key)] = u.tag
+                values["named_by_connection"][(u.queue, u.key)], values["named_by_channel"][(u.queue, u.key)] = c, ch
+                values["named_by_tag"][(u.queue, u.key)] = u.tag
                 if u.consumer:
-                    out["bycons"][(c, ch, u.tag)] = True
+                    values["delivered_to_consumer"][(c, ch, u.tag)] = True
             for k in channel.consumers:
-                out["cons"][(c, ch, k.tag)] = True
-                out["kna"][(c, ch, k.tag)], out["klim"][(c, ch, k.tag)] = k.no_ack, k.limit
-            out["pf"][(c, ch)], out["glim"][(c, ch)], out["vol"][(c, ch)] = \
+                values["consumers"][(c, ch, k.tag)] = True
+                values["consumer_no_ack"][(c, ch, k.tag)], values["consumer_limit"][(c, ch, k.tag)] = k.no_ack, k.limit
+            values["prefetch"][(c, ch)], values["global_limit"][(c, ch)], values["volume"][(c, ch)] = \
                 channel.prefetch, channel.global_limit, channel.volume
-            out["qexc"][(c, ch)], out["qunc"][(c, ch)] = channel.qos_excess, channel.qos_uncounted
+            values["qos_excess"][(c, ch)], values["qos_uncounted"][(c, ch)] = channel.qos_excess, channel.qos_uncounted
             # The ghost counters (prefetch_respected's counts): consumer deliveries outstanding, held
             # back, and per consumer tag (a former consumer's are marked -tag and counted by no tag).
-            out["tout"][(c, ch)] = sum(1 for u in channel.unacked if u.consumer)
-            out["thld"][(c, ch)] = sum(1 for _, u in channel.tx_settles if u.consumer)
+            values["consumer_outstanding"][(c, ch)] = sum(1 for u in channel.unacked if u.consumer)
+            values["consumer_held_back"][(c, ch)] = sum(1 for _, u in channel.tx_settles if u.consumer)
             for u in channel.unacked + tuple(u for _, u in channel.tx_settles):
                 if u.consumer > 0:
-                    out["kcnt"][(c, ch, u.consumer)] = out["kcnt"].get((c, ch, u.consumer), 0) + 1
+                    counted = values["consumer_deliveries"]
+                    counted[(c, ch, u.consumer)] = counted.get((c, ch, u.consumer), 0) + 1
     for q, queue in enumerate(state.queues):
-        out["qex"][(q,)] = queue.exists
-        out["qdur"][(q,)] = queue.durable
-        out["qown"][(q,)] = queue.owner
-        out["enq"][(q,)] = queue.enqueued
-        out["born"][(q,)] = queue.born
+        values["queue_exists"][(q,)] = queue.exists
+        values["queue_durable"][(q,)] = queue.durable
+        values["queue_owner"][(q,)] = queue.owner
+        values["enqueued"][(q,)] = queue.enqueued
+        values["born"][(q,)] = queue.born
         for i, e in enumerate(queue.ready):
-            out["ready"][(q, e.key)] = True
-            out["redel"][(q, e.key)] = e.redelivered
+            values["ready"][(q, e.key)] = True
+            values["redelivered"][(q, e.key)] = e.redelivered
             for later in queue.ready[i + 1:]:
-                out["ahead"][(q, e.key, later.key)] = True
+                values["ahead_in_queue"][(q, e.key, later.key)] = True
         for c, ch, k in queue.ring:
-            out["ring"][(c, ch, k)] = True
+            values["in_round_robin"][(c, ch, k)] = True
     for q, key in state.delivered:
-        out["dlv"][(q, key)] = True
+        values["ever_delivered"][(q, key)] = True
     for q, key, _ in state.disk:
-        out["disk"][(q, key)] = True
+        values["on_disk"][(q, key)] = True
     for c, conn in enumerate(state.conns):
-        out["pubd"][(c,)] = conn.published
+        values["published"][(c,)] = conn.published
         for fifo in conn.to_broker:
             for frame in fifo:
                 if frame[0] == BASIC_PUBLISH:
                     msg = message(frame[6])
-                    out["inf2"][msg] = out["inf"].get(msg, False)
-                    out["inf"][msg] = True
+                    values["publish_in_flight_twice"][msg] = values["publish_in_flight"].get(msg, False)
+                    values["publish_in_flight"][msg] = True
         for ch, channel in enumerate(conn.channels, start=1):
             for pub in channel.tx_pubs:
-                out["txm2"][message(pub[4])] = message(pub[4]) in out["txm"]
-                out["txm"][message(pub[4])] = ch
+                values["tx_held_twice"][message(pub[4])] = message(pub[4]) in values["tx_held_by_channel"]
+                values["tx_held_by_channel"][message(pub[4])] = ch
     for msg in copy_messages(state):
-        out["em"][message(msg)] = True
+        values["taken_by_queue"][message(msg)] = True
     # Each copy's message and persistent flag, wherever it is now (a copy that left records a fate, so
     # every copy ever enqueued is somewhere below; a disk record is of a persistent copy).
     carried = [(f[0], f[1], f[3], f[4]) for f in state.fates]
@@ -395,53 +439,42 @@ def project(state) -> dict:
     for q, queue in enumerate(state.queues):
         carried += [(q, e.key, e.msg, e.persistent) for e in queue.ready]
         if queue.dead_letter:
-            out["dlt"][(queue.dead_letter - 1,)] = True
+            values["dead_letter_target"][(queue.dead_letter - 1,)] = True
     for q, key, msg, persistent in carried:
-        out["mc"][(q, key)], out["mn"][(q, key)] = message(msg)
-        out["pers"][(q, key)] = bool(persistent)
+        values["message_connection"][(q, key)], values["message_number"][(q, key)] = message(msg)
+        values["persistent"][(q, key)] = bool(persistent)
     for msg in state.confirmed_msgs:
-        out["acked"][message(msg)] = True
+        values["message_acked"][message(msg)] = True
     for c, conn in enumerate(state.conns):
         for ch, channel in enumerate(conn.channels, start=1):
             for p in channel.unconfirmed:
                 for w in p.waits:
                     # a copy holds up its own message's publish (a copy of another message in the
                     # waits would not count: unwritten_copies_hold_their_confirm asks for its own)
-                    if (out["mc"].get(w), out["mn"].get(w)) == message(p.msg):
-                        out["hold"][w] = True
+                    if (values["message_connection"].get(w), values["message_number"].get(w)) == message(p.msg):
+                        values["holds_confirm"][w] = True
                 if not p.nack:
-                    out["pch"][message(p.msg)], out["ps"][message(p.msg)] = ch, p.seq
+                    values["unconfirmed_publish_channel"][message(p.msg)] = ch
+                    values["unconfirmed_publish_seq"][message(p.msg)] = p.seq
     for f in state.fates:
         if f[2] == FATE_LOST_CRASH:
-            out["lost"][(f[0], f[1])] = True
+            values["lost_in_crash"][(f[0], f[1])] = True
     revived = set(state.revived)
     for f in state.fates:
         if (f[0], f[1]) not in revived:
-            out["fated"][(f[0], f[1])] = True
+            values["gone_this_life"][(f[0], f[1])] = True
     for c, conn in enumerate(state.conns):
         for d in conn.auto:
-            out["fated"][(d[2], d[3])] = True
-            out["auto"][(d[2], d[3])] = c + 1
-    out["up"] = state.broker_up
-    out["nch"] = nch
-    return out
-
-
-ARITY = {"bclosed": 1, "cstat": 2, "mode": 2, "seq": 2, "unconf": 3, "conf": 3, "held": 2, "pending": 2, "tb": 2,
-         "ntag": 2, "out": 3, "txs": 3, "bycons": 3, "cons": 3, "cst": 1, "cclose": 1, "tc": 2, "ccl": 2, "aft": 2,
-         "vst": 2, "vlt": 2, "ook": 2, "old": 2, "dif": 3, "tbo": 2, "pre": 2, "post": 2, "tbx": 2, "vmode": 2,
-         "vps": 2, "vcf": 3, "cif": 3, "cmx": 2, "fsel": 2, "nbh": 2,
-         "npb": 2, "qex": 1,
-         "qdur": 1, "qown": 1, "ring": 3, "ready": 2, "ahead": 3, "redel": 2, "dlv": 2, "enq": 1, "born": 1, "disk": 2,
-         "tq": 3, "tk": 3,
-         "txk": 3, "oc": 2, "och": 2, "ot": 2, "pubd": 1, "inf": 2, "txm": 2, "inf2": 2, "txm2": 2, "em": 2,
-         "pf": 2, "glim": 2, "vol": 2, "qexc": 2, "qunc": 2, "tout": 2, "thld": 2, "kcnt": 3, "kna": 3, "klim": 3,
-         "mc": 2, "mn": 2, "pers": 2, "hold": 2, "acked": 2, "pch": 2, "ps": 2, "dlt": 1, "lost": 2, "fated": 2,
-         "auto": 2}
+            values["gone_this_life"][(d[2], d[3])] = True
+            values["auto_in_flight_on"][(d[2], d[3])] = c + 1
+    values["broker_up"] = state.broker_up
+    values["channels_per_connection"] = len(state.conns[0].channels) if state.conns else 0
+    return values
 
 
 def abstract(state) -> Z3State:
     """The abstraction function: a spec ``State`` as a concrete Z3 state of this family."""
     values = project(state)
-    return Z3State(up=z3.BoolVal(values["up"]), nch=z3.IntVal(values["nch"]),
-                   **{name: _array(name, ARITY[name], values[name]) for name in ARITY})
+    return Z3State(**{f.name: _array(f.name, len(f.indices), values[f.name]) if f.indices
+                      else z3.BoolVal(values[f.name]) if f.sort == BOOL else z3.IntVal(values[f.name])
+                      for f in FIELDS})

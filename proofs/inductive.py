@@ -5,10 +5,12 @@ Each obligation gets its own solver and time limit. An obligation assumes the in
 helpers before the step, the relation's guard, and nothing about the action's fields or oracles (so it
 holds for any frame, any tag, any queue outcome), and asks for a channel where the invariant fails
 after. ``proved``: no such channel (unsat); ``counterexample``: Z3 found one, shown as the two states
-of that channel; ``unknown``: the solver gave up or ran out of time.
+around it (every field of ``model.state.FIELDS``, at the indices the witness names: ``_places``);
+``unknown``: the solver gave up or ran out of time.
 """
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -17,7 +19,10 @@ import z3
 
 from model.actions import RELATIONS, symbolic
 from model.invariants import HELPERS, INVARIANTS, Invariant, init
-from model.state import Z3State, fresh
+from model.state import (
+    BOOL, FIELDS, PER_CHANNEL, PER_CONNECTION, PER_CONSUMER, PER_COPY, PER_COPY_PAIR, PER_MESSAGE, PER_PUBLISH,
+    PER_QUEUE, PER_TAG, SCALAR, Field, Z3State, fresh,
+)
 
 PROVED, COUNTEREXAMPLE, UNKNOWN = "proved", "counterexample", "unknown"
 TIMEOUT_MS = 20_000
@@ -31,48 +36,79 @@ class Outcome:
     action: str                 # an action class name, or "Init"
     status: str
     seconds: float
-    counterexample: list[str] = field(default_factory=list)     # lines: the channel before and after
+    counterexample: list[str] = field(default_factory=list)     # lines: the state before and after
 
 
-def _channel_lines(model: z3.ModelRef, label: str, x: Z3State, c, ch, q) -> str:
-    ev = lambda e: model.eval(e, model_completion=True)   # noqa: E731
-    seq = ev(x.seq[c, ch]).as_long()
-    witness = ev(q).as_long()
-    nums = _window(0, seq, witness)
-    unconf = [s for s in nums if z3.is_true(ev(x.unconf[c, ch, s]))]
-    conf = [s for s in nums if z3.is_true(ev(x.conf[c, ch, s]))]
-    ntag = ev(x.ntag[c, ch]).as_long()
-    tags = _window(-2, ntag, witness)
-    out = [t for t in tags if z3.is_true(ev(x.out[c, ch, t]))]
-    txs = [t for t in tags if z3.is_true(ev(x.txs[c, ch, t]))]
-    return (f"{label}: up={ev(x.up)} status={ev(x.cstat[c, ch])} mode={ev(x.mode[c, ch])} publish_seq={seq} "
-            f"unconfirmed={unconf} confirmed={conf} held={ev(x.held[c, ch])} commit_pending={ev(x.pending[c, ch])} "
-            f"frames_to_broker={ev(x.tb[c, ch])} next_tag={ntag} outstanding={out} held_back_tags={txs} "
-            f"frames_to_client={ev(x.tc[c, ch])} channel_close_to_client={ev(x.ccl[c, ch])} "
-            f"sent_after_that_close={ev(x.aft[c, ch])} client_view={ev(x.vst[c, ch])} "
-            f"last_tag_read={ev(x.vlt[c, ch])} open_ok_to_client={ev(x.ook[c, ch])} "
-            f"older_frames_ahead_of_it={ev(x.old[c, ch])} "
-            f"deliveries_to_client={[t for t in tags if z3.is_true(ev(x.dif[c, ch, t]))]} "
-            f"open_to_broker={ev(x.tbo[c, ch])} other_frame_ahead_of_it={ev(x.pre[c, ch])} "
-            f"other_frame_behind_it={ev(x.post[c, ch])} other_frames_to_broker={ev(x.tbx[c, ch])} connection: client_status={ev(x.cst[c])} "
-            f"broker_closed={ev(x.bclosed[c])} close_in_flight={ev(x.cclose[c])} "
-            f"queue {ev(q)}: exists={ev(x.qex[q])} durable={ev(x.qdur[q])} owner={ev(x.qown[q])} "
-            f"copy (queue {ev(c)}, key {ev(ch)}): ready={ev(x.ready[c, ch])} redelivered={ev(x.redel[c, ch])} "
-            f"delivered={ev(x.dlv[c, ch])} on_disk={ev(x.disk[c, ch])} enqueued={ev(x.enq[c])} "
-            f"ahead_of_key_{ev(q)}={ev(x.ahead[c, ch, q])} key_{ev(q)}_ready={ev(x.ready[c, q])} "
-            f"in_flight_auto_on={ev(x.auto[c, ch])} "
-            f"{_tag_copy(ev, x, c, ch, q)} "
-            f"message ({ev(c)}, {ev(ch)}): published={ev(x.pubd[c])} in_flight={ev(x.inf[c, ch])} "
-            f"held_by_channel={ev(x.txm[c, ch])} taken_by_a_queue={ev(x.em[c, ch])} "
-            f"twice_in_flight={ev(x.inf2[c, ch])} held_back_twice={ev(x.txm2[c, ch])} acked={ev(x.acked[c, ch])} "
-            f"unconfirmed_publish=({ev(x.pch[c, ch])}, {ev(x.ps[c, ch])}) "
-            f"copy's message=({ev(x.mc[c, ch])}, {ev(x.mn[c, ch])}) "
-            f"message_acked={ev(x.acked[x.mc[c, ch], x.mn[c, ch]])} persistent={ev(x.pers[c, ch])} "
-            f"holds_confirm={ev(x.hold[c, ch])} born={ev(x.born[c])} dead_letter_target={ev(x.dlt[c])} "
-            f"prefetch: consumer={ev(x.cons[c, ch, q])} prefetch={ev(x.pf[c, ch])} global_limit={ev(x.glim[c, ch])} "
-            f"volume={ev(x.vol[c, ch])} qos_excess={ev(x.qexc[c, ch])} qos_uncounted={ev(x.qunc[c, ch])} "
-            f"consumer_outstanding={ev(x.tout[c, ch])} consumer_held_back={ev(x.thld[c, ch])} "
-            f"consumer {ev(q)}: count={ev(x.kcnt[c, ch, q])} no_ack={ev(x.kna[c, ch, q])} limit={ev(x.klim[c, ch, q])}")
+def _state_line(model: z3.ModelRef, label: str, x: Z3State, c, ch, s) -> str:
+    """One state of a counterexample on one line: every field (``model.state.FIELDS``), under each
+    heading of ``_places`` whose indices are the field's (a field whose indices none has: at the
+    witness), the parts separated by " | "."""
+    def num(e: z3.ExprRef) -> int:
+        return model.eval(e, model_completion=True).as_long()
+
+    def value(f: Field, index: tuple) -> bool | int:
+        v = model.eval(getattr(x, f.name)[index] if index else getattr(x, f.name), model_completion=True)
+        return z3.is_true(v) if f.sort == BOOL else v.as_long()
+    witness = (num(c), num(ch), num(s))
+    places = _places(num, x, *witness)
+    parts = []
+    for heading, kinds in places:
+        parts.append(f"{heading}: {' '.join(_show(f, kinds[f.indices], value) for f in FIELDS if f.indices in kinds)}")
+    elsewhere = [f for f in FIELDS if all(f.indices not in kinds for _, kinds in places)]
+    if elsewhere:
+        parts.append(f"witness {witness}: " + " ".join(
+            _show(f, tuple([i] for i in witness[:len(f.indices)]), value) for f in elsewhere))
+    return f"{label}: " + " | ".join(parts)
+
+
+def _show(f: Field, positions: tuple[list[int], ...], value) -> str:
+    """``name=value`` where every index takes one number; else the entries not at the default, keyed by
+    the indices that take several (for a flag: the list of those set)."""
+    varying = [k for k, numbers in enumerate(positions) if len(numbers) > 1]
+    if not varying:
+        return f"{f.name}={value(f, tuple(numbers[0] for numbers in positions))}"
+    entries = {}
+    for index in itertools.product(*positions):
+        v = value(f, index)
+        if v != f.default:
+            key = tuple(index[k] for k in varying)
+            entries[key[0] if len(key) == 1 else key] = v
+    return f"{f.name}={sorted(entries) if f.default is False else entries}"
+
+
+def _places(num, x: Z3State, c: int, ch: int, s: int) -> list[tuple[str, dict]]:
+    """Where a counterexample shows a state, for the witness (c, ch, s) of the invariant: headings, each
+    with the numbers every index takes there, per list of index kinds (a field is shown under a heading
+    if its indices are one of them). The witness is a channel and a publish number, tag or consumer tag,
+    or a queue and two keys, or a connection and a message number: every reading is shown, and the copy
+    tag s names, and the messages of the copies shown."""
+    publishes = _window(0, num(x.publish_seq[c, ch]), s)
+    tags = _window(-2, num(x.next_tag[c, ch]), s)
+    named = (num(x.tag_queue[c, ch, s]), num(x.tag_key[c, ch, s]))
+
+    def copy(q: int, key: int, heading: str) -> list[tuple[str, dict]]:
+        message = (num(x.message_connection[q, key]), num(x.message_number[q, key]))
+        return [(heading, {PER_COPY: ([q], [key])}), (f"queue {q}", {PER_QUEUE: ([q],)}),
+                (f"message {message}", {PER_MESSAGE: tuple([i] for i in message)})]
+    places = [
+        ("broker", {SCALAR: ()}),
+        (f"connection {c}", {PER_CONNECTION: ([c],)}),
+        (f"channel ({c}, {ch})", {PER_CHANNEL: ([c], [ch]), PER_PUBLISH: ([c], [ch], publishes),
+                                  PER_TAG: ([c], [ch], tags)}),
+        (f"consumer {s} of channel ({c}, {ch})", {PER_CONSUMER: ([c], [ch], [s])}),
+        (f"queue {s}", {PER_QUEUE: ([s],)}),
+        (f"message ({c}, {ch})", {PER_MESSAGE: ([c], [ch])}),
+        *copy(c, ch, f"copy ({c}, {ch})"),
+        *copy(c, s, f"copy ({c}, {s})"),
+        (f"queue {c}, keys {ch} and {s}", {PER_COPY_PAIR: ([c], sorted({ch, s}), sorted({ch, s}))}),
+        *copy(*named, f"tag {s} names copy {named}"),
+    ]
+    seen, out = set(), []
+    for heading, kinds in places:               # each once (a copy's queue, or message, may be one shown)
+        if heading not in seen:
+            seen.add(heading)
+            out.append((heading, kinds))
+    return out
 
 
 def _window(low: int, top: int, witness: int) -> list[int]:
@@ -80,16 +116,6 @@ def _window(low: int, top: int, witness: int) -> list[int]:
     number) and the witness index. A model may pick a next tag in the tens of thousands, and reading
     every array entry below it took seconds."""
     return sorted({*range(low, low + 5), *range(top - 3, top + 3), witness})
-
-
-def _tag_copy(ev, x: Z3State, c, ch, t) -> str:
-    """The copy tag t of channel (c, ch) names, and where that copy is (for copies_conserved)."""
-    q, key = x.tq[c, ch, t], x.tk[c, ch, t]
-    return (f"tag {ev(t)} names copy (queue {ev(q)}, key {ev(key)}): ready={ev(x.ready[q, key])} "
-            f"named_by=({ev(x.oc[q, key])}, {ev(x.och[q, key])}, {ev(x.ot[q, key])}) "
-            f"message=({ev(x.mc[q, key])}, {ev(x.mn[q, key])}) persistent={ev(x.pers[q, key])} "
-            f"holds_confirm={ev(x.hold[q, key])} on_disk={ev(x.disk[q, key])} queue_durable={ev(x.qdur[q])} "
-            f"message_acked={ev(x.acked[x.mc[q, key], x.mn[q, key]])}")
 
 
 def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3State, c0, ch0, s0,
@@ -103,8 +129,8 @@ def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3Sta
         lines = [f"channel ({m.eval(c0, model_completion=True)}, {m.eval(ch0, model_completion=True)}), "
                  f"index {m.eval(s0, model_completion=True)}", *extra]
         if action != "Init":
-            lines.append(_channel_lines(m, "before", x, c0, ch0, s0))
-        lines.append(_channel_lines(m, "after" if action != "Init" else "initial", y, c0, ch0, s0))
+            lines.append(_state_line(m, "before", x, c0, ch0, s0))
+        lines.append(_state_line(m, "after" if action != "Init" else "initial", y, c0, ch0, s0))
         return Outcome(inv.name, action, COUNTEREXAMPLE, seconds, lines)
     return Outcome(inv.name, action, UNKNOWN, seconds, [solver.reason_unknown()])
 

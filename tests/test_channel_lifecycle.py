@@ -3,7 +3,8 @@ that proves the client-side conjunct of delivery_tags_increase for every size. A
 frames out of turn (close-ok before it read channel.close, channel.open of a channel it holds open),
 and the broker may then open a new channel while deliveries of the old one are still in flight; the
 client's view is open again only once it has read them all, and the Z3 model tracks that with the
-fields ``vst``, ``vlt``, ``ook``, ``old``, ``dif`` and the flags of the frames in flight to the broker."""
+fields ``view_status``, ``view_last_tag``, ``open_ok_to_client``, ``older_frames_ahead``,
+``deliveries_to_client`` and the flags of the frames in flight to the broker."""
 from __future__ import annotations
 
 import z3
@@ -41,8 +42,9 @@ def test_the_old_deliveries_are_read_before_the_view_is_open_again():
     fifo = reopened.conns[0].to_client[2]
     assert [f[0] for f in fifo][-3:] == [BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_OPEN_OK]
     flags = project(reopened)
-    assert flags["ook"][(0, 2)] and flags["old"][(0, 2)]           # the old delivery is ahead of the open-ok
-    assert not any(flags["dif"].values())                           # and is no delivery of the new channel
+    # the old delivery is ahead of the open-ok, and is no delivery of the new channel
+    assert flags["open_ok_to_client"][(0, 2)] and flags["older_frames_ahead"][(0, 2)]
+    assert not any(flags["deliveries_to_client"].values())
     assert reopened.conns[0].channels[1].next_tag == 1
     last = states[-1]
     assert last.conns[0].clients[1].status == C_OPEN and not last.conns[0].to_client[2]
@@ -78,7 +80,8 @@ def test_the_model_agrees_through_the_reopen():
     problems, pairs = disagreements(states, CONSUMER_OUT_OF_TURN)
     assert problems == [] and pairs > 100
     flags = [project(s) for s in states]
-    assert any(f["tbo"].get((0, 2)) and f["pre"].get((0, 2)) for f in flags)   # channel.open behind the bad ack
+    # channel.open behind the bad ack
+    assert any(f["open_to_broker"].get((0, 2)) and f["frame_ahead_of_open"].get((0, 2)) for f in flags)
 
 
 def test_a_reopen_that_keeps_the_old_deliveries_or_a_read_that_keeps_the_open_ok_is_caught(monkeypatch):
@@ -91,10 +94,12 @@ def test_a_reopen_that_keeps_the_old_deliveries_or_a_read_that_keeps_the_open_ok
 
     def opens_keeping_deliveries(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        opens = z3.And(x.cstat[a.conn, a.ch] == CH_CLOSED, o.method == CHANNEL_OPEN)
-        return M.Transition(t.guard, t.after.replace(dif=z3.If(opens, x.dif, t.after.dif)))
+        opens = z3.And(x.channel_status[a.conn, a.ch] == CH_CLOSED, o.method == CHANNEL_OPEN)
+        return M.Transition(t.guard,
+                            t.after.replace(deliveries_to_client=z3.If(opens, x.deliveries_to_client,
+                                                                       t.after.deliveries_to_client)))
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, M.gone_in_this_life(opens_keeping_deliveries))
-    monkeypatch.setitem(M.RELATIONS, A.ClientReceive, keeping(M.RELATIONS[A.ClientReceive], "ook"))
+    monkeypatch.setitem(M.RELATIONS, A.ClientReceive, keeping(M.RELATIONS[A.ClientReceive], "open_ok_to_client"))
     assert Checker().check(before_open, take, True).problem == "relation does not hold for the spec's successor"
     assert Checker().check(before_read, read, True).problem == "relation does not hold for the spec's successor"
 
@@ -115,8 +120,8 @@ def test_a_channel_open_that_leaves_the_view_open_is_refuted(monkeypatch):
     inv = HELPERS["channel_lifecycle"]
     assert prove_step(inv, A.ClientChannelOpen, []).status == PROVED
     monkeypatch.setitem(M.RELATIONS, A.ClientChannelOpen,
-                        M.gone_in_this_life(keeping(M.ClientChannelOpen, "vst")))
+                        M.gone_in_this_life(keeping(M.ClientChannelOpen, "view_status")))
     outcome = prove_step(inv, A.ClientChannelOpen, [])
     assert outcome.status == COUNTEREXAMPLE
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert f"client_view={C_OPEN}" in after and "open_to_broker=True" in after
+    assert f"view_status={C_OPEN}" in after and "open_to_broker=True" in after

@@ -72,19 +72,20 @@ def test_a_close_ok_out_of_turn_lets_a_new_channel_follow_channel_close():
 
 
 def test_the_model_agrees_where_frames_follow_channel_close():
-    """Agreement (model.agreement) on every candidate action of every state of the run above and of
-    its successors: the fields ``ccl`` and ``aft`` (a channel.close in flight, a frame other than
-    close-ok after it) follow the spec, through the send that puts open-ok after the close and the
-    client's read of the close."""
+    """Agreement (model.agreement) on every candidate action of every state of the run above and of its
+    successors: the fields ``channel_close_to_client`` and ``sent_after_close`` (a channel.close in flight, a
+    frame other than close-ok after it) follow the spec, through the send that puts open-ok after the close
+    and the client's read of the close."""
     config = _config(2)
     states = _replay(config, OUT_OF_TURN)
     states += [machine.step(states[-1], a)[0] for a in machine.enabled(states[-1], config)]
     problems, pairs = disagreements(states, config)
     assert problems == [] and pairs > 100
     flags = [project(s) for s in states]
-    assert any(f["aft"].get((0, 1)) for f in flags)
-    assert any(f["ccl"].get((0, 1)) and not f["aft"].get((0, 1)) for f in flags)
-    assert any(not f["ccl"].get((0, 1)) for f in flags[len(OUT_OF_TURN) + 1:])     # the client read the close
+    assert any(f["sent_after_close"].get((0, 1)) for f in flags)
+    assert any(f["channel_close_to_client"].get((0, 1)) and not f["sent_after_close"].get((0, 1)) for f in flags)
+    # the client read the close
+    assert any(not f["channel_close_to_client"].get((0, 1)) for f in flags[len(OUT_OF_TURN) + 1:])
 
 
 def test_a_send_that_forgets_the_close_before_it_is_caught(monkeypatch):
@@ -93,8 +94,8 @@ def test_a_send_that_forgets_the_close_before_it_is_caught(monkeypatch):
     take, read = OUT_OF_TURN[-1], A.ClientReceive(0, 1)
     assert Checker().check(states[-2], take, True).ok
     assert Checker().check(states[-1], read, True).ok
-    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, keeping(M.RELATIONS[A.BrokerTakeFrame], "aft"))
-    monkeypatch.setitem(M.RELATIONS, A.ClientReceive, keeping(M.RELATIONS[A.ClientReceive], "ccl"))
+    monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, keeping(M.RELATIONS[A.BrokerTakeFrame], "sent_after_close"))
+    monkeypatch.setitem(M.RELATIONS, A.ClientReceive, keeping(M.RELATIONS[A.ClientReceive], "channel_close_to_client"))
     assert Checker().check(states[-2], take, True).problem == "relation does not hold for the spec's successor"
     assert Checker().check(states[-1], read, True).problem == "relation does not hold for the spec's successor"
 
@@ -108,13 +109,14 @@ def test_a_closing_channel_that_sends_more_is_refuted(monkeypatch):
     def answers_after_close(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
         c, ch = a.conn, a.ch
-        aft = z3.Store(t.after.aft, c, ch, z3.Or(t.after.aft[c, ch], z3.And(o.answered, x.ccl[c, ch])))
-        return M.Transition(t.guard, t.after.replace(aft=aft))
+        sent = z3.Store(t.after.sent_after_close, c, ch,
+                       z3.Or(t.after.sent_after_close[c, ch], z3.And(o.answered, x.channel_close_to_client[c, ch])))
+        return M.Transition(t.guard, t.after.replace(sent_after_close=sent))
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, answers_after_close)
     outcome = prove_step(inv, A.BrokerTakeFrame, [])
     assert outcome.status == COUNTEREXAMPLE
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert f"status={CH_CLOSING}" in after and "sent_after_that_close=True" in after
+    assert f"channel_status={CH_CLOSING}" in after and "sent_after_close=True" in after
 
 
 # A confirm channel whose client may send frames out of turn (and publish to a missing exchange).

@@ -2,9 +2,10 @@
 channel open), proved for every size with the helper ``spec.properties.confirms_in_step``: every
 confirm of the broker's channel in flight covers confirmed publishes only, and the client numbered at
 least what the broker numbered plus the publishes in flight the broker will number. The Z3 model
-tracks it with the view's mode, publish count and confirms seen (``vmode``, ``vps``, ``vcf``), the
-confirms in flight (``cif``, ``cmx``) and the publishes and selects in flight (``npb``, ``fsel``,
-``nbh``)."""
+tracks it with the view's mode, publish count and confirms seen (``view_mode``, ``view_publish_count``,
+``view_confirmed``), the confirms in flight (``single_confirms_in_flight``, ``multiple_confirm_in_flight``)
+and the publishes and selects in flight (``publishes_to_broker``, ``first_select_to_broker``,
+``publishes_behind_select``)."""
 from __future__ import annotations
 
 from model import actions as M
@@ -39,8 +40,9 @@ def test_the_client_sees_what_the_broker_confirmed():
     view, channel = read.conns[0].clients[0], read.conns[0].channels[0]
     assert view.mode == MODE_CONFIRM and view.confirms == (1, 2) and set(channel.confirmed) == {1, 2}
     flags = project(states[4])                          # both publishes in flight, to be numbered
-    assert flags["npb"][(0, 1)] == 2 and flags["vps"][(0, 1)] == 2 and flags["fsel"][(0, 1)] == 0
-    assert project(states[7])["cmx"][(0, 1)] == 2       # the multiple ack in flight
+    assert flags["publishes_to_broker"][(0, 1)] == 2 and flags["view_publish_count"][(0, 1)] == 2
+    assert flags["first_select_to_broker"][(0, 1)] == 0
+    assert project(states[7])["multiple_confirm_in_flight"][(0, 1)] == 2       # the multiple ack in flight
     assert all(confirms_exactly_once(s) and confirms_in_step(s) for s in states)
 
 
@@ -78,8 +80,9 @@ def test_a_view_or_confirm_the_model_forgets_is_caught(monkeypatch):
     states = _replay(CONFIRMS_OUT_OF_TURN, RUN)
     pairs = ((states[2], RUN[2]), (states[6], RUN[6]), (states[8], RUN[8]))
     assert all(Checker().check(s, a, True).ok for s, a in pairs)
-    monkeypatch.setitem(M.RELATIONS, A.ClientPublish, keeping(M.RELATIONS[A.ClientPublish], "vps"))
-    monkeypatch.setitem(M.RELATIONS, A.BrokerConfirm, keeping(M.RELATIONS[A.BrokerConfirm], "cmx"))
-    monkeypatch.setitem(M.RELATIONS, A.ClientReceive, keeping(M.RELATIONS[A.ClientReceive], "vcf"))
+    monkeypatch.setitem(M.RELATIONS, A.ClientPublish, keeping(M.RELATIONS[A.ClientPublish], "view_publish_count"))
+    monkeypatch.setitem(M.RELATIONS, A.BrokerConfirm,
+                        keeping(M.RELATIONS[A.BrokerConfirm], "multiple_confirm_in_flight"))
+    monkeypatch.setitem(M.RELATIONS, A.ClientReceive, keeping(M.RELATIONS[A.ClientReceive], "view_confirmed"))
     for s, a in pairs:
         assert Checker().check(s, a, True).problem == "relation does not hold for the spec's successor", a

@@ -85,7 +85,7 @@ def test_a_wrong_delivery_effect_is_caught(monkeypatch):
     """DT-1: a deliver relation that leaves the next tag where it was disagrees with the spec."""
     def deliver_same_tag(x, a, o):
         t = M.BrokerDeliver(x, a, o)
-        return M.Transition(t.guard, t.after.replace(ntag=x.ntag))
+        return M.Transition(t.guard, t.after.replace(next_tag=x.next_tag))
     config = configs.get("ack_basics")
     state, action = _first_state(config, lambda a: isinstance(a, A.BrokerDeliver))
     _caught(monkeypatch, state, action, A.BrokerDeliver, deliver_same_tag)
@@ -125,7 +125,9 @@ def test_a_wrong_rollback_is_caught(monkeypatch):
     disagrees with the spec."""
     def rollback_forgets(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(out=z3.If(o.method == TX_ROLLBACK, x.out, t.after.out)))
+        return M.Transition(t.guard,
+                            t.after.replace(outstanding=z3.If(o.method == TX_ROLLBACK, x.outstanding,
+                                                              t.after.outstanding)))
     state, action = _first_state_where(configs.get("tx_ack"), _rollback_of_held_settlements)
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, rollback_forgets)
 
@@ -134,7 +136,8 @@ def test_a_wrong_consumer_effect_is_caught(monkeypatch):
     """A consume relation that does not record the consumer disagrees with the spec."""
     def consume_forgets(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(cons=z3.If(o.method == BASIC_CONSUME, x.cons, t.after.cons)))
+        return M.Transition(t.guard,
+                            t.after.replace(consumers=z3.If(o.method == BASIC_CONSUME, x.consumers, t.after.consumers)))
 
     def takes_consume(state, a):
         return isinstance(a, A.BrokerTakeFrame) and a.ch and state.conns[a.conn].to_broker[a.ch][0][0] == BASIC_CONSUME
@@ -158,7 +161,8 @@ def test_a_nondeterministic_relation_is_caught(monkeypatch):
     """A relation that leaves a field free admits another successor: the uniqueness half fails."""
     def loose_restart(x, a, o):
         t = M.BrokerRestart(x, a, o)
-        return M.Transition(t.guard, t.after.replace(seq=z3.Array("free", z3.IntSort(), z3.IntSort(), z3.IntSort())))
+        return M.Transition(t.guard,
+                            t.after.replace(publish_seq=z3.Array("free", z3.IntSort(), z3.IntSort(), z3.IntSort())))
     config = configs.get("hazard_unconfirmed_lost")
     state, action = _first_state(config, lambda a: isinstance(a, A.BrokerRestart))
     monkeypatch.setitem(M.RELATIONS, A.BrokerRestart, loose_restart)
@@ -192,7 +196,7 @@ def test_a_wrong_requeue_is_caught(monkeypatch):
     """RQ-2: a settlement relation that requeues a copy without marking it redelivered disagrees with the spec."""
     def requeue_unmarked(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(redel=x.redel))
+        return M.Transition(t.guard, t.after.replace(redelivered=x.redelivered))
 
     def takes_requeue(state, a):
         if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
@@ -222,7 +226,7 @@ def _requeue_ahead_of_a_ready_copy(state, a):
 
 def test_a_requeue_to_the_tail_is_caught(monkeypatch):
     """RQ-1: a settlement relation that puts a requeued copy behind every ready copy, rather than back
-    at its place among them, disagrees with the spec (the queue's order is the model's ``ahead``)."""
+    at its place among them, disagrees with the spec (the queue's order is the model's ``ahead_in_queue``)."""
     state, action = _first_state_where(configs.get("requeue_order"), _requeue_ahead_of_a_ready_copy)
     assert Checker().check(state, action, True).ok
     monkeypatch.setattr(M, "_requeue", requeue_to_tail(M._requeue))    # the relations are built at each check
@@ -252,11 +256,11 @@ def test_a_spec_that_delivers_behind_the_head_is_caught(monkeypatch):
 
 def test_a_loss_that_keeps_automatic_deliveries_in_flight_is_caught(monkeypatch):
     """AM-2: a lost connection loses the automatic-mode deliveries in flight on it (the model's
-    ``auto``); a NetworkLoss relation that kept them disagrees with the spec."""
+    ``auto_in_flight_on``); a NetworkLoss relation that kept them disagrees with the spec."""
     def loss_with_auto_in_flight(state, a):
         return isinstance(a, A.NetworkLoss) and bool(state.conns[a.conn].auto)
     state, action = _first_state_where(configs.get("hazard_auto_ack_loss"), loss_with_auto_in_flight)
-    _caught(monkeypatch, state, action, A.NetworkLoss, keeping(M.NetworkLoss, "auto"))
+    _caught(monkeypatch, state, action, A.NetworkLoss, keeping(M.NetworkLoss, "auto_in_flight_on"))
 
 
 def test_a_read_that_leaves_an_automatic_delivery_in_flight_is_caught(monkeypatch):
@@ -268,14 +272,14 @@ def test_a_read_that_leaves_an_automatic_delivery_in_flight_is_caught(monkeypatc
         frame = state.conns[a.conn].to_client[a.ch][0]
         return frame[0] == BASIC_DELIVER and any(d[0] == a.ch and d[1] == frame[3] for d in state.conns[a.conn].auto)
     state, action = _first_state_where(configs.get("auto_ack"), reads_auto)
-    _caught(monkeypatch, state, action, A.ClientReceive, keeping(M.ClientReceive, "auto"))
+    _caught(monkeypatch, state, action, A.ClientReceive, keeping(M.ClientReceive, "auto_in_flight_on"))
 
 
 def test_a_delivery_that_forgets_it_was_delivered_is_caught(monkeypatch):
     """RQ-2: a deliver relation that does not record the copy as delivered disagrees with the spec."""
     def deliver_unrecorded(x, a, o):
         t = M.BrokerDeliver(x, a, o)
-        return M.Transition(t.guard, t.after.replace(dlv=x.dlv))
+        return M.Transition(t.guard, t.after.replace(ever_delivered=x.ever_delivered))
     state, action = _first_state(configs.get("ack_basics"), lambda a: isinstance(a, A.BrokerDeliver))
     _caught(monkeypatch, state, action, A.BrokerDeliver, deliver_unrecorded)
 
@@ -292,7 +296,9 @@ def test_a_delivery_without_its_ghost_inverse_is_caught(monkeypatch):
     relation that does not record it disagrees with the spec."""
     def deliver_no_inverse(x, a, o):
         t = M.BrokerDeliver(x, a, o)
-        return M.Transition(t.guard, t.after.replace(oc=x.oc, och=x.och, ot=x.ot))
+        return M.Transition(t.guard,
+                            t.after.replace(named_by_connection=x.named_by_connection,
+                                            named_by_channel=x.named_by_channel, named_by_tag=x.named_by_tag))
     state, action = _first_state_where(configs.get("ack_basics"), _manual_delivery)
     _caught(monkeypatch, state, action, A.BrokerDeliver, deliver_no_inverse)
 
@@ -302,7 +308,9 @@ def test_an_ack_that_keeps_the_ghost_inverse_is_caught(monkeypatch):
     ack relation that keeps it disagrees with the spec."""
     def ack_keeps_inverse(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(oc=x.oc, och=x.och, ot=x.ot))
+        return M.Transition(t.guard,
+                            t.after.replace(named_by_connection=x.named_by_connection,
+                                            named_by_channel=x.named_by_channel, named_by_tag=x.named_by_tag))
 
     def ack_of_outstanding(state, a):
         if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
@@ -319,7 +327,7 @@ def test_a_tx_publish_that_does_not_hold_its_message_back_is_caught(monkeypatch)
     disagrees with the spec."""
     def publish_not_held(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(txm=x.txm))
+        return M.Transition(t.guard, t.after.replace(tx_held_by_channel=x.tx_held_by_channel))
     state, action = _first_state_where(configs.get("tx_publish"), _takes_tx_publish)
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, publish_not_held)
 
@@ -337,23 +345,27 @@ def test_a_publish_that_reuses_a_message_name_is_caught(monkeypatch):
     (c, published) and does not count it disagrees with the spec."""
     def publish_reuses_name(x, a, o):
         t = M.ClientPublish(x, a, o)
-        return M.Transition(t.guard, t.after.replace(pubd=x.pubd,
-                                                     inf=z3.Store(x.inf, a.conn, x.pubd[a.conn], True)))
+        return M.Transition(t.guard, t.after.replace(published=x.published,
+                                                     publish_in_flight=z3.Store(x.publish_in_flight, a.conn,
+                                                                                x.published[a.conn], True)))
     state, action = _first_state(configs.get("tx_publish"), lambda a: isinstance(a, A.ClientPublish))
     _caught(monkeypatch, state, action, A.ClientPublish, publish_reuses_name)
 
 
 def test_a_second_frame_or_hold_where_the_spec_has_one_is_caught(monkeypatch):
-    """``inf2`` and ``txm2`` (two frames carry a message, a message held back twice) are part of the
-    abstraction: a publish that marks its message as carried twice, and a tx publish taken that marks
-    its message as held back twice, disagree with the spec, which has one of each."""
+    """``publish_in_flight_twice`` and ``tx_held_twice`` (two frames carry a message, a message held back
+    twice) are part of the abstraction: a publish that marks its message as carried twice, and a tx publish
+    taken that marks its message as held back twice, disagree with the spec, which has one of each."""
     def publish_twice(x, a, o):
         t = M.ClientPublish(x, a, o)
-        return M.Transition(t.guard, t.after.replace(inf2=z3.Store(x.inf2, a.conn, x.pubd[a.conn] + 1, True)))
+        return M.Transition(t.guard,
+                            t.after.replace(publish_in_flight_twice=z3.Store(x.publish_in_flight_twice, a.conn,
+                                                                             x.published[a.conn] + 1, True)))
 
     def held_twice(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(txm2=z3.Lambda([c, n], t.after.txm[c, n] != 0)))
+        return M.Transition(t.guard,
+                            t.after.replace(tx_held_twice=z3.Lambda([c, n], t.after.tx_held_by_channel[c, n] != 0)))
     c, n = z3.Ints("c n")
     state, action = _first_state(configs.get("tx_publish"), lambda a: isinstance(a, A.ClientPublish))
     _caught(monkeypatch, state, action, A.ClientPublish, publish_twice)
@@ -403,7 +415,7 @@ def test_a_commit_that_does_not_count_off_is_caught(monkeypatch):
     """TX-3, PF-3: a commit relation that leaves the global volume as it was disagrees with the spec."""
     def commit_keeps_volume(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(vol=z3.If(o.method == TX_COMMIT, x.vol, t.after.vol)))
+        return M.Transition(t.guard, t.after.replace(volume=z3.If(o.method == TX_COMMIT, x.volume, t.after.volume)))
     state, action = _first_state_where(_tx_ack_global(), _commit_under_global_limit)
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, commit_keeps_volume)
 
@@ -421,7 +433,9 @@ def test_a_qos_that_counts_every_held_delivery_is_caught(monkeypatch):
     counted the held-back deliveries) disagrees with the spec."""
     def qos_counts_all(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(qunc=z3.If(o.method == BASIC_QOS, x.qunc, t.after.qunc)))
+        return M.Transition(t.guard,
+                            t.after.replace(qos_uncounted=z3.If(o.method == BASIC_QOS, x.qos_uncounted,
+                                                                t.after.qos_uncounted)))
     state, action = _first_state_where(_tx_ack_global(), _global_qos_over_held_back)
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, qos_counts_all)
 
@@ -430,7 +444,7 @@ def test_a_delivery_that_counts_for_no_consumer_is_caught(monkeypatch):
     """PF-1: a deliver relation that does not count the delivery for its consumer disagrees with the spec."""
     def deliver_uncounted(x, a, o):
         t = M.BrokerDeliver(x, a, o)
-        return M.Transition(t.guard, t.after.replace(kcnt=x.kcnt))
+        return M.Transition(t.guard, t.after.replace(consumer_deliveries=x.consumer_deliveries))
     config = configs.get("prefetch")
     state, action = _first_state(config, lambda a: isinstance(a, A.BrokerDeliver))
     _caught(monkeypatch, state, action, A.BrokerDeliver, deliver_uncounted)
@@ -451,7 +465,7 @@ def test_a_confirm_publish_whose_copies_hold_nothing_up_is_caught(monkeypatch):
     a publish relation whose new copies hold nothing up disagrees with the spec."""
     def holds_nothing(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(hold=x.hold))
+        return M.Transition(t.guard, t.after.replace(holds_confirm=x.holds_confirm))
     state, action = _first_state_where(configs.get("confirms"), _confirm_publish_that_waits)
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, holds_nothing)
 
@@ -460,7 +474,7 @@ def test_a_write_that_keeps_holding_the_confirm_up_is_caught(monkeypatch):
     """PC-5: a copy written to disk no longer holds up its confirm (storage.forget_waits)."""
     def write_keeps_hold(x, a, o):
         t = M.DiskFsync(x, a, o)
-        return M.Transition(t.guard, t.after.replace(hold=x.hold))
+        return M.Transition(t.guard, t.after.replace(holds_confirm=x.holds_confirm))
 
     def write_of_a_waiting_copy(state, a):
         return isinstance(a, A.DiskFsync) and a.write and any(
@@ -474,7 +488,7 @@ def test_a_confirm_that_does_not_record_the_ack_is_caught(monkeypatch):
     a confirm relation that forgets them disagrees with the spec."""
     def forgets_ack(x, a, o):
         t = M.BrokerConfirm(x, a, o)
-        return M.Transition(t.guard, t.after.replace(acked=x.acked))
+        return M.Transition(t.guard, t.after.replace(message_acked=x.message_acked))
     state, action = _first_state(configs.get("confirms"), lambda a: isinstance(a, A.BrokerConfirm))
     _caught(monkeypatch, state, action, A.BrokerConfirm, forgets_ack)
 
@@ -512,13 +526,13 @@ def _outstanding_unwritten(state) -> bool:
 
 
 def _planted_crash(lost):
-    return replacing(M.BrokerCrash, lost=lost)
+    return replacing(M.BrokerCrash, lost_in_crash=lost)
 
 
 def test_a_crash_that_records_no_loss_is_caught(monkeypatch):
     """PC-10: a crash records every live copy not on disk as lost; one that records none disagrees."""
     state, action = _crash_where(_outstanding_unwritten)
-    _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash(lambda x, y: x.lost))
+    _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash(lambda x, y: x.lost_in_crash))
 
 
 def test_a_crash_that_loses_only_ready_copies_is_caught(monkeypatch):
@@ -526,7 +540,7 @@ def test_a_crash_that_loses_only_ready_copies_is_caught(monkeypatch):
     that records only the ready copies not on disk disagrees with the spec."""
     def ready_only(x, y):
         q, key = z3.Ints("q_ key_")
-        return z3.Lambda([q, key], z3.Or(x.lost[q, key], z3.And(x.ready[q, key], z3.Not(x.disk[q, key]))))
+        return z3.Lambda([q, key], z3.Or(x.lost_in_crash[q, key], z3.And(x.ready[q, key], z3.Not(x.on_disk[q, key]))))
     state, action = _crash_where(_outstanding_unwritten)
     _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash(ready_only))
 
@@ -535,13 +549,13 @@ def test_a_crash_that_loses_copies_on_disk_is_caught(monkeypatch):
     """DU-2: a live copy on disk survives the crash; a crash that records it lost disagrees."""
     def loses_written(x, y):
         q, key = z3.Ints("q_ key_")
-        return z3.Lambda([q, key], z3.Or(y.lost[q, key], x.ready[q, key]))
+        return z3.Lambda([q, key], z3.Or(y.lost_in_crash[q, key], x.ready[q, key]))
     state, action = _crash_where(lambda s: any((q, e.key) in {(r[0], r[1]) for r in s.disk}
                                                for q, queue in enumerate(s.queues) for e in queue.ready))
     _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash(loses_written))
 
 
-# tx_effects_invisible (TX-3, TX-4): the ghost of the copies gone in this life (``fated``).
+# tx_effects_invisible (TX-3, TX-4): the ghost of the copies gone in this life (``gone_this_life``).
 
 def _takes(method, tx=None):
     """An enabled BrokerTakeFrame of a settlement ``method`` of an outstanding tag, on a channel in tx
@@ -558,7 +572,7 @@ def _takes(method, tx=None):
 
 def test_an_ack_that_records_no_fate_is_caught(monkeypatch):
     """ACK-1: basic.ack outside a transaction gives the copy its fate; a relation without the ghost
-    ``fated`` (the copy stops being live and is not gone) disagrees with the spec."""
+    ``gone_this_life`` (the copy stops being live and is not gone) disagrees with the spec."""
     state, action = _first_state_where(configs.get("ack_basics"), _takes(BASIC_ACK, tx=False))
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, M.BrokerTakeFrame)
 
@@ -568,9 +582,9 @@ def test_a_tx_ack_that_records_a_fate_is_caught(monkeypatch):
     that records it gone at once disagrees with the spec."""
     def eager(x, a, o):
         t = M.gone_in_this_life(M.BrokerTakeFrame)(x, a, o)
-        gone = M._named_by(x, a.conn, a.ch, lambda t_: x.out[a.conn, a.ch, t_])
-        return M.Transition(t.guard, t.after.replace(fated=M._lam_qk(
-            lambda q, key: z3.Or(t.after.fated[q, key], gone(q, key)))))
+        gone = M._named_by(x, a.conn, a.ch, lambda t_: x.outstanding[a.conn, a.ch, t_])
+        return M.Transition(t.guard, t.after.replace(gone_this_life=M._lam_qk(
+            lambda q, key: z3.Or(t.after.gone_this_life[q, key], gone(q, key)))))
     state, action = _first_state_where(configs.get("tx_ack"), _takes(BASIC_ACK, tx=True))
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, eager)
 
@@ -588,11 +602,11 @@ def test_an_automatic_mode_delivery_not_gone_is_caught(monkeypatch):
 def test_a_crash_that_records_no_fate_is_caught(monkeypatch):
     """PC-10: a crash loses every live copy not on disk; one that leaves them not gone disagrees."""
     state, action = _crash_where(_outstanding_unwritten)
-    _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash_fated(lambda x, y: x.fated))
+    _caught(monkeypatch, state, action, A.BrokerCrash, _planted_crash_fated(lambda x, y: x.gone_this_life))
 
 
-def _planted_crash_fated(fated):
-    return replacing(M.BrokerCrash, fated=fated)
+def _planted_crash_fated(gone):
+    return replacing(M.BrokerCrash, gone_this_life=gone)
 
 
 def test_a_restart_that_keeps_revived_copies_gone_is_caught(monkeypatch):
@@ -606,5 +620,5 @@ def test_a_restart_that_keeps_revived_copies_gone_is_caught(monkeypatch):
 
     def keeps(x, a, o):
         t = M.BrokerRestart(x, a, o)
-        return M.Transition(t.guard, t.after.replace(fated=x.fated))
+        return M.Transition(t.guard, t.after.replace(gone_this_life=x.gone_this_life))
     _caught(monkeypatch, state, action, A.BrokerRestart, keeps)

@@ -1,8 +1,10 @@
 """Inductive proofs (proofs.inductive): every invariant of model.invariants holds initially and is
 preserved by every spec action, for any number of connections, channels and publishes; a wrong
-invariant comes back as a counterexample, shown as a channel before and after the step."""
+invariant comes back as a counterexample, shown as the state before and after the step."""
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections import deque
 
 import z3
@@ -11,7 +13,7 @@ from model import actions as M
 from model.actions import RELATIONS
 from model import invariants as MI
 from model.invariants import HELPERS, INVARIANTS, Invariant, _live_copies, init
-from model.state import abstract
+from model.state import FIELDS, QUEUE, abstract
 from proofs import inductive
 from proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, _transition, invariants_named, prove_all, prove_step
 from spec import actions as A
@@ -21,6 +23,34 @@ from spec.properties import REGISTRY
 from spec.roles import QueueSpec, Role
 from spec.state import CH_OPEN, CONN_DOWN, FATE_ACKED, FATE_LOST_CRASH, MODE_TX
 from tests.fixtures.model_plants import requeue_to_tail
+
+
+def _parts(line: str) -> dict[str, str]:
+    """A counterexample line's parts (proofs.inductive._state_line), by heading."""
+    return dict(part.split(": ", 1) for part in line.split(": ", 1)[1].split(" | "))
+
+
+def _part(line: str, heading: str) -> str:
+    """The first part of a counterexample line whose heading starts with ``heading``."""
+    return next(text for h, text in _parts(line).items() if h.startswith(heading))
+
+
+def _value(part: str, name: str) -> str:
+    """The value field ``name`` has in a part of a counterexample line."""
+    return re.search(rf"(?:^| ){name}=(\[[^\]]*\]|\{{[^}}]*\}}|\S+)", part).group(1)
+
+
+def _copies(line: str) -> list[tuple[str, str]]:
+    """Each copy a counterexample line shows: its fields, and its message's."""
+    parts = _parts(line)
+    return [(text, parts[f"message ({_value(text, 'message_connection')}, {_value(text, 'message_number')})"])
+            for heading, text in parts.items() if "copy (" in heading]
+
+
+def _acked_persistent_copy(line: str, acked: str = "True", **fields: str) -> bool:
+    """A counterexample line shows a persistent copy whose message is (or is not) acked, and has ``fields``."""
+    return any(_value(copy, "persistent") == "True" and _value(message, "message_acked") == acked
+               and all(_value(copy, n) == v for n, v in fields.items()) for copy, message in _copies(line))
 
 
 def test_every_obligation_is_proved():
@@ -55,7 +85,7 @@ def test_model_invariants_are_registry_invariants_and_helpers_are_explored():
 
 
 # A planted wrong invariant (PC-2): "no publish is ever waiting for its confirm".
-NOTHING_UNCONFIRMED = Invariant("nothing_unconfirmed", lambda x, c, ch, s: z3.Not(x.unconf[c, ch, s]), "fixture")
+NOTHING_UNCONFIRMED = Invariant("nothing_unconfirmed", lambda x, c, ch, s: z3.Not(x.unconfirmed[c, ch, s]), "fixture")
 
 
 def test_planted_wrong_invariant_comes_back_as_a_counterexample():
@@ -67,10 +97,24 @@ def test_planted_wrong_invariant_comes_back_as_a_counterexample():
     assert "case: frame method 17" in text                       # basic.publish
     before = next(line for line in take.counterexample if line.startswith("before:"))
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "mode=1" in before and "unconfirmed=[]" in before     # a confirm channel with nothing unconfirmed ...
+    assert "channel_mode=1" in before and "unconfirmed=[]" in before     # a confirm channel with nothing unconfirmed
     seq = int(before.split("publish_seq=")[1].split()[0])
     assert f"publish_seq={seq + 1} unconfirmed=[{seq + 1}]" in after   # ... numbers the next publish: unconfirmed
     assert outcomes["BrokerConfirm"].status == PROVED           # a confirm only takes publishes away
+
+
+def test_a_counterexample_shows_every_field_of_the_table(monkeypatch):
+    """The printing of a counterexample is derived from model.state.FIELDS: every field is shown, by
+    name, at the indices its kinds fit; a field whose kinds fit no heading is shown at the witness."""
+    take = prove_step(NOTHING_UNCONFIRMED, A.BrokerTakeFrame, [])
+    before = next(line for line in take.counterexample if line.startswith("before:"))
+    shown = {name for part in _parts(before).values() for name in re.findall(r"(?:^| )(\w+)=", part)}
+    assert shown == {f.name for f in FIELDS}
+    odd = tuple(dataclasses.replace(f, indices=(QUEUE, "somewhere")) if f.name == "ready" else f for f in FIELDS)
+    monkeypatch.setattr(inductive, "FIELDS", odd)
+    before = next(line for line in prove_step(NOTHING_UNCONFIRMED, A.BrokerTakeFrame, []).counterexample
+                  if line.startswith("before:"))
+    assert "ready=" in _part(before, "witness (") and "ready=" not in _part(before, "copy (")
 
 
 def test_confirm_and_tx_exclusive_needs_its_helper():
@@ -83,7 +127,8 @@ def test_confirm_and_tx_exclusive_needs_its_helper():
 
 
 # A planted wrong invariant of the deliveries family (DT-1): "an outstanding tag is below next_tag - 1".
-TAGS_LAG = Invariant("tags_lag", lambda x, c, ch, t: z3.Implies(x.out[c, ch, t], t < x.ntag[c, ch] - 1), "fixture")
+TAGS_LAG = Invariant("tags_lag", lambda x, c, ch, t: z3.Implies(x.outstanding[c, ch, t], t < x.next_tag[c, ch] - 1),
+                     "fixture")
 
 
 def test_planted_wrong_delivery_invariant_comes_back_as_a_counterexample():
@@ -112,7 +157,7 @@ def test_delivery_tags_increase_needs_its_helper():
 # It is false: a channel closed by a channel error keeps its basic.get deliveries until close-ok.
 NOT_OPEN_HOLDS_NOTHING = Invariant(
     "not_open_holds_nothing",
-    lambda x, c, ch, t: z3.Implies(x.cstat[c, ch] != CH_OPEN, z3.Not(x.out[c, ch, t])), "fixture")
+    lambda x, c, ch, t: z3.Implies(x.channel_status[c, ch] != CH_OPEN, z3.Not(x.outstanding[c, ch, t])), "fixture")
 
 
 def test_planted_wrong_closing_invariant_comes_back_as_a_counterexample():
@@ -122,7 +167,7 @@ def test_planted_wrong_closing_invariant_comes_back_as_a_counterexample():
     take = outcomes["BrokerTakeFrame"]
     assert take.status == COUNTEREXAMPLE
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "status=2" in after or "status=3" in after             # closing (CH_CLOSING or CH_ENDING) ...
+    assert _value(_part(after, "channel ("), "channel_status") in ("2", "3")     # closing (CH_CLOSING or CH_ENDING)
     assert "outstanding=[]" not in after                          # ... with a delivery kept
 
 
@@ -146,7 +191,8 @@ def test_init_holds_in_every_standard_initial_state():
 
 
 # A planted wrong invariant of the queues (DU-4): "no queue is exclusive".
-NO_EXCLUSIVE_QUEUE = Invariant("no_exclusive_queue", lambda x, c, ch, q: z3.Implies(x.qex[q], x.qown[q] == 0),
+NO_EXCLUSIVE_QUEUE = Invariant("no_exclusive_queue",
+                               lambda x, c, ch, q: z3.Implies(x.queue_exists[q], x.queue_owner[q] == 0),
                                "fixture")
 
 
@@ -160,9 +206,9 @@ def test_planted_wrong_queue_invariant_comes_back_as_a_counterexample():
     assert f"case: frame method {QUEUE_DECLARE}" in take.counterexample[0]
     before = next(line for line in take.counterexample if line.startswith("before:"))
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "exists=False" in before.split("queue ")[1]
-    queue = after.split("queue ")[1]
-    assert "exists=True" in queue and "owner=0" not in queue
+    assert _value(_part(before, "queue "), "queue_exists") == "False"
+    queue = _part(after, "queue ")
+    assert _value(queue, "queue_exists") == "True" and _value(queue, "queue_owner") != "0"
 
 
 def test_exclusive_queue_has_owner_needs_its_helpers():
@@ -181,7 +227,9 @@ def test_a_loss_that_keeps_exclusive_queues_is_refuted(monkeypatch):
     breaks exclusive_queue_has_owner; the proof shows the connection down with its queue still there."""
     def loss_keeps_queues(x, a, o):
         t = M.NetworkLoss(x, a, o)
-        return M.Transition(t.guard, t.after.replace(qex=x.qex, qdur=x.qdur, qown=x.qown))
+        return M.Transition(t.guard,
+                            t.after.replace(queue_exists=x.queue_exists, queue_durable=x.queue_durable,
+                                            queue_owner=x.queue_owner))
     inv = INVARIANTS["exclusive_queue_has_owner"]
     helpers = [HELPERS[h] for h in inv.helpers]
     assert prove_step(inv, A.NetworkLoss, helpers).status == PROVED
@@ -189,12 +237,12 @@ def test_a_loss_that_keeps_exclusive_queues_is_refuted(monkeypatch):
     outcome = prove_step(inv, A.NetworkLoss, helpers)
     assert outcome.status == COUNTEREXAMPLE
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert f"client_status={CONN_DOWN}" in after and "exists=True" in after.split("queue ")[1]
+    assert f"client_connection_status={CONN_DOWN}" in after and "queue_exists=True" in _part(after, "queue ")
 
 
 Q, K = z3.Ints("q key")
 # A planted wrong invariant of the copies (RQ-2): "a ready copy is never marked redelivered".
-NEVER_REDELIVERED = Invariant("never_redelivered", lambda x, q, key, _: z3.Not(x.redel[q, key]), "fixture")
+NEVER_REDELIVERED = Invariant("never_redelivered", lambda x, q, key, _: z3.Not(x.redelivered[q, key]), "fixture")
 
 
 def test_planted_wrong_copies_invariant_comes_back_as_a_counterexample():
@@ -205,13 +253,13 @@ def test_planted_wrong_copies_invariant_comes_back_as_a_counterexample():
     assert outcomes["BrokerDeliver"].status == PROVED              # a delivery takes a copy away
     take = outcomes["BrokerTakeFrame"]
     assert take.status == COUNTEREXAMPLE
-    before = next(line for line in take.counterexample if line.startswith("before:")).split("copy (")[1]
-    after = next(line for line in take.counterexample if line.startswith("after:")).split("copy (")[1]
+    before = _part(next(line for line in take.counterexample if line.startswith("before:")), "copy (")
+    after = _part(next(line for line in take.counterexample if line.startswith("after:")), "copy (")
     assert "redelivered=False" in before and "ready=True redelivered=True" in after   # requeued
 
 
 # A planted wrong invariant of a queue's order (RQ-1): "the copy ahead is the newer one".
-NEWEST_FIRST = Invariant("newest_first", lambda x, q, a, b: z3.Implies(x.ahead[q, a, b], a > b), "fixture")
+NEWEST_FIRST = Invariant("newest_first", lambda x, q, a, b: z3.Implies(x.ahead_in_queue[q, a, b], a > b), "fixture")
 
 
 def test_planted_wrong_order_invariant_comes_back_as_a_counterexample():
@@ -222,7 +270,8 @@ def test_planted_wrong_order_invariant_comes_back_as_a_counterexample():
     take = outcomes["BrokerTakeFrame"]
     assert take.status == COUNTEREXAMPLE
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "ahead_of_key_" in after                               # the counterexample shows the order
+    order = next(text for heading, text in _parts(after).items() if ", keys " in heading)
+    assert _value(order, "ahead_in_queue") not in ("[]", "False")   # the counterexample shows the order
 
 
 def test_queue_in_publication_order_needs_its_helpers():
@@ -247,7 +296,8 @@ def _order_broken_by(method: int, requeued_behind_a_ready_copy: bool = False) ->
     solver.add(inv.holds(x), inv.at(x, q, ahead, behind), t.guard, z3.Not(inv.at(t.after, q, ahead, behind)),
                o.method == method, o.added == z3.K(z3.IntSort(), z3.IntVal(0)))
     if requeued_behind_a_ready_copy:
-        solver.add(ahead > behind, x.ready[q, ahead], z3.Not(x.ready[q, behind]), t.after.ahead[q, ahead, behind])
+        solver.add(ahead > behind, x.ready[q, ahead], z3.Not(x.ready[q, behind]),
+                   t.after.ahead_in_queue[q, ahead, behind])
     result = solver.check()
     assert result != z3.unknown
     return result == z3.sat
@@ -266,7 +316,7 @@ def test_a_requeue_to_the_tail_is_refuted(monkeypatch):
 
 
 def test_redelivered_flag_set_needs_its_helper():
-    """Alone, redelivered_flag_set is not inductive: a new copy takes key enq + 1, and nothing says
+    """Alone, redelivered_flag_set is not inductive: a new copy takes key enqueued + 1, and nothing says
     that key was never delivered. With copy_keys_issued it is proved."""
     inv = INVARIANTS["redelivered_flag_set"]
     alone = prove_step(inv, A.BrokerTakeFrame, [])
@@ -275,12 +325,12 @@ def test_redelivered_flag_set_needs_its_helper():
 
 
 def test_an_enqueue_that_reuses_a_key_is_refuted(monkeypatch):
-    """RQ-1, RQ-2: a publish relation that gives a new copy the key of the last one (enq, not enq + 1)
+    """RQ-1, RQ-2: a publish relation that gives a new copy the key of the last one (enqueued, not enqueued + 1)
     could make a delivered copy ready again unmarked: the proof finds it."""
     def publish_reuses_key(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
         return M.Transition(t.guard, t.after.replace(
-            ready=z3.Lambda([Q, K], z3.Or(t.after.ready[Q, K], z3.And(o.added[Q] > 0, K == x.enq[Q])))))
+            ready=z3.Lambda([Q, K], z3.Or(t.after.ready[Q, K], z3.And(o.added[Q] > 0, K == x.enqueued[Q])))))
     inv = INVARIANTS["redelivered_flag_set"]
     helpers = [HELPERS[h] for h in inv.helpers]
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, publish_reuses_key)
@@ -306,9 +356,9 @@ ONE_PLACE = Invariant("copies_in_one_place", MI.copies_in_one_place, "fixture",
 
 
 def test_copies_conserved_needs_its_helpers():
-    """Alone, copies_conserved's first half is not inductive: a publish gives its copy the key enq + 1,
+    """Alone, copies_conserved's first half is not inductive: a publish gives its copy the key enqueued + 1,
     and nothing says no tag names that key already. With its helpers (a named copy was delivered, a
-    delivered key is at most enq; held-back tags are not outstanding too) it is proved, and so is the
+    delivered key is at most enqueued; held-back tags are not outstanding too) it is proved, and so is the
     whole of copies_conserved with all of its helpers."""
     alone = prove_step(ONE_PLACE, A.BrokerTakeFrame, [])
     assert alone.status == COUNTEREXAMPLE
@@ -334,8 +384,8 @@ def test_an_automatic_hand_over_that_leaves_its_copy_ready_is_refuted(monkeypatc
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_keeps_ready)
     outcome = prove_step(AUTO_PLACE, A.BrokerDeliver, helpers)
     assert outcome.status == COUNTEREXAMPLE
-    after = next(line for line in outcome.counterexample if line.startswith("after:")).split("copy (")[1]
-    assert "ready=True" in after and "in_flight_auto_on=0" not in after
+    after = _part(next(line for line in outcome.counterexample if line.startswith("after:")), "copy (")
+    assert _value(after, "ready") == "True" and _value(after, "auto_in_flight_on") != "0"
 
 
 def test_a_crash_that_keeps_automatic_deliveries_in_flight_is_refuted(monkeypatch):
@@ -343,12 +393,12 @@ def test_a_crash_that_keeps_automatic_deliveries_in_flight_is_refuted(monkeypatc
     flight; a crash relation that kept them would leave copies in flight while the broker is down."""
     def crash_keeps_auto(x, a, o):
         t = M.BrokerCrash(x, a, o)
-        return M.Transition(t.guard, t.after.replace(auto=x.auto))
+        return M.Transition(t.guard, t.after.replace(auto_in_flight_on=x.auto_in_flight_on))
     assert prove_step(AUTO_PLACE, A.BrokerCrash, []).status == PROVED
     monkeypatch.setitem(M.RELATIONS, A.BrokerCrash, crash_keeps_auto)
     outcome = prove_step(AUTO_PLACE, A.BrokerCrash, [])
     assert outcome.status == COUNTEREXAMPLE
-    assert "up=False" in next(line for line in outcome.counterexample if line.startswith("after:"))
+    assert "broker_up=False" in next(line for line in outcome.counterexample if line.startswith("after:"))
 
 
 # BrokerDeliver's obligation of copies_conserved's first half needs none of its helpers (proved below
@@ -368,7 +418,7 @@ def test_a_delivery_that_leaves_its_copy_ready_is_refuted(monkeypatch):
     outcome = _deliver_obligation()
     assert outcome.status == COUNTEREXAMPLE
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert "ready=True" in after.split("names copy")[1]
+    assert _value(_part(after, "tag "), "ready") == "True"       # the copy the new tag names
 
 
 def test_a_delivery_of_a_copy_already_taken_is_refuted(monkeypatch):
@@ -382,10 +432,13 @@ def test_a_delivery_of_a_copy_already_taken_is_refuted(monkeypatch):
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_any_key)
     outcome = _deliver_obligation()
     assert outcome.status == COUNTEREXAMPLE
-    before = next(line for line in outcome.counterexample if line.startswith("before:")).split("names copy")[1]
-    after = next(line for line in outcome.counterexample if line.startswith("after:")).split("names copy")[1]
-    assert "ready=False" in before and "ready=False" in after
-    assert before.split("named_by=")[1] != after.split("named_by=")[1]
+    before = _part(next(line for line in outcome.counterexample if line.startswith("before:")), "tag ")
+    after = _part(next(line for line in outcome.counterexample if line.startswith("after:")), "tag ")
+    assert _value(before, "ready") == "False" and _value(after, "ready") == "False"
+
+    def named_by(part):
+        return [_value(part, f"named_by_{n}") for n in ("connection", "channel", "tag")]
+    assert named_by(before) != named_by(after)
 
 
 # tx_effects_invisible (TX-2): the messages family. Its first half alone, with its one helper.
@@ -404,9 +457,10 @@ def test_tx_effects_invisible_needs_its_helpers():
     assert alone.counterexample[0] == "case: frame method 17"               # basic.publish
     before = next(line for line in alone.counterexample if line.startswith("before:"))
     after = next(line for line in alone.counterexample if line.startswith("after:"))
-    assert "in_flight=True" in before                                       # the publish taken ...
-    assert "in_flight=False" in after and "taken_by_a_queue=True" in after  # ... meets a message a queue took
-    assert "held_by_channel=0 " not in after
+    before, after = _part(before, "message ("), _part(after, "message (")
+    assert _value(before, "publish_in_flight") == "True"                    # the publish taken ...
+    assert _value(after, "publish_in_flight") == "False"                    # ... meets a message a queue took
+    assert _value(after, "taken_by_queue") == "True" and _value(after, "tx_held_by_channel") != "0"
     known = {**INVARIANTS, **HELPERS}
     assert prove_step(inv, A.BrokerTakeFrame, [known[h] for h in inv.helpers]).status == PROVED
     fresh = HELPERS["publishes_in_flight_fresh"]
@@ -415,7 +469,7 @@ def test_tx_effects_invisible_needs_its_helpers():
 
 
 # A planted wrong invariant of the messages family (TX-2): "no message is ever held back".
-NOTHING_HELD = Invariant("nothing_held", lambda x, c, n, _: x.txm[c, n] == 0, "fixture")
+NOTHING_HELD = Invariant("nothing_held", lambda x, c, n, _: x.tx_held_by_channel[c, n] == 0, "fixture")
 
 
 def test_planted_wrong_message_invariant_comes_back_as_a_counterexample():
@@ -427,8 +481,10 @@ def test_planted_wrong_message_invariant_comes_back_as_a_counterexample():
     assert take.status == COUNTEREXAMPLE
     before = next(line for line in take.counterexample if line.startswith("before:"))
     after = next(line for line in take.counterexample if line.startswith("after:"))
-    assert "mode=2" in before and "in_flight=True held_by_channel=0" in before
-    assert "in_flight=False held_by_channel=0" not in after and "in_flight=False held_by_channel=" in after
+    assert "channel_mode=2" in before
+    before, after = _part(before, "message ("), _part(after, "message (")
+    assert _value(before, "publish_in_flight") == "True" and _value(before, "tx_held_by_channel") == "0"
+    assert _value(after, "publish_in_flight") == "False" and _value(after, "tx_held_by_channel") != "0"
 
 
 def test_a_commit_that_keeps_its_publishes_held_back_is_refuted(monkeypatch):
@@ -436,15 +492,15 @@ def test_a_commit_that_keeps_its_publishes_held_back_is_refuted(monkeypatch):
     makes a held-back message one a queue took: the proof finds it (not unknown)."""
     def commit_keeps_them(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
-        return M.Transition(t.guard, t.after.replace(txm=x.txm))
+        return M.Transition(t.guard, t.after.replace(tx_held_by_channel=x.tx_held_by_channel))
     inv = FIRST_HALF
     helpers = [HELPERS[h] for h in inv.helpers]
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, commit_keeps_them)
     outcome = prove_step(inv, A.BrokerTakeFrame, helpers)
     assert outcome.status == COUNTEREXAMPLE
     assert outcome.counterexample[0] == "case: frame method 32"            # tx.commit
-    after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    assert "taken_by_a_queue=True" in after and "held_by_channel=0 " not in after
+    after = _part(next(line for line in outcome.counterexample if line.startswith("after:")), "message (")
+    assert _value(after, "taken_by_queue") == "True" and _value(after, "tx_held_by_channel") != "0"
 
 
 def test_the_second_half_of_tx_effects_invisible_holds_after_a_crash_and_catches_an_eager_tx_ack(monkeypatch):
@@ -505,7 +561,7 @@ def test_a_restart_that_keeps_recovered_copies_gone_is_refuted(monkeypatch):
     ready copy gone: live_copies_unfated is refuted at the restart."""
     def restart_keeps(x, a, o):
         t = M.BrokerRestart(x, a, o)
-        return M.Transition(t.guard, t.after.replace(fated=x.fated))
+        return M.Transition(t.guard, t.after.replace(gone_this_life=x.gone_this_life))
     helper = HELPERS["live_copies_unfated"]
     monkeypatch.setitem(M.RELATIONS, A.BrokerRestart, restart_keeps)
     outcome = prove_step(helper, A.BrokerRestart, [])
@@ -518,10 +574,11 @@ def test_a_tx_ack_that_takes_effect_at_once_is_refuted(monkeypatch):
     def eager(x, a, o):
         t = M.gone_in_this_life(M.BrokerTakeFrame)(x, a, o)
         c, ch = a.conn, a.ch
-        q, key = x.tq[c, ch, o.tag], x.tk[c, ch, o.tag]
-        eager = z3.And(o.method == BASIC_ACK, x.mode[c, ch] == MODE_TX, x.out[c, ch, o.tag])
-        return M.Transition(t.guard, t.after.replace(fated=z3.Store(t.after.fated, q, key,
-                                                                    z3.Or(t.after.fated[q, key], eager))))
+        q, key = x.tag_queue[c, ch, o.tag], x.tag_key[c, ch, o.tag]
+        eager = z3.And(o.method == BASIC_ACK, x.channel_mode[c, ch] == MODE_TX, x.outstanding[c, ch, o.tag])
+        return M.Transition(t.guard, t.after.replace(gone_this_life=z3.Store(t.after.gone_this_life, q, key,
+                                                                             z3.Or(t.after.gone_this_life[q, key],
+                                                                                   eager))))
     helpers = [HELPERS["live_copies_unfated"], ONE_PLACE]     # enough for this step (copies_conserved's first half)
     half = Invariant("second half", MI.held_back_settlements_unfated, "fixture")
     assert prove_step(half, A.BrokerTakeFrame, helpers).status == PROVED
@@ -535,7 +592,7 @@ def test_planted_wrong_unfated_invariant_comes_back_as_a_counterexample():
     """"No delivered copy is gone in this life" is wrong: basic.ack gives a delivered copy its fate.
     Z3 shows it at a settlement frame."""
     def delivered_unfated(x, q, key, _):
-        return z3.Implies(x.dlv[q, key], z3.Not(x.fated[q, key]))
+        return z3.Implies(x.ever_delivered[q, key], z3.Not(x.gone_this_life[q, key]))
     outcome = prove_step(Invariant("delivered_unfated", delivered_unfated, "fixture"), A.BrokerTakeFrame, [])
     assert outcome.status == COUNTEREXAMPLE
 
@@ -646,8 +703,9 @@ def test_prefetch_respected_needs_its_helpers():
 # Planted wrong invariants of the prefetch counts: "a consumer with a limit is never at it", and "a
 # global limit never leaves a held-back delivery uncounted".
 UNDER_LIMIT = Invariant("under_limit", lambda x, c, ch, k: z3.Implies(
-    z3.And(x.cons[c, ch, k], x.klim[c, ch, k] != 0), x.kcnt[c, ch, k] < x.klim[c, ch, k]), "fixture")
-NONE_UNCOUNTED = Invariant("none_uncounted", lambda x, c, ch, k: x.qunc[c, ch] == 0, "fixture")
+    z3.And(x.consumers[c, ch, k], x.consumer_limit[c, ch, k] != 0),
+    x.consumer_deliveries[c, ch, k] < x.consumer_limit[c, ch, k]), "fixture")
+NONE_UNCOUNTED = Invariant("none_uncounted", lambda x, c, ch, k: x.qos_uncounted[c, ch] == 0, "fixture")
 
 
 def test_planted_wrong_prefetch_invariants_come_back_as_counterexamples():
@@ -657,15 +715,15 @@ def test_planted_wrong_prefetch_invariants_come_back_as_counterexamples():
     assert outcomes["Init"].status == PROVED
     deliver = outcomes["BrokerDeliver"]
     assert deliver.status == COUNTEREXAMPLE
-    before = next(line for line in deliver.counterexample if line.startswith("before:")).split("consumer ")[-1]
-    after = next(line for line in deliver.counterexample if line.startswith("after:")).split("consumer ")[-1]
-    count = lambda line: int(line.split("count=")[1].split()[0])      # noqa: E731
-    limit = int(after.split("limit=")[1].split()[0])
+    before = _part(next(line for line in deliver.counterexample if line.startswith("before:")), "consumer ")
+    after = _part(next(line for line in deliver.counterexample if line.startswith("after:")), "consumer ")
+    count = lambda part: int(_value(part, "consumer_deliveries"))     # noqa: E731
+    limit = int(_value(after, "consumer_limit"))
     assert count(before) + 1 == count(after) == limit
     qos = prove_step(NONE_UNCOUNTED, A.BrokerTakeFrame, [])
     assert qos.status == COUNTEREXAMPLE and qos.counterexample[0] == "case: frame method 11"
-    after = next(line for line in qos.counterexample if line.startswith("after:"))
-    assert "qos_uncounted=0 " not in after and "consumer_held_back=0 " not in after
+    after = _part(next(line for line in qos.counterexample if line.startswith("after:")), "channel (")
+    assert _value(after, "qos_uncounted") != "0" and _value(after, "consumer_held_back") != "0"
 
 
 def test_a_delivery_that_ignores_the_limits_is_refuted(monkeypatch):
@@ -694,9 +752,11 @@ def test_a_held_back_ack_that_frees_room_at_once_is_refuted(monkeypatch):
     def held_ack_counts_off(x, a, o):
         t = original(x, a, o)
         settle = z3.Or(o.method == BASIC_ACK, o.method == BASIC_NACK, o.method == BASIC_REJECT)
-        early = z3.And(settle, x.mode[a.conn, a.ch] == MODE_TX, t.after.thld[a.conn, a.ch] != x.thld[a.conn, a.ch])
+        early = z3.And(settle, x.channel_mode[a.conn, a.ch] == MODE_TX,
+                       t.after.consumer_held_back[a.conn, a.ch] != x.consumer_held_back[a.conn, a.ch])
         return M.Transition(t.guard, t.after.replace(
-            vol=z3.If(early, z3.Store(t.after.vol, a.conn, a.ch, x.vol[a.conn, a.ch] - o.nset), t.after.vol)))
+            volume=z3.If(early, z3.Store(t.after.volume, a.conn, a.ch, x.volume[a.conn, a.ch] - o.nset),
+                         t.after.volume)))
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, held_ack_counts_off)
     outcome = prove_step(covers, A.BrokerTakeFrame, helpers)
     assert outcome.status == COUNTEREXAMPLE
@@ -723,7 +783,7 @@ def test_confirmed_only_when_on_disk_needs_its_helper():
     alone = prove_step(inv, A.BrokerConfirm, [])
     assert alone.status == COUNTEREXAMPLE
     after = next(line for line in alone.counterexample if line.startswith("after:"))
-    assert "message_acked=True persistent=True" in after
+    assert _acked_persistent_copy(after)
     assert prove_step(inv, A.BrokerConfirm, [HELPERS["unwritten_copies_hold_their_confirm"]]).status == PROVED
 
 
@@ -734,7 +794,7 @@ def test_a_confirm_that_does_not_wait_for_the_disk_is_refuted(monkeypatch):
         t = M.BrokerConfirm(x, a, o)
         c, ch, s = a.conn, a.ch, a.seq
         guard = z3.And(M._channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix),
-                                                        z3.And(x.unconf[c, ch, s], o.ready)))
+                                                        z3.And(x.unconfirmed[c, ch, s], o.ready)))
         return M.Transition(guard, t.after)
     inv = INVARIANTS["confirmed_only_when_on_disk"]
     monkeypatch.setitem(M.RELATIONS, A.BrokerConfirm, eager_confirm)
@@ -742,11 +802,9 @@ def test_a_confirm_that_does_not_wait_for_the_disk_is_refuted(monkeypatch):
     assert outcome.status == COUNTEREXAMPLE
     before = next(line for line in outcome.counterexample if line.startswith("before:"))
     after = next(line for line in outcome.counterexample if line.startswith("after:"))
-    # The witness is a ready copy (its message's fields follow "copy's message") or a tag's copy.
-    assert "message_acked=False persistent=True holds_confirm=True" in before or \
-        "persistent=True holds_confirm=True on_disk=False queue_durable=True message_acked=False" in before
-    assert "message_acked=True persistent=True holds_confirm=True" in after or \
-        "persistent=True holds_confirm=True on_disk=False queue_durable=True message_acked=True" in after
+    # The witness is a ready copy or a tag's copy: persistent, holding up its confirm, then acked.
+    assert _acked_persistent_copy(before, "False", holds_confirm="True")
+    assert _acked_persistent_copy(after, "True", holds_confirm="True")
 
 
 def test_planted_wrong_confirmed_on_disk_invariant_comes_back_as_a_counterexample():
@@ -755,8 +813,9 @@ def test_planted_wrong_confirmed_on_disk_invariant_comes_back_as_a_counterexampl
     deleted queue one of a durable queue again. Z3 shows it at queue.declare (frame method 7)."""
     def without_born(x, a, b, d):
         def unsafe_and_acked(q, key):
-            return z3.And(x.pers[q, key], x.qdur[q], z3.Not(x.dlt[q]), z3.Not(x.disk[q, key]),
-                          x.acked[x.mc[q, key], x.mn[q, key]])
+            return z3.And(x.persistent[q, key], x.queue_durable[q], z3.Not(x.dead_letter_target[q]),
+                          z3.Not(x.on_disk[q, key]),
+                          x.message_acked[x.message_connection[q, key], x.message_number[q, key]])
         return _live_copies(x, a, b, d, lambda q, key: z3.Not(unsafe_and_acked(q, key)))
     outcome = prove_step(Invariant("without_born", without_born, "fixture"), A.BrokerTakeFrame, [])
     assert outcome.status == COUNTEREXAMPLE
@@ -786,8 +845,7 @@ def test_confirmed_survives_crash_needs_its_helpers():
     for cls in (A.BrokerConfirm, A.BrokerCrash):
         alone = prove_step(inv, cls, [])
         assert alone.status == COUNTEREXAMPLE, cls
-        assert "message_acked=True persistent=True" in next(line for line in alone.counterexample
-                                                            if line.startswith("after:"))
+        assert _acked_persistent_copy(next(line for line in alone.counterexample if line.startswith("after:")))
     helpers = [HELPERS["lost_copies_stay_unconfirmed"], INVARIANTS["confirmed_only_when_on_disk"]]
     assert prove_step(inv, A.BrokerConfirm, helpers[:1]).status == PROVED
     assert prove_step(inv, A.BrokerCrash, helpers).status == PROVED
@@ -799,7 +857,9 @@ def test_a_crash_that_keeps_publishes_to_confirm_is_refuted(monkeypatch):
     acked) is refuted: a copy it loses carries a message still to be acked."""
     def crash_keeps_publishes(x, a, o):
         t = M.BrokerCrash(x, a, o)
-        return M.Transition(t.guard, t.after.replace(pch=x.pch, ps=x.ps))
+        return M.Transition(t.guard,
+                            t.after.replace(unconfirmed_publish_channel=x.unconfirmed_publish_channel,
+                                            unconfirmed_publish_seq=x.unconfirmed_publish_seq))
     helper = HELPERS["lost_copies_stay_unconfirmed"]
     assert helper.helpers == ("unwritten_copies_hold_their_confirm",)
     given = [HELPERS["unwritten_copies_hold_their_confirm"]]
@@ -813,8 +873,9 @@ def test_planted_wrong_survives_crash_invariant_comes_back_as_a_counterexample()
     from a deleted queue (not durable any more) whose message was acked counts again once a queue of
     its name is declared durable. Z3 shows it at queue.declare (frame method 7)."""
     def without_born(x, q, key, _):
-        return z3.Not(z3.And(x.lost[q, key], x.pers[q, key], x.qdur[q], z3.Not(x.dlt[q]),
-                             x.acked[x.mc[q, key], x.mn[q, key]]))
+        return z3.Not(z3.And(x.lost_in_crash[q, key], x.persistent[q, key], x.queue_durable[q],
+                             z3.Not(x.dead_letter_target[q]),
+                             x.message_acked[x.message_connection[q, key], x.message_number[q, key]]))
     outcome = prove_step(Invariant("without_born", without_born, "fixture"), A.BrokerTakeFrame, [])
     assert outcome.status == COUNTEREXAMPLE
     assert outcome.counterexample[0] == "case: frame method 7"             # queue.declare
