@@ -29,6 +29,7 @@ from typing import Callable
 import z3
 
 from spec import actions as A
+from spec.machine import _act
 from spec.frames import (
     BASIC_ACK, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_DELIVER, BASIC_PUBLISH, BASIC_QOS, BASIC_QOS_OK,
     BASIC_REJECT, CONFIRM_SELECT, CONFIRM_SELECT_OK, DEFAULT_EXCHANGE, MSG_STRIDE, TX_COMMIT, TX_COMMIT_OK,
@@ -460,7 +461,6 @@ def _drop_consumers_of(e: Eff, c: int) -> None:
 def instances(config, shape: Shape) -> list:
     """Every action ``spec.machine.candidates`` can try in this configuration, in any state: the
     finite alphabet of the unrolling (each step picks one)."""
-    from spec.machine import _act
     out = []
     for c in range(shape.conns):
         for ch in range(shape.chans + 1):

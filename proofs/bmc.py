@@ -44,6 +44,10 @@ from dataclasses import dataclass, field
 import z3
 
 from model import bounded as B
+from spark_check.bundle import load_spec
+from spark_check.engine import LocalEngine
+from spec import configs, machine
+from spec.properties import get
 
 TIMEOUT_MS = 60_000
 MAX_STEPS = 20
@@ -194,7 +198,6 @@ class Unrolling:
     constraints of each step, the action chosen at each step, and the state after each."""
 
     def __init__(self, config, canonical: bool = True, conditional: bool = True):
-        from spec import machine
         self.config = config
         self.shape = B.shape_of(config)
         self.alphabet = B.instances(config, self.shape)
@@ -341,7 +344,6 @@ def commutation_problem(config, pairs, states, conditional: bool = False) -> str
     then i runs from s and i is enabled at s, i then j runs. In both orders the end states must have the
     same projection on the bounded model (the order of the spec's history tuples, such as its list of
     fates, is not a field of the model). Returns "" or the first pair that fails."""
-    from spec import machine
     shape = B.shape_of(config)
     alphabet = B.instances(config, shape)
     for s in states:
@@ -368,8 +370,6 @@ def commutation_problem(config, pairs, states, conditional: bool = False) -> str
 def replay(hazard: str, config, actions: list) -> str:
     """Replay ``actions`` through spec.machine from the configuration's initial state: each must be
     enabled there, and the hazard's property must be false at the end. Returns "" or what went wrong."""
-    from spec import machine
-    from spec.properties import get
     state = machine.initial_states(config)[0]
     for n, action in enumerate(actions, start=1):
         if action not in machine.enabled(state, config):
@@ -384,7 +384,6 @@ def follows(config, actions: list) -> str:
     """Whether the bounded model follows the spec along ``actions``: at each step the relation's guard
     holds on the projection of the spec state and its effect is the projection of the next spec state.
     Returns "" or the first disagreement (the agreement check of ``model.bounded`` with ``spec/``)."""
-    from spec import machine
     shape = B.shape_of(config)
     state = machine.initial_states(config)[0]
     for n, action in enumerate(actions, start=1):
@@ -404,9 +403,6 @@ def follows(config, actions: list) -> str:
 
 def explorer_length(hazard: str, config) -> int | None:
     """The length of the explorer's shortest counterexample (the local engine, breadth first)."""
-    from spark_check.bundle import load_spec
-    from spark_check.engine import LocalEngine
-    from spec.properties import get
     result = LocalEngine().explore(load_spec().model, config, [get(hazard)])
     trace = result.properties[0].trace
     return len(trace.steps) if result.properties[0].found and trace is not None else None
@@ -415,7 +411,6 @@ def explorer_length(hazard: str, config) -> int | None:
 def check_hazard(hazard: str, max_steps: int = MAX_STEPS, timeout_ms: int = TIMEOUT_MS,
                  deadline: float | None = None) -> BmcOutcome:
     """Search, replay and compare for one hazard in its standard configuration."""
-    from spec import configs
     started = time.perf_counter()
     config = configs.get(HAZARD_CONFIGS[hazard])
     out = BmcOutcome(hazard, config.name, NOT_DONE)

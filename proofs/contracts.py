@@ -1,4 +1,4 @@
-"""CrossHair over the contracts of the spec's pure functions (``python -m proofs.contracts``).
+"""CrossHair over the contracts of the spec's pure functions (`rabbitproof verify --part crosshair`).
 
 Each function in ``CONTRACTS`` states a rule in its docstring (``pre:`` / ``post:`` lines, PEP 316).
 ``crosshair check --analysis_kind PEP316 --report_all`` runs over each one, in a subprocess, with a
@@ -14,7 +14,6 @@ CrossHair never passes for a checked one.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
@@ -25,6 +24,9 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
 from typing import Sequence
+
+from rich.table import Table
+from rich.text import Text
 
 # The spec functions with contracts, each with the rule it states.
 CONTRACTS: tuple[tuple[str, str], ...] = (
@@ -111,21 +113,7 @@ def check_all(targets: Sequence[str] = tuple(t for t, _ in CONTRACTS), jobs: int
         return list(pool.map(lambda t: check(t, per_condition_timeout), targets))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from rich.console import Console
-    parser = argparse.ArgumentParser(prog="python -m proofs.contracts", description=__doc__.splitlines()[0])
-    parser.add_argument("targets", nargs="*", help="functions to check (default: every one in CONTRACTS)")
-    parser.add_argument("--per-condition-timeout", type=float, default=PER_CONDITION_TIMEOUT)
-    parser.add_argument("--jobs", type=int, default=2)
-    args = parser.parse_args(argv)
-    outcomes = check_all(args.targets or tuple(t for t, _ in CONTRACTS), args.jobs, args.per_condition_timeout)
-    print_outcomes(Console(), outcomes)
-    return 0 if all(o.ok for o in outcomes) else 1
-
-
 def print_outcomes(console, outcomes: Sequence[Outcome]) -> None:
-    from rich.table import Table
-    from rich.text import Text
     rules = dict(CONTRACTS)
     table = Table(title="CrossHair contracts (PEP 316)")
     for col in ("function", "rule", "posts", "all paths", "no cex", "cex", "seconds"):
@@ -141,7 +129,3 @@ def print_outcomes(console, outcomes: Sequence[Outcome]) -> None:
             console.print(Text(f"{o.target}: {line}", "red"))
         if o.reported != o.conditions:
             console.print(Text(f"{o.target}: {o.conditions} postconditions, CrossHair reported {o.reported}", "red"))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
