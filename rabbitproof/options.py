@@ -72,10 +72,13 @@ def reductions_of(text: str) -> tuple[str, ...]:
         raise InputError(f"--reduce: {e}") from None
 
 
-def check_output_options(max_states: int | None, chart: str | None) -> None:
-    """--max-states and --chart, checked before any work: InputError (one line) if either is unusable."""
+def check_output_options(max_states: int | None, chart: str | None, time_limit: float | None = None) -> None:
+    """--max-states, --time-limit and --chart, checked before any work: InputError (one line) if one is
+    unusable."""
     if max_states is not None and max_states < 1:
         raise InputError(f"--max-states must be positive, not {max_states}")
+    if time_limit is not None and not time_limit > 0:
+        raise InputError(f"--time-limit must be a positive number of seconds, not {time_limit:g}")
     if chart:
         try:
             check_writable(chart)

@@ -70,10 +70,13 @@ class Engine(ABC):
         stop_on_violation: bool = False,
         progress: ProgressCallback | None = None,
         action_types: Sequence[type] = (),
+        time_limit: float | None = None,
     ) -> ExplorationResult:
         """Explore every state of ``config`` reachable in ``model`` and decide ``properties``.
 
-        ``max_states`` overrides ``config.max_states``; reaching it is an error in the result. With
+        ``max_states`` overrides ``config.max_states``; reaching it is an error in the result, and so is
+        running past ``time_limit`` seconds or an interruption (Ctrl-C): the result then holds what the
+        search had decided. With
         ``stop_on_violation`` the search stops at the first violated always or erroneous deadlock.
         ``action_types`` lists every action class, so that coverage can name those that never fired.
         """
@@ -88,6 +91,22 @@ class Engine(ABC):
 def too_many_states(cap: int) -> str:
     """The error of a search that reached its state cap."""
     return f"more than {cap:,} distinct states (max_states); raise it with --max-states"
+
+
+def out_of_time(limit: float, depth: int, states: int) -> str:
+    """The error of a search stopped by its time limit."""
+    return f"time limit of {limit:g} s reached at depth {depth} after {states:,} distinct states"
+
+
+def interrupted(depth: int, states: int) -> str:
+    """The error of a search stopped by Ctrl-C."""
+    return f"interrupted at depth {depth} after {states:,} distinct states"
+
+
+def stopped_short(error: str | None) -> bool:
+    """Whether an exploration's error only says it stopped before the end (a state cap, a time limit, an
+    interruption), so that what it decided stands; not a failure of the model."""
+    return bool(error) and error.startswith(("more than ", "time limit of ", "interrupted at depth "))
 
 
 class LocalEngine(Engine):
@@ -114,18 +133,19 @@ class LocalEngine(Engine):
         stop_on_violation: bool = False,
         progress: ProgressCallback | None = None,
         action_types: Sequence[type] = (),
+        time_limit: float | None = None,
     ) -> ExplorationResult:
         started = time.perf_counter()
         expander = Expander(model, config, properties, exact=self.exact, reductions=self.reductions)
         outcome, parent = self._search(expander, config, properties, max_states, stop_on_violation, progress,
-                                       started)
+                                       started, time_limit)
         seconds = time.perf_counter() - started
         return assemble(self.name, expander, outcome, lambda fps: {f: parent[f] for f in fps}, seconds=seconds,
                         action_types=action_types, exact=self.exact, reductions=self.reductions)
 
     def _search(self, expander: Expander, config: Any, properties: Sequence[Property], max_states: int | None,
                 stop_on_violation: bool, progress: ProgressCallback | None,
-                started: float) -> tuple[SearchOutcome, dict[Any, Any]]:
+                started: float, time_limit: float | None = None) -> tuple[SearchOutcome, dict[Any, Any]]:
         """The BFS itself: what it established, and the parent map for trace replay."""
         cap = config.max_states if max_states is None else max_states
         deadlock_is_error = bool(config.deadlock_is_error)
@@ -189,17 +209,25 @@ class LocalEngine(Engine):
                         if len(next_states) > limit:
                             out.error = too_many_states(cap)
                             break
-                        if progress is not None and not (i + 1) % PROGRESS_EVERY:
-                            progress(len(parent), depth, len(frontier) - i, time.perf_counter() - started)
+                        if not (i + 1) % PROGRESS_EVERY:
+                            elapsed = time.perf_counter() - started
+                            if time_limit is not None and elapsed > time_limit:
+                                out.error = out_of_time(time_limit, depth, len(parent))
+                                break
+                            if progress is not None:
+                                progress(len(parent), depth, len(frontier) - i, elapsed)
                     if next_states and out.error is None and not out.stopped:
                         depth += 1
                     collector.level_done()
                     frontier = next_states
                     frontier_fps = next_fps
+                    elapsed = time.perf_counter() - started
                     if progress is not None:
-                        progress(len(parent), depth, len(frontier), time.perf_counter() - started)
+                        progress(len(parent), depth, len(frontier), elapsed)
+                    if time_limit is not None and elapsed > time_limit and frontier and out.error is None:
+                        out.error = out_of_time(time_limit, depth, len(parent))
             except KeyboardInterrupt:
-                out.error = f"interrupted at depth {depth} after {len(parent):,} distinct states"
+                out.error = interrupted(depth, len(parent))
             except Exception as e:  # noqa: BLE001 - a bug in the model or a predicate, reported with its trace
                 out.error = diagnose(expander, state, e)
                 out.error_fp = fp

@@ -47,7 +47,7 @@ from spec.properties_api import Property
 
 from .assembly import SearchOutcome, assemble
 from .checkpoint import LevelStore, check_same, check_writable, identity, outcome_from, read_progress
-from .engine import Engine, Model, ProgressCallback, too_many_states
+from .engine import Engine, Model, ProgressCallback, interrupted, out_of_time, too_many_states
 from .expansion import diagnose
 from .level_files import GroupReader, GroupWriter, new_in_partition, visited_before, write_visited
 from .portable import Portable, portable
@@ -308,6 +308,7 @@ class SparkEngine(Engine):
         stop_on_violation: bool = False,
         progress: ProgressCallback | None = None,
         action_types: Sequence[type] = (),
+        time_limit: float | None = None,
     ) -> ExplorationResult:
         self.prepare(model, config, properties)
         started = time.perf_counter()
@@ -324,7 +325,8 @@ class SparkEngine(Engine):
         try:
             run = _LevelRun(spark, store, described, expander, identity(model, config, properties, self.reductions),
                             properties, started)
-            outcome = run.search(config, max_states, stop_on_violation, progress, resume=bool(self.resume))
+            outcome = run.search(config, max_states, stop_on_violation, progress, resume=bool(self.resume),
+                                 time_limit=time_limit)
             seconds = run.seconds()
             result = assemble(self.name, expander, outcome, run.parent_lookup(), seconds=seconds,
                               action_types=action_types, reductions=self.reductions)
@@ -373,7 +375,7 @@ class _LevelRun:
         return self.earlier + time.perf_counter() - self.started
 
     def search(self, config: Any, max_states: int | None, stop_on_violation: bool,
-               progress: ProgressCallback | None, resume: bool) -> SearchOutcome:
+               progress: ProgressCallback | None, resume: bool, time_limit: float | None = None) -> SearchOutcome:
         cap = config.max_states if max_states is None else max_states
         spark, store = self.spark, self.store
         if resume:
@@ -427,6 +429,8 @@ class _LevelRun:
                 out.depth = level + 1
                 if out.distinct_states > cap:
                     out.error = too_many_states(cap)
+                elif time_limit is not None and self.seconds() > time_limit:
+                    out.error = out_of_time(time_limit, out.depth, out.distinct_states)
                 self._record(out, level, finished=out.error is not None)
                 store.drop_states_before(level)        # recorded: only this level's states are read again
                 clock.lap("level bookkeeping: record (wall)")
@@ -435,7 +439,7 @@ class _LevelRun:
                 if out.error is not None:
                     break
         except KeyboardInterrupt:
-            out.error = f"interrupted at depth {out.depth} after {out.distinct_states:,} distinct states"
+            out.error = interrupted(out.depth, out.distinct_states)
         return out
 
     def _write_initial_level(self, cap: int) -> tuple[SearchOutcome, int]:

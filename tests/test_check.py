@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -288,3 +289,33 @@ def test_the_console_script_runs_the_check():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert [a["answer"] for a in json.loads(done.stdout)["answers"]] == list(EXPECTED["requeue-on-failure"])
+
+
+def test_a_search_stopped_short_answers_what_it_found_and_leaves_the_rest_undecided(tmp_path):
+    code, text = run("check", str(EXAMPLES / "two-workers.toml"), "--time-limit", "1e-9", "--json", "--no-progress")
+    answers = json.loads(text)
+    assert code == 1 and not answers["complete"] and answers["error"].startswith("time limit of 1e-09 s reached")
+    assert {a["answer"] for a in answers["answers"]} <= {"undecided", "can happen"}
+    assert all(a["steps"] for a in answers["answers"] if a["answer"] == "can happen")
+
+
+def test_ctrl_c_prints_the_answers_so_far_without_a_traceback(tmp_path):
+    """Two publishers of two confirmed messages each, two consumers, a crash and a lost connection: far
+    more than a few seconds of search, stopped by SIGINT as a person would with Ctrl-C."""
+    path = tmp_path / "big.toml"
+    path.write_text("[queues.jobs]\ndurable = true\n"
+                    + "".join(f'[[publishers]]\nname = "p{i}"\nqueue = "jobs"\nconfirms = true\npersistent = true\n'
+                              f"messages = 2\n" for i in (1, 2))
+                    + "".join(f'[[consumers]]\nname = "w{i}"\nqueue = "jobs"\nprefetch = 1\n' for i in (1, 2))
+                    + "[faults]\nbroker_crash = true\nnetwork_loss = true\n")
+    script = Path(sys.executable).with_name("rabbitproof")
+    child = subprocess.Popen([str(script), "check", str(path), "--no-progress"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        child.wait(timeout=4)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    assert child.returncode == 1 and "The search stopped at" in out and "(interrupted at depth" in out
+    assert "undecided" in out

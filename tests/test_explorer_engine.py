@@ -232,3 +232,14 @@ def test_a_predicate_error_names_the_property():
     result = LocalEngine().explore(toy, toy.get("tiny"), [bad])
     assert result.error.startswith("property fragile raised ZeroDivisionError")
     assert "after ConsumerReceive (consumer receives m0)" in result.error
+
+
+def test_a_time_limit_stops_the_search_and_keeps_what_it_decided():
+    config = toy.get("manual")
+    full = explore(config)
+    cut = explore(config, time_limit=1e-9)          # spent before the first level is done
+    assert cut.error.startswith("time limit of 1e-09 s reached at depth 2 after ")     # after level 1
+    assert not cut.complete and cut.distinct_states < full.distinct_states
+    for p in cut.properties:                        # nothing is decided that the full search decides otherwise
+        if p.decided:
+            assert p.passed == prop(full, p.name).passed

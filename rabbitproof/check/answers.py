@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from spark_check.engine import Engine, too_many_states
+from spark_check.engine import Engine, stopped_short
 from spark_check.reductions import build_reduction
 from spark_check.results import ExplorationResult, Trace
 from spec import actions as A
@@ -141,12 +141,14 @@ def prepare(setup: Setup, engine: Engine, bounds: Mapping[str, Any] | None = Non
 
 def check_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | None = None,
                 max_states: int | None = None, progress: Callable | None = None,
-                prepared: Prepared | None = None) -> Checked:
+                prepared: Prepared | None = None, time_limit: float | None = None) -> Checked:
     """Explore ``setup`` on ``engine`` and answer every question (``prepared``: what ``prepare`` made of
-    it, so that nothing is built twice)."""
+    it, so that nothing is built twice). A search stopped short (its state cap, ``time_limit`` seconds,
+    Ctrl-C) still answers: "can happen" where it found how, "undecided" elsewhere."""
     prepared = prepared or prepare(setup, engine, bounds, max_states)
     config, machine = prepared.config, prepared.machine
-    result = engine.explore(machine, config, PROPERTIES, progress=progress, action_types=ACTION_TYPES)
-    if result.error is not None and result.error != too_many_states(config.max_states):
+    result = engine.explore(machine, config, PROPERTIES, progress=progress, action_types=ACTION_TYPES,
+                            time_limit=time_limit)
+    if result.error is not None and not stopped_short(result.error):
         raise RuntimeError(f"exploring {setup.source} failed: {result.error}")
     return Checked(setup, config, result, tuple(answer(q, result) for q in QUESTIONS), machine)

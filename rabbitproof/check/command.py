@@ -34,6 +34,8 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("--bound", action="append", default=[], metavar="NAME=VALUE",
                        help="override a bound (repeatable; NAME=VALUE,NAME=VALUE also works) of the explored configuration (requeues, crashes, ...)")
     check.add_argument("--max-states", type=int, metavar="N", help="stop each exploration after N states")
+    check.add_argument("--time-limit", type=float, metavar="SECONDS",
+                       help="stop each exploration after this long; what it found stands, the rest is undecided")
     check.add_argument("--reduce", default="symmetry", metavar="NAMES",
                        help="state-space reductions: symmetry (the default: consumers with the same settings are "
                             "interchangeable, no answer changes) or none")
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     """`rabbitproof check`: the exit code; InputError or SetupError for bad input, before any work."""
     # Everything is checked before any exploration starts.
     setup = read_setup(args.file)
-    check_output_options(args.max_states, args.chart)
+    check_output_options(args.max_states, args.chart, args.time_limit)
     bounds = parse_bounds(args.bound)
     if "messages" in bounds:
         raise InputError("--bound messages: set each publisher's messages in the setup file")
@@ -63,10 +65,12 @@ def run(args: argparse.Namespace, out: Console) -> int:
 
     try:
         with progress(setup_name(setup)) as display:
-            checked = check_setup(setup, engine, progress=display.callback, prepared=prepared)
+            checked = check_setup(setup, engine, progress=display.callback, prepared=prepared,
+                                  time_limit=args.time_limit)
         tried = ()
         if not args.no_advice:
             tried = try_changes(checked, engine, bounds=bounds, max_states=args.max_states,
+                                time_limit=args.time_limit,
                                 display_for=lambda change: progress(f"what if: {change.key}"))
     finally:
         engine.close()

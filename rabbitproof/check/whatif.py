@@ -141,10 +141,11 @@ def _free_name(queues: list[QueueSetup], wanted: str) -> str:
 
 
 def try_changes(checked: Checked, engine: Engine, *, bounds: Mapping[str, Any] | None = None,
-                max_states: int | None = None,
+                max_states: int | None = None, time_limit: float | None = None,
                 display_for: Callable[[Change], Any] | None = None) -> tuple[Tried, ...]:
     """Explore every single change of ``checked``'s setup when a question fails; none when all pass, or
-    when the search was cut short (an undecided question cannot be compared with anything).
+    when the search was cut short (an undecided question cannot be compared with anything); the changes
+    stop at the first whose search is cut short (its state cap, ``time_limit``, Ctrl-C).
     ``display_for(change)`` gives a context manager whose ``callback`` receives the progress."""
     failing = set(checked.failing)
     if not failing or not checked.result.complete:
@@ -153,7 +154,9 @@ def try_changes(checked: Checked, engine: Engine, *, bounds: Mapping[str, Any] |
     for change in single_changes(checked.setup):
         with display_for(change) if display_for else _Silent() as display:
             after = check_setup(change.setup, engine, bounds=bounds, max_states=max_states,
-                                progress=display.callback)
+                                progress=display.callback, time_limit=time_limit)
+        if not after.result.complete:
+            break
         now = set(after.failing)
         keys = [a.key for a in checked.answers]
         out.append(Tried(change, tuple(k for k in keys if k in failing and k not in now),

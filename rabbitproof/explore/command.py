@@ -53,6 +53,8 @@ def add_explore_arguments(explore: argparse.ArgumentParser) -> None:
     explore.add_argument("--chart-witnesses", action="store_true",
                          help="with --chart, also chart the witness of each sometimes property")
     explore.add_argument("--max-states", type=int, metavar="N", help="state cap (default: the configuration's)")
+    explore.add_argument("--time-limit", type=float, metavar="SECONDS",
+                         help="stop after this long; what the search decided stands, the rest is undecided")
     explore.add_argument("--show-state", action="store_true", help="print the final state of each trace")
     explore.add_argument("--exact", action="store_true",
                          help="keep states, not 64-bit fingerprints (no collisions; more memory)")
@@ -74,6 +76,7 @@ def run_engine(
     max_states: int | None = None,
     stop_on_violation: bool = False,
     progress_console: Console | None = None,
+    time_limit: float | None = None,
 ) -> ExplorationResult:
     """Explore ``config``, with a live progress line on ``progress_console`` when one is given."""
     display = ProgressDisplay(progress_console or Console(stderr=True), config.name, progress_console is not None)
@@ -86,6 +89,7 @@ def run_engine(
             stop_on_violation=stop_on_violation,
             progress=display.callback,
             action_types=bundle.action_types(),
+            time_limit=time_limit,
         )
 
 
@@ -95,7 +99,7 @@ def run_explore(args: argparse.Namespace, out: Console) -> int:
     engine = build_engine(args.engine, master=args.master, exact=args.exact, checkpoint=args.checkpoint,
                           resume=args.resume, reductions=reductions_of(args.reduce),
                           driver_memory=args.driver_memory)
-    check_output_options(args.max_states, args.chart)
+    check_output_options(args.max_states, args.chart, args.time_limit)
     if args.json:
         folder = os.path.dirname(os.path.abspath(args.json))
         if not os.path.isdir(folder):
@@ -120,6 +124,7 @@ def run_explore(args: argparse.Namespace, out: Console) -> int:
         max_states=args.max_states,
         stop_on_violation=args.stop_on_violation,
         progress_console=err if show else None,
+        time_limit=args.time_limit,
     )
     engine.close()
     print_result(out, result, args.show_state)
