@@ -248,6 +248,9 @@ def test_json_and_charts(tmp_path):
     assert svg.startswith("<svg") and "basic.deliver" in svg and "LOST" in svg
     assert svg.index("basic.publish") < svg.index("basic.deliver") < svg.index("LOST")
     assert [p.name for p in tmp_path.iterdir()] == ["auto-ack-lost.svg"]
+    # Lifelines by the setup's names; the fault names the client it hits.
+    assert '<g class="lifeline" data-name="c0">' in svg and ">app (c0)</text>" in svg and ">mailer (c1)</text>" in svg
+    assert "connection mailer (c1) LOST" in svg
 
 
 @pytest.mark.parametrize("text, argv, message", [

@@ -104,6 +104,11 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
         console.print(advice)
 
 
+def lifeline_names(setup) -> dict[str, str]:
+    """The lifelines of a setup's charts by the names its file gives its clients: ``app (c0)``."""
+    return {c: f"{v.split(' ', 1)[1].strip(chr(39))} ({c})" for c, v in names(setup).items() if c.startswith("c")}
+
+
 def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
     """One SVG message-sequence chart per question that can happen; question key -> file."""
     folder = Path(directory)
@@ -115,7 +120,7 @@ def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
         path = folder / f"{setup_name(checked.setup)}-{a.key}.svg"
         cast = " ".join(f"{k}={v.split(' ', 1)[1].strip(chr(39))}" for k, v in names(checked.setup).items())
         title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({len(a.trace.steps)} steps) {cast}"
-        path.write_text(chart_svg(title, a.trace), encoding="utf-8")
+        path.write_text(chart_svg(title, a.trace, lifeline_names(checked.setup)), encoding="utf-8")
         written[a.key] = path
     return written
 

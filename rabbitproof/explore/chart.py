@@ -42,10 +42,12 @@ class Arrow:
 
 @dataclass
 class Chart:
-    """What the SVG draws: lifelines in order, arrows, boxes (row, lifeline, text) and faults."""
+    """What the SVG draws: lifelines in order, arrows, boxes (row, lifeline, text) and faults.
+    ``shown`` gives a lifeline the name a person knows it by (``c0`` -> ``app``)."""
 
     title: str
     lifelines: list[str] = field(default_factory=list)
+    shown: dict[str, str] = field(default_factory=dict)
     arrows: list[Arrow] = field(default_factory=list)
     boxes: list[tuple[int, str, str]] = field(default_factory=list)
     faults: list[tuple[int, list[str], str]] = field(default_factory=list)
@@ -152,9 +154,10 @@ def render_svg(chart: Chart) -> str:
            f'<text class="title" x="10" y="20" font-size="14" font-weight="bold">{escape(chart.title)}</text>']
     for name in chart.lifelines:
         x = _x(chart, name)
+        label = chart.shown.get(name, name)
         out.append(f'<g class="lifeline" data-name="{escape(name)}">'
-                   f'<rect x="{x - 60}" y="32" width="120" height="22" rx="4" fill="#e8eef8" stroke="#1f3b73"/>'
-                   f'<text x="{x}" y="47" text-anchor="middle" font-weight="bold">{escape(name)}</text>'
+                   f'<rect x="{x - 95}" y="32" width="190" height="22" rx="4" fill="#e8eef8" stroke="#1f3b73"/>'
+                   f'<text x="{x}" y="47" text-anchor="middle" font-weight="bold">{escape(_fit(label, 180))}</text>'
                    f'<line x1="{x}" y1="54" x2="{x}" y2="{height - 10}" stroke="#888" stroke-dasharray="4 3"/></g>')
     for row in range(1, chart.rows + 1):
         out.append(f'<text class="step" x="8" y="{_y(row) + 4}" fill="#888">{row}.</text>')
@@ -165,18 +168,21 @@ def render_svg(chart: Chart) -> str:
         if a.end is None:
             x2 = x1 + (x2 - x1) * 3 // 4
         method, _, fields = a.label.partition("(")
-        label_x, label_y = min(x1, x2) + 10, (y1 + y2) // 2 - 4
+        # Above the arrow's higher end, where it is written: the arrow only goes down from there, so the
+        # label never runs across it; a white halo keeps it readable over other lifelines and arrows.
+        label_x, label_y = min(x1, x2) + 10, y1 - 5
         span = max(abs(x2 - x1), COLUMN - 20) - 10
         out.append(f'<g class="frame" data-order="{i}" data-from="{escape(a.source)}" data-to="{escape(a.target)}" '
                    f'data-sent="{a.start}" data-read="{a.end if a.end is not None else ""}">'
                    f'<title>{escape(a.label)}</title>'
                    f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#1f3b73" stroke-width="1.4" '
                    f'marker-end="url(#head)"/>'
-                   f'<text x="{label_x}" y="{label_y}"><tspan font-weight="bold">'
+                   f'<text x="{label_x}" y="{label_y}" paint-order="stroke" stroke="white" stroke-width="3">'
+                   f'<tspan font-weight="bold">'
                    f'{escape(method)}</tspan>{escape(_fit("(" + fields if fields else "", span - 7 * len(method)))}'
                    f'</text>'
-                   + (f'<text x="{x2 + (6 if x2 > x1 else -60)}" y="{y2 + 12}" fill="#b00">in flight</text>'
-                      if a.end is None else "")
+                   + (f'<text x="{x2 + (6 if x2 > x1 else -6)}" y="{y2 - 3}" fill="#b00" '
+                      f'text-anchor="{"start" if x2 > x1 else "end"}">in flight</text>' if a.end is None else "")
                    + "</g>")
     for row, name, text in chart.boxes:
         x = _x(chart, name)
@@ -189,14 +195,18 @@ def render_svg(chart: Chart) -> str:
         out.append(f'<g class="fault" data-row="{row}" data-hits="{escape(" ".join(hit))}">'
                    f'<line x1="{x1}" y1="{_y(row)}" x2="{x2}" y2="{_y(row)}" stroke="#c00" stroke-width="2.5" '
                    f'stroke-dasharray="8 4"/>'
-                   f'<text x="{x1}" y="{_y(row) - 5}" fill="#c00" font-weight="bold">✕ {escape(text)}</text></g>')
+                   f'<text x="{x1}" y="{_y(row) - 5}" fill="#c00" font-weight="bold">✕ '
+                   f'{escape(_CONN.sub(lambda m: chart.shown.get(m.group(0), m.group(0)), text))}</text></g>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
 
-def chart_svg(title: str, trace: Trace) -> str:
-    """``trace`` as a self-contained SVG message-sequence chart."""
-    return render_svg(chart_of(title, trace))
+def chart_svg(title: str, trace: Trace, shown: dict[str, str] | None = None) -> str:
+    """``trace`` as a self-contained SVG message-sequence chart; ``shown`` names lifelines for people
+    (``{"c0": "app"}``)."""
+    chart = chart_of(title, trace)
+    chart.shown = dict(shown or {})
+    return render_svg(chart)
 
 
 def _file_name(*parts: str) -> str:
