@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+from typing import NamedTuple
 from urllib.parse import unquote, urlparse
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -20,6 +21,7 @@ from rich.table import Table
 
 from spec import recorded
 
+from rabbitproof.brokers.commanded import CommandedBroker, CommandFailed
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.judge import judge, wire_problem
 from rabbitproof.conformance.targets import TcpTarget, run_program
@@ -72,41 +74,65 @@ def probe(where: dict) -> None:
 STATUSES = ("accepted", "rejected", "unsupported", "no answer", "error", "inconclusive")
 
 
-def outcome(program: P.Program, target: TcpTarget, judge_texts: bool) -> tuple[str, int, float, str, str]:
-    """Run one program and judge it: (status, steps, seconds, explanation, trace). Never raises for what
+class Outcome(NamedTuple):
+    """What became of one program: its status (one of STATUSES), steps run, seconds, why (the verdict's
+    explanation), the trace in the spec's language (when it was judged), and broker crashes it caused."""
+
+    status: str
+    steps: int
+    seconds: float
+    explanation: str
+    trace: str = ""
+    crashes: int = 0
+
+
+def outcome(program: P.Program, target: TcpTarget, judge_texts: bool) -> Outcome:
+    """Run one program and judge it. Never raises for what
     the broker does: a recording the spec cannot express is "unsupported" (a method the broker refused
     with 540, or texts the rabbitmq dialect does not know), a step whose replies do not come is "no
     answer", a connection that fails in a way the client cannot go on from is "error"."""
     try:
         run_ = run_program(program, target)
     except (OSError, ConnectionClosed, ConnectionLost, ProtocolViolation, TimeoutError) as error:
-        return "error", 0, 0.0, f"{type(error).__name__}: {error}", ""
+        return Outcome("error", 0, 0.0, f"{type(error).__name__}: {error}")
     if run_.no_answer:
-        return "no answer", run_.steps, run_.seconds, run_.no_answer, ""
+        return Outcome("no answer", run_.steps, run_.seconds, run_.no_answer, crashes=run_.crashes)
     problem = wire_problem(run_)
     if problem:
-        return "error", run_.steps, run_.seconds, problem, ""
+        return Outcome("error", run_.steps, run_.seconds, problem, crashes=run_.crashes)
     try:
         verdict = judge(run_, judge_texts=judge_texts)
     except recorded.Unsupported as error:
-        return "unsupported", run_.steps, run_.seconds, str(error), ""
-    return verdict.status, run_.steps, run_.seconds, verdict.verdict.explain(), verdict.recording.text()
+        return Outcome("unsupported", run_.steps, run_.seconds, str(error), crashes=run_.crashes)
+    return Outcome(verdict.status, run_.steps, run_.seconds, verdict.verdict.explain(), verdict.recording.text(),
+                   run_.crashes)
 
 
-def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False) -> dict:
+def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False,
+        broker: CommandedBroker | None = None) -> dict:
     """Run `programs` generated programs; the table per family and the first finding of each (a program
-    not accepted: rejected, unsupported, no answer, error)."""
+    not accepted: rejected, unsupported, no answer, error). With ``broker`` (the user's kill and start
+    commands) every program crashes the broker at least once and restarts it (DU, PC-10: a restart takes
+    seconds, so such programs are few and each must crash); UsageError when those commands fail."""
     target = TcpTarget("broker", where["host"], where["port"], where["user"], where["password"], where["vhost"],
-                       quiet=0.05)
+                       quiet=0.05, broker=broker)
+    broken: list[str] = []
     table = {f: {"programs": 0, "steps": 0, **{s: 0 for s in STATUSES}, "first_rejection": None}
              for f in P.FAMILIES}
-    totals = {"programs": 0, "steps": 0, **{s: 0 for s in STATUSES}, "seconds": 0.0}
+    totals = {"programs": 0, "steps": 0, **{s: 0 for s in STATUSES}, "crashes": 0, "seconds": 0.0}
 
     def one(program):
-        status, steps, seconds, explanation, trace = outcome(program, target, judge_texts)
+        if broken:
+            return
+        try:
+            status, steps, seconds, explanation, trace, crashes = outcome(program, target, judge_texts)
+        except CommandFailed as error:
+            broken.append(str(error))
+            return
         totals["programs"] += 1
         totals["steps"] += steps
         totals["seconds"] += seconds
+        totals["crashes"] += crashes
         totals[status] += 1
         for family in sorted(P.families(program)):
             row = table[family]
@@ -119,10 +145,13 @@ def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False)
 
     draw = settings(max_examples=programs, deadline=None, database=None, derandomize=seed is None,
                     suppress_health_check=list(HealthCheck), phases=[p for p in Phase if p is not Phase.shrink])(
-        given(P.programs(rabbitmq_safe=True, errors=False))(one))
+        given(P.programs(rabbitmq_safe=True, errors=False, crashes=broker is not None,
+                         min_crashes=int(broker is not None)))(one))
     if seed is not None:
         draw = hypothesis_seed(seed)(draw)
     draw()
+    if broken:
+        raise UsageError(f"{broken[0]} (after {totals['programs']} programs)")
     return {"families": table, "totals": totals}
 
 
@@ -155,6 +184,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dialect", choices=("standard", "rabbitmq"), default="standard",
                         help="standard (the default): judge reply codes and fields, as AMQP 0-9-1 fixes them; "
                              "rabbitmq: also RabbitMQ 3.10.8's exact reply texts")
+    parser.add_argument("--kill-cmd", metavar="CMD",
+                        help="a shell command that crashes the broker (e.g. kill -9 its process): with --start-cmd, "
+                             "programs crash and restart it (the DU and PC-10 families)")
+    parser.add_argument("--start-cmd", metavar="CMD",
+                        help="a shell command that starts the broker again on the same port and data")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -164,12 +198,23 @@ def run_command(options: argparse.Namespace) -> int:
         if options.programs < 1:
             raise UsageError("--programs must be at least 1")
         where = parse_url(options.url)
+        if bool(options.kill_cmd) != bool(options.start_cmd):
+            raise UsageError("--kill-cmd and --start-cmd go together: the suite kills the broker, then starts it")
         probe(where)
     except UsageError as error:
         sys.stderr.write(f"rabbitproof conformance: error: {error}\n")
         return 2
     started = time.monotonic()
-    result = run(where, options.programs, options.seed, judge_texts=options.dialect == "rabbitmq")
+    broker = CommandedBroker(where["host"], where["port"], where["user"], where["password"], options.kill_cmd,
+                             options.start_cmd) if options.kill_cmd else None
+    try:
+        result = run(where, options.programs, options.seed, judge_texts=options.dialect == "rabbitmq", broker=broker)
+    except UsageError as error:
+        sys.stderr.write(f"rabbitproof conformance: error: {error}\n")
+        return 2
+    finally:
+        if broker is not None:
+            broker.close()
     result["totals"]["wall_seconds"] = time.monotonic() - started
     if options.json:
         print(json.dumps(result, indent=2))
