@@ -6,7 +6,9 @@ import json
 import socket
 import subprocess
 import sys
+from xml.etree import ElementTree
 
+from rabbitproof.conformance.command import STATUSES, junit_xml
 from tests.fixtures.mutants import REPO
 
 
@@ -29,6 +31,32 @@ def test_json_result_per_family_against_the_impl_server(impl_broker_module):
     assert report["totals"]["programs"] == 6 and report["totals"]["accepted"] == 6
     assert set(report["families"]) == {"DT", "AM", "ACK", "PF", "RQ", "DS", "PC", "TX", "DU", "ER", "RT"}
     assert sum(row["programs"] for row in report["families"].values()) >= 6
+
+
+def test_junit_for_ci(impl_broker_module, tmp_path):
+    b = impl_broker_module
+    path = tmp_path / "conformance.xml"
+    result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--programs", "3", "--junit", str(path))
+    assert result.returncode == 0, result.stderr[-2000:]
+    suite = ElementTree.parse(path).getroot()
+    assert suite.tag == "testsuite" and suite.get("tests") == "11" and suite.get("failures") == "0"
+    assert {case.get("name") for case in suite.iter("testcase")} == {"DT", "AM", "ACK", "PF", "RQ", "DS", "PC", "TX",
+                                                                      "DU", "ER", "RT"}
+
+
+def test_a_family_with_a_program_not_accepted_fails_in_junit():
+    families = {f: {"programs": 1, "steps": 3, **{s: 0 for s in STATUSES}, "first_rejection": None}
+                for f in ("DT", "ER")}
+    families["DT"]["accepted"] = 1
+    families["ER"]["rejected"] = 1
+    families["ER"]["first_rejection"] = {"status": "rejected", "program": "Program()", "steps": "1. c0: ack",
+                                         "verdict": "rejected: connection c0, observation 3 has no explanation"}
+    suite = ElementTree.fromstring(junit_xml({"families": families, "totals": {"seconds": 1.0}}, "amqp://x/"))
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert suite.get("failures") == "1" and cases["DT"].find("failure") is None
+    failure = cases["ER"].find("failure")
+    assert failure.get("type") == "rejected" and failure.get("message").startswith("rejected: connection c0")
+    assert "Program()" in failure.text
 
 
 def test_table_is_printed(impl_broker_module):

@@ -11,7 +11,9 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import NamedTuple
+from xml.etree import ElementTree
 from urllib.parse import unquote, urlparse
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -140,7 +142,8 @@ def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False,
             row["steps"] += steps
             row[status] += 1
             if status != "accepted" and row["first_rejection"] is None:
-                row["first_rejection"] = {"status": status, "steps": program.numbered(), "verdict": explanation,
+                row["first_rejection"] = {"status": status, "program": repr(program), "steps": program.numbered(),
+                                          "verdict": explanation,
                                           "trace": trace}
 
     draw = settings(max_examples=programs, deadline=None, database=None, derandomize=seed is None,
@@ -173,6 +176,28 @@ def print_table(result: dict) -> None:
         if first:
             console.print(f"\n[bold]{family}: first program not accepted ({first['status']})[/bold]", markup=True)
             console.print(f"{first['steps']}\n{first['verdict']}", markup=False, highlight=False)
+            console.print("as a program (from rabbitproof.conformance.programs import *):\n" + first["program"],
+                          markup=False, highlight=False, style="dim")
+
+
+def junit_xml(result: dict, url: str) -> str:
+    """The result as JUnit XML for CI: one test case per rule family, failed when a program exercising
+    it was not accepted (the first one's verdict and program in the failure)."""
+    totals = result["totals"]
+    failures = sum(1 for row in result["families"].values() if row["first_rejection"])
+    suite = ElementTree.Element("testsuite", name=f"rabbitproof conformance {url}",
+                                tests=str(len(result["families"])), failures=str(failures),
+                                time=f"{totals['seconds']:.3f}")
+    for family, row in result["families"].items():
+        case = ElementTree.SubElement(suite, "testcase", classname="rabbitproof.conformance", name=family)
+        first = row["first_rejection"]
+        if first:
+            failure = ElementTree.SubElement(case, "failure", type=first["status"],
+                                             message=first["verdict"].splitlines()[0][:500])
+            failure.text = f"{first['steps']}\n{first['verdict']}\n{first['program']}"
+        out = ElementTree.SubElement(case, "system-out")
+        out.text = ", ".join(f"{k} {row[k]}" for k in ("programs", "steps", *STATUSES))
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -190,6 +215,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start-cmd", metavar="CMD",
                         help="a shell command that starts the broker again on the same port and data")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--junit", metavar="FILE", help="also write the result as JUnit XML (a test case per family)")
 
 
 def run_command(options: argparse.Namespace) -> int:
@@ -198,6 +224,8 @@ def run_command(options: argparse.Namespace) -> int:
         if options.programs < 1:
             raise UsageError("--programs must be at least 1")
         where = parse_url(options.url)
+        if options.junit and not Path(options.junit).resolve().parent.is_dir():
+            raise UsageError(f"--junit: no such directory {str(Path(options.junit).resolve().parent)!r}")
         if bool(options.kill_cmd) != bool(options.start_cmd):
             raise UsageError("--kill-cmd and --start-cmd go together: the suite kills the broker, then starts it")
         probe(where)
@@ -216,6 +244,8 @@ def run_command(options: argparse.Namespace) -> int:
         if broker is not None:
             broker.close()
     result["totals"]["wall_seconds"] = time.monotonic() - started
+    if options.junit:
+        Path(options.junit).write_text(junit_xml(result, options.url), encoding="utf-8")
     if options.json:
         print(json.dumps(result, indent=2))
     else:
