@@ -7,6 +7,7 @@ import io
 import json
 import signal
 import subprocess
+import tomllib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from spec import actions as A
 
 from rabbitproof.check.answers import check_setup, machine_for, names
 from rabbitproof.check.questions import NOTHING_YET, QUESTIONS, SetupMachine, Watched, believed_never_lost
-from rabbitproof.check.setup_file import parse_setup, read_setup
+from rabbitproof.check.setup_file import KEYS, parse_setup, read_setup
 from rabbitproof.check.setup_model import to_config
 from rabbitproof.check.whatif import single_changes, try_changes
 from rabbitproof.cli import main
@@ -38,6 +39,8 @@ EXPECTED = {
     "reply-queue": (CAN, CANNOT, CANNOT, CANNOT, CANNOT),
     "safe-pipeline": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
     "two-workers": (CANNOT, CAN, CAN, CANNOT, CANNOT),
+    "batch-acks": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
+    "dead-letter": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
 }
 
 
@@ -49,6 +52,16 @@ def checked(name: str):
 
 def test_every_example_is_pinned():
     assert sorted(p.stem for p in EXAMPLES.glob("*.toml")) == sorted(EXPECTED)
+
+
+def test_the_examples_use_every_key_of_the_setup_file():
+    used = set()
+    for path in EXAMPLES.glob("*.toml"):
+        data = tomllib.loads(path.read_text())
+        used |= {("queues.NAME", key) for queue in data.get("queues", {}).values() for key in queue}
+        used |= {(kind, key) for kind in ("publishers", "consumers") for table in data.get(kind, []) for key in table}
+        used |= {("faults", key) for key in data.get("faults", {})}
+    assert [(k.table, k.name) for k in KEYS if (k.table, k.name) not in used] == []
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
