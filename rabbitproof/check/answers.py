@@ -107,8 +107,22 @@ def rules_of_trace(trace: Trace | None) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def answer(question: Question, result: ExplorationResult) -> Answer:
-    """What ``result`` says about ``question``."""
+def applies(rule: str, setup: Setup) -> bool:
+    """Whether a rule can bear on ``setup`` at all: the rules of a feature (transactions, confirms,
+    automatic acks, prefetch, durability, mandatory returns) only where the setup uses it."""
+    publishers, consumers = setup.publishers, setup.consumers
+    if rule == "RT-3":
+        return any(p.mandatory for p in publishers)
+    uses = {"TX": any(p.transactions for p in publishers), "PC": any(p.confirms for p in publishers),
+            "AM": any(c.acks == "automatic" for c in consumers), "PF": any(c.prefetch for c in consumers),
+            "DU": (any(q.durable for q in setup.queues) or any(p.persistent for p in publishers)
+                   or setup.faults.broker_crash)}
+    return uses.get(rule.split("-")[0], True)
+
+
+def answer(question: Question, result: ExplorationResult, setup: Setup) -> Answer:
+    """What ``result`` says about ``question`` for ``setup``: the rules are the question's and those of
+    its trace's steps, each only where it applies to the setup."""
     if question.prop is None:                       # the publisher waits for ever: a deadlock
         found, trace = result.deadlocks > 0, result.deadlock_trace
         happens = True if found else (False if result.complete else None)
@@ -116,7 +130,8 @@ def answer(question: Question, result: ExplorationResult) -> Answer:
         verdict = next(p for p in result.properties if p.name == question.prop.name)
         trace = verdict.trace
         happens = True if verdict.found else (False if verdict.decided else None)
-    rules = tuple(dict.fromkeys(question.rules + rules_of_trace(trace if happens else None)))
+    rules = tuple(r for r in dict.fromkeys(question.rules + rules_of_trace(trace if happens else None))
+                  if applies(r, setup))
     return Answer(question.key, question.text, happens, trace if happens else None, rules)
 
 
@@ -151,4 +166,4 @@ def check_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | Non
                             time_limit=time_limit)
     if result.error is not None and not stopped_short(result.error):
         raise RuntimeError(f"exploring {setup.source} failed: {result.error}")
-    return Checked(setup, config, result, tuple(answer(q, result) for q in QUESTIONS), machine)
+    return Checked(setup, config, result, tuple(answer(q, result, setup) for q in QUESTIONS), machine)
