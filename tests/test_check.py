@@ -41,6 +41,7 @@ EXPECTED = {
     "two-workers": (CANNOT, CAN, CAN, CANNOT, CANNOT),
     "batch-acks": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
     "dead-letter": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
+    "idempotent-worker": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
 }
 
 
@@ -192,6 +193,15 @@ def test_an_answer_cites_only_the_rules_that_apply_to_the_setup():
     assert not any(r.startswith("TX-") for r in rules) and "PC-10" in rules and "DU-3" in rules
     fire = check_setup(read_setup(EXAMPLES / "fire-and-forget.toml"), LocalEngine(reductions=("symmetry",)))
     assert not any(r.startswith(("PC-", "TX-")) for a in fire.answers for r in a.rules)
+
+
+def test_processing_twice_is_harmless_where_every_consumer_is_idempotent():
+    result = checked("idempotent-worker")
+    twice = next(a for a in result.answers if a.key == "twice")
+    assert twice.happens and twice.trace is not None and "idempotent" in twice.harmless
+    assert result.failing == ()                     # nothing fails: exit code 0
+    plain = checked("work-queue")                   # the same setup, the worker not idempotent
+    assert plain.failing == ("twice",) and not next(a for a in plain.answers if a.key == "twice").harmless
 
 
 def test_a_commit_ok_answers_its_own_commit_TX_7():

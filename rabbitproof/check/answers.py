@@ -36,6 +36,7 @@ class Answer:
     happens: bool | None
     trace: Trace | None
     rules: tuple[str, ...]          # the question's rules, then those of the actions its trace takes
+    harmless: str = ""              # why a "can happen" does no harm in this setup (not a failure)
 
     @property
     def verdict(self) -> str:
@@ -54,8 +55,8 @@ class Checked:
 
     @property
     def failing(self) -> tuple[str, ...]:
-        """The questions that do not pass: can happen, or undecided."""
-        return tuple(a.key for a in self.answers if a.happens is not False)
+        """The questions that do not pass: can happen (unless harmless in this setup), or undecided."""
+        return tuple(a.key for a in self.answers if a.happens is not False and not (a.happens and a.harmless))
 
 
 def machine_for(setup: Setup) -> SetupMachine:
@@ -113,8 +114,12 @@ def applies(rule: str, setup: Setup) -> bool:
     publishers, consumers = setup.publishers, setup.consumers
     if rule == "RT-3":
         return any(p.mandatory for p in publishers)
+    if rule == "AM-2":              # automatic mode; AM-3 is manual mode, AM-1 the choice between them
+        return any(c.acks == "automatic" for c in consumers)
+    if rule == "AM-3":
+        return any(c.acks == "manual" for c in consumers)
     uses = {"TX": any(p.transactions for p in publishers), "PC": any(p.confirms for p in publishers),
-            "AM": any(c.acks == "automatic" for c in consumers), "PF": any(c.prefetch for c in consumers),
+            "PF": any(c.prefetch for c in consumers),
             "DU": (any(q.durable for q in setup.queues) or any(p.persistent for p in publishers)
                    or setup.faults.broker_crash)}
     return uses.get(rule.split("-")[0], True)
@@ -132,7 +137,16 @@ def answer(question: Question, result: ExplorationResult, setup: Setup) -> Answe
         happens = True if verdict.found else (False if verdict.decided else None)
     rules = tuple(r for r in dict.fromkeys(question.rules + rules_of_trace(trace if happens else None))
                   if applies(r, setup))
-    return Answer(question.key, question.text, happens, trace if happens else None, rules)
+    return Answer(question.key, question.text, happens, trace if happens else None, rules,
+                  harmless(question.key, setup) if happens else "")
+
+
+def harmless(key: str, setup: Setup) -> str:
+    """Why the answer "can happen" to question ``key`` does no harm in ``setup`` ("" when it does): a
+    message processed twice, where every consumer is idempotent."""
+    if key == "twice" and setup.consumers and all(c.idempotent for c in setup.consumers):
+        return "every consumer is idempotent: a message processed twice does no harm"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,9 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
     table.add_column("answer")
     table.add_column("rules")
     for n, a in enumerate(checked.answers, 1):
-        table.add_row(str(n), a.question, Text(a.verdict, style=VERDICT_STYLE[a.verdict]), ", ".join(a.rules))
+        shown = Text(f"{a.verdict}, harmless", style="yellow") if a.harmless else \
+            Text(a.verdict, style=VERDICT_STYLE[a.verdict])
+        table.add_row(str(n), a.question, shown, ", ".join(a.rules))
     console.print(table)
     console.print(Text(checked_text(checked), style="dim"))
     for note in notes(checked.setup):
@@ -79,6 +81,8 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
             continue
         console.print()
         print_trace(console, f"{n}. {a.question} How", a.trace)
+        if a.harmless:
+            console.print(Text(f"  harmless here: {a.harmless}", style="yellow"))
         if a.key in charts:
             console.print(Text(f"  chart: {charts[a.key]}", style="cyan"))
         console.print(Text(f"  rules involved: {', '.join(a.rules)}"))
@@ -144,7 +148,8 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
         "passed": not checked.failing,
         "names": names(checked.setup),
         "answers": [
-            {"key": a.key, "question": a.question, "answer": a.verdict, "rules": list(a.rules),
+            {"key": a.key, "question": a.question, "answer": a.verdict, "harmless": a.harmless or None,
+             "rules": list(a.rules),
              "steps": a.trace.lines() if a.trace else None, "chart": str(charts[a.key]) if a.key in charts else None,
              "prevented_by": [t.change.key for t in tried if a.key in t.fixes]}
             for a in checked.answers

@@ -97,6 +97,9 @@ KEYS: tuple[Key, ...] = (
     Key("consumers", "on_failure", '"none"', ", ".join(f'"{a}"' for a in ON_FAILURE),
         "what it does with a message it fails to process: nothing, basic.nack or basic.reject with or without "
         "requeue (ACK-5, ACK-6), or close its channel (RQ-4); nack and reject need manual acks"),
+    _bool("consumers", "idempotent", "processing a message twice does no harm (the consumer deduplicates, or its "
+                                     "work is idempotent): when every consumer is, question 2 can still happen but "
+                                     "is reported harmless, not a failure"),
     _bool("faults", "consumer_channel_lost", "a consumer's channel may close once (RQ-4)"),
     _bool("faults", "consumer_connection_lost", "a consumer's connection may be lost once; it reconnects (RQ-4, AM-2)"),
     _bool("faults", "network_loss", "any connection may be lost once, frames in flight either way with it"),
@@ -153,6 +156,7 @@ class ConsumerSetup:
     prefetch_scope: str = "consumer"    # PF-2: per consumer, or the channel's global limit
     ack: str = "single"             # ACK-2: acknowledge one delivery at a time, or several with multiple
     on_failure: str = "none"        # what it does with a message it fails to process
+    idempotent: bool = False        # processing a message twice does no harm
 
 
 @dataclass(frozen=True)
@@ -367,7 +371,7 @@ class _Reader:
             self.integer(table, path, "prefetch", 0, 0, MAX_PREFETCH),
             self.choice(table, path, "prefetch_scope", "consumer", PREFETCH_SCOPES),
             self.choice(table, path, "ack", "single", ACK_STYLES),
-            self.choice(table, path, "on_failure", "none", ON_FAILURE))
+            self.choice(table, path, "on_failure", "none", ON_FAILURE), self.boolean(table, path, "idempotent"))
         if consumer.acks == "automatic":
             if consumer.on_failure.startswith(("nack", "reject")):
                 raise self.fail(path + ("on_failure",), f"consumer {consumer.name!r} acknowledges automatically: "
