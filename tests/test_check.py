@@ -20,7 +20,7 @@ from spec import actions as A
 
 from rabbitproof.check.answers import applies, check_setup, machine_for, names
 from rabbitproof.check.questions import NOTHING_YET, QUESTIONS, SetupMachine, Watched, believed_never_lost
-from rabbitproof.check.setup_file import KEYS, parse_setup, read_setup
+from rabbitproof.check.setup_file import KEYS, SetupError, parse_setup, read_setup
 from rabbitproof.check.setup_model import to_config
 from rabbitproof.check.whatif import single_changes, try_changes
 from rabbitproof.cli import main
@@ -42,6 +42,7 @@ EXPECTED = {
     "batch-acks": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
     "dead-letter": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
     "idempotent-worker": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
+    "polling-worker": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
 }
 
 
@@ -202,6 +203,17 @@ def test_processing_twice_is_harmless_where_every_consumer_is_idempotent():
     assert result.failing == ()                     # nothing fails: exit code 0
     plain = checked("work-queue")                   # the same setup, the worker not idempotent
     assert plain.failing == ("twice",) and not next(a for a in plain.answers if a.key == "twice").harmless
+
+
+def test_a_polling_consumer_gets_one_message_at_a_time_DS_2():
+    result = checked("polling-worker")
+    config, fired = result.config, result.result.coverage
+    assert config.gets and fired.get("ClientGet") and not fired.get("ClientConsume")
+    twice = next(a for a in result.answers if a.key == "twice")
+    steps = [s.action for s in twice.trace.steps]
+    assert any(s.startswith("get from q0") for s in steps)
+    with pytest.raises(SetupError, match="prefetch does not limit"):
+        parse_setup((EXAMPLES / "polling-worker.toml").read_text().replace("polls = true", "polls = true\nprefetch = 1"))
 
 
 def test_a_commit_ok_answers_its_own_commit_TX_7():

@@ -38,7 +38,8 @@ from typing import Any, NamedTuple
 from spec import actions as A
 from spec import machine
 from spec.frames import (
-    BASIC_ACK, BASIC_DELIVER, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_RETURN, MSG_STRIDE, TX_COMMIT_OK,
+    BASIC_ACK, BASIC_DELIVER, BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_RETURN,
+    MSG_STRIDE, TX_COMMIT_OK,
 )
 from spec.properties_api import Property
 from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
@@ -89,6 +90,8 @@ class SetupMachine:
       channel it opens (DU-4, PF-2);
     - a consumer handles its deliveries one at a time, in the order they arrived: it settles the oldest
       one it holds (ack, nack or reject), or with multiple=true any batch that starts there (ACK-2).
+    - a consumer that polls asks for one message at a time with basic.get, once it holds none and no
+      get is on its way either way (DS-2).
 
     A lost connection is lost only where the setup's faults say (``lossy``). Everything else (the
     broker, the disk, the network, the other faults, every interleaving of the clients) is the
@@ -140,7 +143,7 @@ def rename_watched(watched: Watched, g: Any) -> Watched:
     return Watched(rename(watched.spec, g), ghost)
 
 
-_PROGRAM_STEPS = frozenset({A.ClientPublish, A.ClientConsume, A.ClientQos, A.ClientAck, A.ClientNack,
+_PROGRAM_STEPS = frozenset({A.ClientPublish, A.ClientConsume, A.ClientGet, A.ClientQos, A.ClientAck, A.ClientNack,
                             A.ClientReject, A.NetworkLoss})
 
 
@@ -160,6 +163,13 @@ def _programs_take(machine_: SetupMachine, state: State, prepared: tuple, config
         if any(not view.setup & (1 << q) for q in role.declare):
             return False
         return not role.qos or (c, ch) in prepared
+    if kind is A.ClientGet:                         # one poll at a time, once it holds nothing (DS-2)
+        role = config.roles[(c, ch)]
+        if any(not view.setup & (1 << q) for q in role.declare) or view.held:
+            return False
+        conn = state.conns[c]
+        return not any(f[0] == BASIC_GET for f in conn.to_broker[ch]) and \
+            not any(f[0] in (BASIC_GET_OK, BASIC_GET_EMPTY) for f in conn.to_client[ch])
     if kind is A.ClientQos:
         return (c, ch) not in prepared
     if kind is not A.ClientReject and a.multiple:

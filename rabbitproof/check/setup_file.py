@@ -97,6 +97,8 @@ KEYS: tuple[Key, ...] = (
     Key("consumers", "on_failure", '"none"', ", ".join(f'"{a}"' for a in ON_FAILURE),
         "what it does with a message it fails to process: nothing, basic.nack or basic.reject with or without "
         "requeue (ACK-5, ACK-6), or close its channel (RQ-4); nack and reject need manual acks"),
+    _bool("consumers", "polls", "it polls the queue with basic.get, one message at a time, instead of consuming "
+                                "with basic.consume (DS-2); prefetch does not apply to basic.get (PF-4)"),
     _bool("consumers", "idempotent", "processing a message twice does no harm (the consumer deduplicates, or its "
                                      "work is idempotent): when every consumer is, question 2 can still happen but "
                                      "is reported harmless, not a failure"),
@@ -157,6 +159,7 @@ class ConsumerSetup:
     ack: str = "single"             # ACK-2: acknowledge one delivery at a time, or several with multiple
     on_failure: str = "none"        # what it does with a message it fails to process
     idempotent: bool = False        # processing a message twice does no harm
+    polls: bool = False             # it polls with basic.get instead of consuming (DS-2)
 
 
 @dataclass(frozen=True)
@@ -371,7 +374,11 @@ class _Reader:
             self.integer(table, path, "prefetch", 0, 0, MAX_PREFETCH),
             self.choice(table, path, "prefetch_scope", "consumer", PREFETCH_SCOPES),
             self.choice(table, path, "ack", "single", ACK_STYLES),
-            self.choice(table, path, "on_failure", "none", ON_FAILURE), self.boolean(table, path, "idempotent"))
+            self.choice(table, path, "on_failure", "none", ON_FAILURE), self.boolean(table, path, "idempotent"),
+            self.boolean(table, path, "polls"))
+        if consumer.polls and consumer.prefetch:
+            raise self.fail(path + ("prefetch",), f"consumer {consumer.name!r} polls with basic.get, which prefetch "
+                                                  "does not limit (PF-4)")
         if consumer.acks == "automatic":
             if consumer.on_failure.startswith(("nack", "reject")):
                 raise self.fail(path + ("on_failure",), f"consumer {consumer.name!r} acknowledges automatically: "

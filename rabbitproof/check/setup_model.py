@@ -19,7 +19,7 @@ The spec bounds publishes in all: the publishers' `messages` add up to its budge
 """
 from __future__ import annotations
 
-from spec.configs import Config
+from spec.configs import BOUNDS, Config
 from spec.frames import DEFAULT_EXCHANGE
 from spec.roles import QueueSpec, Role
 
@@ -62,11 +62,20 @@ def consumer_role(consumer: ConsumerSetup, queue: int, exclusive: bool, faults, 
     failure = consumer.on_failure
     prefetch = binding_prefetch(consumer, messages)
     qos = ((prefetch, consumer.prefetch_scope == "channel"),) if prefetch else ()
-    return Role(consume=((queue, not manual),), ack=manual, multiple=manual and consumer.ack == "multiple",
+    receive = {"get": ((queue, not manual),)} if consumer.polls else {"consume": ((queue, not manual),)}
+    return Role(**receive, ack=manual, multiple=manual and consumer.ack == "multiple",
                 nack=(failure == "nack-requeue",) if failure.startswith("nack") else (),
                 reject=(failure == "reject-requeue",) if failure.startswith("reject") else (),
                 qos=qos, declare=(queue,) if exclusive else (),
                 close=failure == "close-channel" or faults.consumer_channel_lost)
+
+
+def polls(setup: Setup, messages: int, requeues: int) -> int:
+    """The basic.get calls explored when a consumer polls: one per message and per requeue, and one that
+    finds the queue empty (DS-2), within the spec's bound."""
+    if not any(c.polls for c in setup.consumers):
+        return 0
+    return min(BOUNDS["gets"][1], messages + requeues + 1)
 
 
 def lossy(setup: Setup) -> tuple[bool, ...]:
@@ -94,14 +103,16 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
     closes = (REQUEUE_BUDGET if any(c.on_failure == "close-channel" for c in setup.consumers) else 0) \
         + int(faults.consumer_channel_lost)
     reconnects = int(faults.consumer_connection_lost or faults.network_loss)
+    requeues = REQUEUE_BUDGET if requeueing or closes or reconnects or faults.broker_crash else 0
     return Config(
         name, f"the setup of {setup.source}",
         connections=len(setup.publishers) + len(setup.consumers), channels=1, queues=queues, roles=roles,
         messages=messages,
-        requeues=REQUEUE_BUDGET if requeueing or closes or reconnects or faults.broker_crash else 0,
+        requeues=requeues,
         closes=closes, reconnects=reconnects,
         losses=int(faults.network_loss or faults.consumer_connection_lost),
         crashes=int(faults.broker_crash), failures=int(faults.queue_refuses),
         qos=sum(1 for c in setup.consumers if binding_prefetch(c, messages))
         * (1 + closes + reconnects + int(faults.broker_crash)),
+        gets=polls(setup, messages, requeues),
         deadlock_is_error=False, category="setup")

@@ -82,7 +82,7 @@ def single_changes(setup: Setup) -> tuple[Change, ...]:
     dead = _dead_letter_change(setup)
     if dead is not None:
         out.append(dead)
-    unbounded = [c for c in cons if c.acks == "manual" and c.prefetch != 1]
+    unbounded = [c for c in cons if c.acks == "manual" and c.prefetch != 1 and not c.polls]   # PF-4: not gets
     if unbounded:
         out.append(Change("prefetch-1", f"lower prefetch to 1 ({_names(unbounded)})", ("PF-1", "RQ-1"),
                           replace(setup, consumers=tuple(replace(c, prefetch=1, prefetch_scope="consumer")
