@@ -43,6 +43,7 @@ EXPECTED = {
     "dead-letter": (CANNOT, CANNOT, CANNOT, CANNOT, CANNOT),
     "idempotent-worker": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
     "polling-worker": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
+    "work-before-ack": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
 }
 
 
@@ -214,6 +215,20 @@ def test_a_polling_consumer_gets_one_message_at_a_time_DS_2():
     assert any(s.startswith("get from q0") for s in steps)
     with pytest.raises(SetupError, match="prefetch does not limit"):
         parse_setup((EXAMPLES / "polling-worker.toml").read_text().replace("polls = true", "polls = true\nprefetch = 1"))
+
+
+def test_work_done_before_the_ack_can_be_done_twice_RQ_4():
+    """A channel that closes between the work and the ack: the message is requeued and worked on again;
+    with the work and the ack as one step there is no such window."""
+    text = (EXAMPLES / "work-before-ack.toml").read_text()
+    assert answers_of(text)["twice"] == CAN
+    assert answers_of(text.replace('work = "before-ack"', 'work = "at-ack"'))["twice"] == CANNOT
+    twice = next(a for a in checked("work-before-ack").answers if a.key == "twice")
+    steps = [s.action for s in twice.trace.steps]
+    work = steps.index("do the work of delivery tag 1 (not yet acknowledged)")
+    assert "close channel" in steps[work:]
+    with pytest.raises(SetupError, match="no ack to work before"):
+        parse_setup(text.replace('acks = "manual"', 'acks = "automatic"'))
 
 
 def test_a_commit_ok_answers_its_own_commit_TX_7():

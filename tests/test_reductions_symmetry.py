@@ -189,5 +189,20 @@ def test_two_identical_workers_of_a_setup_are_interchangeable_and_no_answer_chan
 
 
 def test_workers_that_differ_are_not_interchangeable():
-    setup = parse_setup(TWO_WORKERS.replace("prefetch = 1", "prefetch = 2", 1), "two-workers.toml")
+    setup = parse_setup(TWO_WORKERS.replace('acks = "manual"', 'acks = "manual"\non_failure = "nack-drop"', 1),
+                        "two-workers.toml")
     assert machine_for(setup).symmetry(to_config(setup)).renamings == ()
+    # Prefetch 1 and 2 with one message: neither ever binds, both are explored as no limit (PF-1).
+    same = parse_setup(TWO_WORKERS.replace("prefetch = 1", "prefetch = 2", 1), "two-workers.toml")
+    assert machine_for(same).symmetry(to_config(same)).renamings
+
+
+def test_workers_that_work_before_the_ack_stay_interchangeable():
+    """The work step and its ghost (which deliveries' work is done) are renamed with the consumers."""
+    text = TWO_WORKERS.replace('acks = "manual"', 'acks = "manual"\nwork = "before-ack"')
+    assert text.count('work = "before-ack"') == 2
+    setup = parse_setup(text, "two-workers.toml")
+    machine, config = machine_for(setup), to_config(setup)
+    assert machine.works == (False, True, True) and machine.symmetry(config).renamings
+    _, problems = equivariance_problems(machine, config, PROPERTIES)
+    assert problems == []

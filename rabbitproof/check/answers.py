@@ -18,13 +18,13 @@ from spark_check.results import ExplorationResult, Trace
 from spec import actions as A
 from spec.configs import Config
 
-from rabbitproof.check.questions import PROPERTIES, QUESTIONS, Question, SetupMachine
+from rabbitproof.check.questions import PROPERTIES, QUESTIONS, ConsumerWork, Question, SetupMachine
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import lossy, to_config
 
 _RULE = re.compile(r"\b(?:DT|AM|ACK|PF|RQ|DS|PC|TX|DU|ER|RT)-\d+\b")
-ACTION_TYPES = tuple(c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Action) and c is not A.Action
-                     and c is not A.ClientAction)
+ACTION_TYPES = (ConsumerWork,) + tuple(c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Action)
+                                       and c is not A.Action and c is not A.ClientAction)
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ class Checked:
 
 def machine_for(setup: Setup) -> SetupMachine:
     """The observed machine of a setup: publishers first, each held to its own message count."""
-    return SetupMachine(tuple(p.messages for p in setup.publishers) + (0,) * len(setup.consumers), lossy(setup))
+    return SetupMachine(tuple(p.messages for p in setup.publishers) + (0,) * len(setup.consumers), lossy(setup),
+                        (False,) * len(setup.publishers) + tuple(c.work == "before-ack" for c in setup.consumers))
 
 
 def config_for(setup: Setup, bounds: Mapping[str, Any] | None = None, max_states: int | None = None) -> Config:

@@ -14,8 +14,10 @@ What the applications are taken to do, as the seeds describe them:
   (the tx.commit-ok of that very commit: a commit-ok answers the oldest commit of its channel still
   unanswered, TX-7); never when it came back with basic.return (RT-3) or was nacked (PC-6), and not
   once its channel or connection is gone before the answer came (it then knows to publish again);
-- a consumer processes a message when it acknowledges it (manual acks: it acks after the work is done)
-  or when it receives it (automatic acks); a nack or reject is a failure, not a processing.
+- a consumer processes a message when it acknowledges it (manual acks: the work and the ack are one
+  step), or, when its work is done before the ack (``work = "before-ack"``), at the work, a step of its
+  own (``ConsumerWork``) that a crash may follow before the ack is sent; or when it receives it
+  (automatic acks); a nack or reject is a failure, not a processing.
 
 The questions, each a property of the watched state (or, for the last, of its end states):
 
@@ -64,9 +66,21 @@ class Ghost(NamedTuple):
                             # saw on the channel it has open now
     disorder: bool          # a consumer received a message after a later one of the same publisher
     prepared: tuple         # (conn, ch) that sent their basic.qos on the channel they have open now
+    worked: tuple = ()      # (conn, ch, tag): held deliveries whose work is done, not yet acked (work before ack)
 
 
-NOTHING_YET = Ghost((), (), (), (), (), (), (), (), False, ())
+NOTHING_YET = Ghost((), (), (), (), (), (), (), (), False, (), ())
+
+
+@dataclass(frozen=True)
+class ConsumerWork(A.ClientAction):
+    """The consumer does the work of delivery ``tag`` it holds, before it acknowledges it: the message is
+    processed now, and a crash before the ack means the work is done again after redelivery (AM-3, RQ-4)."""
+
+    tag: int
+
+    def __str__(self) -> str:
+        return f"do the work of delivery tag {self.tag} (not yet acknowledged)"
 
 
 class Watched(NamedTuple):
@@ -101,18 +115,24 @@ class SetupMachine:
 
     limits: tuple[int, ...]
     lossy: tuple[bool, ...]         # per connection: whether the faults may lose it (NetworkLoss)
+    works: tuple[bool, ...] = ()    # per connection: its consumer does the work before the ack (ConsumerWork)
 
     def initial_states(self, config: Any) -> tuple[Watched, ...]:
         return tuple(Watched(s, NOTHING_YET) for s in machine.initial_states(config))
 
     def enabled(self, watched: Watched, config: Any) -> tuple:
-        state, prepared = watched.spec, watched.ghost.prepared
-        return tuple(a for a in machine.enabled(state, config)
-                     if type(a) not in _PROGRAM_STEPS or _programs_take(self, state, prepared, config, a))
+        state, ghost = watched.spec, watched.ghost
+        taken = tuple(a for a in machine.enabled(state, config)
+                      if type(a) not in _PROGRAM_STEPS or _programs_take(self, state, ghost, config, a))
+        if not any(self.works):
+            return taken
+        return taken + work_steps(self.works, state, ghost)
 
     def step(self, watched: Watched, action: Any) -> tuple[Watched, tuple]:
+        if type(action) is ConsumerWork:            # the application's own step: the spec's state is unchanged
+            return Watched(watched.spec, did_work(watched.ghost, watched.spec, action)), ()
         after, labels = machine.step(watched.spec, action)
-        return Watched(after, observe(watched.ghost, watched.spec, after, action, labels)), labels
+        return Watched(after, observe(watched.ghost, watched.spec, after, action, labels, self.works)), labels
 
     def terminal_ok(self, watched: Watched, config: Any) -> bool:
         """An end state is a proper end unless a publisher still waits for a confirm or a commit-ok."""
@@ -122,9 +142,10 @@ class SetupMachine:
         """The ``symmetry`` reduction of a setup (spec.symmetry): the configuration's renamings
         that also keep each connection's message limit and whether faults may lose it (two consumers
         with the same settings are interchangeable), applied to the spec state and to the ghost."""
-        limits, lossy = self.limits, self.lossy
+        limits, lossy, works = self.limits, self.lossy, self.works or (False,) * len(self.limits)
         kept = tuple(g for g in automorphisms(config)
-                     if all(limits[d] == limits[c] and lossy[d] == lossy[c] for c, d in enumerate(g.conns)))
+                     if all(limits[d] == limits[c] and lossy[d] == lossy[c] and works[d] == works[c]
+                            for c, d in enumerate(g.conns)))
         return Symmetry(config, kept, rename_watched)
 
 
@@ -139,7 +160,7 @@ def rename_watched(watched: Watched, g: Any) -> Watched:
     last = tuple(sorted(at(e)[:2] + (g.conns[e[2]], e[3]) for e in gh.last))
     ghost = Ghost(tuple(sorted(map(at, gh.tx_open))), tuple(sorted(map(at, gh.committing))),
                   tuple(sorted(map(at, gh.awaiting))), gh.believed, gh.returned, tuple(sorted(map(at, gh.held))),
-                  gh.counts, last, gh.disorder, tuple(sorted(map(at, gh.prepared))))
+                  gh.counts, last, gh.disorder, tuple(sorted(map(at, gh.prepared))), tuple(sorted(map(at, gh.worked))))
     return Watched(rename(watched.spec, g), ghost)
 
 
@@ -147,8 +168,9 @@ _PROGRAM_STEPS = frozenset({A.ClientPublish, A.ClientConsume, A.ClientGet, A.Cli
                             A.ClientReject, A.NetworkLoss})
 
 
-def _programs_take(machine_: SetupMachine, state: State, prepared: tuple, config: Any, a: Any) -> bool:
+def _programs_take(machine_: SetupMachine, state: State, ghost: Ghost, config: Any, a: Any) -> bool:
     """Whether the application on channel (a.conn, a.ch) takes this step now (SetupMachine's rules)."""
+    prepared = ghost.prepared
     if type(a) is A.NetworkLoss:
         return machine_.lossy[a.conn]
     kind, c, ch = type(a), a.conn, a.ch
@@ -172,9 +194,37 @@ def _programs_take(machine_: SetupMachine, state: State, prepared: tuple, config
             not any(f[0] in (BASIC_GET_OK, BASIC_GET_EMPTY) for f in conn.to_client[ch])
     if kind is A.ClientQos:
         return (c, ch) not in prepared
+    if kind is A.ClientAck and machine_.works and machine_.works[c]:    # the work comes first
+        done = {e[2] for e in ghost.worked if e[:2] == (c, ch)}
+        if any(t not in done for t in view.held if t <= a.tag):
+            return False
     if kind is not A.ClientReject and a.multiple:
         return True                                 # a batch: every delivery held up to a.tag
     return bool(view.held) and a.tag == view.held[0]
+
+
+def work_steps(works: tuple, state: State, ghost: Ghost) -> tuple:
+    """The work steps the consumers that work before the ack may take: on the oldest delivery they hold
+    whose work is not done (they work in the order deliveries came)."""
+    out = []
+    for c, working in enumerate(works):
+        if not working or state.conns[c].status != CONN_UP:
+            continue
+        for ch, view in enumerate(state.conns[c].clients, start=1):
+            if view.status != C_OPEN:
+                continue
+            done = {e[2] for e in ghost.worked if e[:2] == (c, ch)}
+            todo = next((t for t in view.held if t not in done), None)
+            if todo is not None:
+                out.append(ConsumerWork(c, ch, todo))
+    return tuple(out)
+
+
+def did_work(g: Ghost, state: State, action: ConsumerWork) -> Ghost:
+    """The ghost once the consumer has done the work of a delivery it holds: that message is processed."""
+    c, ch, tag = action.conn, action.ch, action.tag
+    msg = next(e[3] for e in g.held if e[:3] == (c, ch, tag))
+    return g._replace(counts=_bump(g.counts, msg, 0, 1), worked=tuple(sorted(g.worked + ((c, ch, tag),))))
 
 
 def publisher_waits(watched: Watched) -> bool:
@@ -199,9 +249,10 @@ def _bump(counts: tuple, msg: int, delivered: int, processed: int) -> tuple:
     return tuple(sorted(counts + (entry,)))
 
 
-def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -> Ghost:
-    """The ghost after ``action`` took ``before`` to ``after`` with ``labels`` on the wire."""
-    tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared = g
+def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, works: tuple = ()) -> Ghost:
+    """The ghost after ``action`` took ``before`` to ``after`` with ``labels`` on the wire (``works``:
+    per connection, whether its consumer did the work before the ack, so the ack processes nothing)."""
+    tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared, worked = g
     kind = type(action)
     if kind is A.ClientQos:
         prepared = add_sorted(prepared, (action.conn, action.ch))
@@ -223,7 +274,7 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -
         committing = tuple(sorted(committing + ((c, ch, unanswered + 1, mine),)))
     elif kind is A.ClientTxRollback:
         tx_open = tuple(e for e in tx_open if e[:2] != (action.conn, action.ch))
-    elif kind is A.ClientAck:
+    elif kind is A.ClientAck and not (works and works[action.conn]):
         c, ch = action.conn, action.ch
         still = set(after.conns[c].clients[ch - 1].held)
         for e in held:
@@ -288,7 +339,9 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple) -
         last = tuple(e for e in last if _open(after, e[0], e[1]))
     if prepared:
         prepared = tuple(e for e in prepared if _open(after, e[0], e[1]))
-    return Ghost(tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared)
+    if worked:
+        worked = tuple(e for e in worked if _open(after, e[0], e[1]) and e[2] in after.conns[e[0]].clients[e[1] - 1].held)
+    return Ghost(tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared, worked)
 
 
 # --- where a message still is --------------------------------------------------------------------

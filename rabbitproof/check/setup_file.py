@@ -45,6 +45,7 @@ MAX_PREFETCH = 65535      # basic.qos's prefetch-count is a short; one of at lea
 ACKS = ("manual", "automatic")
 ACK_STYLES = ("single", "multiple")
 PREFETCH_SCOPES = ("consumer", "channel")
+WORK = ("at-ack", "before-ack")
 ON_FAILURE = ("none", "nack-requeue", "nack-drop", "reject-requeue", "reject-drop", "close-channel")
 FAULTS = ("consumer_channel_lost", "consumer_connection_lost", "network_loss", "broker_crash",
           "queue_refuses")
@@ -99,6 +100,10 @@ KEYS: tuple[Key, ...] = (
         "requeue (ACK-5, ACK-6), or close its channel (RQ-4); nack and reject need manual acks"),
     _bool("consumers", "polls", "it polls the queue with basic.get, one message at a time, instead of consuming "
                                 "with basic.consume (DS-2); prefetch does not apply to basic.get (PF-4)"),
+    Key("consumers", "work", '"at-ack"', ", ".join(f'"{w}"' for w in WORK),
+        "when a message counts as processed: at-ack (the work and the ack are one step) or before-ack (the work "
+        "is done, then the ack is sent: a crash between the two means the work is done again after redelivery); "
+        "manual acks only"),
     _bool("consumers", "idempotent", "processing a message twice does no harm (the consumer deduplicates, or its "
                                      "work is idempotent): when every consumer is, question 2 can still happen but "
                                      "is reported harmless, not a failure"),
@@ -160,6 +165,7 @@ class ConsumerSetup:
     on_failure: str = "none"        # what it does with a message it fails to process
     idempotent: bool = False        # processing a message twice does no harm
     polls: bool = False             # it polls with basic.get instead of consuming (DS-2)
+    work: str = "at-ack"            # when its work is done: at the ack, or before it (a crash may come between)
 
 
 @dataclass(frozen=True)
@@ -375,7 +381,7 @@ class _Reader:
             self.choice(table, path, "prefetch_scope", "consumer", PREFETCH_SCOPES),
             self.choice(table, path, "ack", "single", ACK_STYLES),
             self.choice(table, path, "on_failure", "none", ON_FAILURE), self.boolean(table, path, "idempotent"),
-            self.boolean(table, path, "polls"))
+            self.boolean(table, path, "polls"), self.choice(table, path, "work", "at-ack", WORK))
         if consumer.polls and consumer.prefetch:
             raise self.fail(path + ("prefetch",), f"consumer {consumer.name!r} polls with basic.get, which prefetch "
                                                   "does not limit (PF-4)")
@@ -383,6 +389,9 @@ class _Reader:
             if consumer.on_failure.startswith(("nack", "reject")):
                 raise self.fail(path + ("on_failure",), f"consumer {consumer.name!r} acknowledges automatically: "
                                                         f"it cannot {consumer.on_failure.split('-')[0]} (AM-1)")
+            if "work" in table and consumer.work == "before-ack":
+                raise self.fail(path + ("work",), f"consumer {consumer.name!r} acknowledges automatically: there is "
+                                                  "no ack to work before (AM-2)")
             if "ack" in table and consumer.ack == "multiple":
                 raise self.fail(path + ("ack",), f"consumer {consumer.name!r} acknowledges automatically: "
                                                  "it sends no acknowledgements (AM-1)")

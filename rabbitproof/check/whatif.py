@@ -16,6 +16,7 @@ from spark_check.engine import Engine
 
 from rabbitproof.check.answers import Checked, check_setup
 from rabbitproof.check.setup_file import MAX_QUEUES, QueueSetup, Setup
+from rabbitproof.check.setup_model import binding_prefetch
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,10 @@ def single_changes(setup: Setup) -> tuple[Change, ...]:
     dead = _dead_letter_change(setup)
     if dead is not None:
         out.append(dead)
-    unbounded = [c for c in cons if c.acks == "manual" and c.prefetch != 1 and not c.polls]   # PF-4: not gets
+    messages = sum(p.messages for p in setup.publishers)
+    # Only where a limit of 1 binds (PF-1: a limit of at least the messages never does) and limits (PF-4: not gets).
+    unbounded = [c for c in cons if c.acks == "manual" and not c.polls and messages > 1 and
+                 binding_prefetch(c, messages) != 1]
     if unbounded:
         out.append(Change("prefetch-1", f"lower prefetch to 1 ({_names(unbounded)})", ("PF-1", "RQ-1"),
                           replace(setup, consumers=tuple(replace(c, prefetch=1, prefetch_scope="consumer")
