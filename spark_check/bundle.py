@@ -37,23 +37,39 @@ class SpecBundle:
             raise InputError(_one_line(e)) from None
         return config
 
-    def properties(self, config: Any, names: Sequence[str] = ()) -> tuple[Property, ...]:
-        """The named properties, or the configuration's own when none are named."""
-        return properties_for(config, self.registry, names)
+    def properties(self, config: Any, names: Sequence[str] = (), *, helpers: bool = True) -> tuple[Property, ...]:
+        """The named properties, or the configuration's own when none are named (without the proof
+        helpers among them when ``helpers`` is false: a user's run)."""
+        return properties_for(config, self.registry, names, helpers=helpers)
 
     def action_types(self) -> tuple[type, ...]:
         """Every action class of the model, so coverage can list those that never fired."""
         return action_types_of(self.model)
 
 
-def properties_for(config: Any, registry: Mapping[str, Property], names: Sequence[str] = ()) -> tuple[Property, ...]:
+def properties_for(
+    config: Any, registry: Mapping[str, Property], names: Sequence[str] = (), *, helpers: bool = True,
+) -> tuple[Property, ...]:
     """The properties to check on ``config``: ``names`` if given, else the configuration's own, where an
-    empty ``config.properties`` means every property in the registry. InputError for an unknown name."""
+    empty ``config.properties`` means every property in the registry. InputError for an unknown name.
+
+    ``helpers=False`` leaves the proof helpers (``Property.helper``) out of the configuration's own, as
+    a user's run does; a named helper is checked all the same. ``make verify`` keeps them (the default)."""
     chosen = tuple(names) or tuple(config.properties) or tuple(registry)
     unknown = [n for n in chosen if n not in registry]
     if unknown:
         raise InputError(f"unknown property {unknown[0]!r}; known: {', '.join(sorted(registry))}")
+    if not names and not helpers:
+        chosen = tuple(n for n in chosen if not registry[n].helper)
     return tuple(registry[n] for n in dict.fromkeys(chosen))
+
+
+def helpers_left_out(config: Any, registry: Mapping[str, Property], names: Sequence[str] = ()) -> tuple[str, ...]:
+    """The proof helpers a user's run of ``config`` leaves out (none when properties are named)."""
+    if names:
+        return ()
+    chosen = tuple(config.properties) or tuple(registry)
+    return tuple(n for n in dict.fromkeys(chosen) if n in registry and registry[n].helper)
 
 
 def load_spec() -> SpecBundle:

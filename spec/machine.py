@@ -20,7 +20,7 @@ from .por import FusedTakes
 from .roles import IDLE
 from .symmetry import Symmetry
 from .state import (
-    C_CLOSED, C_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_UP, MODE_CONFIRM,
+    C_CLOSED, C_OPEN, CH_ENDING, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_UP, MODE_CONFIRM,
     MODE_NONE, MODE_TX, NEW_CHANNEL, NEW_CLIENT, Conn, Queue, State, Used, with_used,
 )
 
@@ -53,9 +53,13 @@ def initial_states(config) -> tuple[State, ...]:
 
 def enabled(state: State, config) -> tuple:
     """The enabled actions: those the configuration tries (``candidates``) whose precondition holds
-    (``PRECONDITIONS``): broker, disk, clients, then faults, each in index order."""
+    (``PRECONDITIONS``): broker, disk, clients, then faults, each in index order.
+
+    Performance: it asks only the candidates that one field does not already rule out (``evident``:
+    no frame in flight to take or read, no ready copy or consumer to deliver, a channel not ending or
+    owing no commit-ok, a broker up or down); the precondition still decides each one it asks."""
     pre = PRECONDITIONS
-    return tuple(a for a in candidates(state, config) if pre[type(a)](state, a))
+    return tuple([a for a in _tried(state, config, True) if pre[type(a)](state, a)])
 
 
 def precondition(state: State, action) -> bool:
@@ -63,38 +67,54 @@ def precondition(state: State, action) -> bool:
     return PRECONDITIONS[type(action)](state, action)
 
 
-def candidates(state: State, config):
+def candidates(state: State, config) -> list:
     """The actions the configuration tries in ``state``, in a deterministic order: every broker, disk
     and network move, and what each client's role and the budgets let it try (the configuration's
-    choices live here and nowhere else; whether an action may fire is its precondition's business)."""
+    choices live here and nowhere else; whether an action may fire is its precondition's business).
+    The agreement check with the Z3 model (model/agreement.py) asks about each, disabled ones too."""
+    return _tried(state, config, False)
+
+
+def _tried(state: State, config, evident: bool) -> list:
+    """``candidates``, or with ``evident`` only those whose precondition one field does not rule out
+    (the same order; ``enabled`` asks these)."""
     used = state.used
     conns = state.conns
+    broker_up = state.broker_up
+    out: list = []
+    add = out.append
     for c, conn in enumerate(conns):
-        for ch in range(len(conn.to_broker)):
-            yield _act(A.BrokerTakeFrame, c, ch)
-    for q in range(len(state.queues)):
-        yield _act(A.BrokerDeliver, q)
+        open_end = broker_up and not conn.broker_closed
+        for ch, fifo in enumerate(conn.to_broker):
+            if not evident or open_end and fifo:                        # can_take_frame
+                add(_act(A.BrokerTakeFrame, c, ch))
+    for q, queue in enumerate(state.queues):
+        if not evident or broker_up and queue.ready and queue.ring:      # can_deliver
+            add(_act(A.BrokerDeliver, q))
     for c, conn in enumerate(conns):
         for ch, channel in enumerate(conn.channels, start=1):
-            yield _act(A.BrokerCloseOk, c, ch)
+            if not evident or channel.status == CH_ENDING:               # can_close_ok
+                add(_act(A.BrokerCloseOk, c, ch))
             if channel.unconfirmed:
                 for p in channel.unconfirmed:
-                    yield _act(A.BrokerConfirm, c, ch, p.seq, False)
+                    add(_act(A.BrokerConfirm, c, ch, p.seq, False))
                 prefix = broker.confirm_prefix(channel)
                 if prefix:
-                    yield _act(A.BrokerConfirm, c, ch, prefix, True)
-            yield _act(A.BrokerCommitOk, c, ch)
-    if state.broker_up:
+                    add(_act(A.BrokerConfirm, c, ch, prefix, True))
+            if not evident or channel.commit_pending:                    # can_commit_ok
+                add(_act(A.BrokerCommitOk, c, ch))
+    if broker_up:
         for q, key, msg, write in faults.pending_disk(state):
-            yield _act(A.DiskFsync, q, key, msg, write)
+            add(_act(A.DiskFsync, q, key, msg, write))
     messages_left = config.messages
     for conn in conns:
         messages_left -= conn.published
     for c, conn in enumerate(conns):
-        for ch in range(len(conn.to_client)):
-            yield _act(A.ClientReceive, c, ch)
+        for ch, fifo in enumerate(conn.to_client):
+            if not evident or fifo:                                      # can_receive
+                add(_act(A.ClientReceive, c, ch))
         if conn.status == CONN_DOWN:
-            yield _act(A.ClientConnect, c, 0, config.channels_open)
+            add(_act(A.ClientConnect, c, 0, config.channels_open))
             continue
         if conn.status != CONN_UP:
             continue
@@ -103,26 +123,26 @@ def candidates(state: State, config):
             role = config.roles.get((c, ch), IDLE)
             closes_connection |= role.close_connection
             if view.status == C_CLOSED:
-                yield _act(A.ClientChannelOpen, c, ch)
+                add(_act(A.ClientChannelOpen, c, ch))
                 continue
             if view.status != C_OPEN:
                 continue
-            out: list = []
             _client_actions(out, state, config, c, ch, view, role, messages_left)
-            yield from out
         if closes_connection and used.reconnects < config.reconnects:
-            yield _act(A.ClientConnectionClose, c, 0)
+            add(_act(A.ClientConnectionClose, c, 0))
     if used.failures < config.failures:
         for c, conn in enumerate(conns):
             for ch, channel in enumerate(conn.channels, start=1):
                 for p in channel.unconfirmed:
-                    yield _act(A.BrokerQueueFail, c, ch, p.seq)
+                    add(_act(A.BrokerQueueFail, c, ch, p.seq))
     if used.reconnects < config.reconnects and config.losses:
         for c in range(len(conns)):
-            yield _act(A.NetworkLoss, c)
-    if used.crashes < config.crashes:
-        yield _act(A.BrokerCrash)
-    yield _act(A.BrokerRestart)
+            add(_act(A.NetworkLoss, c))
+    if used.crashes < config.crashes and (not evident or broker_up):    # can_crash
+        add(_act(A.BrokerCrash))
+    if not evident or not broker_up:                                     # can_restart
+        add(_act(A.BrokerRestart))
+    return out
 
 
 def _client_actions(out, state, config, c, ch, view, role, messages_left) -> None:

@@ -3,6 +3,10 @@
 - always: invariants, split into named conjuncts; every reachable state must satisfy them.
 - sometimes: reachability; each guards an invariant against vacuity (some state must satisfy it).
 - hazard: what the seeds say does NOT hold; exploration must reach a state that falsifies it.
+
+Invariants registered with ``helper=True`` are proof helpers (spec.properties_api): each makes another
+invariant inductive for the Z3 proofs (proofs/), ``make verify`` checks them on every standard
+configuration, and a user's run leaves them out unless it names them (``HELPERS``).
 """
 from __future__ import annotations
 
@@ -30,16 +34,16 @@ MAX_DELIVERY_TAG = 9223372036854775807
 REGISTRY: dict[str, Property] = {}
 
 
-def _register(kind: str, *rules: str):
+def _register(kind: str, *rules: str, helper: bool = False):
     def wrap(fn):
-        REGISTRY[fn.__name__] = Property(fn.__name__, kind, rules, fn, (fn.__doc__ or "").strip())
+        REGISTRY[fn.__name__] = Property(fn.__name__, kind, rules, fn, (fn.__doc__ or "").strip(), helper)
         return fn
     return wrap
 
 
-def always(*rules: str):
-    """Register an invariant."""
-    return _register("always", *rules)
+def always(*rules: str, helper: bool = False):
+    """Register an invariant; ``helper=True`` for a proof helper (made for proofs/, not checked by default)."""
+    return _register("always", *rules, helper=helper)
 
 
 def sometimes(*rules: str):
@@ -293,7 +297,7 @@ def tx_effects_invisible(state: State) -> bool:
     return True
 
 
-@always("TX-3", "TX-4", "AM-2")
+@always("TX-3", "TX-4", "AM-2", helper=True)
 def live_copies_unfated(state: State) -> bool:
     """No live copy (ready, outstanding, held back by an open transaction) is gone in this life: it
     has no fate but of an earlier life (``State.revived``) and is not in flight in automatic mode;
@@ -412,7 +416,7 @@ def opens_in_flight(fifo) -> tuple[bool, bool, bool, bool]:
             any(frame[0] != CHANNEL_OPEN and frame[0] != CHANNEL_CLOSE_OK for frame in fifo[first + 1:]), other)
 
 
-@always("ER-1", "DT-1")
+@always("ER-1", "DT-1", helper=True)
 def channel_lifecycle(state: State) -> bool:
     """How channel.open and its open-ok travel (the helper that proves the client-side conjunct of
     delivery_tags_increase for every size: proofs/). A channel the broker has closed its end of is
@@ -450,7 +454,7 @@ def channel_lifecycle(state: State) -> bool:
     return True
 
 
-@always("PC-1", "PC-2", "PC-8")
+@always("PC-1", "PC-2", "PC-8", helper=True)
 def confirms_in_step(state: State) -> bool:
     """Helper (proofs/): what makes the client's view of its confirms agree with the broker's channel
     (confirms_exactly_once) for every size. Per channel, on a connection whose broker end is open:
@@ -542,7 +546,7 @@ def down_broker_holds_only_disk(state: State) -> bool:
                for conn in state.conns)
 
 
-@always("PC-8", "TX-1", "PC-1")
+@always("PC-8", "TX-1", "PC-1", helper=True)
 def plain_channel_holds_nothing(state: State) -> bool:
     """A channel is in one of the three modes, and one in neither confirm nor tx mode numbers no
     publish and holds nothing back (the helper that makes confirm_and_tx_exclusive inductive: proofs/)."""
@@ -558,7 +562,7 @@ def plain_channel_holds_nothing(state: State) -> bool:
     return True
 
 
-@always("DT-1", "TX-3")
+@always("DT-1", "TX-3", helper=True)
 def held_back_tags_issued(state: State) -> bool:
     """A channel's next tag is at least 1, and a delivery settled inside an open transaction has a tag
     already issued (below the next tag) that is no longer outstanding as well (the helper that makes
@@ -575,7 +579,7 @@ def held_back_tags_issued(state: State) -> bool:
     return True
 
 
-@always("DU-4", "ER-1")
+@always("DU-4", "ER-1", helper=True)
 def down_connection_is_silent(state: State) -> bool:
     """A connection whose client is down has no frame in flight either way and every broker channel
     closed (the helper that makes exclusive_queue_has_owner inductive: proofs/)."""
@@ -590,7 +594,7 @@ def down_connection_is_silent(state: State) -> bool:
     return True
 
 
-@always("DU-4", "ER-1")
+@always("DU-4", "ER-1", helper=True)
 def close_sent_only_when_closed(state: State) -> bool:
     """A connection.close or close-ok is in flight to a client only once the broker has closed its end
     of that connection (the helper that makes exclusive_queue_has_owner inductive: proofs/)."""
@@ -603,7 +607,7 @@ def close_sent_only_when_closed(state: State) -> bool:
     return True
 
 
-@always("RQ-1", "RQ-2")
+@always("RQ-1", "RQ-2", helper=True)
 def copy_keys_issued(state: State) -> bool:
     """A queue's keys are issued 1, 2, 3, ...: every ready, delivered or stored copy has a key between 1
     and the number of copies its queue took (the helper that makes redelivered_flag_set inductive:
@@ -624,7 +628,7 @@ def copy_keys_issued(state: State) -> bool:
     return True
 
 
-@always("DU-1", "PC-5")
+@always("DU-1", "PC-5", helper=True)
 def stored_copies_in_durable_queues(state: State) -> bool:
     """A durable queue exists, and every copy on disk is of a durable queue: an fsync writes only
     into a durable queue, a delete takes the queue's records with it and makes it not durable, and a
@@ -640,7 +644,7 @@ def stored_copies_in_durable_queues(state: State) -> bool:
     return True
 
 
-@always("RQ-2", "AM-3")
+@always("RQ-2", "AM-3", helper=True)
 def outstanding_copies_were_delivered(state: State) -> bool:
     """The copy an outstanding or held-back delivery names was delivered (the helper that makes
     copy_keys_issued inductive: a requeued copy's key was issued; proofs/)."""
@@ -677,7 +681,7 @@ def copy_messages(state: State) -> set:
     return out
 
 
-@always("TX-2", "PC-1")
+@always("TX-2", "PC-1", helper=True)
 def publishes_in_flight_fresh(state: State) -> bool:
     """Every basic.publish in flight to the broker carries a message of its own connection, numbered
     1..published, that no copy carries and no transaction holds back, and no two of them carry one
@@ -705,7 +709,7 @@ def publishes_in_flight_fresh(state: State) -> bool:
     return True
 
 
-@always("TX-2", "PC-1")
+@always("TX-2", "PC-1", helper=True)
 def messages_numbered(state: State) -> bool:
     """Every message a copy carries or a transaction holds back is the n-th of its connection, with
     1 <= n <= the messages that connection has published (the helper that makes
@@ -759,7 +763,7 @@ def _acked_or_unnumbered(state: State, msg: int, confirmed: set) -> bool:
     return msg in confirmed or not 0 <= c < len(state.conns) or n > state.conns[c].published
 
 
-@always("PC-5", "PC-4")
+@always("PC-5", "PC-4", helper=True)
 def unwritten_copies_hold_their_confirm(state: State) -> bool:
     """Every live or stored copy's key was issued (at most its queue's count), and a live copy that
     is persistent, in a durable queue that is no dead-letter target, not a deleted queue's and not on
@@ -794,7 +798,7 @@ def unwritten_copies_hold_their_confirm(state: State) -> bool:
     return True
 
 
-@always("PC-10", "DU-2")
+@always("PC-10", "DU-2", helper=True)
 def lost_copies_stay_unconfirmed(state: State) -> bool:
     """Every copy a crash lost has a key that was issued (at most its queue's count), and one that is
     persistent, in a durable queue that is no dead-letter target and not a deleted queue's carries a
@@ -825,7 +829,7 @@ def lost_copies_stay_unconfirmed(state: State) -> bool:
     return True
 
 
-@always("PC-5", "PC-1")
+@always("PC-5", "PC-1", helper=True)
 def pending_messages_numbered(state: State) -> bool:
     """A message in flight to the broker or held back by a transaction is neither confirmed with
     basic.ack nor carried by an unconfirmed publish still to be acked; one that is either is numbered
@@ -847,7 +851,7 @@ def _consumer_deliveries(channel) -> tuple:
     return tuple(u for u in channel.unacked + tuple(u for _, u in channel.tx_settles) if u.consumer)
 
 
-@always("PF-2", "PF-3")
+@always("PF-2", "PF-3", helper=True)
 def prefetch_counts_sane(state: State) -> bool:
     """The limits are never below 0, nor ``qos_uncounted``, and a delivery marked with a consumer tag
     belongs to a consumer of its channel (a cancel marks its deliveries -tag): the helper that makes
@@ -864,7 +868,7 @@ def prefetch_counts_sane(state: State) -> bool:
     return True
 
 
-@always("PF-3", "TX-3")
+@always("PF-3", "TX-3", helper=True)
 def prefetch_volume_covers(state: State) -> bool:
     """Under a global limit, the consumer deliveries outstanding or held back are no more than the
     limit's volume plus ``qos_uncounted`` (the helper that makes prefetch_respected inductive: a
@@ -878,6 +882,7 @@ def prefetch_volume_covers(state: State) -> bool:
 
 
 ALWAYS = tuple(name for name, p in REGISTRY.items() if p.kind == "always")
+HELPERS = tuple(name for name, p in REGISTRY.items() if p.helper)
 
 
 # ---------------------------------------------------------------- hazards

@@ -5,6 +5,10 @@ stateright): ``always`` must hold in every reachable state, ``sometimes`` must h
 (it guards an invariant against vacuity), and ``hazard`` is a property the seeds say does NOT hold:
 exploration must reach a state where the predicate is false, and that state's trace is the
 documented counterexample.
+
+A *proof helper* is an invariant kept because the Z3 proofs need it (``proofs/``: it makes another
+invariant inductive), not because it states something a user asked about: ``make verify`` checks every
+helper on every standard configuration, a user's run checks one only when it is named (``--property``).
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ class Property:
     rules: tuple[str, ...]
     holds: Callable[[Any], bool]
     doc: str
+    helper: bool = False            # a proof helper (see above): checked by make verify, not by default
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

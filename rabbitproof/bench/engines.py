@@ -1,7 +1,8 @@
 """``rabbitproof bench engines`` (``make bench``): distinct states per second of the engines.
 
-Explores the configurations named ``medium`` and ``large`` (and any named on the command line) with
-their properties, and a null model whose actions cost almost nothing, which measures the engine's own
+Explores the configurations named ``medium`` and ``large`` (and any named on the command line, or every
+standard one with ``--standard``) with the properties a user's run checks (the configuration's own but the
+proof helpers; ``--helpers`` adds them, as ``make verify`` checks them), and a null model whose actions cost almost nothing, which measures the engine's own
 per-state overhead: the ceiling no model can beat. ``--engines local,spark`` runs each configuration with
 each engine in this one run and reports each engine's states/s as a ratio to the first engine's.
 """
@@ -32,14 +33,16 @@ def bench(
     engine: Engine | None = None,
     null_states: int = 1_000_000,
     with_properties: bool = True,
+    helpers: bool = False,
 ) -> list[ExplorationResult]:
-    """Explore each configuration (with its properties unless told otherwise), then the null model
-    (not under a reduction, which is written for one model)."""
+    """Explore each configuration (with the properties a user's run checks, the proof helpers too with
+    ``helpers``, none without ``with_properties``), then the null model (not under a reduction, which is
+    written for one model)."""
     engine = engine or LocalEngine()
     results = []
     types = action_types_of(model)
     for config in configs:
-        props = properties_for(config, registry) if with_properties else ()
+        props = properties_for(config, registry, helpers=helpers) if with_properties else ()
         results.append(engine.explore(model, config, props, action_types=types))
     if null_states and not engine.reductions:
         results.append(engine.explore(NullModel(null_states), NullConfig(), []))
@@ -76,7 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="rabbitproof bench engines", description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", metavar="CONFIG", help="also these configurations")
     parser.add_argument("--only", action="store_true", help="only the named configurations, not medium and large")
+    parser.add_argument("--standard", action="store_true", help="also every standard configuration (make verify's)")
     parser.add_argument("--no-properties", action="store_true", help="explore without checking properties")
+    parser.add_argument("--helpers", action="store_true",
+                        help="also check the proof helpers (make verify does; a user's run does not)")
     parser.add_argument("--null-states", type=int, default=1_000_000, metavar="N",
                         help="size of the null model (0 to skip it)")
     parser.add_argument("--model", metavar="MODULE", help=argparse.SUPPRESS)
@@ -89,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         engines = [build_engine(n.strip(), master=args.master if n.strip() == "spark" else None,
                                 reductions=reductions) for n in names_of_engines]
         bundle = load_module(args.model) if args.model else load_spec()
-        names = list(dict.fromkeys((() if args.only else DEFAULT_CONFIGS) + tuple(args.configs)))
+        standard = tuple(getattr(bundle.configs, "STANDARD", ())) if args.standard else ()
+        names = list(dict.fromkeys((() if args.only else DEFAULT_CONFIGS) + tuple(args.configs) + standard))
         configs = [bundle.config(n) for n in names]
         for c in configs:
             bundle.properties(c)
@@ -100,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for engine in engines:
         try:
             results += bench(bundle.model, configs, bundle.registry, engine=engine, null_states=args.null_states,
-                             with_properties=not args.no_properties)
+                             with_properties=not args.no_properties, helpers=args.helpers)
         finally:
             engine.close()
     print_bench(output_console(), results)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from spark_check.bundle import InputError, SpecBundle, load_module, load_spec
+from spark_check.bundle import InputError, SpecBundle, helpers_left_out, load_module, load_spec
 from spark_check.engine import Engine, ExplorationResult
 from spark_check.reductions import build_reduction
 
@@ -107,7 +107,9 @@ def run_explore(args: argparse.Namespace, out: Console) -> int:
     bounds = parse_bounds(args.bound)
     bundle = bundle_for(args.model)
     config = bundle.config(args.config, bounds)
-    properties = bundle.properties(config, args.property)
+    # A user's run checks the configuration's properties but the proof helpers (make verify checks those).
+    properties = bundle.properties(config, args.property, helpers=False)
+    left_out = helpers_left_out(config, bundle.registry, args.property)
     try:
         build_reduction(engine.reductions, bundle.model, config)
         engine.prepare(bundle.model, config, properties)
@@ -128,6 +130,9 @@ def run_explore(args: argparse.Namespace, out: Console) -> int:
     )
     engine.close()
     print_result(out, result, args.show_state)
+    if left_out:
+        out.print(f"not checked: {len(left_out)} proof helpers ({', '.join(left_out)}); make verify checks them, "
+                  "--property NAME checks one")
     if args.chart:
         for path in write_charts(result, args.chart, witnesses=args.chart_witnesses):
             out.print(f"chart: {path}")
@@ -151,11 +156,11 @@ def run_list(args: argparse.Namespace, out: Console) -> int:
     for name, c in bundle.configs.CONFIGS.items():
         configs.add_row(("* " if name in standard else "  ") + name, c.description, str(c.deadlock_is_error),
                         f"{c.max_states:,}", ", ".join(c.properties) or "(all)")
-    props = Table(title="Properties")
-    for col in ("name", "kind", "rules", "meaning"):
+    props = Table(title="Properties (helper: a proof helper, checked by make verify and when named, not by default)")
+    for col in ("name", "kind", "helper", "rules", "meaning"):
         props.add_column(col)
     for name, p in sorted(bundle.registry.items()):
-        props.add_row(name, p.kind, ", ".join(p.rules), p.doc)
+        props.add_row(name, p.kind, "helper" if p.helper else "", ", ".join(p.rules), p.doc)
     out.print(configs)
     out.print(props)
     return EXIT_OK
