@@ -167,7 +167,8 @@ def render_properties() -> str:
     """Every property of the spec's registry: its kind, its rule IDs and what it asserts."""
     out = ""
     for kind in KIND_ORDER:
-        rows = [(f"`{name}`", ", ".join(p.rules), p.doc) for name, p in sorted(REGISTRY.items()) if p.kind == kind]
+        rows = [(f"`{name}`" + (" (proof helper)" if p.helper else ""), ", ".join(p.rules), p.doc)
+                for name, p in sorted(REGISTRY.items()) if p.kind == kind]
         out += f"#### {kind} ({len(rows)})\n\n" + table(("property", "rules", "meaning"), rows) + "\n"
     return out.rstrip("\n") + "\n"
 
