@@ -1,6 +1,7 @@
 """The `rabbitproof explore` and `list` command lines, on the toy model: bad input is one line and exit code 2."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from rabbitproof.cli import main
+from rabbitproof.explore.report import ProgressDisplay
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = ["--model", "tests.toy_model"]
@@ -148,3 +150,11 @@ def test_resume_needs_a_checkpoint_of_the_same_exploration(tmp_path, capsys):
     assert "holds another exploration: bounds messages=3 (now 2)" in err
     code, _, err = run(["explore", "autoack", "--engine", "spark", "--resume", str(other)], capsys)
     assert code == 2 and "holds another exploration: config 'manual', not 'autoack'" in err
+
+
+def test_the_progress_line_estimates_when_the_level_ends():
+    display = ProgressDisplay(Console(file=io.StringIO()), "medium", True)
+    assert display.level_estimate(5, 1000, 10.0) == ""                 # a level starts: nothing known yet
+    assert display.level_estimate(5, 600, 12.0) == ", level 5 done in ~3 s"    # 400 done in 2 s, 600 left
+    assert display.level_estimate(6, 5000, 13.0) == ""                 # the next level starts afresh
+    assert display.level_estimate(6, 4000, 14.0) == ", level 6 done in ~4 s"

@@ -37,6 +37,7 @@ class ProgressDisplay:
         self._live: Live | None = None
         self._last = 0.0
         self._interval = 0.1 if console.is_terminal else 2.0
+        self._level: tuple[int, int, float] | None = None    # (depth, states left, seconds) when the level began
 
     def __enter__(self) -> "ProgressDisplay":
         if self.enabled and self.console.is_terminal:
@@ -55,8 +56,22 @@ class ProgressDisplay:
     def callback(self) -> Any:
         return self.update if self.enabled else None
 
+    def level_estimate(self, depth: int, frontier: int, seconds: float) -> str:
+        """How long the current BFS level should still take, from how fast its frontier has shrunk so far
+        ("" until that can be told). The search's own end cannot be estimated: the next level's size is
+        not known before this one is expanded."""
+        if self._level is None or self._level[0] != depth or frontier > self._level[1]:
+            self._level = (depth, frontier, seconds)
+            return ""
+        _, left, since = self._level
+        done, spent = left - frontier, seconds - since
+        if done <= 0 or spent <= 0:
+            return ""
+        return f", level {depth} done in ~{frontier * spent / done:,.0f} s"
+
     def update(self, states: int, depth: int, frontier: int, seconds: float) -> None:
         """Redraw, at most every ``_interval`` seconds."""
+        estimate = self.level_estimate(depth, frontier, seconds)
         now = time.monotonic()
         if now - self._last < self._interval:
             return
@@ -64,9 +79,9 @@ class ProgressDisplay:
         rate = states / seconds if seconds > 0 else 0.0
         line = Text.assemble(
             (f"{self.label}: ", "bold"),
-            f"{states:,} distinct states, depth {depth}, {frontier:,} to expand, ",
+            f"{states:,} distinct states, level {depth}, {frontier:,} of its states still to expand, ",
             (f"{rate:,.0f} states/s", "cyan"),
-            f", {seconds:.1f} s",
+            f", {seconds:.1f} s{estimate}",
         )
         if self._live is not None:
             self._live.update(line)
