@@ -239,6 +239,11 @@ def _open(state: State, c: int, ch: int) -> bool:
     return conn.status == CONN_UP and conn.clients[ch - 1].status == C_OPEN
 
 
+def _still_held(state: State, e: tuple) -> bool:
+    """Whether the delivery (conn, ch, tag, ...) is still held by its client, on a channel still open."""
+    return _open(state, e[0], e[1]) and e[2] in state.conns[e[0]].clients[e[1] - 1].held
+
+
 def _bump(counts: tuple, msg: int, delivered: int, processed: int) -> tuple:
     """counts with msg's delivered and processed raised by the given amounts (capped)."""
     for i, (m, d, p) in enumerate(counts):
@@ -334,13 +339,13 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
     if tx_open:
         tx_open = tuple(e for e in tx_open if _open(after, e[0], e[1]))
     if held:
-        held = tuple(e for e in held if _open(after, e[0], e[1]) and e[2] in after.conns[e[0]].clients[e[1] - 1].held)
+        held = tuple(e for e in held if _still_held(after, e))
     if last:
         last = tuple(e for e in last if _open(after, e[0], e[1]))
     if prepared:
         prepared = tuple(e for e in prepared if _open(after, e[0], e[1]))
     if worked:
-        worked = tuple(e for e in worked if _open(after, e[0], e[1]) and e[2] in after.conns[e[0]].clients[e[1] - 1].held)
+        worked = tuple(e for e in worked if _still_held(after, e))
     return Ghost(tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared, worked)
 
 
