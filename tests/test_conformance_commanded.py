@@ -43,6 +43,7 @@ def test_a_start_command_that_fails_is_one_clear_error(tmp_path):
                                "--start-cmd", "exit 3"], capture_output=True, text=True, timeout=600)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
         assert done.stderr.startswith("rabbitproof conformance: error: after --start-cmd the broker did not listen on ")
+        assert "(the command exited with 3)" in done.stderr
     finally:
         subprocess.run(f"kill -9 $(cat {shlex.quote(str(pid))}) 2>/dev/null", shell=True)
 

@@ -136,7 +136,7 @@ def test_the_command_runs_through_every_fault_without_a_traceback(impl_broker_mo
         proxy = FaultProxy((impl_broker_module.host, impl_broker_module.port), fault)
         try:
             done = subprocess.run([sys.executable, "-m", "rabbitproof", "conformance",
-                                   f"amqp://guest:guest@127.0.0.1:{proxy.port}/", "--programs", "5"],
+                                   f"amqp://guest:guest@127.0.0.1:{proxy.port}/", "--programs", "2"],
                                   capture_output=True, text=True, timeout=600)
         finally:
             proxy.close()

@@ -1,4 +1,6 @@
-"""What the tests need of a broker under test, whichever it is: our impl or a private RabbitMQ node."""
+"""Brokers under test, started, killed and restarted on demand: our impl as a process, a private RabbitMQ
+3.10.8 node (the conformance suite, the benchmarks and the tests use both), and any broker through the
+user's own commands (commanded.py)."""
 
 from __future__ import annotations
 

@@ -45,11 +45,16 @@ class CommandedBroker:
         child = subprocess.Popen(self.start_cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, start_new_session=True)
         self._started.append(child)
-        if not wait_until_listening(self.host, self.port, self.ready_timeout):
+        deadline = time.monotonic() + self.ready_timeout
+        while not wait_until_listening(self.host, self.port, 0.5):
             code = child.poll()
-            why = f"it exited with {code}" if code is not None else "it is still running"
-            raise CommandFailed(f"after --start-cmd the broker did not listen on {self.host}:{self.port} within "
-                                f"{self.ready_timeout:g} s ({why})")
+            if code:                        # it failed: no broker is coming (0 may be a daemon's parent)
+                raise CommandFailed(f"after --start-cmd the broker did not listen on {self.host}:{self.port} "
+                                    f"(the command exited with {code})")
+            if time.monotonic() > deadline:
+                why = f"it exited with {code}" if code is not None else "it is still running"
+                raise CommandFailed(f"after --start-cmd the broker did not listen on {self.host}:{self.port} within "
+                                    f"{self.ready_timeout:g} s ({why})")
         return self
 
     def close(self) -> None:
