@@ -120,3 +120,12 @@ def test_a_trace_text_is_judged_under_the_configuration_named(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("rejected")
     path.write_text("c0 sent basic.get(ch=1, queue=q0, no_ack=False)\n")
     assert cli.main(["trace", str(path), "--config", "ack_basics"]) == 0
+
+
+@pytest.mark.parametrize("name, code, start", [
+    ("requeue-and-ack.json", 0, "accepted: all 31 observations explained"),
+    ("requeue-not-redelivered.json", 1, "rejected: connection c1, observation 11"),
+])
+def test_the_example_recordings_get_the_verdicts_the_how_to_shows(name, code, start, capsys):
+    assert cli.main(["trace", str(ROOT / "examples" / "recordings" / name)]) == code
+    assert capsys.readouterr().out.startswith(start)
