@@ -89,10 +89,10 @@ class Outcome(NamedTuple):
 
 
 def outcome(program: P.Program, target: TcpTarget, judge_texts: bool) -> Outcome:
-    """Run one program and judge it. Never raises for what
-    the broker does: a recording the spec cannot express is "unsupported" (a method the broker refused
-    with 540, or texts the rabbitmq dialect does not know), a step whose replies do not come is "no
-    answer", a connection that fails in a way the client cannot go on from is "error"."""
+    """Run one program and judge it. Never raises for what the broker does: a recording the spec cannot
+    express is "unsupported" (a method the broker refused with 540, or texts the rabbitmq dialect does
+    not know), a step whose replies do not come is "no answer", a connection that fails in a way the
+    client cannot go on from, or a frame it cannot decode, is "error"."""
     try:
         run_ = run_program(program, target)
     except (OSError, ConnectionClosed, ConnectionLost, ProtocolViolation, TimeoutError) as error:
