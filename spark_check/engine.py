@@ -152,6 +152,7 @@ class LocalEngine(Engine):
         fingerprint = expander.fingerprint
         expand = expander.expand
         is_always = [p.kind == "always" for p in properties]
+        watched = progress is not None or time_limit is not None     # anything to do every PROGRESS_EVERY states
         out = SearchOutcome()
         type_counts: Counter[type] = Counter()
         count_types = _count_elements
@@ -209,7 +210,7 @@ class LocalEngine(Engine):
                         if len(next_states) > limit:
                             out.error = too_many_states(cap)
                             break
-                        if not (i + 1) % PROGRESS_EVERY:
+                        if watched and not (i + 1) % PROGRESS_EVERY:
                             elapsed = time.perf_counter() - started
                             if time_limit is not None and elapsed > time_limit:
                                 out.error = out_of_time(time_limit, depth, len(parent))

@@ -87,13 +87,22 @@ DECISIVE = (A.BrokerCrash, A.BrokerRestart, A.NetworkLoss, A.BrokerQueueFail, A.
             A.ClientRecover, A.ClientChannelClose, A.ClientConnectionClose, A.ClientTxRollback)
 
 
+def _named(setup: Setup) -> list[tuple[str, str, str]]:
+    """(spec name, kind, the file's name): c0, c1, ... the clients (publishers first, one connection
+    each), q0, q1, ... the queues, in the file's order."""
+    out = [(f"c{i}", "publisher", p.name) for i, p in enumerate(setup.publishers)]
+    out += [(f"c{i}", "consumer", c.name) for i, c in enumerate(setup.consumers, len(setup.publishers))]
+    return out + [(f"q{i}", "queue", q.name) for i, q in enumerate(setup.queues)]
+
+
 def names(setup: Setup) -> dict[str, str]:
-    """What the spec's names in the steps stand for: c0, c1, ... the clients (publishers first, one
-    connection each), q0, q1, ... the queues, in the file's order."""
-    out = {f"c{i}": f"publisher {p.name!r}" for i, p in enumerate(setup.publishers)}
-    out.update({f"c{i}": f"consumer {c.name!r}" for i, c in enumerate(setup.consumers, len(setup.publishers))})
-    out.update({f"q{i}": f"queue {q.name!r}" for i, q in enumerate(setup.queues)})
-    return out
+    """What the spec's names in the steps stand for: ``{"c0": "publisher 'app'", ...}``."""
+    return {key: f"{kind} {name!r}" for key, kind, name in _named(setup)}
+
+
+def plain_names(setup: Setup) -> dict[str, str]:
+    """The file's names of the spec's clients and queues: ``{"c0": "app", ...}``."""
+    return {key: name for key, _, name in _named(setup)}
 
 
 def rules_of_trace(trace: Trace | None) -> tuple[str, ...]:

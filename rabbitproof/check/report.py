@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rabbitproof.check.answers import Checked, names, setup_name
+from rabbitproof.check.answers import Checked, names, plain_names, setup_name
 from rabbitproof.check.setup_model import notes
 from rabbitproof.check.whatif import Tried
 from rabbitproof.explore.chart import chart_svg
@@ -110,7 +110,7 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
 
 def lifeline_names(setup) -> dict[str, str]:
     """The lifelines of a setup's charts by the names its file gives its clients: ``app (c0)``."""
-    return {c: f"{v.split(' ', 1)[1].strip(chr(39))} ({c})" for c, v in names(setup).items() if c.startswith("c")}
+    return {c: f"{name} ({c})" for c, name in plain_names(setup).items() if c.startswith("c")}
 
 
 def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
@@ -122,7 +122,7 @@ def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
         if a.trace is None:
             continue
         path = folder / f"{setup_name(checked.setup)}-{a.key}.svg"
-        cast = " ".join(f"{k}={v.split(' ', 1)[1].strip(chr(39))}" for k, v in names(checked.setup).items())
+        cast = " ".join(f"{k}={name}" for k, name in plain_names(checked.setup).items())
         title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({len(a.trace.steps)} steps) {cast}"
         path.write_text(chart_svg(title, a.trace, lifeline_names(checked.setup)), encoding="utf-8")
         written[a.key] = path
