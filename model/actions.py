@@ -25,10 +25,10 @@ from spec.frames import (
 )
 from spec.state import (
     C_CLOSED, C_CLOSING, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_CLOSING, CONN_DOWN,
-    CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE,
+    CONN_GONE, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE,
 )
 
-from .state import INT, BOOL, Z3State
+from .state import ARITY, BOOL, CONNECTION, DEFAULTS, FIELDS, INT, MESSAGE, Z3State
 
 # The broker's answer to a frame where it depends on state outside this family (ER-1).
 OK, CHANNEL_ERR, CONNECTION_ERR = 0, 1, 2
@@ -63,6 +63,9 @@ def _cases(default: Z3State, *branches: tuple[z3.BoolRef, Z3State]) -> Z3State:
     for cond, state in reversed(branches):
         out = _ite(cond, state, out)
     return out
+
+
+_Q = z3.Int("q_")
 
 
 def _lam2(fn: Callable) -> z3.ArrayRef:
@@ -461,6 +464,7 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3Stat
     delivery to consumer ``ctag`` counts for it and for the channel, and the global limit counts it (PF-3)."""
     tag = x.next_tag[c, ch]
     manual = z3.Not(no_ack)
+    out = z3.Not(_gone(x, c))            # to a vanished client: lost as it is sent (automatic: its fate)
     counted = z3.And(manual, by_consumer)
     one = z3.If(counted, 1, 0)
     return x.replace(consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, x.consumer_outstanding[c, ch] + one),
@@ -469,7 +473,8 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3Stat
                      volume=z3.Store(x.volume, c, ch, x.volume[c, ch] + z3.If(x.global_limit[c, ch] != 0, one, 0)),
                      next_tag=z3.Store(x.next_tag, c, ch, tag + 1),
                      # basic.deliver or get-ok goes out
-                     deliveries_to_client=z3.Store(x.deliveries_to_client, c, ch, tag, True),
+                     deliveries_to_client=z3.Store(x.deliveries_to_client, c, ch, tag,
+                                                   z3.Or(x.deliveries_to_client[c, ch, tag], out)),
                      outstanding=z3.Store(x.outstanding, c, ch, tag, z3.Or(x.outstanding[c, ch, tag], manual)),
                      delivered_to_consumer=z3.Store(x.delivered_to_consumer, c, ch, tag,
                                                     z3.Or(x.delivered_to_consumer[c, ch, tag],
@@ -485,7 +490,8 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3Stat
                      ahead_in_queue=_ahead_of_kept(x, lambda i, j: z3.Not(z3.And(i == q, j == key))),
                      ever_delivered=z3.Store(x.ever_delivered, q, key, True),
                      auto_in_flight_on=z3.Store(x.auto_in_flight_on, q, key,
-                                                z3.If(manual, x.auto_in_flight_on[q, key], c + 1)),   # in flight (AM-2)
+                                                z3.If(z3.Or(manual, z3.Not(out)), x.auto_in_flight_on[q, key],
+                                                      c + 1)),   # in flight (AM-2)
                      holds_confirm=z3.Store(x.holds_confirm, q, key,
                                             z3.And(x.holds_confirm[q, key], manual)))   # automatic: gone
 
@@ -845,12 +851,20 @@ def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 def _send(x: Z3State, c, ch, close_ok: bool = False) -> Z3State:
     """broker.send: a frame goes out to the client on channel ch of connection c; unless it is a
-    channel.close-ok, it follows the last channel.close in flight there, if any (ER-1)."""
+    channel.close-ok, it follows the last channel.close in flight there, if any (ER-1). A frame to a
+    client that vanished is lost as it is written (faults.vanish)."""
+    out = z3.Not(_gone(x, c))
     if close_ok:
-        return x.replace(frames_to_client=z3.Store(x.frames_to_client, c, ch, True))
-    return x.replace(frames_to_client=z3.Store(x.frames_to_client, c, ch, True),
+        return x.replace(frames_to_client=z3.Store(x.frames_to_client, c, ch, z3.Or(x.frames_to_client[c, ch], out)))
+    return x.replace(frames_to_client=z3.Store(x.frames_to_client, c, ch, z3.Or(x.frames_to_client[c, ch], out)),
                      sent_after_close=z3.Store(x.sent_after_close, c, ch,
-                                               z3.Or(x.sent_after_close[c, ch], x.channel_close_to_client[c, ch])))
+                                               z3.Or(x.sent_after_close[c, ch],
+                                                     z3.And(out, x.channel_close_to_client[c, ch]))))
+
+
+def _gone(x: Z3State, c) -> z3.BoolRef:
+    """Slot c holds a connection whose client vanished (faults.vanish), or is free to hold one."""
+    return x.client_connection_status[c] == CONN_GONE
 
 
 def BrokerCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -1025,6 +1039,78 @@ def NetworkLoss(x: Z3State, a: Terms, o: Terms) -> Transition:
     c = a.conn
     x2 = _ite(x.broker_end_closed[c], x, close_connection(x, c))
     return Transition(z3.And(x.broker_up, o.connected), _forget(reset_connection(x2, c, z3.BoolVal(False))))
+
+
+def ClientVanish(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """The client of connection c vanishes (faults.vanish): its client is up or closing, the broker holds
+    c open, and slot ``o.slot`` is free to hold it (a vanished connection's slot that the broker
+    closed). What the broker holds of c moves to that slot (``_held_elsewhere``); c is down, nothing in
+    flight."""
+    c, d = a.conn, o.slot
+    status = x.client_connection_status
+    guard = z3.And(x.broker_up, z3.Or(status[c] == CONN_UP, status[c] == CONN_CLOSING),
+                   z3.Not(x.broker_end_closed[c]), c >= 0, d >= 0, status[d] == CONN_GONE, x.broker_end_closed[d])
+    return Transition(guard, _forget(reset_connection(_held_elsewhere(x, c, d), c, z3.BoolVal(False))))
+
+
+def _held_elsewhere(x: Z3State, c, d) -> Z3State:
+    """faults.vanish's move: the broker's channels of c, as ``faults.abandoned`` leaves them (an open
+    transaction rolled back: its held-back settlements outstanding again, TX-3; no publish numbered,
+    no confirm, commit-ok or frame in flight), are slot d's; the queues' round-robins, exclusive owners
+    and the copies' ghost inverses name d for c. Slot d's client is gone and its broker end open; everything else of d is a
+    clean channel's (what a free slot holds: ``free_slots_clean``)."""
+    def at_d(arr: z3.ArrayRef, arity: int, value: Callable) -> z3.ArrayRef:
+        if arity == 2:
+            return _lam2(lambda i, j: z3.If(i == d, value(j), arr[i, j]))
+        return _lam3(lambda i, j, k: z3.If(i == d, value(j, k), arr[i, j, k]))
+
+    def clean(name: str) -> z3.ArrayRef:
+        arr, default = getattr(x, name), DEFAULTS[name]
+        return at_d(arr, ARITY[name], lambda *_: default)
+    copied = ("channel_status", "channel_mode", "next_tag", "prefetch", "global_limit", "volume",
+              "qos_excess", "qos_uncounted")
+    copied3 = ("delivered_to_consumer", "consumers", "in_round_robin", "tag_queue", "tag_key", "consumer_deliveries",
+               "consumer_no_ack", "consumer_limit")
+    cleaned = [f.name for f in FIELDS if f.indices[:1] == (CONNECTION,) and len(f.indices) > 1
+               and f.indices[1] != MESSAGE and f.name not in copied + copied3 + ("outstanding", "consumer_outstanding")]
+    y = x.replace(
+        **{name: clean(name) for name in cleaned},
+        **{name: at_d(getattr(x, name), 2, lambda j, arr=getattr(x, name): arr[c, j]) for name in copied},
+        **{name: at_d(getattr(x, name), 3, lambda j, k, arr=getattr(x, name): arr[c, j, k]) for name in copied3},
+        outstanding=at_d(x.outstanding, 3, lambda j, k: z3.Or(x.outstanding[c, j, k], x.tx_settled[c, j, k])),
+        consumer_outstanding=at_d(x.consumer_outstanding, 2,
+                                  lambda j: x.consumer_outstanding[c, j] + x.consumer_held_back[c, j]),
+        client_connection_status=z3.Store(x.client_connection_status, d, CONN_GONE),
+        broker_end_closed=z3.Store(x.broker_end_closed, d, False),
+        connection_close_to_client=z3.Store(x.connection_close_to_client, d, False),
+        queue_owner=z3.Lambda([_Q], z3.If(x.queue_owner[_Q] == c + 1, d + 1, x.queue_owner[_Q])),
+        named_by_connection=_lam_qk(lambda q, key: z3.If(x.named_by_connection[q, key] == c, d,
+                                                         x.named_by_connection[q, key])))
+    # c's consumers are d's now: none is left in a round-robin under c.
+    return y.replace(in_round_robin=_lam3(lambda i, j, k: z3.And(y.in_round_robin[i, j, k], i != c)))
+
+
+def BrokerDetect(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """The broker notices that the client of the connection held in slot d vanished (faults.detect) and
+    closes it as it closes any connection (RQ-4, DU-4)."""
+    d = a.conn
+    guard = z3.And(x.broker_up, _gone(x, d), z3.Not(x.broker_end_closed[d]))
+    return Transition(guard, _forget(close_connection(x, d)))
+
+
+def BrokerChannelError(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """The broker closes open channel (c, ch) of a client's connection with a channel error
+    (faults.channel_error, broker.channel_error, ER-1): the channel is closing, keeping the basic.get
+    deliveries ``o.kept`` names (``o.keeps``: it keeps some) until close-ok and requeueing the rest
+    (RQ-4); channel.close goes out, with nothing behind it."""
+    c, ch = a.conn, a.ch
+    guard = z3.And(_channel_open(x, c, ch), z3.Not(_gone(x, c)), x.view_status[c, ch] == C_OPEN,
+                   z3.Not(x.open_to_broker[c, ch]))
+    y = reset_channel(x, c, ch, CH_CLOSING, (o.keeps, o.kept))
+    return Transition(guard, _forget(y.replace(
+        frames_to_client=z3.Store(y.frames_to_client, c, ch, True),
+        channel_close_to_client=z3.Store(y.channel_close_to_client, c, ch, True),
+        sent_after_close=z3.Store(y.sent_after_close, c, ch, False))))
 
 
 # ---------------------------------------------------------------- client actions (spec.client)
@@ -1246,6 +1332,9 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "BrokerRestart": {},
     "DiskFsync": {"pending": BOOL},
     "NetworkLoss": {"connected": BOOL},
+    "ClientVanish": {"slot": INT},
+    "BrokerDetect": {},
+    "BrokerChannelError": {"keeps": BOOL, "kept": z3.ArraySort(INT, BOOL)},
     "ClientConnect": {"down": BOOL},
     "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL, "close_left": BOOL, "auto": BOOL, "aq": INT,
                       "ak": INT, "tag": INT, "older_frames_ahead_left": BOOL, "multiple": BOOL,

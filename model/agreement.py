@@ -200,7 +200,14 @@ def oracles(state, a) -> dict:
     if kind is A.DiskFsync:
         return {"pending": faults.can_fsync(state, a)}
     if kind is A.NetworkLoss:
-        return {"connected": 0 <= a.conn < len(state.conns) and state.conns[a.conn].status != CONN_DOWN}
+        return {"connected": faults.can_lose_connection(state, a)}
+    if kind is A.ClientVanish:
+        slot = faults.stale_slot(state)
+        return {"slot": -1 if slot is None else slot}
+    if kind is A.BrokerChannelError:
+        channel = _channel(state, a)
+        kept = _kept(channel) if channel is not None else frozenset()
+        return {"keeps": bool(kept), "kept": kept}
     if kind is A.ClientConnect:
         return {"down": 0 <= a.conn < len(state.conns) and state.conns[a.conn].status == CONN_DOWN}
     if kind is A.ClientReceive:
@@ -220,7 +227,7 @@ def oracles(state, a) -> dict:
             if auto is not None:
                 out.update(auto=True, aq=auto[2], ak=auto[3])
         return out
-    if kind in (A.BrokerCloseOk, A.BrokerCrash, A.BrokerRestart):
+    if kind in (A.BrokerCloseOk, A.BrokerCrash, A.BrokerRestart, A.BrokerDetect):
         return {}
     return {"may": machine.precondition(state, a)}
 

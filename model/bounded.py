@@ -85,7 +85,7 @@ def shape_of(config) -> Shape:
                 or any(q != 0 for q, _ in role.consume) or False in role.reject:
             raise OutsideSubset(f"{config.name}: a role takes actions outside the bounded family")
     if not config.channels_open or config.failures or config.closes or config.cancels or config.gets or \
-            config.admin or config.bad:
+            config.admin or config.bad or config.vanishes or config.channel_errors:
         raise OutsideSubset(f"{config.name}: budgets outside the bounded family")
     m = config.messages
     ctags = max([len(r.consume) for r in config.roles.values()] + [0])
@@ -917,7 +917,8 @@ def _never(e: Eff, a, config) -> Transition:
 
 
 # Actions the bounded family has no relation for (outside SUBSET): they never fire in a search.
-NOT_MODELLED = ("ClientConnect", "ClientTxRollback", "BrokerCloseOk", "BrokerQueueFail",
+NOT_MODELLED = ("ClientConnect", "ClientTxRollback", "BrokerCloseOk", "BrokerQueueFail", "ClientVanish", "BrokerDetect",
+                "BrokerChannelError",
                 "ClientCancel", "ClientGet", "ClientNack", "ClientRecover", "ClientDeclareQueue", "ClientBindQueue",
                 "ClientPurgeQueue", "ClientDeleteQueue", "ClientChannelClose", "ClientChannelOpen",
                 "ClientChannelCloseOk", "ClientConnectionClose")

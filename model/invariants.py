@@ -15,7 +15,8 @@ import z3
 
 from spec.frames import CONFIRM_SELECT, TX_SELECT
 from spec.state import (
-    C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX,
+    C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_GONE, CONN_UP, MODE_CONFIRM, MODE_NONE,
+    MODE_TX,
 )
 
 from .state import Z3State
@@ -542,7 +543,8 @@ HELPERS: dict[str, Invariant] = {
 def init(x: Z3State) -> z3.BoolRef:
     """Every initial state of every configuration (spec.machine.initial_states): the broker up, any
     number of connections, each with its broker end open, nothing in flight, and every channel clean,
-    open or (for clients that open them) closed."""
+    open or (for clients that open them) closed; and any number of free slots for vanished connections
+    (client gone, broker end closed, every channel closed: spec.machine.stale_slots)."""
     c, ch = z3.Ints("init_c init_ch")
     s = z3.Int("init_s")
     # Two flat quantifiers (per channel, per channel and index) rather than one nested in the other:
@@ -562,8 +564,11 @@ def init(x: Z3State) -> z3.BoolRef:
                    *[z3.Not(arr[c, ch]) for arr in (x.open_ok_to_client, x.older_frames_ahead, x.open_to_broker,
                                                     x.frame_ahead_of_open, x.frame_behind_open,
                                                     x.other_frames_to_broker)],
-                   z3.Or(x.client_connection_status[c] == CONN_UP,
-                         z3.And(x.client_connection_status[c] == CONN_DOWN, x.channel_status[c, ch] == CH_CLOSED)),
+                   z3.Or(z3.And(x.client_connection_status[c] == CONN_UP, z3.Not(x.broker_end_closed[c])),
+                         z3.And(x.client_connection_status[c] == CONN_DOWN, z3.Not(x.broker_end_closed[c]),
+                                x.channel_status[c, ch] == CH_CLOSED),
+                         z3.And(x.client_connection_status[c] == CONN_GONE, x.broker_end_closed[c],
+                                x.channel_status[c, ch] == CH_CLOSED)),
                    *[z3.Not(arr[c, ch]) for arr in (x.ready, x.redelivered, x.ever_delivered,
                                                     x.on_disk)],  # (queue, key): no copy
                    z3.Not(x.publish_in_flight[c, ch]), x.tx_held_by_channel[c, ch] == 0,
@@ -579,7 +584,8 @@ def init(x: Z3State) -> z3.BoolRef:
                                                       x.consumer_no_ack, x.ahead_in_queue, x.deliveries_to_client,
                                                       x.view_confirmed, x.single_confirms_in_flight)]
                    + [x.consumer_deliveries[c, ch, s] == 0, x.consumer_limit[c, ch, s] == 0])
-    per_index = z3.And(z3.Not(x.broker_end_closed[c]), z3.Not(x.connection_close_to_client[c]), x.queue_owner[c] == 0,
+    per_index = z3.And(z3.Or(z3.Not(x.broker_end_closed[c]), x.client_connection_status[c] == CONN_GONE),
+                       z3.Not(x.connection_close_to_client[c]), x.queue_owner[c] == 0,
                        x.enqueued[c] == 0, x.born[c] == 0,
                        x.published[c] == 0, z3.Implies(x.queue_durable[c], x.queue_exists[c]))
     return z3.And(x.broker_up, x.channels_per_connection >= 1, z3.ForAll([c], per_index), z3.ForAll([c, ch], clean),

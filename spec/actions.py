@@ -380,8 +380,50 @@ class DiskFsync(Action):
 
 
 @dataclass(frozen=True)
+class BrokerChannelError(Action):
+    """Fault: the broker closes channel ``ch`` of connection ``conn`` with a channel error, as when an
+    operation of the application on that channel fails (here a publish to a missing exchange, 404): the
+    channel's consumer deliveries are requeued at once and what the client sends on it is ignored
+    until its close-ok (ER-1, RQ-4)."""
+
+    conn: int
+    ch: int
+
+    def __str__(self) -> str:
+        return f"CHANNEL ERROR: the broker closes c{self.conn}.ch{self.ch}"
+
+
+@dataclass(frozen=True)
+class BrokerDetect(Action):
+    """The broker notices that the client of the connection held in slot ``conn`` vanished (a missed
+    heartbeat) and closes it: its deliveries are requeued (RQ-4), its exclusive queues deleted."""
+
+    conn: int
+
+    def __str__(self) -> str:
+        return f"heartbeat timeout: the broker closes the vanished client's old connection (held as c{self.conn})"
+
+
+@dataclass(frozen=True)
+class ClientVanish(Action):
+    """Fault: the client of connection ``conn`` vanishes without closing its socket (its host crashed, a
+    partition, its process paused). Its side is gone at once and it may connect again; the broker still
+    holds the old connection (moved to a slot of its own) until it notices (``BrokerDetect``)."""
+
+    conn: int
+
+    @property
+    def actor(self) -> str:
+        return "network"
+
+    def __str__(self) -> str:
+        return f"connection c{self.conn} VANISHES (the broker has not noticed)"
+
+
+@dataclass(frozen=True)
 class NetworkLoss(Action):
-    """Fault: connection ``conn`` is lost; frames in flight either way are gone (RQ-4, AM-2)."""
+    """Fault: connection ``conn`` is lost with its socket closed, which the broker notices at once; frames
+    in flight either way are gone (RQ-4, AM-2)."""
 
     conn: int
 

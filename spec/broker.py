@@ -19,9 +19,9 @@ from .frames import (
     TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK,
 )
 from .state import (
-    CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
-    EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_ROLLBACK_KEPT, EV_TX_RETURN, FATE_PURGED, MODE_CONFIRM,
-    MODE_TX, NEW_CHANNEL, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE, Consumer, Pending, State,
+    CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_GONE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
+    EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_ROLLBACK_KEPT, EV_TX_RETURN, FATE_LOST_AUTOACK, FATE_PURGED,
+    MODE_CONFIRM, MODE_TX, NEW_CHANNEL, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE, Consumer, Pending, State,
     Unacked, add_sorted, conn_channels, conn_to_broker, conn_to_client, put, with_conn,
 )
 from . import network
@@ -33,8 +33,11 @@ from .storage import (
 
 
 def send(state: State, c: int, frame: tuple) -> State:
-    """Append a frame to what the broker has in flight to connection c's client, on its channel."""
+    """Append a frame to what the broker has in flight to connection c's client, on its channel; a
+    frame to a client that vanished (``faults.vanish``) is lost as it is written."""
     conn = state.conns[c]
+    if conn.status == CONN_GONE:
+        return state
     return with_conn(state, c, conn_to_client(conn, network.push(conn.to_client, frame[1], frame)))
 
 
@@ -351,15 +354,21 @@ def _get(state, c, ch, channel, frame):
 def hand_over(state: State, c: int, ch: int, q: int, entry, no_ack: bool, consumer: int) -> State:
     """A copy leaves the queue for a client: outstanding on the channel (AM-3) or gone once sent (AM-2).
 
-    It takes the channel's next delivery tag (DT-1, DT-2)."""
+    It takes the channel's next delivery tag (DT-1, DT-2). An automatic-mode delivery to a client
+    that vanished is lost as it is sent (AM-2, ``faults.vanish``)."""
     conn = state.conns[c]
     channel = conn.channels[ch - 1]
     tag = channel.next_tag
     if no_ack:
         channel = channel._replace(next_tag=tag + 1)
-        conn = conn._replace(auto=conn.auto + ((ch, tag, q, entry.key, entry.msg, entry.persistent),),
-                             channels=put(conn.channels, ch - 1, channel))
-        state = state._replace(conns=put(state.conns, c, conn))
+        if conn.status == CONN_GONE:
+            conn = conn._replace(channels=put(conn.channels, ch - 1, channel))
+            state = add_fates(state._replace(conns=put(state.conns, c, conn)),
+                              ((q, entry.key, FATE_LOST_AUTOACK, entry.msg, entry.persistent),))
+        else:
+            conn = conn._replace(auto=conn.auto + ((ch, tag, q, entry.key, entry.msg, entry.persistent),),
+                                 channels=put(conn.channels, ch - 1, channel))
+            state = state._replace(conns=put(state.conns, c, conn))
         state = forget_waits(state, ((q, entry.key),))
     else:
         channel = channel._replace(next_tag=tag + 1, unacked=channel.unacked + (

@@ -26,8 +26,15 @@ BUDGETS: tuple[Budget, ...] = (
                                    "or connection closing with deliveries outstanding: RQ-4, RQ-6)"),
     Budget("closes", 0, 3, True, "channel.close sent by clients"),
     Budget("reconnects", 0, 3, True, "connections opened again after a close or a loss"),
-    Budget("losses", 0, 1, False, "1: connections may be lost (NetworkLoss); each loss is spent as a reconnect"),
+    Budget("losses", 0, 1, False, "1: connections may be lost with the socket closed, which the broker notices at "
+                                  "once (NetworkLoss); each loss is spent as a reconnect"),
+    Budget("vanishes", 0, 1, False, "1: a connection's client may vanish without closing its socket (a crashed host, "
+                                    "a partition, a paused process), which the broker notices only later, at a "
+                                    "heartbeat timeout (ClientVanish, then BrokerDetect); each is spent as a "
+                                    "reconnect"),
     Budget("crashes", 0, 2, True, "broker crashes (each followed by a restart)"),
+    Budget("channel_errors", 0, 2, True, "channels the broker closes with an error on its own (BrokerChannelError, "
+                                         "ER-1)"),
     Budget("failures", 0, 3, True, "a queue failing to take a message (the publish is nacked: PC-6)"),
     Budget("bad", 0, 3, True, "protocol errors clients make on purpose (an unknown tag: ACK-4, ER-1)"),
     Budget("qos", 0, 3, True, "basic.qos sent by clients"),

@@ -1,5 +1,6 @@
 """The disk and the faults: fsync of one copy, connection loss, broker crash and restart, a queue
-failing to take a message (DU-1..3, PC-6, PC-10, TX-8, TX-9, AM-2, RQ-4).
+failing to take a message, a client vanishing and the broker noticing late, a channel error (DU-1..3,
+PC-6, PC-10, TX-8, TX-9, AM-2, RQ-3, RQ-4, ER-1).
 
 The disk holds ``(queue, key, msg)`` for persistent copies in durable queues. What is pending is
 derived, not stored: a live persistent copy in a durable queue that is not on disk waits to be
@@ -9,10 +10,12 @@ modelling them one by one loses no behaviour and exhibits every partial batch a 
 """
 from __future__ import annotations
 
-from . import network
+from . import broker, network
+from .frames import CHANNEL_OPEN, MISSING_EXCHANGE, NOT_FOUND, R_NO_EXCHANGE
 from .state import (
-    CH_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, EV_RECOVERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH,
-    FATE_QUEUE_FAILED, NEW_CHANNEL, NEW_CLIENT, Conn, Entry, State, put,
+    C_OPEN, CH_CLOSED, CH_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_CLOSING, CONN_DOWN, CONN_GONE, CONN_UP,
+    EV_RECOVERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH, FATE_QUEUE_FAILED, NEW_CHANNEL, NEW_CLIENT, Channel, Conn, Entry,
+    State, put,
 )
 from .storage import add_fates, close_connection, forget_waits, with_channel
 
@@ -87,6 +90,90 @@ def lose_connection(state: State, c: int) -> State:
     return reset_connection(add_fates(state, lost), c, CONN_DOWN)
 
 
+def stale_slot(state: State) -> int | None:
+    """The first slot free to hold a vanished connection until the broker notices (``vanish``), or None."""
+    for d, conn in enumerate(state.conns):
+        if conn.status == CONN_GONE and conn.broker_closed:
+            return d
+    return None
+
+
+def vanish(state: State, c: int) -> State:
+    """ClientVanish: the client of connection c is gone without closing its socket (RQ-3, RQ-4 late).
+
+    The client's side is gone at once: what was in flight to it is lost (automatic-mode deliveries
+    among it: AM-2), and slot c is down, free to connect again. The broker's side is not: the
+    connection, as the broker holds it, moves to a free stale slot d, its consumers and exclusive
+    queues renamed with it, and stays there until the broker notices (``detect``). Meanwhile the
+    broker dispatches to its consumers within their prefetch (AM-3, PF-3), and what it sends there is
+    lost as it is written (``broker.send``).
+
+    What the broker can still get from the vanished client: the frames it had sent are taken before
+    the vanish or not at all (they are dropped here). The broker takes frames at any time, so every
+    prefix of them taken is among the runs; what is left out is only a frame taken *after* some step
+    that follows the vanish: overtaken by the reconnected client's frames, say, which takes TCP
+    retransmitting it after a partition more slowly than a new connection opens
+    (docs/reference/differences.md, "Where the spec differs"). A paused process's kernel delivers at once what it had written, as the recording
+    ``silent_consumer_replaced`` shows. With no frame to come, nothing owed to the client can reach
+    it: its open transactions are rolled back (the settlements held back are outstanding again, TX-3;
+    the broker would discard them at the close anyway, RQ-4) and its confirms and commit-ok are no
+    longer owed (``abandoned``)."""
+    conn = state.conns[c]
+    d = stale_slot(state)
+    lost = tuple((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
+    n = len(conn.channels)
+    fifos = network.empty(n)
+    held = Conn(CONN_GONE, False, 0, fifos, fifos, (), tuple(abandoned(ch) for ch in conn.channels),
+                (CLOSED_CLIENT,) * n)
+    state = rename_connection(state._replace(conns=put(state.conns, d, held)), c, d)
+    return reset_connection(add_fates(state, lost), c, CONN_DOWN)
+
+
+def abandoned(channel: Channel) -> Channel:
+    """A broker channel as it stays once its client vanished (``vanish``): its open transaction rolled
+    back, no confirm or commit-ok owed; deliveries, consumers and limits kept."""
+    if channel.status == CH_CLOSED:
+        return channel
+    unacked = channel.unacked
+    if channel.tx_settles:
+        unacked = tuple(sorted(unacked + tuple(u for _, u in channel.tx_settles)))
+    return channel._replace(unacked=unacked, publish_seq=0, unconfirmed=(), confirmed=(), tx_pubs=(), tx_settles=(),
+                            committing=(), commit_pending=False)
+
+
+def rename_connection(state: State, c: int, d: int) -> State:
+    """The queues' references to connection c (its consumers in round-robins and as exclusive
+    consumers, its exclusive queues) made to slot d."""
+    def moved(consumer: tuple) -> tuple:
+        return (d,) + consumer[1:] if consumer and consumer[0] == c else consumer
+    queues = tuple(queue._replace(ring=tuple(moved(r) for r in queue.ring), exclusive=moved(queue.exclusive),
+                                  owner=d + 1 if queue.owner == c + 1 else queue.owner)
+                   for queue in state.queues)
+    return state._replace(queues=queues)
+
+
+def detect(state: State, d: int) -> State:
+    """BrokerDetect: the broker notices that the client of the connection held in slot d vanished and
+    closes it as it closes any connection (RQ-4: every delivery still outstanding is requeued; DU-4:
+    its exclusive queues are deleted); the slot is free again."""
+    return close_connection(state, d)
+
+
+def free_stale(state: State, d: int) -> State:
+    """Stale slot d empty and free (after a crash)."""
+    conn = state.conns[d]
+    n = len(conn.channels)
+    fifos = network.empty(n)
+    return state._replace(conns=put(state.conns, d, Conn(CONN_GONE, True, 0, fifos, fifos, (), (CLOSED_CHANNEL,) * n,
+                                                          (CLOSED_CLIENT,) * n)))
+
+
+def channel_error(state: State, c: int, ch: int) -> State:
+    """BrokerChannelError: the broker closes channel ch with an error, as when an operation of the
+    application on it fails (a publish to a missing exchange: 404): ``broker.channel_error``, ER-1."""
+    return broker.channel_error(state, c, ch, NOT_FOUND, R_NO_EXCHANGE, MISSING_EXCHANGE)
+
+
 def lost_in_crash(live: tuple[tuple[int, int], ...], on_disk: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     """The copies, as (queue, key), a crash loses: every live one whose record is not on disk. A crash
     keeps exactly what is on disk (DU-2, PC-10), records of copies acknowledged since included (TX-8).
@@ -109,8 +196,8 @@ def crash(state: State) -> State:
     lost = [(q, k, FATE_LOST_CRASH) + live[(q, k)] for q, k in gone]
     for conn in state.conns:
         lost.extend((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
-    for c in range(len(state.conns)):
-        state = reset_connection(state, c, CONN_DOWN)
+    for c, conn in enumerate(state.conns):
+        state = free_stale(state, c) if conn.status == CONN_GONE else reset_connection(state, c, CONN_DOWN)
     queues = tuple(queue._replace(ready=(), ring=(), exists=queue.exists and queue.durable, owner=0, exclusive=())
                    for queue in state.queues)
     state = state._replace(broker_up=False, queues=queues, bindings=tuple(
@@ -220,5 +307,35 @@ def can_restart(state: State, a) -> bool:
 
 
 def can_lose_connection(state: State, a) -> bool:
-    """NetworkLoss: the broker is up and the connection is not already down."""
-    return state.broker_up and 0 <= a.conn < len(state.conns) and state.conns[a.conn].status != CONN_DOWN
+    """NetworkLoss: the broker is up and the client's connection is up (or closing)."""
+    return state.broker_up and 0 <= a.conn < len(state.conns) and state.conns[a.conn].status in (CONN_UP,
+                                                                                                 CONN_CLOSING)
+
+
+def can_vanish(state: State, a) -> bool:
+    """ClientVanish: as NetworkLoss, of a connection the broker still holds open (once it has closed its
+    end, the client reads the close or loses the connection, ``NetworkLoss``), and a slot is free to
+    hold it until the broker notices."""
+    return can_lose_connection(state, a) and not state.conns[a.conn].broker_closed and \
+        stale_slot(state) is not None
+
+
+def can_detect(state: State, a) -> bool:
+    """BrokerDetect: the broker is up and slot ``conn`` holds a vanished connection it has not closed."""
+    if not state.broker_up or not 0 <= a.conn < len(state.conns):
+        return False
+    conn = state.conns[a.conn]
+    return conn.status == CONN_GONE and not conn.broker_closed
+
+
+def can_channel_error(state: State, a) -> bool:
+    """BrokerChannelError: the broker's end of the connection is open, the channel open at both ends (an
+    operation of the application on it fails: its client holds it open), and no channel.open is in
+    flight on it (a client re-opening an open channel makes a connection error of its own, ER-1)."""
+    if not state.broker_up or not 0 <= a.conn < len(state.conns):
+        return False
+    conn = state.conns[a.conn]
+    if conn.broker_closed or conn.status == CONN_GONE or not 1 <= a.ch <= len(conn.channels):
+        return False
+    return conn.channels[a.ch - 1].status == CH_OPEN and conn.clients[a.ch - 1].status == C_OPEN and \
+        all(f[0] != CHANNEL_OPEN for f in conn.to_broker[a.ch])

@@ -20,8 +20,8 @@ from .por import FusedTakes
 from .roles import IDLE
 from .symmetry import Symmetry
 from .state import (
-    C_CLOSED, C_OPEN, CH_ENDING, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_UP, MODE_CONFIRM,
-    MODE_NONE, MODE_TX, NEW_CHANNEL, NEW_CLIENT, Conn, Queue, State, Used, with_used,
+    C_CLOSED, C_OPEN, CH_ENDING, CH_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_GONE, CONN_UP,
+    MODE_CONFIRM, MODE_NONE, MODE_TX, NEW_CHANNEL, NEW_CLIENT, Conn, Queue, State, Used, with_used,
 )
 
 BAD_TAG = 1000      # a delivery tag no configuration ever issues (ACK-4: "never issued")
@@ -39,13 +39,22 @@ def _act(cls, *args):
     return action
 
 
+def stale_slots(config) -> int:
+    """How many slots past the configuration's connections hold vanished connections the broker has not
+    noticed yet (``faults.vanish``): one per reconnect the budget allows, at most one per connection."""
+    return min(config.reconnects, config.connections) if config.vanishes else 0
+
+
 def initial_states(config) -> tuple[State, ...]:
     """Every connection up with all its channels open (or all closed, for a configuration whose
-    clients open them: ``channels_open``); the configuration's queues and bindings exist."""
+    clients open them: ``channels_open``), and the stale slots free; the configuration's queues and
+    bindings exist."""
     fifos = network.empty(config.channels)
     channel, view = (NEW_CHANNEL, NEW_CLIENT) if config.channels_open else (CLOSED_CHANNEL, CLOSED_CLIENT)
     conns = tuple(Conn(CONN_UP, False, 0, fifos, fifos, (), (channel,) * config.channels,
                        (view,) * config.channels) for _ in range(config.connections))
+    conns += (Conn(CONN_GONE, True, 0, fifos, fifos, (), (CLOSED_CHANNEL,) * config.channels,
+                   (CLOSED_CLIENT,) * config.channels),) * stale_slots(config)
     queues = tuple(Queue(spec.declared, spec.durable and not spec.exclusive, 0, spec.dead_letter + 1,
                          (), 0, (), ()) for spec in config.queues)
     return (State(True, conns, queues, tuple(sorted(config.bindings)), (), Used(), (), (), (), (), 0),)
@@ -136,8 +145,19 @@ def _tried(state: State, config, evident: bool) -> list:
                 for p in channel.unconfirmed:
                     add(_act(A.BrokerQueueFail, c, ch, p.seq))
     if used.reconnects < config.reconnects and config.losses:
-        for c in range(len(conns)):
+        for c in range(config.connections):
             add(_act(A.NetworkLoss, c))
+    if used.reconnects < config.reconnects and config.vanishes:
+        for c in range(config.connections):
+            add(_act(A.ClientVanish, c))
+    for d in range(config.connections, len(conns)):
+        if not evident or not conns[d].broker_closed:                    # can_detect
+            add(_act(A.BrokerDetect, d))
+    if used.channel_errors < config.channel_errors:
+        for c in range(config.connections):
+            for ch, channel in enumerate(conns[c].channels, start=1):
+                if not evident or channel.status == CH_OPEN:             # can_channel_error
+                    add(_act(A.BrokerChannelError, c, ch))
     if used.crashes < config.crashes and (not evident or broker_up):    # can_crash
         add(_act(A.BrokerCrash))
     if not evident or not broker_up:                                     # can_restart
@@ -279,8 +299,10 @@ def _spend(state: State, action) -> State:
         used = used._replace(cancels=used.cancels + 1)
     elif kind is A.ClientChannelClose:
         used = used._replace(closes=used.closes + 1)
-    elif kind in (A.ClientConnectionClose, A.NetworkLoss):
+    elif kind in (A.ClientConnectionClose, A.NetworkLoss, A.ClientVanish):
         used = used._replace(reconnects=used.reconnects + 1)
+    elif kind is A.BrokerChannelError:
+        used = used._replace(channel_errors=used.channel_errors + 1)
     elif kind is A.BrokerCrash:
         used = used._replace(crashes=used.crashes + 1)
     elif kind is A.BrokerQueueFail:
@@ -310,6 +332,9 @@ EFFECTS = {
     A.BrokerCrash: lambda s, a: (faults.crash(_spend(s, a)), ()),
     A.BrokerRestart: lambda s, a: (faults.restart(s), ()),
     A.NetworkLoss: lambda s, a: (faults.lose_connection(_spend(s, a), a.conn), ()),
+    A.ClientVanish: lambda s, a: (faults.vanish(_spend(s, a), a.conn), ()),
+    A.BrokerDetect: lambda s, a: (faults.detect(s, a.conn), ()),
+    A.BrokerChannelError: lambda s, a: _broker_wrote(faults.channel_error(_spend(s, a), a.conn, a.ch), s),
     A.ClientPublish: lambda s, a: client.publish(s, a),
     A.ClientReceive: lambda s, a: client.receive(s, a.conn, a.ch, a.answer),
     A.ClientConnect: lambda s, a: (faults.reset_connection(s, a.conn, CONN_UP, a.channels_open), ()),
@@ -329,6 +354,9 @@ PRECONDITIONS = {
     A.BrokerCrash: faults.can_crash,
     A.BrokerRestart: faults.can_restart,
     A.NetworkLoss: faults.can_lose_connection,
+    A.ClientVanish: faults.can_vanish,
+    A.BrokerDetect: faults.can_detect,
+    A.BrokerChannelError: faults.can_channel_error,
     A.ClientPublish: client.can_use_channel,
     A.ClientReceive: client.can_receive,
     A.ClientConnect: client.can_connect,

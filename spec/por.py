@@ -22,7 +22,9 @@ when:
   its commit-ok is owed is a connection error, TX-7; on its own channel a fusable take needs a
   channel in neither mode, so it never meets that commit);
 - (budgets, which only grow) no fault can happen any more: the crash and queue-failure budgets are
-  spent and connections can no longer be lost;
+  spent, connections can no longer be lost or vanish, and the broker raises no more channel errors
+  (a vanished connection the broker has not noticed yet may still be held: its detection is a
+  connection closing, below);
 - the broker is up and holds connection c and channel (c, ch) open, in neither confirm nor tx mode;
 - and the frame is one of:
 
@@ -54,7 +56,8 @@ steps), so whatever R finds, the full graph has. The converse rests on three fac
     than every outstanding one, which a settlement of given tags does not name; with no limit on the
     channel or its consumers, the consumer a delivery goes to does not depend on what the channel has
     outstanding; a requeue (nack, reject, recover, a channel or connection closing) puts a copy back at
-    its old key, below the fresh one, so the ready list is the same sorted list either way; consumes
+    its old key, below the fresh one, so the ready list is the same sorted list either way (the broker
+    noticing a vanished connection, ``BrokerDetect``, is such a close, of a slot no client acts on); consumes
     and cancels touch rings, which neither take reads; ``DiskFsync`` concerns persistent copies of
     durable queues, which fused settlements never touch and a publish only adds; confirms, commit-ok
     and close-ok of any channel touch neither queues' tails nor the settled deliveries. What would not commute is excluded above:
@@ -150,13 +153,15 @@ class FusedTakes:
         committers = {key for key, r in config.roles.items() if r.tx and r.publish}
         self.channels = tuple((c, ch) for c in self.connections for ch in range(1, config.channels + 1)
                               if not any(cc == c and other != ch for cc, other in committers))
-        self._budgets = (config.crashes, config.failures, config.reconnects if config.losses else 0)
+        self._budgets = (config.crashes, config.failures, config.reconnects if config.losses or config.vanishes else 0,
+                         config.channel_errors)
 
     def quiet(self, state: Any) -> bool:
         """No fault can happen any more (budgets only grow)."""
         used = state.used
-        crashes, failures, losses = self._budgets
-        return used.crashes >= crashes and used.failures >= failures and used.reconnects >= losses
+        crashes, failures, losses, channel_errors = self._budgets
+        return used.crashes >= crashes and used.failures >= failures and used.reconnects >= losses and \
+            used.channel_errors >= channel_errors
 
     def fusable(self, state: Any, c: int, ch: int) -> bool:
         """Whether the take of channel (c, ch)'s oldest frame is fusable in ``state``, budgets aside

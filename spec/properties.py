@@ -22,7 +22,7 @@ from .frames import (
 )
 from .properties_api import Property
 from .state import (
-    C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, EV_CHANNEL_REQUEUE,
+    C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_GONE, EV_CHANNEL_REQUEUE,
     EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
     EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_RECOVERED, EV_REQUEUE_TWICE, EV_ROLLBACK_KEPT,
     EV_TX_RETURN, FATE_ACKED, FATE_AUTO, FATE_DEAD_LETTERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH, FATE_PURGED,
@@ -542,8 +542,8 @@ def down_broker_holds_only_disk(state: State) -> bool:
     for queue in state.queues:
         if queue.ready or queue.ring or (queue.exists and not queue.durable):
             return False
-    return all(conn.status == CONN_DOWN and not any(conn.to_client) and not any(conn.to_broker)
-               for conn in state.conns)
+    return all((conn.status == CONN_DOWN or conn.status == CONN_GONE and conn.broker_closed)
+               and not any(conn.to_client) and not any(conn.to_broker) for conn in state.conns)
 
 
 @always("PC-8", "TX-1", "PC-1", helper=True)

@@ -329,10 +329,14 @@ class _Reader:
         queues = tuple(self.specs.get(q, QueueSpec(declared=False)) for q in range(len(self.queues)))
         crashes = max(self.losses.values(), default=0)
         connects = max((sum(1 for o in seq if o[0] == "connect") for seq in observations.values()), default=0)
+        # A lost connection is one whose client vanished: the broker may notice at once or late (RQ-4), and
+        # holds it meanwhile in a slot of its own, one per connection that may be lost.
+        lost = sum(1 for seq in observations.values() if any(o[0] == "lost" for o in seq))
         total = sum(self.published.values())
         return Config("recorded", "a recorded run", connections=max(slots, 1), channels=self.channels,
                       queues=queues or (QueueSpec(declared=False),), messages=total, requeues=total,
-                      crashes=crashes, reconnects=connects, failures=self.nacks, bad=0,
+                      crashes=crashes, reconnects=max(connects, lost), vanishes=int(lost > 0),
+                      failures=self.nacks, bad=0,
                       channels_open=False, deadlock_is_error=False)
 
 

@@ -65,7 +65,7 @@ def _observe(observations: dict, before, after, action, labels) -> None:
     if kind is A.ClientConnect:
         observations[action.conn].append(("connect",))
         return
-    if kind in (A.NetworkLoss, A.BrokerCrash):
+    if kind in (A.NetworkLoss, A.ClientVanish, A.BrokerCrash):
         for c, (old, new) in enumerate(zip(before.conns, after.conns)):
             if old.status != CONN_DOWN and new.status == CONN_DOWN:
                 observations[c].append(("lost",))

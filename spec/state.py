@@ -24,8 +24,11 @@ CH_CLOSED, CH_OPEN, CH_CLOSING, CH_ENDING = 0, 1, 2, 3
 C_CLOSED, C_OPEN, C_CLOSING, C_OPENING = 0, 1, 2, 3
 # Channel modes (PC-8: a channel is in at most one of confirm and tx mode).
 MODE_NONE, MODE_CONFIRM, MODE_TX = 0, 1, 2
-# Connection status.
-CONN_DOWN, CONN_UP, CONN_CLOSING = 0, 1, 2
+# Connection status. CONN_GONE marks a slot past the configuration's connections that holds the broker's
+# side of a connection whose client vanished (``faults.vanish``): its client is gone for good, and the
+# broker still holds the connection until it notices (``faults.detect``); free again once it has
+# (``broker_closed``).
+CONN_DOWN, CONN_UP, CONN_CLOSING, CONN_GONE = 0, 1, 2, 3
 
 # Fates: how a copy of a message left the broker (ghost). A history: a record stays when a restart
 # brings the copy back from disk (TX-8: its removal had not reached the disk), and the copy's later

@@ -19,7 +19,10 @@ carries, ``frame[1]``), the channel of each automatic-mode delivery in flight (`
 order), the broker's channels and the client's views; in each queue the consumers' ring entries
 ``(conn, ch, tag)`` (kept in round-robin order), the exclusive consumer, and the exclusive owner
 (connection + 1). Nothing else names one (budgets, fates, the disk and every ghost are keyed by queue,
-copy and message; consumer tags are the role's position, the same on every channel).
+copy and message; consumer tags are the role's position, the same on every channel). The slots past
+the configuration's connections, which hold vanished connections until the broker notices
+(``faults.vanish``), are fixed: a vanished connection keeps no link to the slot it came from, and a
+vanish takes the first free slot whichever connection vanishes.
 
 How it reduces, and why no verdict changes
 ------------------------------------------
@@ -109,7 +112,8 @@ def _permuted(items: tuple, perm: tuple[int, ...]) -> tuple:
 def rename(state: Any, g: Renaming) -> Any:
     """``state`` with its connections and channels renamed by ``g`` (module docstring)."""
     conns = list(state.conns)
-    for c, conn in enumerate(state.conns):
+    n = len(g.conns)
+    for c, conn in enumerate(state.conns[:n]):
         perm = g.channels[c]
         if perm != tuple(range(1, len(perm) + 1)):
             conn = conn._replace(
@@ -120,10 +124,10 @@ def rename(state: Any, g: Renaming) -> Any:
 
     def entry(e: tuple) -> tuple:
         c, ch, tag = e
-        return (g.conns[c], g.channels[c][ch - 1], tag)
+        return (g.conns[c], g.channels[c][ch - 1], tag) if c < n else e
 
     queues = tuple(q._replace(ring=tuple(entry(e) for e in q.ring), exclusive=entry(q.exclusive) if q.exclusive else (),
-                              owner=g.conns[q.owner - 1] + 1 if q.owner else 0)
+                              owner=g.conns[q.owner - 1] + 1 if 0 < q.owner <= n else q.owner)
                    for q in state.queues)
     return state._replace(conns=tuple(conns), queues=queues)
 

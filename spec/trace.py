@@ -49,15 +49,16 @@ from .frames import (
     CONFIRM_SELECT, CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT,
     TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
-from .state import CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, conn_to_client, with_conn
+from .state import CH_OPEN, CONN_DOWN, CONN_GONE, CONN_UP, FATE_LOST_CRASH, conn_to_client, with_conn
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
 INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
-            A.BrokerCloseOk, A.DiskFsync, A.BrokerQueueFail, A.BrokerCrash, A.BrokerRestart)
+            A.BrokerCloseOk, A.DiskFsync, A.BrokerQueueFail, A.BrokerCrash, A.BrokerRestart, A.BrokerDetect,
+            A.BrokerChannelError)
 
 # Internal steps the checker takes from ``machine.enabled``; fsync, crash and restart it makes itself.
 _FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
-         A.BrokerCloseOk, A.BrokerQueueFail)
+         A.BrokerCloseOk, A.BrokerQueueFail, A.BrokerDetect, A.BrokerChannelError)
 # Broker frames written by a step of their own (a confirm) that no other step depends on: never sent
 # when the client does not read them. A basic.return is written by the take of its publish or commit,
 # which has other effects, so it may stay unread (RT-3, TX-6).
@@ -222,6 +223,8 @@ class _Plan:
         client reads something after connecting again (where the crash's effects can show)."""
         useful = False
         for c, conn in enumerate(state.conns):
+            if conn.status == CONN_GONE:         # a vanished connection's slot: no client reads there
+                continue
             if conn.status != CONN_DOWN and self.reads_ahead[c][pos[c]]:
                 return False
             useful = useful or self.reveals[c][pos[c]]
@@ -240,6 +243,11 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
     if kind == "lost":
         if conn.status == CONN_DOWN:
             return state
+        # The broker notices late (a heartbeat timeout) unless no slot can hold the connection meanwhile;
+        # noticing at once is one of the ways on (BrokerDetect right after).
+        vanish = A.ClientVanish(c)
+        if faults.can_vanish(state, vanish):
+            return machine.step(state, vanish)[0]
         return machine.step(state, A.NetworkLoss(c))[0]
     if kind == "received":
         ch = obs[1][1]
@@ -299,7 +307,7 @@ def _owed(state, plan: _Plan, pos: tuple):
     if not state.broker_up:
         return
     for c, conn in enumerate(state.conns):
-        if conn.broker_closed or conn.status == CONN_DOWN:
+        if conn.broker_closed or conn.status in (CONN_DOWN, CONN_GONE):
             continue
         for ch, channel in enumerate(conn.channels, start=1):
             if channel.status != CH_OPEN or not (channel.unconfirmed or channel.commit_pending):
@@ -442,7 +450,8 @@ def _deliveries(state, q: int, doubt: frozenset, plan: _Plan, pos: tuple):
     fit), and none when it reads something else first. Dropping copies changes neither the consumers
     nor their room, so the delivery stays enabled while the queue has a copy (``machine.enabled``)."""
     c, ch, _ = broker.next_consumer(state, q)
-    want = plan.next_read(c, pos[c], ch, state.conns[c].to_client[ch])
+    # A vanished connection's consumer (``faults.vanish``) reads nothing: what it is sent is lost.
+    want = None if c >= len(pos) else plan.next_read(c, pos[c], ch, state.conns[c].to_client[ch])
     if want is not None and want[0] != BASIC_DELIVER:
         return []
     out = []

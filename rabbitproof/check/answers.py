@@ -20,7 +20,7 @@ from spec.configs import Config
 
 from rabbitproof.check.questions import PROPERTIES, QUESTIONS, ConsumerWork, Question, SetupMachine
 from rabbitproof.check.setup_file import Setup
-from rabbitproof.check.setup_model import lossy, to_config
+from rabbitproof.check.setup_model import erring, lossy, to_config, vanishing
 
 _RULE = re.compile(r"\b(?:DT|AM|ACK|PF|RQ|DS|PC|TX|DU|ER|RT)-\d+\b")
 ACTION_TYPES = (ConsumerWork,) + tuple(c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Action)
@@ -62,7 +62,8 @@ class Checked:
 def machine_for(setup: Setup) -> SetupMachine:
     """The observed machine of a setup: publishers first, each held to its own message count."""
     return SetupMachine(tuple(p.messages for p in setup.publishers) + (0,) * len(setup.consumers), lossy(setup),
-                        (False,) * len(setup.publishers) + tuple(c.work == "before-ack" for c in setup.consumers))
+                        (False,) * len(setup.publishers) + tuple(c.work == "before-ack" for c in setup.consumers),
+                        vanishing(setup), erring(setup))
 
 
 def config_for(setup: Setup, bounds: Mapping[str, Any] | None = None, max_states: int | None = None) -> Config:
@@ -83,8 +84,9 @@ def setup_name(setup: Setup) -> str:
 # The steps that decide an execution's outcome: faults, negative settlements, closes. Their rules are
 # the ones an answer names beside the question's own; the routine steps (publish, deliver, receive)
 # would name every rule of the protocol.
-DECISIVE = (A.BrokerCrash, A.BrokerRestart, A.NetworkLoss, A.BrokerQueueFail, A.ClientNack, A.ClientReject,
-            A.ClientRecover, A.ClientChannelClose, A.ClientConnectionClose, A.ClientTxRollback)
+DECISIVE = (A.BrokerCrash, A.BrokerRestart, A.NetworkLoss, A.ClientVanish, A.BrokerDetect, A.BrokerChannelError,
+            A.BrokerQueueFail, A.ClientNack, A.ClientReject, A.ClientRecover, A.ClientChannelClose,
+            A.ClientConnectionClose, A.ClientTxRollback)
 
 
 def _named(setup: Setup) -> list[tuple[str, str, str]]:

@@ -107,7 +107,8 @@ class SetupMachine:
     - a consumer that polls asks for one message at a time with basic.get, once it holds none and no
       get is on its way either way (DS-2).
 
-    A lost connection is lost only where the setup's faults say (``lossy``). Everything else (the
+    A connection is lost, its client vanishes, or the broker closes its channel with an error only
+    where the setup's faults say (``lossy``, ``vanishing``, ``erring``). Everything else (the
     broker, the disk, the network, the other faults, every interleaving of the clients) is the
     spec's, unfiltered. A frozen dataclass of ints: it pickles, so the Spark engine ships it to
     executors as it is.
@@ -116,6 +117,8 @@ class SetupMachine:
     limits: tuple[int, ...]
     lossy: tuple[bool, ...]         # per connection: whether the faults may lose it (NetworkLoss)
     works: tuple[bool, ...] = ()    # per connection: its consumer does the work before the ack (ConsumerWork)
+    vanishing: tuple[bool, ...] = ()    # per connection: whether its client may vanish (ClientVanish)
+    erring: tuple[bool, ...] = ()       # per connection: whether the broker may close its channel (BrokerChannelError)
 
     def initial_states(self, config: Any) -> tuple[Watched, ...]:
         return tuple(Watched(s, NOTHING_YET) for s in machine.initial_states(config))
@@ -143,8 +146,10 @@ class SetupMachine:
         that also keep each connection's message limit and whether faults may lose it (two consumers
         with the same settings are interchangeable), applied to the spec state and to the ghost."""
         limits, lossy, works = self.limits, self.lossy, self.works or (False,) * len(self.limits)
+        vanishing, erring = self.vanishing or (False,) * len(limits), self.erring or (False,) * len(limits)
         kept = tuple(g for g in automorphisms(config)
                      if all(limits[d] == limits[c] and lossy[d] == lossy[c] and works[d] == works[c]
+                            and vanishing[d] == vanishing[c] and erring[d] == erring[c]
                             for c, d in enumerate(g.conns)))
         return Symmetry(config, kept, rename_watched)
 
@@ -165,7 +170,7 @@ def rename_watched(watched: Watched, g: Any) -> Watched:
 
 
 _PROGRAM_STEPS = frozenset({A.ClientPublish, A.ClientConsume, A.ClientGet, A.ClientQos, A.ClientAck, A.ClientNack,
-                            A.ClientReject, A.NetworkLoss})
+                            A.ClientReject, A.NetworkLoss, A.ClientVanish, A.BrokerChannelError})
 
 
 def _programs_take(machine_: SetupMachine, state: State, ghost: Ghost, config: Any, a: Any) -> bool:
@@ -173,6 +178,10 @@ def _programs_take(machine_: SetupMachine, state: State, ghost: Ghost, config: A
     prepared = ghost.prepared
     if type(a) is A.NetworkLoss:
         return machine_.lossy[a.conn]
+    if type(a) is A.ClientVanish:
+        return bool(machine_.vanishing) and machine_.vanishing[a.conn]
+    if type(a) is A.BrokerChannelError:
+        return bool(machine_.erring) and machine_.erring[a.conn]
     kind, c, ch = type(a), a.conn, a.ch
     view = state.conns[c].clients[ch - 1]
     if kind is A.ClientPublish:

@@ -47,8 +47,8 @@ ACK_STYLES = ("single", "multiple")
 PREFETCH_SCOPES = ("consumer", "channel")
 WORK = ("at-ack", "before-ack")
 ON_FAILURE = ("none", "nack-requeue", "nack-drop", "reject-requeue", "reject-drop", "close-channel")
-FAULTS = ("consumer_channel_lost", "consumer_connection_lost", "network_loss", "broker_crash",
-          "queue_refuses")
+FAULTS = ("consumer_channel_lost", "consumer_channel_error", "consumer_connection_lost", "consumer_vanishes",
+          "network_loss", "client_vanishes", "broker_crash", "queue_refuses")
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,22 @@ KEYS: tuple[Key, ...] = (
     _bool("consumers", "idempotent", "processing a message twice does no harm (the consumer deduplicates, or its "
                                      "work is idempotent): when every consumer is, question 2 can still happen but "
                                      "is reported harmless, not a failure"),
-    _bool("faults", "consumer_channel_lost", "a consumer's channel may close once (RQ-4)"),
-    _bool("faults", "consumer_connection_lost", "a consumer's connection may be lost once; it reconnects (RQ-4, AM-2)"),
-    _bool("faults", "network_loss", "any connection may be lost once, frames in flight either way with it"),
+    _bool("faults", "consumer_channel_lost", "a consumer may close its own channel once and open it again; what it "
+                                             "sent before the close still counts (RQ-4)"),
+    _bool("faults", "consumer_channel_error", "the broker may close a consumer's channel once with a channel error "
+                                              "(as when another operation on it fails): the acks the consumer has "
+                                              "sent and the broker has not taken yet are ignored, and its "
+                                              "deliveries come back (ER-1, RQ-4); it opens the channel again"),
+    _bool("faults", "consumer_connection_lost", "a consumer's connection may drop once with its socket closed, which "
+                                                "the broker notices at once; it reconnects (RQ-4, AM-2)"),
+    _bool("faults", "consumer_vanishes", "a consumer's host may vanish once without closing its socket (a crash, a "
+                                         "partition, a paused process): it reconnects at once, while the broker "
+                                         "keeps the old connection and its deliveries until a heartbeat timeout "
+                                         "(RQ-3, RQ-4)"),
+    _bool("faults", "network_loss", "any connection may drop once with its socket closed (the broker notices at "
+                                    "once), frames in flight either way with it"),
+    _bool("faults", "client_vanishes", "any client's host may vanish once without closing its socket; the broker "
+                                       "notices at a heartbeat timeout (as consumer_vanishes, for every client)"),
     _bool("faults", "broker_crash", "the broker may crash and restart once (DU-3, PC-10)"),
     _bool("faults", "queue_refuses", "a queue may fail to take a message once: its publish is nacked (PC-6)"),
 )
@@ -173,8 +186,11 @@ class Faults:
     """The faults to consider (each may happen once)."""
 
     consumer_channel_lost: bool = False
+    consumer_channel_error: bool = False
     consumer_connection_lost: bool = False
+    consumer_vanishes: bool = False
     network_loss: bool = False
+    client_vanishes: bool = False
     broker_crash: bool = False
     queue_refuses: bool = False
 
@@ -419,9 +435,9 @@ class _Reader:
                     raise self.fail(path, f"two clients are named {client.name!r} (the other on line {first}): "
                                           "the report tells them apart by name")
                 seen[client.name] = path
-        if (faults.consumer_channel_lost or faults.consumer_connection_lost) and not consumers:
-            key = "consumer_channel_lost" if faults.consumer_channel_lost else "consumer_connection_lost"
-            raise self.fail(("faults", key), f"faults.{key} needs a consumer")
+        for key in ("consumer_channel_lost", "consumer_channel_error", "consumer_connection_lost", "consumer_vanishes"):
+            if getattr(faults, key) and not consumers:
+                raise self.fail(("faults", key), f"faults.{key} needs a consumer")
 
 
 def _name(path: tuple) -> str:

@@ -10,9 +10,11 @@ then tries every order of every choice, faults included, within the bounds deriv
   PF-2), acknowledges one delivery or several (ACK-2), and on failure nacks or rejects with or without
   requeue (ACK-5, ACK-6) or closes its channel (RQ-4); an exclusive queue is declared by its consumer (DU-4);
 - faults: a consumer's channel closes, a consumer's connection is lost (and it reconnects), any
-  connection is lost (network loss), the broker crashes (DU-3), a queue refuses a message (PC-6). Both
-  connection faults are the spec's NetworkLoss: frames in flight either way are gone (RQ-4, AM-2);
-  `lossy` says which connections it may hit.
+  connection is lost (network loss), the broker crashes (DU-3), a queue refuses a message (PC-6). A
+  connection dropped with its socket closed is the spec's NetworkLoss: frames in flight either way are
+  gone and the broker notices at once (RQ-4, AM-2); `lossy` says which connections it may hit. A client
+  that vanishes is the spec's ClientVanish, noticed later (BrokerDetect: RQ-3, RQ-4); `vanishing` says
+  which. A broker's channel error is BrokerChannelError (ER-1), on consumers' channels (`erring`).
 
 The spec bounds publishes in all: the publishers' `messages` add up to its budget, and
 `rabbitproof.check.questions.SetupMachine` holds each publisher to its own (`limits`).
@@ -79,10 +81,22 @@ def polls(setup: Setup, messages: int, requeues: int) -> int:
 
 
 def lossy(setup: Setup) -> tuple[bool, ...]:
-    """Per connection (publishers first): whether the setup's faults may lose it."""
+    """Per connection (publishers first): whether the setup's faults may drop it, socket closed (NetworkLoss)."""
     faults = setup.faults
     return ((faults.network_loss,) * len(setup.publishers)
             + (faults.network_loss or faults.consumer_connection_lost,) * len(setup.consumers))
+
+
+def vanishing(setup: Setup) -> tuple[bool, ...]:
+    """Per connection (publishers first): whether its client may vanish, noticed late (ClientVanish)."""
+    faults = setup.faults
+    return ((faults.client_vanishes,) * len(setup.publishers)
+            + (faults.client_vanishes or faults.consumer_vanishes,) * len(setup.consumers))
+
+
+def erring(setup: Setup) -> tuple[bool, ...]:
+    """Per connection (publishers first): whether the broker may close its channel with an error."""
+    return (False,) * len(setup.publishers) + (setup.faults.consumer_channel_error,) * len(setup.consumers)
 
 
 def to_config(setup: Setup, name: str = "setup") -> Config:
@@ -102,8 +116,10 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
     # are explored, so that a message failing each time comes back again (RQ-4, RQ-6); the fault adds one.
     closes = (REQUEUE_BUDGET if any(c.on_failure == "close-channel" for c in setup.consumers) else 0) \
         + int(faults.consumer_channel_lost)
-    reconnects = int(faults.consumer_connection_lost or faults.network_loss)
-    requeues = REQUEUE_BUDGET if requeueing or closes or reconnects or faults.broker_crash else 0
+    reconnects = int(faults.consumer_connection_lost or faults.network_loss or faults.consumer_vanishes
+                     or faults.client_vanishes)
+    channel_errors = int(faults.consumer_channel_error)
+    requeues = REQUEUE_BUDGET if requeueing or closes or reconnects or channel_errors or faults.broker_crash else 0
     return Config(
         name, f"the setup of {setup.source}",
         connections=len(setup.publishers) + len(setup.consumers), channels=1, queues=queues, roles=roles,
@@ -111,8 +127,9 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
         requeues=requeues,
         closes=closes, reconnects=reconnects,
         losses=int(faults.network_loss or faults.consumer_connection_lost),
+        vanishes=int(faults.consumer_vanishes or faults.client_vanishes), channel_errors=channel_errors,
         crashes=int(faults.broker_crash), failures=int(faults.queue_refuses),
         qos=sum(1 for c in setup.consumers if binding_prefetch(c, messages))
-        * (1 + closes + reconnects + int(faults.broker_crash)),
+        * (1 + closes + reconnects + channel_errors + int(faults.broker_crash)),
         gets=polls(setup, messages, requeues),
         deadlock_is_error=False, category="setup")

@@ -8,6 +8,7 @@ unique per run (the RabbitMQ node is shared); bodies are unique within a run (th
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from pamqp import commands
@@ -20,9 +21,10 @@ QUIET = 0.25            # seconds of silence that end a step
 class Client:
     """One raw connection driven step by step; ``log()`` is its recording."""
 
-    def __init__(self, broker) -> None:
+    def __init__(self, broker, heartbeat: int = 0) -> None:
         self.broker = broker
-        self.conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password)
+        self.conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password,
+                                          heartbeat=heartbeat)
 
     def step(self, *frames: tuple) -> None:
         """Send (channel, method[, body, props, mandatory]) items in one write, then read until quiet."""
@@ -44,6 +46,17 @@ class Client:
                 pass
         except ConnectionLost:
             pass
+
+    def wait_for(self, done: Callable[[], bool], timeout: float) -> None:
+        """Read until ``done()`` holds; an AssertionError naming the wait after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the broker did not send what was awaited within {timeout} s")
+            try:
+                self.conn.pump(0.1)
+            except ConnectionLost:
+                return
 
     def log(self) -> list:
         return self.conn.command_log()
@@ -367,3 +380,30 @@ def closing_channel_keeps_gets(broker, q: str) -> list:
 
 
 SCENARIOS["closing_channel_keeps_gets"] = ("RQ, ER", closing_channel_keeps_gets, False)
+
+
+def silent_consumer_replaced(broker, q: str) -> list:
+    """RQ-3, RQ-4 with a late detection: a consumer's client goes silent (its process paused: the
+    socket stays open, nothing is read or sent, no heartbeat) while holding a delivery; the same client
+    connects again and consumes the messages behind it; only when the broker notices the silent
+    connection (a missed heartbeat, about two heartbeat intervals) does the held delivery come back,
+    redelivered, after the later messages."""
+    p = Client(broker)
+    p.step(open_(1), declare(1, q))
+    old = Client(broker, heartbeat=2)
+    old.step(open_(1), qos(1, 1), consume(1, q, "k"))
+    p.step(publish(1, q, b"s1"), publish(1, q, b"s2"), publish(1, q, b"s3"))
+    old.settle()                                    # s1 arrives; then the client goes silent
+    new = Client(broker)
+    new.step(open_(1), qos(1, 1), consume(1, q, "k"))
+    new.step(ack(1, 1))
+    new.step(ack(1, 2))
+    new.wait_for(lambda: sum(isinstance(e.method, commands.Basic.Deliver) for e in new.log()) >= 3,
+                 timeout=30.0)
+    new.step(ack(1, 3))
+    old.settle()                                    # resumed: the broker has closed the socket
+    p.step(delete(1, q))
+    return [[old.log(), new.log()], [p.log()]]
+
+
+SCENARIOS["silent_consumer_replaced"] = ("RQ, faults", silent_consumer_replaced, False)
