@@ -146,6 +146,35 @@ def test_a_recording_gives_the_real_time_order():
     assert run.check().ok
 
 
+def consume_closed_before_its_consume_ok(published_to: str) -> list:
+    """A consume with a server-chosen tag and a 404 in one write, as RabbitMQ 3.10.8 answered it in the
+    conformance programs: the channel.close drops the consume-ok, yet the queue had already delivered
+    its message to the consumer, and that delivery, with the tag no frame named, comes after the close."""
+    return [
+        entry("sent", commands.Channel.Open()), entry("received", commands.Channel.OpenOk()),
+        entry("sent", commands.Queue.Declare(queue="a")), entry("sent", commands.Queue.Declare(queue="b")),
+        entry("received", commands.Queue.DeclareOk(queue="a", message_count=0, consumer_count=0)),
+        entry("received", commands.Queue.DeclareOk(queue="b", message_count=0, consumer_count=0)),
+        entry("sent", commands.Basic.Publish(exchange="", routing_key=published_to), body=b"m"),
+        entry("sent", commands.Basic.Consume(queue="a", consumer_tag="")),
+        entry("sent", commands.Queue.Purge(queue="missing")),
+        entry("received", commands.Channel.Close(reply_code=404, reply_text="NOT_FOUND - no queue 'missing' "
+                                                 "in vhost '/'", class_id=50, method_id=30)),
+        entry("received", commands.Basic.Deliver(consumer_tag="amq.ctag-x", delivery_tag=1, routing_key="a"),
+              body=b"m"),
+        entry("sent", commands.Channel.CloseOk()),
+    ]
+
+
+def test_a_server_chosen_tag_whose_consume_ok_was_dropped_is_read_from_its_deliveries_DS_1():
+    run = recorded.from_recording([[consume_closed_before_its_consume_ok("a")]], judge_texts=False)
+    assert run.consumer_tags == {"amq.ctag-x": 1}
+    assert run.check().ok, run.check().explain()
+    # A delivery of a message published to another queue is not this consumer's: rejected there.
+    wrong = recorded.check_recording([[consume_closed_before_its_consume_ok("b")]], judge_texts=False)
+    assert wrong.status == trace.REJECTED and wrong.index == 10, wrong.explain()
+
+
 # ---------------------------------------------------------------- a pending tx.commit (TX-7)
 # What RabbitMQ 3.10.8 wrote (rabbitproof/conformance programs run on a private node, 30 runs each): a method
 # pipelined behind tx.commit closes the connection with 504 while the commit waits for its queues,
