@@ -99,6 +99,23 @@ def test_close_and_close_ok_sent_together_end_the_channel_without_a_close_ok_ER_
                                              "c0 received connection.close"))
 
 
+def test_a_close_ok_on_an_open_channel_may_be_overtaken_by_the_frame_behind_it_ER_1():
+    # RabbitMQ's reader forgets the channel as it passes the close-ok on: the get behind it may meet the
+    # reader's 504 before the channel process raises its 503 (trace checking, `_close_ok_overtaken`).
+    sent = """
+    c0 sent channel.close-ok(ch=1)
+    c0 sent basic.get(ch=1, queue=q0, no_ack=False)
+    """
+    accepted(sent + '    c0 received connection.close(ch=0, reply_code=503, text="COMMAND_INVALID - unimplemented method")')
+    accepted(sent + '    c0 received connection.close(ch=0, reply_code=504, text="CHANNEL_ERROR - expected \'channel.open\'")')
+    # With nothing behind the close-ok on its channel there is nothing to meet the reader's 504.
+    rejected_at("""
+    c0 sent channel.close-ok(ch=1)
+    c0 sent basic.get(ch=2, queue=q0, no_ack=False)
+    c0 received connection.close(ch=0, reply_code=504, text="CHANNEL_ERROR - expected 'channel.open'")  # REJECTED
+    """)
+
+
 def test_after_its_own_close_ok_the_channel_answers_nothing_ER_1():
     # The client's close-ok, taken first, ends the channel: no close-ok of the old channel comes after
     # the new one is open (had the broker's come first, the client's would have been a 504).

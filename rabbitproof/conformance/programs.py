@@ -382,16 +382,12 @@ def safe_for_rabbitmq(program: Program, errors: bool = False) -> Program:
     differs from RabbitMQ 3.10.8, on purpose"):
     - a program that requeues has no global prefetch (the places a requeue frees may go to messages
       behind the requeued ones);
-    - a settlement starts a write of its own when a method before it in the write could make a
-      delivery (RabbitMQ's channel numbers a delivery only when it handles its queue's message, after
-      the frames already waiting for it, so a settlement written with the method that causes the
-      delivery is refused as an unknown tag when the spec has issued that tag; DT-1);
-    - a channel.close-ok the broker did not ask for ends its write (RabbitMQ's reader forgets the channel
-      as it passes the close-ok on, so a method behind it may get 504 before the channel's 503; ER-1);
     - without `errors`, a write ends at each tx.commit (a method pipelined behind the commit is a
-      connection error in RabbitMQ, 504, which the spec accepts: TX-7)."""
-    steps = tuple(part for s in program.steps for part in _split(s, _settles_after_a_delivery_cause))
-    steps = tuple(part for s in steps for part in _split(s, _follows_a_close_ok))
+      connection error in RabbitMQ, 504, which the spec accepts: TX-7).
+    A settlement written with a method that causes the delivery it names (DT-1) and a frame behind a
+    channel.close-ok on an open channel (ER-1) are RabbitMQ races the trace checker models
+    (`spec/trace.py`, `_taken_as_rabbitmq_may`): programs keep them."""
+    steps = program.steps
     if not errors:
         steps = tuple(part for s in steps for part in _split(s, _follows_a_commit))
     program = replace(program, steps=steps)
@@ -402,22 +398,8 @@ def safe_for_rabbitmq(program: Program, errors: bool = False) -> Program:
     return program
 
 
-# Methods after which the broker may make a delivery, on their channel or another: they route a message,
-# start a consumer, requeue, or free or widen a prefetch window.
-_DELIVERY_CAUSES = (Publish, Consume, Recover, Ack, Nack, Reject, Qos, TxCommit, CloseChannel)
-
-
-def _settles_after_a_delivery_cause(write: list, op) -> bool:
-    """`op` settles a tag and a method already in the write could make a delivery."""
-    return isinstance(op, (Ack, Nack, Reject)) and any(isinstance(before, _DELIVERY_CAUSES) for before in write)
-
-
 def _follows_a_commit(write: list, op) -> bool:
     return isinstance(write[-1], TxCommit)
-
-
-def _follows_a_close_ok(write: list, op) -> bool:
-    return isinstance(write[-1], CloseOkChannel)
 
 
 def _ends_at_close(step):
