@@ -85,11 +85,10 @@ def test_without_errors_a_write_also_ends_at_each_commit_TX_7():
     assert writes(P.safe_for_rabbitmq(P.Program(steps=(step,)), errors=True)) == [step.ops]
 
 
-def test_a_program_that_requeues_loses_its_global_prefetch_only():
+def test_a_program_that_requeues_keeps_its_global_prefetch_RQ_1():
+    """The global limit's resume before a requeue is modelled (spec/trace.py, `_resumed_before_requeue`)."""
     program = P.Program(steps=(P.Step(0, (P.Qos(1, 3, global_=True), P.Qos(2, 1))), P.Step(0, (P.Recover(1),))))
-    assert writes(P.safe_for_rabbitmq(program)) == [(P.Qos(1, 3), P.Qos(2, 1)), (P.Recover(1),)]
-    quiet = P.Program(steps=(P.Step(0, (P.Qos(1, 3, global_=True),)),))
-    assert writes(P.safe_for_rabbitmq(quiet)) == [(P.Qos(1, 3, global_=True),)]
+    assert writes(P.safe_for_rabbitmq(program)) == writes(program)
 
 
 @pytest.mark.parametrize("op, error", [
