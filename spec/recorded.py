@@ -213,6 +213,9 @@ class _Reader:
                 continue
             if entry.kind == "raw":
                 raise Unsupported(f"{where}: raw bytes (bad input) cannot be written as a trace")
+            if entry.kind == "quiet":               # the client's mark: the broker owes nothing here
+                out.append((("quiet",), entry.at))
+                continue
             if entry.kind == "eof":
                 if not closed:
                     out.append((("lost",), entry.at))

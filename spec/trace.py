@@ -2,8 +2,10 @@
 clients observed?
 
 An observation is what one connection's client saw, in order: ``("sent", frame)``,
-``("received", frame)``, ``("lost",)`` (the connection dropped without a close handshake) or
-``("connect",)`` (it connected again). Frames are the spec's tuples (``spec.frames``);
+``("received", frame)``, ``("lost",)`` (the connection dropped without a close handshake),
+``("connect",)`` (it connected again) or ``("quiet",)`` (after a last round trip on each channel the
+client waited until nothing more came: the end of a program is quiescence, so the broker must owe
+nothing there, ``quiescent``). Frames are the spec's tuples (``spec.frames``);
 ``spec.trace_text`` reads traces written by hand, ``spec.recorded`` turns frames recorded from a real
 broker into observations.
 
@@ -49,7 +51,7 @@ from .frames import (
     CONFIRM_SELECT, CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, R_EXPECTED_OPEN,
     TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
-from .state import CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, MODE_TX, conn_to_broker, conn_to_client, with_conn
+from .state import CH_ENDING, CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, MODE_TX, conn_to_broker, conn_to_client, with_conn
 from .storage import with_channel, with_queue
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
@@ -231,6 +233,29 @@ class _Plan:
         return useful
 
 
+def quiescent(state, c: int) -> bool:
+    """Whether the broker owes nothing, where connection c's client marked the end of its program
+    (``("quiet",)``): every frame a client sent has been taken, every frame written to c has been read,
+    and no step the broker owes is left: a delivery to a consumer with room (DS-1, PF-1), a confirm of
+    a publish on an open channel (PC-2), a commit-ok (TX-7), a close-ok (ER-1). A return is written
+    with its publish (RT-3), so it has been read. A broker that drops any of them is caught here."""
+    if not state.broker_up:
+        return False
+    if any(state.conns[c].to_client):
+        return False
+    for conn in state.conns:
+        if conn.status == CONN_DOWN or conn.broker_closed:
+            continue
+        if any(conn.to_broker):
+            return False
+        for channel in conn.channels:
+            if channel.status == CH_ENDING:
+                return False
+            if channel.status == CH_OPEN and (channel.unconfirmed or channel.commit_pending):
+                return False
+    return all(not queue.ready or broker.next_consumer(state, q) is None for q, queue in enumerate(state.queues))
+
+
 def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
     """Match observation ``obs`` on connection c against a client step: the state after it, or None.
     A client's answers (a close-ok) are observations of their own."""
@@ -244,6 +269,8 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
         if conn.status == CONN_DOWN:
             return state
         return machine.step(state, A.NetworkLoss(c))[0]
+    if kind == "quiet":
+        return state if quiescent(state, c) else None
     if kind == "received":
         ch = obs[1][1]
         fifos = conn.to_client
@@ -615,6 +642,8 @@ def _forced(conn, ob: tuple, may_crash_first: bool) -> bool:
         return True
     if kind == "sent":
         return not (may_crash_first and ob[1][0] == BASIC_PUBLISH and conn.status == CONN_UP)
+    if kind == "quiet":
+        return True
     if kind == "lost":
         return conn.status == CONN_DOWN
     return kind == "connect" and not may_crash_first
