@@ -340,3 +340,35 @@ def test_no_lock_on_a_queue_nobody_declared_DU_4():
     rejected_at(text, allowed=(
         "received channel.close(ch=1, reply_code=404, text=\"NOT_FOUND - no queue 'q1' in vhost '/'\")",),
         config=EXCLUSIVE, exact=True)
+
+
+def redeclared(first: str, second: str, answer: str) -> str:
+    return f"""
+    c0 sent queue.declare(ch=1, queue=q1, {first})
+    c0 received queue.declare-ok(ch=1, queue=q1)
+    c0 sent queue.declare(ch=1, queue=q1, {second})
+    {answer}
+    """
+
+
+INEQUIVALENT = ("c0 received channel.close(ch=1, reply_code=406, text=\"PRECONDITION_FAILED - inequivalent arg "
+                "'durable' for queue 'q1' in vhost '/': received '{received}' but current is '{current}'\")")
+NOT_DECLARED = cfg(queues=(QueueSpec(durable=True), QueueSpec(declared=False)))
+
+
+def test_a_queue_declared_again_with_other_flags_is_refused_as_rabbitmq_does_DU_4_ER_2():
+    """Measured on RabbitMQ 3.10.8: another exclusive flag is 405, then another durable flag of a queue
+    that is not exclusive is 406; an exclusive queue's durable flag is never compared (trace checking:
+    `_declared_inequivalent`; the spec's declare-ok stays allowed)."""
+    transient, durable = "durable=False, exclusive=False", "durable=True, exclusive=False"
+    accepted(redeclared(durable, transient, INEQUIVALENT.format(received="false", current="true")), NOT_DECLARED)
+    accepted(redeclared(transient, durable, INEQUIVALENT.format(received="true", current="false")), NOT_DECLARED)
+    accepted(redeclared(transient, "durable=False, exclusive=True", LOCKED.replace("c1", "c0")), NOT_DECLARED)
+    accepted(redeclared("durable=True, exclusive=True", transient, LOCKED.replace("c1", "c0")), NOT_DECLARED)
+    # The refusal must name the flag that differs, and an exclusive queue's durable flag is no reason.
+    rejected_at(redeclared(durable, transient, INEQUIVALENT.format(received="true", current="false") + "  # REJECTED"),
+                config=NOT_DECLARED)
+    rejected_at(redeclared("durable=True, exclusive=True", "durable=False, exclusive=True",
+                           INEQUIVALENT.format(received="false", current="true") + "  # REJECTED"), config=NOT_DECLARED)
+    accepted(redeclared("durable=True, exclusive=True", "durable=False, exclusive=True",
+                        "c0 received queue.declare-ok(ch=1, queue=q1)"), NOT_DECLARED)

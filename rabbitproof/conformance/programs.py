@@ -13,7 +13,8 @@ stays productive after an error. Every value has a repr that is valid Python: a 
 as a script (`from rabbitproof.conformance.programs import *`).
 
 Generated programs stay inside what the spec can say (spec/recorded.py): queues are declared with
-one set of flags per program, without arguments, auto-delete or passive; exchanges are the default
+one set of flags per program (and, by `Redeclare`, with others, which RabbitMQ refuses), without
+arguments, auto-delete or passive; exchanges are the default
 one, `amq.fanout` and one that does not exist.
 """
 from __future__ import annotations
@@ -36,6 +37,17 @@ class Declare:
     """queue.declare of queue `queue` with the program's flags for it."""
     ch: int
     queue: int
+
+
+@dataclass(frozen=True)
+class Redeclare:
+    """queue.declare of queue `queue` with flags of its own: where they differ from the queue's, RabbitMQ
+    3.10.8 refuses it (405 for the exclusive flag, 406 for the durable flag of a queue that is not
+    exclusive)."""
+    ch: int
+    queue: int
+    durable: bool = False
+    exclusive: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,12 +185,12 @@ class CloseConnection:
     """connection.close by the client (the runner connects again)."""
 
 
-Op = Union[Declare, Bind, Purge, Delete, Publish, Consume, Cancel, Get, Ack, Nack, Reject, Qos, Recover,
+Op = Union[Declare, Redeclare, Bind, Purge, Delete, Publish, Consume, Cancel, Get, Ack, Nack, Reject, Qos, Recover,
            ConfirmSelect, TxSelect, TxCommit, TxRollback, CloseChannel, OpenChannel, CloseOkChannel,
            CloseConnection]
 
 # Methods the broker answers (the runner waits for the answer, or for the channel's close).
-SYNCHRONOUS = (Declare, Bind, Purge, Delete, Consume, Cancel, Get, Qos, Recover, ConfirmSelect, TxSelect,
+SYNCHRONOUS = (Declare, Redeclare, Bind, Purge, Delete, Consume, Cancel, Get, Qos, Recover, ConfirmSelect, TxSelect,
                TxCommit, TxRollback, CloseChannel)
 
 
@@ -276,6 +288,8 @@ def _op_families(op: Op, program: Program) -> set[str]:
     if isinstance(op, Declare):
         flags = program.queues[op.queue]
         return ({"DU"} if flags.durable or flags.exclusive else set())
+    if isinstance(op, Redeclare):
+        return {"ER"} | ({"DU"} if op.durable or op.exclusive else set())
     if isinstance(op, Bind):
         return {"RT"}
     if isinstance(op, (CloseChannel, CloseConnection)):
@@ -321,6 +335,7 @@ def op_strategy(*, errors: bool = True):
         (1, st.builds(Recover, channels)),
         (1, st.builds(Cancel, channels, consumer_tags)),
         (1, st.builds(Declare, channels, declared_queues)),
+        (1, st.builds(Redeclare, channels, declared_queues, st.booleans(), st.booleans())),
         (2, st.builds(ConfirmSelect, channels)),
         (1, st.builds(TxSelect, channels)),
         (2, st.builds(TxCommit, channels)),

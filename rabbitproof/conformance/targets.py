@@ -395,6 +395,8 @@ def method_of(op, names: dict):
     if isinstance(op, P.Declare):
         flags = names["flags"][op.queue]
         return commands.Queue.Declare(queue=names[op.queue], durable=flags.durable, exclusive=flags.exclusive)
+    if isinstance(op, P.Redeclare):
+        return commands.Queue.Declare(queue=names[op.queue], durable=op.durable, exclusive=op.exclusive)
     if isinstance(op, P.Bind):
         return commands.Queue.Bind(queue=names[op.queue], exchange="amq.fanout", routing_key="")
     if isinstance(op, P.Purge):
