@@ -28,7 +28,10 @@ process does, which the spec's atomic steps cannot: ``read_from`` lets the trace
 - After a channel error the channel process still writes the deliveries its queues dispatched to it
   before the error, which wait in its mailbox behind the offending method: they reach the client after
   the channel.close (publish + ack of an unknown tag in one write to a consuming channel: close, then
-  the delivery, 100 of 100). The spec made them before the error, which requeued them (RQ-4).
+  the delivery, 100 of 100), and after the close-ok it answers a client's channel.close with while it
+  waits for the client's close-ok (tx.rollback on a channel not transactional + channel.close, a
+  publish to its consumer's queue on another channel in the same write: close, close-ok, then the
+  delivery; seen in generated programs). The spec made them before the error, which requeued them (RQ-4).
 - When the connection ends, deliveries still in the channel's mailbox are never written (publish to a
   consumed queue + a 530, or + the client's connection.close, in one write: no delivery, and the
   message comes back redelivered, 20 of 20 each): the spec made them, and the close requeued them (RQ-4;
@@ -105,14 +108,15 @@ def all_frames(fifos: tuple):
         yield from fifo
 
 
-def read_from(fifo: tuple, frame: tuple, closing: bool = True):
+def read_from(fifo: tuple, frame: tuple, closing: bool = True, errored: bool = True):
     """The frames left in flight on one channel after the client reads ``frame``, or None when it cannot
     read it now: the oldest frame; or one behind consume-oks it overtakes (a delivery to one of those
     consumers only once the channel is ``closing``, which means they are never sent); or a
     channel.close or channel.close-ok, which drop the consume-oks ahead of them, and a channel.close
-    overtakes the deliveries ahead of it too (module docstring; DS-1, ER-1). ``closing``: the broker
-    has closed the channel or the connection, or may yet do so (the default, for what is still to
-    be written)."""
+    overtakes the deliveries ahead of it too, and so does the close-ok of a channel the broker closed
+    (module docstring; DS-1, ER-1). ``closing``: the broker has closed the channel or the connection,
+    or may yet do so; ``errored``: the broker closed the channel (a channel error) and waits for the
+    client's close-ok, or may yet do so (the defaults, for what is still to be written)."""
     if not fifo:
         return None
     if fifo[0] == frame:
@@ -125,7 +129,7 @@ def read_from(fifo: tuple, frame: tuple, closing: bool = True):
     method = frame[0]
     if method == CHANNEL_CLOSE or method == CHANNEL_CLOSE_OK:
         kept = tuple(f for f in ahead if f[0] != BASIC_CONSUME_OK)
-        if not kept or (method == CHANNEL_CLOSE and all(f[0] == BASIC_DELIVER for f in kept)):
+        if not kept or ((method == CHANNEL_CLOSE or errored) and all(f[0] == BASIC_DELIVER for f in kept)):
             return kept + behind
         return None
     for f in ahead:

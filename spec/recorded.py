@@ -315,7 +315,8 @@ class _Reader:
         """The tag the server chose for a consume with an empty tag: the consume-ok that answers it (consumes
         of a channel are answered in order, so the earlier ones still unanswered are skipped). When the
         channel closes first, RabbitMQ drops the consume-ok but the consumer may exist for a moment: its
-        deliveries, written before the close reached the queue, come after the channel.close (DS-1, ER-1).
+        deliveries, written before the close reached the queue, come before the close-ok or after the
+        channel.close (DS-1, ER-1).
         Their tag is then the one no consume and no consume-ok of the log names, that no earlier consume
         took, and whose messages were all published where this consume's queue gets them. Without such a
         delivery, a tag of its own that no other command names."""
@@ -325,21 +326,18 @@ class _Reader:
         opened = max((j for j in range(i) if on_channel(log[j], "Channel.OpenOk", "received")), default=0)
         waiting = sum(on_channel(e, "Basic.Consume", "sent") for e in log[opened:i]) - \
             sum(on_channel(e, "Basic.ConsumeOk", "received") for e in log[opened:i])
-        closed_at = len(log)
-        for j in range(i + 1, len(log)):
-            entry = log[j]
+        for entry in log[i + 1:]:
             if on_channel(entry, "Basic.ConsumeOk", "received"):
                 if waiting <= 0:
                     return entry.method.consumer_tag
                 waiting -= 1
             if on_channel(entry, "Channel.Close", "received") or on_channel(entry, "Channel.CloseOk", "received"):
-                closed_at = j
                 break
         named = {e.method.consumer_tag for e in log if e.kind == "method" and
                  e.method.name in ("Basic.Consume", "Basic.ConsumeOk")}
         queue = log[i].method.queue
         delivered: dict = {}                    # unnamed tag -> the bodies delivered with it, in order
-        for entry in log[closed_at:]:
+        for entry in log[i + 1:]:
             if on_channel(entry, "Channel.OpenOk", "received"):
                 break                           # the channel opened again: a consumer of the old one is gone
             if on_channel(entry, "Basic.Deliver", "received") and entry.method.consumer_tag not in named:

@@ -46,13 +46,13 @@ from . import actions as A
 from . import broker, faults, machine, network, storage
 from .budgets import SPENT
 from .frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
     BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_ERROR, CHANNEL_OPEN,
     CONFIRM_SELECT, CONNECTION_CLOSE, PRECONDITION_FAILED, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE,
     R_EXPECTED_OPEN, R_INEQUIVALENT_DURABLE, R_INEQUIVALENT_TRANSIENT, R_LOCKED, RESOURCE_LOCKED, TX_COMMIT,
     TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
-from .state import CH_ENDING, CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, MODE_TX, conn_to_broker, conn_to_client, with_conn
+from .state import CH_CLOSING, CH_ENDING, CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, FATE_QUEUE_DELETED, MODE_TX, conn_to_broker, conn_to_client, with_conn
 from .storage import with_channel, with_queue
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
@@ -149,6 +149,11 @@ class _Plan:
         self.frames: list = []          # [c][epoch][ch] -> the frames channel ch reads in that epoch
         self.reads_ahead: list = []     # [c][p] -> a frame is read at or after p in the same epoch
         self.reveals: list = []         # [c][p] -> a frame is read at or after p in a later epoch
+        self.published_on: dict = {}    # msg -> (connection, channel) of its publish
+        for c, seq in enumerate(obs):
+            for o in seq:
+                if o[0] == "sent" and o[1][0] == BASIC_PUBLISH:
+                    self.published_on[o[1][6]] = (c, o[1][1])
         for seq in obs:
             epochs = [[[] for _ in range(channels + 1)]]
             counts = [0] * (channels + 1)
@@ -213,7 +218,7 @@ class _Plan:
                     left = network.read_from(fifo, reads[i])
                     if left is None:
                         if not network.may_come_first(fifo, reads[i]) and not (
-                                new.to_broker[ch] and all(f[0] == BASIC_DELIVER for f in fifo)):
+                                new.to_broker[ch] and all(f[0] in (BASIC_DELIVER, BASIC_CONSUME_OK) for f in fifo)):
                             return False        # deliveries a take may yet number later stay (DT-1)
                         break
                     fifo, i = left, i + 1
@@ -282,8 +287,9 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
             if fifos is None or not fifos[0] or not network.same_frame(fifos[0][0], obs[1]):
                 return None
         else:
-            closing = conn.broker_closed or 0 < ch <= len(conn.channels) and conn.channels[ch - 1].status != CH_OPEN
-            left = network.read_from(fifos[ch], obs[1], closing)
+            status = conn.channels[ch - 1].status if 0 < ch <= len(conn.channels) else CH_OPEN
+            left = network.read_from(fifos[ch], obs[1], conn.broker_closed or status != CH_OPEN,
+                                     status == CH_CLOSING)
             if left is None:
                 return None
             fifos = fifos[:ch] + ((obs[1],) + left,) + fifos[ch + 1:]    # as written, had it come first
@@ -675,14 +681,14 @@ def _push_internal(stack, state, pos, doubt, config, plan: _Plan | None) -> None
             if plan.fits(state, nstate, pos):
                 stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt)))
             if kind is A.BrokerTakeFrame:
-                for nstate in _taken_as_rabbitmq_may(state, action):
+                for nstate in _taken_as_rabbitmq_may(state, action, plan):
                     if plan.fits(state, nstate, pos):
                         stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt)))
         elif kind is A.BrokerRestart:
             stack.append((machine.step(state, action)[0], pos, doubt))
 
 
-def _taken_as_rabbitmq_may(state, action):
+def _taken_as_rabbitmq_may(state, action, plan: _Plan):
     """The other outcomes of a BrokerTakeFrame that RabbitMQ 3.10.8's reader and channel processes,
     working one after the other, allow where the spec takes a frame in one step (trace checking only:
     the explorer keeps the spec's single outcome)."""
@@ -690,6 +696,7 @@ def _taken_as_rabbitmq_may(state, action):
     yield from _close_ok_overtaken(state, action)
     yield from _resumed_before_requeue(state, action)
     yield from _declared_inequivalent(state, action)
+    yield from _deleted_before_enqueued(state, action, plan)
 
 
 def _resumed_before_requeue(state, action):
@@ -760,6 +767,35 @@ def _declared_inequivalent(state, action):
     elif not queue.owner and bool(queue.durable) != bool(durable):
         reason = R_INEQUIVALENT_DURABLE if durable else R_INEQUIVALENT_TRANSIENT
         yield broker.channel_error(popped, c, ch, PRECONDITION_FAILED, reason, q)
+
+
+def _deleted_before_enqueued(state, action, plan: _Plan):
+    """A queue.delete that comes between a publish's routing and its enqueueing: RabbitMQ 3.10.8's channel
+    routes a publish (so a mandatory one is not returned) and then sends the copy to the queue's process,
+    so a delete from another channel can reach the queue first; the copies still on their way are not
+    counted by delete-ok (nor by if_empty) and are lost with the queue (seen in generated programs: a
+    mandatory publish on one channel and a delete on another in one write: delete-ok one short, no
+    return). The copies so taken are the queue's newest, never delivered (RT-2, ER-3)."""
+    c, ch = action.conn, action.ch
+    conn = state.conns[c]
+    fifo = conn.to_broker[ch]
+    if not fifo or fifo[0][0] != QUEUE_DELETE or conn.broker_closed or conn.channels[ch - 1].status != CH_OPEN:
+        return
+    q = fifo[0][2]
+    if q >= len(state.queues) or not state.queues[q].exists:
+        return
+    queue = state.queues[q]
+    j = 0
+    while j < len(queue.ready) and not queue.ready[-1 - j].redelivered and \
+            plan.published_on.get(queue.ready[-1 - j].msg) != (c, ch):
+        j += 1
+    for n in range(1, j + 1):
+        away = queue.ready[-n:]
+        taken, _ = machine.step(with_queue(state, q, queue._replace(ready=queue.ready[:-n])), action)
+        if taken.queues[q].exists:
+            continue                                # refused: the copies reach the queue after all
+        taken = storage.add_fates(taken, ((q, e.key, FATE_QUEUE_DELETED, e.msg, e.persistent) for e in away))
+        yield storage.forget_waits(taken, ((q, e.key) for e in away))
 
 
 def _close_ok_overtaken(state, action):

@@ -233,3 +233,21 @@ def test_a_reply_in_flight_is_not_dropped_when_the_connection_ends_ER_1():
     """
     rejected_at(text, allowed=(
         "received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.1, message_count=0)",), exact=True)
+
+
+def test_a_closing_channel_writes_its_deliveries_after_the_close_ok_it_answers_a_client_close_with_ER_1():
+    # Seen in generated programs on RabbitMQ 3.10.8: a 406 closes the channel, the client's own
+    # channel.close (sent before it read the 406) is answered with close-ok, and the delivery the queue
+    # had dispatched to the channel comes after both; the client's close-ok then ends the channel.
+    text = f"""
+    c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+    {CONSUME_OK}
+    c0 sent tx.rollback(ch=1)
+    {pub(1, ch=2)}
+    c0 sent channel.close(ch=1, reply_code=200, text='OK')
+    c0 received channel.close(ch=1, reply_code=406, text="PRECONDITION_FAILED - channel is not transactional")
+    c0 received channel.close-ok(ch=1)
+    {deliver(1, 'm0.1', ch=1)}
+    c0 sent channel.close-ok(ch=1)
+    """
+    accepted(text)
