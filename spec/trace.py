@@ -52,7 +52,7 @@ from .frames import (
     R_EXPECTED_OPEN, R_INEQUIVALENT_DURABLE, R_INEQUIVALENT_TRANSIENT, R_LOCKED, RESOURCE_LOCKED, TX_COMMIT,
     TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
-from .state import CH_CLOSING, CH_ENDING, CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, FATE_QUEUE_DELETED, MODE_TX, conn_to_broker, conn_to_client, with_conn
+from .state import CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, FATE_QUEUE_DELETED, MODE_TX, conn_to_broker, conn_to_client, with_conn
 from .storage import with_channel, with_queue
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
@@ -669,6 +669,8 @@ def _push_internal(stack, state, pos, doubt, config, plan: _Plan | None) -> None
     if state.broker_up:
         for q, k, write in _droppable(state, doubt):
             stack.append((faults.drop_recovered(state, q, k, write), pos, doubt - {(q, k, write)}))
+        for nstate in _closed_before_the_connection(state):
+            stack.append((nstate, pos, _settle_doubt(state, nstate, None, doubt)))
     for action in reversed(machine.enabled(state, config)):
         kind = type(action)
         if kind is A.BrokerDeliver and doubt:
@@ -686,6 +688,22 @@ def _push_internal(stack, state, pos, doubt, config, plan: _Plan | None) -> None
                         stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt)))
         elif kind is A.BrokerRestart:
             stack.append((machine.step(state, action)[0], pos, doubt))
+
+
+def _closed_before_the_connection(state):
+    """A channel closed ahead of its connection: when a client's connection.close is in flight, RabbitMQ
+    3.10.8's reader stops every channel process of the connection at once, so a channel with nothing
+    more to take closes (RQ-4: its deliveries go back to their queues) while another channel still
+    handles the frames the client sent before the close (seen in generated programs: a basic.get sent
+    with the connection.close got a message another channel of the connection held, redelivered). The
+    spec closes the channels when it takes the connection.close, after every frame in flight."""
+    for c, conn in enumerate(state.conns):
+        if conn.broker_closed or conn.status == CONN_DOWN or not conn.to_broker[0] or \
+                conn.to_broker[0][0][0] != CONNECTION_CLOSE:
+            continue
+        for ch, channel in enumerate(conn.channels, start=1):
+            if channel.status == CH_OPEN and not conn.to_broker[ch] and (channel.unacked or channel.consumers):
+                yield storage.close_channel(state, c, ch, CH_CLOSED)
 
 
 def _taken_as_rabbitmq_may(state, action, plan: _Plan):

@@ -251,3 +251,24 @@ def test_a_closing_channel_writes_its_deliveries_after_the_close_ok_it_answers_a
     c0 sent channel.close-ok(ch=1)
     """
     accepted(text)
+
+
+def test_a_channel_may_close_before_another_takes_what_came_with_the_connection_close_RQ_4():
+    # Seen in generated programs on RabbitMQ 3.10.8: channel 2 holds m0.1; a basic.get on channel 1 and the
+    # connection.close in one write: the reader stops both channels at once, so channel 2's delivery may be
+    # back in the queue, redelivered, when channel 1's get reaches it (`_closed_before_the_connection`).
+    held = f"""
+    {pub(1)}
+    {pub(2)}
+    c0 sent basic.get(ch=2, queue=q0, no_ack=False)
+    c0 received basic.get-ok(ch=2, delivery_tag=1, redelivered=False, msg=m0.1, message_count=1)
+    c0 sent basic.get(ch=1, queue=q0, no_ack=True)
+    c0 sent connection.close(ch=0, reply_code=200, text='OK')
+    """
+    accepted(held + "c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=True, msg=m0.1, message_count=1)\n"
+             "c0 received connection.close-ok(ch=0)")
+    accepted(held + "c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.2, message_count=0)\n"
+             "c0 received connection.close-ok(ch=0)")
+    # Without the connection.close nothing gives m0.1 back.
+    rejected_at(held.replace("c0 sent connection.close(ch=0, reply_code=200, text='OK')", "") +
+                "c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=True, msg=m0.1, message_count=1)  # REJECTED")
