@@ -41,6 +41,23 @@ def test_in_process_focused_runs_are_accepted_by_the_spec(program):
     assert_accepted(run)
 
 
+# Found by the impl server runs: a durable queue declared in the write that closes the connection. impl's
+# declare-ok waits for the disk, and its close-ok went out first, the declare-ok never; the spec (and
+# RabbitMQ) answer the channel's methods before the connection.close (ER-1).
+DECLARED_THEN_CLOSED = P.Program((P.QueueFlags(True, False), P.QueueFlags()), 1, (
+    P.Step(0, (P.Declare(1, 0), P.Declare(1, 1))), P.Step(0, (P.Delete(1, 0),)),
+    P.Step(0, (P.Publish(1, 1), P.Declare(2, 0), P.CloseConnection()))))
+
+
+def test_a_reply_waiting_for_the_disk_goes_out_before_close_ok_ER_1(impl_target):
+    in_process = InProcessTarget()
+    try:
+        assert_accepted(run_program(DECLARED_THEN_CLOSED, in_process))
+    finally:
+        in_process.close()
+    assert_accepted(run_program(DECLARED_THEN_CLOSED, impl_target))
+
+
 @pytest.fixture(scope="module")
 def impl_target(impl_broker_module):
     return TcpTarget.of("impl over TCP", impl_broker_module)
