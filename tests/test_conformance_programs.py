@@ -71,7 +71,7 @@ def test_impl_server_runs_are_accepted_by_the_spec(impl_target, program):
 
 @pytest.fixture(scope="module")
 def rabbitmq_target(rabbitmq_node):
-    return TcpTarget.of("rabbitmq", rabbitmq_node, quiet=0.05)
+    return TcpTarget.of("rabbitmq", rabbitmq_node)
 
 
 @budget(40)
