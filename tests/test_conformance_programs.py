@@ -95,6 +95,13 @@ def test_races_the_trace_checker_models_stay_in_the_programs_DT_1_ER_1():
     assert writes(P.safe_for_rabbitmq(program, errors=True)) == writes(program)
 
 
+def test_a_cancel_of_a_consumer_of_the_write_starts_a_write_of_its_own():
+    """RabbitMQ 3.10.8 crashes its channel on consume + cancel of that tag in one write (541)."""
+    step = P.Step(0, (P.Consume(1, 0, "a"), P.Cancel(2, "a"), P.Cancel(1, "b"), P.Cancel(1, "a"), P.Get(1, 0)))
+    assert writes(P.safe_for_rabbitmq(P.Program(steps=(step,)), errors=True)) == [
+        (P.Consume(1, 0, "a"), P.Cancel(2, "a"), P.Cancel(1, "b")), (P.Cancel(1, "a"), P.Get(1, 0))]
+
+
 def test_without_errors_a_write_also_ends_at_each_commit_TX_7():
     step = P.Step(0, (P.TxSelect(1), P.Publish(1, 0), P.TxCommit(1), P.Publish(1, 0), P.TxCommit(1)))
     assert writes(P.safe_for_rabbitmq(P.Program(steps=(step,)), errors=False)) == [

@@ -372,3 +372,15 @@ def test_a_queue_declared_again_with_other_flags_is_refused_as_rabbitmq_does_DU_
                            INEQUIVALENT.format(received="false", current="true") + "  # REJECTED"), config=NOT_DECLARED)
     accepted(redeclared("durable=True, exclusive=True", "durable=False, exclusive=True",
                         "c0 received queue.declare-ok(ch=1, queue=q1)"), NOT_DECLARED)
+
+
+def test_rabbitmqs_channel_crash_on_a_cancel_before_its_consume_ok_is_rejected_ER_3():
+    """RabbitMQ 3.10.8, consume + cancel of its tag in one write: consume-ok, then connection.close 541 (its
+    channel crashes, 20 of 20). A broker fault: the programs run against RabbitMQ keep away from it."""
+    sent = """
+    c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+    c0 sent basic.cancel(ch=1, consumer_tag=1)
+    c0 received basic.consume-ok(ch=1, consumer_tag=1)
+    """
+    accepted(sent + "c0 received basic.cancel-ok(ch=1, consumer_tag=1)")
+    rejected_at(sent + "c0 received connection.close(ch=0, reply_code=541, text='541')  # REJECTED")
