@@ -21,7 +21,9 @@ process does, which the spec's atomic steps cannot: ``read_from`` lets the trace
   while it handles the methods already waiting behind the consume (their replies, a confirm, a
   return) reaches the client first, and a channel or connection that closes in between never sends it
   (measured with one write each: consume + get: get-empty first, 30 of 30; consume + qos: qos-ok first,
-  100 of 100; consume + a 406, + channel.close, + a 530: no consume-ok, 30 of 30 each). The queue's
+  100 of 100; consume + a 406, + channel.close, + a 530: no consume-ok, 30 of 30 each). A
+  basic.cancel-ok goes the same way (cancel + get: get-empty first; cancel + a 406, + channel.close,
+  + connection.close: no cancel-ok; 30 of 30 each). The queue's
   deliveries to the consumer follow its consume-ok, unless the channel closed first: a closing channel
   drops the consume-ok but still writes the deliveries (consume of a queue with a ready message +
   channel.close: the delivery, then close-ok).
@@ -39,9 +41,14 @@ process does, which the spec's atomic steps cannot: ``read_from`` lets the trace
 """
 from __future__ import annotations
 
-from .frames import BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, R_ANY
+from .frames import (
+    BASIC_CANCEL_OK, BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, R_ANY,
+)
 
 _CLOSES = (CHANNEL_CLOSE, CONNECTION_CLOSE)
+# Replies the queue process sends through the channel's mailbox: later frames overtake them, and a close
+# of their channel or connection drops them (module docstring).
+QUEUE_REPLIES = (BASIC_CONSUME_OK, BASIC_CANCEL_OK)
 
 
 def same_frame(written: tuple, read: tuple) -> bool:
@@ -128,12 +135,13 @@ def read_from(fifo: tuple, frame: tuple, closing: bool = True, errored: bool = T
     ahead, behind = fifo[:i], fifo[i + 1:]
     method = frame[0]
     if method == CHANNEL_CLOSE or method == CHANNEL_CLOSE_OK:
-        kept = tuple(f for f in ahead if f[0] != BASIC_CONSUME_OK)
+        kept = tuple(f for f in ahead if f[0] not in QUEUE_REPLIES)
         if not kept or ((method == CHANNEL_CLOSE or errored) and all(f[0] == BASIC_DELIVER for f in kept)):
             return kept + behind
         return None
     for f in ahead:
-        if f[0] != BASIC_CONSUME_OK or (method == BASIC_DELIVER and f[2] == frame[2] and not closing):
+        if f[0] not in QUEUE_REPLIES or \
+                (f[0] == BASIC_CONSUME_OK and method == BASIC_DELIVER and f[2] == frame[2] and not closing):
             return None
     return ahead + behind
 
@@ -151,6 +159,6 @@ def end_of_connection(fifos: tuple):
         return fifos
     for fifo in fifos[1:]:
         for f in fifo:
-            if f[0] != BASIC_CONSUME_OK and f[0] != BASIC_DELIVER:
+            if f[0] not in QUEUE_REPLIES and f[0] != BASIC_DELIVER:
                 return None
     return (fifos[0],) + ((),) * (len(fifos) - 1)

@@ -46,7 +46,7 @@ from . import actions as A
 from . import broker, faults, machine, network, storage
 from .budgets import SPENT
 from .frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
     BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_ERROR, CHANNEL_OPEN,
     CONFIRM_SELECT, CONNECTION_CLOSE, PRECONDITION_FAILED, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE,
     R_EXPECTED_OPEN, R_INEQUIVALENT_DURABLE, R_INEQUIVALENT_TRANSIENT, R_LOCKED, RESOURCE_LOCKED, TX_COMMIT,
@@ -218,7 +218,7 @@ class _Plan:
                     left = network.read_from(fifo, reads[i])
                     if left is None:
                         if not network.may_come_first(fifo, reads[i]) and not (
-                                new.to_broker[ch] and all(f[0] in (BASIC_DELIVER, BASIC_CONSUME_OK) for f in fifo)):
+                                new.to_broker[ch] and all(f[0] == BASIC_DELIVER or f[0] in network.QUEUE_REPLIES for f in fifo)):
                             return False        # deliveries a take may yet number later stay (DT-1)
                         break
                     fifo, i = left, i + 1

@@ -272,3 +272,25 @@ def test_a_channel_may_close_before_another_takes_what_came_with_the_connection_
     # Without the connection.close nothing gives m0.1 back.
     rejected_at(held.replace("c0 sent connection.close(ch=0, reply_code=200, text='OK')", "") +
                 "c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=True, msg=m0.1, message_count=1)  # REJECTED")
+
+
+def test_a_cancel_ok_comes_through_the_mailbox_as_a_consume_ok_does_DS_1_ER_1():
+    # Recorded on RabbitMQ 3.10.8 (30 of 30 each): cancel + get in one write: get-empty first; cancel + an
+    # unknown tag's ack: channel.close and no cancel-ok.
+    consumed = f"""
+    c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+    {CONSUME_OK}
+    c0 sent basic.cancel(ch=1, consumer_tag=1)
+    """
+    accepted(consumed + """
+    c0 sent basic.get(ch=1, queue=q0, no_ack=False)
+    c0 received basic.get-empty(ch=1)
+    c0 received basic.cancel-ok(ch=1, consumer_tag=1)
+    """)
+    errored = consumed + """
+    c0 sent basic.ack(ch=1, delivery_tag=9, multiple=False)
+    c0 received channel.close(ch=1, reply_code=406, text='PRECONDITION_FAILED - unknown delivery tag 9')
+    """
+    accepted(errored)
+    # Dropped by the close, the cancel-ok never comes after it.
+    rejected_at(errored + "c0 received basic.cancel-ok(ch=1, consumer_tag=1)  # REJECTED")
