@@ -37,6 +37,12 @@ The search is exact, and made to scale by never trying what the observations alr
   the frames in flight whose taking can only add to what the crash leaves (``_crash``);
 - states are compared without their ghost variables and the budgets no step taken here is guarded
   by, and without the disk once no crash can come (``_canonical``).
+
+Where RabbitMQ 3.10.8's processes (the connection's reader, each channel, each queue) give outcomes the
+spec's single step has not, the checker tries them too, as other outcomes of a take
+(``_taken_as_rabbitmq_may``) or a step of their own (``_closed_before_the_connection``); each was
+observed on RabbitMQ and is listed in docs/reference/differences.md ("Modelled in trace checking only").
+A ``("quiet",)`` observation, the end of a program, requires quiescence (``quiescent``).
 """
 from __future__ import annotations
 
@@ -52,7 +58,10 @@ from .frames import (
     R_EXPECTED_OPEN, R_INEQUIVALENT_DURABLE, R_INEQUIVALENT_TRANSIENT, R_LOCKED, RESOURCE_LOCKED, TX_COMMIT,
     TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
-from .state import CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, FATE_QUEUE_DELETED, MODE_TX, conn_to_broker, conn_to_client, with_conn
+from .state import (
+    CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_DOWN, CONN_UP, FATE_LOST_CRASH, FATE_QUEUE_DELETED, MODE_TX,
+    conn_to_broker, conn_to_client, with_conn,
+)
 from .storage import with_channel, with_queue
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
@@ -217,8 +226,9 @@ class _Plan:
                 while fifo and i < len(reads):
                     left = network.read_from(fifo, reads[i])
                     if left is None:
-                        if not network.may_come_first(fifo, reads[i]) and not (
-                                new.to_broker[ch] and all(f[0] == BASIC_DELIVER or f[0] in network.QUEUE_REPLIES for f in fifo)):
+                        numbered_later = new.to_broker[ch] and all(
+                            f[0] == BASIC_DELIVER or f[0] in network.QUEUE_REPLIES for f in fifo)
+                        if not network.may_come_first(fifo, reads[i]) and not numbered_later:
                             return False        # deliveries a take may yet number later stay (DT-1)
                         break
                     fifo, i = left, i + 1

@@ -362,8 +362,8 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
              synchronous: bool = False) -> Program:
     """A program. `crashes`: may kill and restart the broker; `min_crashes`: at least that many crashes,
     at drawn places (a broker over TCP restarts in seconds, so its programs are few and each must crash).
-    `rabbitmq_safe`: as run against RabbitMQ 3.10.8 (`safe_for_rabbitmq`). `synchronous`: one connection, one method per step, no crash (the
-    differential test's programs)."""
+    `rabbitmq_safe`: as run against RabbitMQ 3.10.8 (`safe_for_rabbitmq`). `synchronous`: one connection,
+    one method per step, no crash (the differential test's programs)."""
     flags = tuple(draw(st.builds(QueueFlags, _flag(1, 2), _flag(1, 4))) for _ in range(QUEUES))
     connections = 1 if synchronous else draw(st.integers(1, max_connections))
     prelude = Step(0, tuple(Declare(1, q) for q in range(QUEUES)))
