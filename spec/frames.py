@@ -81,8 +81,9 @@ REPLY_SUCCESS = 200
 # Reasons: which error it is, so that the text can be rendered (detail is the one integer it names).
 (R_NORMAL, R_UNKNOWN_TAG, R_TX_TO_CONFIRM, R_CONFIRM_TO_TX, R_NOT_TX, R_NO_EXCHANGE, R_NO_QUEUE,
  R_LOCKED, R_RECOVER_NO_REQUEUE, R_TAG_REUSED, R_PREFETCH_SIZE, R_IMMEDIATE, R_EXPECTED_OPEN,
- R_SECOND_OPEN, R_UNIMPLEMENTED, R_IN_USE, R_NOT_EMPTY, R_EXCLUSIVE_USE, R_COMMIT_PENDING) = range(19)
-REASONS = 19
+ R_SECOND_OPEN, R_UNIMPLEMENTED, R_IN_USE, R_NOT_EMPTY, R_EXCLUSIVE_USE, R_COMMIT_PENDING,
+ R_INEQUIVALENT_DURABLE, R_INEQUIVALENT_TRANSIENT) = range(21)
+REASONS = 21
 # A close read from a broker whose reply text is not judged (AMQP 0-9-1 fixes reply codes, not texts):
 # it reads as any close of that channel with the same reply code (spec.network.same_frame).
 R_ANY = -1
@@ -125,6 +126,10 @@ REPLY_TEXTS = {
     R_NOT_EMPTY: "PRECONDITION_FAILED - queue '{q}' in vhost '/' not empty",
     R_EXCLUSIVE_USE: "ACCESS_REFUSED - queue '{q}' in vhost '/' in exclusive use",
     R_COMMIT_PENDING: "CHANNEL_ERROR - unexpected command while processing 'tx.commit'",
+    R_INEQUIVALENT_DURABLE: ("PRECONDITION_FAILED - inequivalent arg 'durable' for queue '{q}' in vhost '/': "
+                             "received 'true' but current is 'false'"),
+    R_INEQUIVALENT_TRANSIENT: ("PRECONDITION_FAILED - inequivalent arg 'durable' for queue '{q}' in vhost '/': "
+                               "received 'false' but current is 'true'"),
 }
 
 

@@ -21,14 +21,19 @@ process does, which the spec's atomic steps cannot: ``read_from`` lets the trace
   while it handles the methods already waiting behind the consume (their replies, a confirm, a
   return) reaches the client first, and a channel or connection that closes in between never sends it
   (measured with one write each: consume + get: get-empty first, 30 of 30; consume + qos: qos-ok first,
-  100 of 100; consume + a 406, + channel.close, + a 530: no consume-ok, 30 of 30 each). The queue's
+  100 of 100; consume + a 406, + channel.close, + a 530: no consume-ok, 30 of 30 each). A
+  basic.cancel-ok goes the same way (cancel + get: get-empty first; cancel + a 406, + channel.close,
+  + connection.close: no cancel-ok; 30 of 30 each). The queue's
   deliveries to the consumer follow its consume-ok, unless the channel closed first: a closing channel
   drops the consume-ok but still writes the deliveries (consume of a queue with a ready message +
   channel.close: the delivery, then close-ok).
 - After a channel error the channel process still writes the deliveries its queues dispatched to it
   before the error, which wait in its mailbox behind the offending method: they reach the client after
   the channel.close (publish + ack of an unknown tag in one write to a consuming channel: close, then
-  the delivery, 100 of 100). The spec made them before the error, which requeued them (RQ-4).
+  the delivery, 100 of 100), and after the close-ok it answers a client's channel.close with while it
+  waits for the client's close-ok (tx.rollback on a channel not transactional + channel.close, a
+  publish to its consumer's queue on another channel in the same write: close, close-ok, then the
+  delivery; seen in generated programs). The spec made them before the error, which requeued them (RQ-4).
 - When the connection ends, deliveries still in the channel's mailbox are never written (publish to a
   consumed queue + a 530, or + the client's connection.close, in one write: no delivery, and the
   message comes back redelivered, 20 of 20 each): the spec made them, and the close requeued them (RQ-4;
@@ -36,9 +41,14 @@ process does, which the spec's atomic steps cannot: ``read_from`` lets the trace
 """
 from __future__ import annotations
 
-from .frames import BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, R_ANY
+from .frames import (
+    BASIC_CANCEL_OK, BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, R_ANY,
+)
 
 _CLOSES = (CHANNEL_CLOSE, CONNECTION_CLOSE)
+# Replies the queue process sends through the channel's mailbox: later frames overtake them, and a close
+# of their channel or connection drops them (module docstring).
+QUEUE_REPLIES = (BASIC_CONSUME_OK, BASIC_CANCEL_OK)
 
 
 def same_frame(written: tuple, read: tuple) -> bool:
@@ -105,14 +115,15 @@ def all_frames(fifos: tuple):
         yield from fifo
 
 
-def read_from(fifo: tuple, frame: tuple, closing: bool = True):
+def read_from(fifo: tuple, frame: tuple, closing: bool = True, errored: bool = True):
     """The frames left in flight on one channel after the client reads ``frame``, or None when it cannot
     read it now: the oldest frame; or one behind consume-oks it overtakes (a delivery to one of those
     consumers only once the channel is ``closing``, which means they are never sent); or a
     channel.close or channel.close-ok, which drop the consume-oks ahead of them, and a channel.close
-    overtakes the deliveries ahead of it too (module docstring; DS-1, ER-1). ``closing``: the broker
-    has closed the channel or the connection, or may yet do so (the default, for what is still to
-    be written)."""
+    overtakes the deliveries ahead of it too, and so does the close-ok of a channel the broker closed
+    (module docstring; DS-1, ER-1). ``closing``: the broker has closed the channel or the connection,
+    or may yet do so; ``errored``: the broker closed the channel (a channel error) and waits for the
+    client's close-ok, or may yet do so (the defaults, for what is still to be written)."""
     if not fifo:
         return None
     if fifo[0] == frame:
@@ -124,12 +135,13 @@ def read_from(fifo: tuple, frame: tuple, closing: bool = True):
     ahead, behind = fifo[:i], fifo[i + 1:]
     method = frame[0]
     if method == CHANNEL_CLOSE or method == CHANNEL_CLOSE_OK:
-        kept = tuple(f for f in ahead if f[0] != BASIC_CONSUME_OK)
-        if not kept or (method == CHANNEL_CLOSE and all(f[0] == BASIC_DELIVER for f in kept)):
+        kept = tuple(f for f in ahead if f[0] not in QUEUE_REPLIES)
+        if not kept or ((method == CHANNEL_CLOSE or errored) and all(f[0] == BASIC_DELIVER for f in kept)):
             return kept + behind
         return None
     for f in ahead:
-        if f[0] != BASIC_CONSUME_OK or (method == BASIC_DELIVER and f[2] == frame[2] and not closing):
+        if f[0] not in QUEUE_REPLIES or \
+                (f[0] == BASIC_CONSUME_OK and method == BASIC_DELIVER and f[2] == frame[2] and not closing):
             return None
     return ahead + behind
 
@@ -147,6 +159,6 @@ def end_of_connection(fifos: tuple):
         return fifos
     for fifo in fifos[1:]:
         for f in fifo:
-            if f[0] != BASIC_CONSUME_OK and f[0] != BASIC_DELIVER:
+            if f[0] not in QUEUE_REPLIES and f[0] != BASIC_DELIVER:
                 return None
     return (fifos[0],) + ((),) * (len(fifos) - 1)

@@ -138,6 +138,8 @@ class _Reader:
         self.tags: dict = {}
         self.bodies: dict = {}
         self.published: dict = {}       # slot -> publishes so far (names its next message)
+        self.routes: dict = {}          # body -> the queue names its publish can reach (None: any)
+        self.claimed: set = set()       # server-chosen tags read from deliveries (``_server_tag``)
         self.channels = 1
         self.losses: dict = {}          # slot -> connections that ended without a close handshake
         self.nacks = 0
@@ -173,6 +175,8 @@ class _Reader:
                 n = self.published.get(c, 0) + 1
                 self.published[c] = n
                 self.bodies[body] = c * MSG_STRIDE + n
+                m = entry.method
+                self.routes[body] = (m.routing_key,) if m.exchange == "" else None
 
     def exchange(self, name: str) -> int:
         return DEFAULT_EXCHANGE if name == "" else FANOUT_EXCHANGE if name == FANOUT_NAME else MISSING_EXCHANGE
@@ -209,6 +213,9 @@ class _Reader:
                 continue
             if entry.kind == "raw":
                 raise Unsupported(f"{where}: raw bytes (bad input) cannot be written as a trace")
+            if entry.kind == "quiet":               # the client's mark: the broker owes nothing here
+                out.append((("quiet",), entry.at))
+                continue
             if entry.kind == "eof":
                 if not closed:
                     out.append((("lost",), entry.at))
@@ -306,8 +313,13 @@ class _Reader:
 
     def _server_tag(self, log: list, i: int, ch: int, where: str) -> str:
         """The tag the server chose for a consume with an empty tag: the consume-ok that answers it (consumes
-        of a channel are answered in order, so the earlier ones still unanswered are skipped), or, when the
-        channel closes first (the consume failed or was dropped), a tag of its own that no other command names."""
+        of a channel are answered in order, so the earlier ones still unanswered are skipped). When the
+        channel closes first, RabbitMQ drops the consume-ok but the consumer may exist for a moment: its
+        deliveries, written before the close reached the queue, come before the close-ok or after the
+        channel.close (DS-1, ER-1).
+        Their tag is then the one no consume and no consume-ok of the log names, that no earlier consume
+        took, and whose messages were all published where this consume's queue gets them. Without such a
+        delivery, a tag of its own that no other command names."""
         def on_channel(entry, name: str, direction: str) -> bool:
             return entry.kind == "method" and entry.channel == ch and entry.direction == direction and \
                 entry.method.name == name
@@ -321,6 +333,19 @@ class _Reader:
                 waiting -= 1
             if on_channel(entry, "Channel.Close", "received") or on_channel(entry, "Channel.CloseOk", "received"):
                 break
+        named = {e.method.consumer_tag for e in log if e.kind == "method" and
+                 e.method.name in ("Basic.Consume", "Basic.ConsumeOk")}
+        queue = log[i].method.queue
+        delivered: dict = {}                    # unnamed tag -> the bodies delivered with it, in order
+        for entry in log[i + 1:]:
+            if on_channel(entry, "Channel.OpenOk", "received"):
+                break                           # the channel opened again: a consumer of the old one is gone
+            if on_channel(entry, "Basic.Deliver", "received") and entry.method.consumer_tag not in named:
+                delivered.setdefault(entry.method.consumer_tag, []).append(bytes(entry.body or b""))
+        for tag, bodies in delivered.items():
+            if tag not in self.claimed and all(self.routes.get(b) in (None, (queue,)) for b in bodies):
+                self.claimed.add(tag)
+                return tag
         return f"{where}: never named"
 
     # -- configuration ----------------------------------------------------------------------------

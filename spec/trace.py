@@ -2,8 +2,10 @@
 clients observed?
 
 An observation is what one connection's client saw, in order: ``("sent", frame)``,
-``("received", frame)``, ``("lost",)`` (the connection dropped without a close handshake) or
-``("connect",)`` (it connected again). Frames are the spec's tuples (``spec.frames``);
+``("received", frame)``, ``("lost",)`` (the connection dropped without a close handshake),
+``("connect",)`` (it connected again) or ``("quiet",)`` (after a last round trip on each channel the
+client waited until nothing more came: the end of a program is quiescence, so the broker must owe
+nothing there, ``quiescent``). Frames are the spec's tuples (``spec.frames``);
 ``spec.trace_text`` reads traces written by hand, ``spec.recorded`` turns frames recorded from a real
 broker into observations.
 
@@ -35,21 +37,32 @@ The search is exact, and made to scale by never trying what the observations alr
   the frames in flight whose taking can only add to what the crash leaves (``_crash``);
 - states are compared without their ghost variables and the budgets no step taken here is guarded
   by, and without the disk once no crash can come (``_canonical``).
+
+Where RabbitMQ 3.10.8's processes (the connection's reader, each channel, each queue) give outcomes the
+spec's single step has not, the checker tries them too, as other outcomes of a take
+(``_taken_as_rabbitmq_may``) or a step of their own (``_closed_before_the_connection``); each was
+observed on RabbitMQ and is listed in docs/reference/differences.md ("Modelled in trace checking only").
+A ``("quiet",)`` observation, the end of a program, requires quiescence (``quiescent``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from . import actions as A
-from . import broker, faults, machine, network
+from . import broker, faults, machine, network, storage
 from .budgets import SPENT
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
-    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN,
-    CONFIRM_SELECT, CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, TX_COMMIT,
+    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_ERROR, CHANNEL_OPEN,
+    CONFIRM_SELECT, CONNECTION_CLOSE, PRECONDITION_FAILED, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE,
+    R_EXPECTED_OPEN, R_INEQUIVALENT_DURABLE, R_INEQUIVALENT_TRANSIENT, R_LOCKED, RESOURCE_LOCKED, TX_COMMIT,
     TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
-from .state import CH_OPEN, CONN_DOWN, CONN_GONE, CONN_UP, FATE_LOST_CRASH, conn_to_client, with_conn
+from .state import (
+    CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_DOWN, CONN_GONE, CONN_UP, FATE_LOST_CRASH, FATE_QUEUE_DELETED,
+    MODE_TX, conn_to_broker, conn_to_client, with_conn,
+)
+from .storage import with_channel, with_queue
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
 INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
@@ -146,6 +159,11 @@ class _Plan:
         self.frames: list = []          # [c][epoch][ch] -> the frames channel ch reads in that epoch
         self.reads_ahead: list = []     # [c][p] -> a frame is read at or after p in the same epoch
         self.reveals: list = []         # [c][p] -> a frame is read at or after p in a later epoch
+        self.published_on: dict = {}    # msg -> (connection, channel) of its publish
+        for c, seq in enumerate(obs):
+            for o in seq:
+                if o[0] == "sent" and o[1][0] == BASIC_PUBLISH:
+                    self.published_on[o[1][6]] = (c, o[1][1])
         for seq in obs:
             epochs = [[[] for _ in range(channels + 1)]]
             counts = [0] * (channels + 1)
@@ -193,8 +211,9 @@ class _Plan:
     def fits(self, before, after, pos: tuple) -> bool:
         """Whether the frames a broker step wrote can be read as the observations read them: every frame
         in flight on a channel it wrote to is read next, in an order ``network.read_from`` allows,
-        until what is read next is still to be written; a frame read by no one is one in flight when
-        the connection dropped or the recording stopped, unless nothing else may depend on it."""
+        until what is read next is still to be written, or but deliveries that a frame in flight to the
+        channel may yet be taken before (``_taken_before_numbering``); a frame read by no one is one in
+        flight when the connection dropped or the recording stopped, unless nothing else may depend on it."""
         for c, (new, old) in enumerate(zip(after.conns, before.conns)):
             if new.to_client is old.to_client:
                 continue
@@ -208,8 +227,10 @@ class _Plan:
                 while fifo and i < len(reads):
                     left = network.read_from(fifo, reads[i])
                     if left is None:
-                        if not network.may_come_first(fifo, reads[i]):
-                            return False
+                        numbered_later = new.to_broker[ch] and all(
+                            f[0] == BASIC_DELIVER or f[0] in network.QUEUE_REPLIES for f in fifo)
+                        if not network.may_come_first(fifo, reads[i]) and not numbered_later:
+                            return False        # deliveries a take may yet number later stay (DT-1)
                         break
                     fifo, i = left, i + 1
                 if i >= len(reads):
@@ -231,6 +252,29 @@ class _Plan:
         return useful
 
 
+def quiescent(state, c: int) -> bool:
+    """Whether the broker owes nothing, where connection c's client marked the end of its program
+    (``("quiet",)``): every frame a client sent has been taken, every frame written to c has been read,
+    and no step the broker owes is left: a delivery to a consumer with room (DS-1, PF-1), a confirm of
+    a publish on an open channel (PC-2), a commit-ok (TX-7), a close-ok (ER-1). A return is written
+    with its publish (RT-3), so it has been read. A broker that drops any of them is caught here."""
+    if not state.broker_up:
+        return False
+    if any(state.conns[c].to_client):
+        return False
+    for conn in state.conns:
+        if conn.status == CONN_DOWN or conn.broker_closed:
+            continue
+        if any(conn.to_broker):
+            return False
+        for channel in conn.channels:
+            if channel.status == CH_ENDING:
+                return False
+            if channel.status == CH_OPEN and (channel.unconfirmed or channel.commit_pending):
+                return False
+    return all(not queue.ready or broker.next_consumer(state, q) is None for q, queue in enumerate(state.queues))
+
+
 def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
     """Match observation ``obs`` on connection c against a client step: the state after it, or None.
     A client's answers (a close-ok) are observations of their own."""
@@ -249,6 +293,8 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
         if faults.can_vanish(state, vanish):
             return machine.step(state, vanish)[0]
         return machine.step(state, A.NetworkLoss(c))[0]
+    if kind == "quiet":
+        return state if quiescent(state, c) else None
     if kind == "received":
         ch = obs[1][1]
         fifos = conn.to_client
@@ -259,8 +305,9 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
             if fifos is None or not fifos[0] or not network.same_frame(fifos[0][0], obs[1]):
                 return None
         else:
-            closing = conn.broker_closed or 0 < ch <= len(conn.channels) and conn.channels[ch - 1].status != CH_OPEN
-            left = network.read_from(fifos[ch], obs[1], closing)
+            status = conn.channels[ch - 1].status if 0 < ch <= len(conn.channels) else CH_OPEN
+            left = network.read_from(fifos[ch], obs[1], conn.broker_closed or status != CH_OPEN,
+                                     status == CH_CLOSING)
             if left is None:
                 return None
             fifos = fifos[:ch] + ((obs[1],) + left,) + fifos[ch + 1:]    # as written, had it come first
@@ -621,6 +668,8 @@ def _forced(conn, ob: tuple, may_crash_first: bool) -> bool:
         return True
     if kind == "sent":
         return not (may_crash_first and ob[1][0] == BASIC_PUBLISH and conn.status == CONN_UP)
+    if kind == "quiet":
+        return True
     if kind == "lost":
         return conn.status == CONN_DOWN
     return kind == "connect" and not may_crash_first
@@ -639,6 +688,8 @@ def _push_internal(stack, state, pos, doubt, config, plan: _Plan | None) -> None
     if state.broker_up:
         for q, k, write in _droppable(state, doubt):
             stack.append((faults.drop_recovered(state, q, k, write), pos, doubt - {(q, k, write)}))
+        for nstate in _closed_before_the_connection(state):
+            stack.append((nstate, pos, _settle_doubt(state, nstate, None, doubt)))
     for action in reversed(machine.enabled(state, config)):
         kind = type(action)
         if kind is A.BrokerDeliver and doubt:
@@ -650,8 +701,200 @@ def _push_internal(stack, state, pos, doubt, config, plan: _Plan | None) -> None
             nstate, _ = machine.step(state, action)
             if plan.fits(state, nstate, pos):
                 stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt)))
+            if kind is A.BrokerTakeFrame:
+                for nstate in _taken_as_rabbitmq_may(state, action, plan):
+                    if plan.fits(state, nstate, pos):
+                        stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt)))
         elif kind is A.BrokerRestart:
             stack.append((machine.step(state, action)[0], pos, doubt))
+
+
+def _closed_before_the_connection(state):
+    """A channel closed ahead of its connection: when a client's connection.close is in flight, RabbitMQ
+    3.10.8's reader stops every channel process of the connection at once, so a channel with nothing
+    more to take closes (RQ-4: its deliveries go back to their queues) while another channel still
+    handles the frames the client sent before the close (seen in generated programs: a basic.get sent
+    with the connection.close got a message another channel of the connection held, redelivered). The
+    spec closes the channels when it takes the connection.close, after every frame in flight."""
+    for c, conn in enumerate(state.conns):
+        if conn.broker_closed or conn.status == CONN_DOWN or not conn.to_broker[0] or \
+                conn.to_broker[0][0][0] != CONNECTION_CLOSE:
+            continue
+        for ch, channel in enumerate(conn.channels, start=1):
+            if channel.status == CH_OPEN and not conn.to_broker[ch] and (channel.unacked or channel.consumers):
+                yield storage.close_channel(state, c, ch, CH_CLOSED)
+
+
+def _taken_as_rabbitmq_may(state, action, plan: _Plan):
+    """The other outcomes of a BrokerTakeFrame that RabbitMQ 3.10.8's reader and channel processes,
+    working one after the other, allow where the spec takes a frame in one step (trace checking only:
+    the explorer keeps the spec's single outcome)."""
+    yield from _taken_before_numbering(state, action)
+    yield from _close_ok_overtaken(state, action)
+    yield from _resumed_before_requeue(state, action)
+    yield from _declared_inequivalent(state, action)
+    yield from _deleted_before_enqueued(state, action, plan)
+
+
+def _resumed_before_requeue(state, action):
+    """A requeue (basic.nack or basic.reject with requeue, basic.recover) on a channel whose global limit
+    it frees: RabbitMQ 3.10.8's queue process handles the limiter's `resume` before the channel's
+    `requeue` when both wait in its mailbox (gen_server2 priorities), so the freed places may first go to
+    messages behind the requeued ones; then the requeued ones are back at their places (RQ-1). Each
+    outcome is the spec's take with some deliveries of the requeued copies' queues made while those
+    copies were away (seen in CI: docs/reference/differences.md)."""
+    c, ch = action.conn, action.ch
+    conn = state.conns[c]
+    fifo = conn.to_broker[ch]
+    if not fifo or fifo[0][0] not in (BASIC_NACK, BASIC_REJECT, BASIC_RECOVER) or conn.broker_closed:
+        return
+    channel = conn.channels[ch - 1]
+    if channel.status != CH_OPEN or channel.mode == MODE_TX or not channel.global_limit or \
+            channel.volume < channel.global_limit:
+        return                                      # no global limit waiting to resume
+    taken, _ = machine.step(state, action)
+    after = taken.conns[c].channels[ch - 1]
+    if after.status != CH_OPEN or after.volume >= after.global_limit:
+        return
+    left = {u.tag for u in after.unacked}
+    requeued = {(u.queue, u.key) for u in channel.unacked if u.tag not in left}
+    away = tuple((q, e) for q, queue in enumerate(taken.queues) for e in queue.ready if (q, e.key) in requeued)
+    if not away:
+        return
+    queues = {q for q, _ in away}
+    start = taken
+    for q, e in away:
+        queue = start.queues[q]
+        start = with_queue(start, q, queue._replace(ready=tuple(x for x in queue.ready if x.key != e.key)))
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for st in frontier:
+            for q in sorted(queues):
+                if st.queues[q].ready and broker.next_consumer(st, q) is not None:
+                    nxt.append(machine.step(st, A.BrokerDeliver(q))[0])
+        for st in nxt:
+            for q, e in away:
+                queue = st.queues[q]
+                keys = tuple(x.key for x in queue.ready)
+                i = storage.requeue_position(keys, e.key)
+                st = with_queue(st, q, queue._replace(ready=queue.ready[:i] + (e,) + queue.ready[i:]))
+            yield st
+        frontier = nxt
+
+
+def _declared_inequivalent(state, action):
+    """A queue.declare of an existing queue with other flags, as RabbitMQ 3.10.8 refuses it (the spec
+    answers declare-ok, keeping the queue as it is): an exclusive flag that does not match the queue's
+    is 405 RESOURCE_LOCKED, checked first; then, for a queue that is not exclusive, another durable flag
+    is 406 `inequivalent arg 'durable'` (an exclusive queue's durable flag is never compared). Measured
+    on a private RabbitMQ 3.10.8, each of the 12 pairs of flags declared twice on one connection."""
+    c, ch = action.conn, action.ch
+    conn = state.conns[c]
+    fifo = conn.to_broker[ch]
+    if not fifo or fifo[0][0] != QUEUE_DECLARE or conn.broker_closed or conn.channels[ch - 1].status != CH_OPEN:
+        return
+    _, _, q, durable, exclusive = fifo[0]
+    queue = state.queues[q]
+    if not queue.exists or queue.owner not in (0, c + 1):
+        return                                      # created, or another's: the spec's answer stands
+    popped = with_conn(state, c, conn_to_broker(conn, network.pop(conn.to_broker, ch)))
+    if bool(queue.owner) != bool(exclusive):
+        yield broker.channel_error(popped, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
+    elif not queue.owner and bool(queue.durable) != bool(durable):
+        reason = R_INEQUIVALENT_DURABLE if durable else R_INEQUIVALENT_TRANSIENT
+        yield broker.channel_error(popped, c, ch, PRECONDITION_FAILED, reason, q)
+
+
+def _deleted_before_enqueued(state, action, plan: _Plan):
+    """A queue.delete that comes between a publish's routing and its enqueueing: RabbitMQ 3.10.8's channel
+    routes a publish (so a mandatory one is not returned) and then sends the copy to the queue's process,
+    so a delete from another channel can reach the queue first; the copies still on their way are not
+    counted by delete-ok (nor by if_empty) and are lost with the queue (seen in generated programs: a
+    mandatory publish on one channel and a delete on another in one write: delete-ok one short, no
+    return). The copies so taken are the queue's newest, never delivered (RT-2, ER-3)."""
+    c, ch = action.conn, action.ch
+    conn = state.conns[c]
+    fifo = conn.to_broker[ch]
+    if not fifo or fifo[0][0] != QUEUE_DELETE or conn.broker_closed or conn.channels[ch - 1].status != CH_OPEN:
+        return
+    q = fifo[0][2]
+    if q >= len(state.queues) or not state.queues[q].exists:
+        return
+    queue = state.queues[q]
+    j = 0
+    while j < len(queue.ready) and not queue.ready[-1 - j].redelivered and \
+            plan.published_on.get(queue.ready[-1 - j].msg) != (c, ch):
+        j += 1
+    for n in range(1, j + 1):
+        away = queue.ready[-n:]
+        taken, _ = machine.step(with_queue(state, q, queue._replace(ready=queue.ready[:-n])), action)
+        if taken.queues[q].exists:
+            continue                                # refused: the copies reach the queue after all
+        taken = storage.add_fates(taken, ((q, e.key, FATE_QUEUE_DELETED, e.msg, e.persistent) for e in away))
+        yield storage.forget_waits(taken, ((q, e.key) for e in away))
+
+
+def _close_ok_overtaken(state, action):
+    """A channel.close-ok on an open channel is 503 (ER-1), raised by the channel process; RabbitMQ's
+    reader forgets the channel as it passes the close-ok on, so the next frame the client sent on that
+    channel may meet the reader's 504 `expected 'channel.open'` first (seen once in 100 generated
+    programs, docs/explanation/conformance-suite.md). Either is the connection error."""
+    c, ch = action.conn, action.ch
+    conn = state.conns[c]
+    fifo = conn.to_broker[ch]
+    if len(fifo) < 2 or fifo[0][0] != CHANNEL_CLOSE_OK or fifo[1][0] == CHANNEL_OPEN or conn.broker_closed or \
+            conn.channels[ch - 1].status != CH_OPEN:
+        return
+    popped = with_conn(state, c, conn_to_broker(conn, network.pop(network.pop(conn.to_broker, ch), ch)))
+    yield broker.connection_error(popped, c, CHANNEL_ERROR, R_EXPECTED_OPEN, 0)
+
+
+def _taken_before_numbering(state, action):
+    """BrokerTakeFrame as RabbitMQ 3.10.8's channel process may do it while the last k deliveries of the
+    channel, dispatched by their queues, still wait in its mailbox behind the frame (DT-1, RabbitMQ's
+    side): the spec numbers a delivery in the step where its queue dispatches it, RabbitMQ's channel
+    only when it handles the queue's message, after the client's frames already waiting. So the frame
+    is taken as if those deliveries were not yet the channel's (a settlement naming one of their tags
+    is an unknown tag, 406; ``ack(0, multiple)`` settles the others; a basic.get-ok takes the next tag),
+    then the channel numbers them: with the next tags after what the frame wrote, or, when the frame
+    closed the channel or the connection, they are written as they were (read after the channel.close,
+    ``network.read_from``, or never) and requeued (RQ-4). The deliveries are those the client has not
+    read: the last frames in flight on the channel, all manual-mode (measured: publish or consume of a
+    ready message + a settlement of the tag its delivery will get, in one write: 406 unknown delivery
+    tag, then the delivery after the channel.close, 100 of 100)."""
+    c, ch = action.conn, action.ch
+    conn = state.conns[c]
+    channel = conn.channels[ch - 1]
+    fifo = conn.to_client[ch]
+    if channel.status != CH_OPEN or not fifo or fifo[-1][0] != BASIC_DELIVER or conn.broker_closed:
+        return
+    by_tag = {u.tag: u for u in channel.unacked}
+    k = 0
+    while k < len(fifo) and fifo[-1 - k][0] == BASIC_DELIVER and fifo[-1 - k][3] in by_tag:
+        k += 1
+    for n in range(1, k + 1):
+        frames = fifo[-n:]
+        hidden = tuple(by_tag[f[3]] for f in frames)
+        if any(u.tag != channel.next_tag - n + i for i, u in enumerate(hidden)):
+            break                                   # not the channel's last tags: numbered before
+        before = channel._replace(unacked=tuple(u for u in channel.unacked if u not in hidden),
+                                  next_tag=channel.next_tag - n)
+        start = with_conn(state, c, conn_to_client(conn, conn.to_client[:ch] + (fifo[:-n],) + conn.to_client[ch + 1:]))
+        taken, _ = machine.step(with_channel(start, c, ch, before), action)
+        tconn = taken.conns[c]
+        after = tconn.channels[ch - 1]
+        out = tconn.to_client[ch]
+        if after.status == CH_OPEN and not tconn.broker_closed:
+            tag = after.next_tag
+            numbered = tuple(u._replace(tag=tag + i) for i, u in enumerate(hidden))
+            out = out + tuple(f[:3] + (tag + i,) + f[4:] for i, f in enumerate(frames))
+            taken = with_channel(taken, c, ch, after._replace(next_tag=tag + n, unacked=after.unacked + numbered))
+        else:
+            out = out[:len(fifo) - n] + frames + out[len(fifo) - n:]
+            taken = storage.requeue(taken, hidden)
+        tconn = taken.conns[c]
+        yield with_conn(taken, c, conn_to_client(tconn, tconn.to_client[:ch] + (out,) + tconn.to_client[ch + 1:]))
 
 
 def _allowed(nodes, c: int, config, limit: int = 8, budget: int = 20_000) -> list:

@@ -1,7 +1,8 @@
 """Traces written by hand: one observation per line, frames as ``spec.frames.frame_text`` prints them.
 
 ``c0 sent basic.ack(ch=1, delivery_tag=2, multiple=False)``, ``c1 received basic.get-empty(ch=1)``,
-``c0 lost`` (the connection dropped without a close handshake), ``c0 connect`` (it connected again).
+``c0 lost`` (the connection dropped without a close handshake), ``c0 connect`` (it connected again),
+``c0 quiet`` (the client waited after a last round trip: the broker owes nothing there, ``spec.trace``).
 Blank lines and ``#`` comments are ignored. ``parse`` returns the per-connection observations that
 ``spec.trace.check`` judges.
 """
@@ -109,14 +110,14 @@ def parse_frame(text: str) -> tuple:
 
 def parse(text: str) -> dict:
     """Observations from text, one per line: ``c0 sent <frame>``, ``c1 received <frame>``,
-    ``c0 lost``, ``c0 connect``; blank lines and ``#`` comments are ignored."""
+    ``c0 lost``, ``c0 connect``, ``c0 quiet``; blank lines and ``#`` comments are ignored."""
     out: dict = {}
     for n, line in enumerate(text.splitlines(), start=1):
         line = line.split("#", 1)[0].strip() if not line.strip().startswith("c") or "#" in line.split(")")[-1] \
             else line.strip()
         if not line:
             continue
-        m = re.match(r"^c(\d+)\s+(sent|received|lost|connect)\b\s*(.*)$", line)
+        m = re.match(r"^c(\d+)\s+(sent|received|lost|connect|quiet)\b\s*(.*)$", line)
         if not m:
             raise ValueError(f"line {n}: cannot read {line!r}")
         c, kind, rest = int(m.group(1)), m.group(2), m.group(3)

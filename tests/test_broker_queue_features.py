@@ -374,3 +374,29 @@ def test_quorum_and_stream_queues_are_refused_by_impl(impl_broker_module):
                 540, f"NOT_IMPLEMENTED - queue type '{queue_type}' is not implemented by this broker (rabbitproof)",
                 50, 10)
             c.close_ok(closed.value)
+
+
+# --- declaring a queue again with other flags ---------------------------------------------------------
+
+@pytest.mark.parametrize("first, second, expected", [
+    ((True, False), (False, False), (406, "PRECONDITION_FAILED - inequivalent arg 'durable' for queue 'Q' in "
+                                          "vhost '/': received 'false' but current is 'true'")),
+    ((False, False), (False, True), (405, "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'Q' "
+                                          "in vhost '/'. It could be originally declared on another connection or "
+                                          "the exclusive property value does not match that of the original "
+                                          "declaration.")),
+    ((False, True), (True, True), None),      # an exclusive queue's durable flag is never compared
+    ((True, True), (False, True), None),
+])
+def test_a_queue_declared_again_with_other_flags_DU_4(conn, first, second, expected):
+    queue = name()
+    conn.queue_declare(1, queue, durable=first[0], exclusive=first[1])
+    try:
+        conn.queue_declare(1, queue, durable=second[0], exclusive=second[1])
+        outcome = None
+    except ChannelClosed as error:
+        outcome = refusal(error, queue)[:2]
+        conn.close_ok(error)
+        conn.channel_open(1)
+    assert outcome == expected
+    conn.queue_delete(1, queue)

@@ -72,3 +72,18 @@ def test_run_names_and_server_chosen_tags_are_normalised_but_fields_are_not():
     assert a != normalised_connection(log("rpB", "amq.ctag-XYZ_9", 2), "rpB")
     assert first_difference([[a]], [[normalised_connection(log("rpB", "x", 1), "rpB")]]).startswith(
         "slot 0, connection 0, channel 1, frame 1")
+
+
+def test_the_probe_and_its_replies_are_left_out_of_the_comparison():
+    """The runner's probe (a basic.get of the run's empty probe queue) can answer before or after a delivery
+    from another queue: the order is no difference between brokers."""
+    def log(deliver_first: bool) -> list:
+        sent = [LoggedCommand("sent", "method", 1, commands.Basic.Get(queue="R-probe", no_ack=True), None, None, 0.0)]
+        deliver = LoggedCommand("received", "method", 1, commands.Basic.Deliver(consumer_tag="R-a", delivery_tag=1),
+                                commands.Basic.Properties(), b"R.1", 0.0)
+        empty = LoggedCommand("received", "method", 1, commands.Basic.GetEmpty(), None, None, 0.0)
+        opened = [LoggedCommand("received", "method", 0, commands.Connection.OpenOk(), None, None, 0.0)]
+        return opened + sent + ([deliver, empty] if deliver_first else [empty, deliver])
+
+    assert normalised_connection(log(True), "R") == normalised_connection(log(False), "R")
+    assert [item[0] for item in normalised_connection(log(True), "R")[1]] == ["Basic.Deliver"]

@@ -118,6 +118,28 @@ def test_a_dropped_delivery_is_rejected_DT_1(through):
     assert status == "rejected", explanation
 
 
+# One confirm owed, and one delivery owed, at the end of a program (PC-2, DS-1).
+LAST_CONFIRM = P.Program(Q, 1, (P.Step(0, (P.Declare(1, 0),)), P.Step(0, (P.ConfirmSelect(1),)),
+                                P.Step(0, (P.Publish(1, 0),))))
+LAST_DELIVERY = P.Program(Q, 1, (P.Step(0, (P.Declare(1, 0), P.Consume(1, 0, "k"))), P.Step(0, (P.Publish(2, 0),))))
+
+
+def drop_confirms(conn, channel, method, raw):
+    """The broker's basic.ack and basic.nack (its confirms) never reach the client."""
+    return [] if isinstance(method, (commands.Basic.Ack, commands.Basic.Nack)) else [raw]
+
+
+def test_what_the_broker_still_owes_at_the_end_must_come_PC_2_DS_1(through):
+    """The end of a program is quiescence (spec/trace.py, `quiescent`): a confirm or a delivery dropped on
+    the way is caught at the client's quiet mark, though nothing the client did later depends on it."""
+    for program, fault in ((LAST_CONFIRM, drop_confirms), (LAST_DELIVERY, DropFirstDelivery())):
+        status, _, _, explanation, *_ = outcome(program, through(fault), judge_texts=False)
+        assert status == "rejected" and "(quiet) has no explanation" in explanation, explanation
+        status, _, _, explanation, *_ = outcome(program, through(lambda conn, channel, method, raw: [raw]),
+                                                judge_texts=False)
+        assert status == "accepted", explanation
+
+
 def test_bytes_that_are_no_frame_are_an_error(through):
     status, _, _, explanation, *_ = outcome(TWO_DELIVERIES, through(garbage_after_consume_ok), judge_texts=False)
     assert status == "error" and explanation.startswith(

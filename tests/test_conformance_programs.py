@@ -41,6 +41,23 @@ def test_in_process_focused_runs_are_accepted_by_the_spec(program):
     assert_accepted(run)
 
 
+# Found by the impl server runs: a durable queue declared in the write that closes the connection. impl's
+# declare-ok waits for the disk, and its close-ok went out first, the declare-ok never; the spec (and
+# RabbitMQ) answer the channel's methods before the connection.close (ER-1).
+DECLARED_THEN_CLOSED = P.Program((P.QueueFlags(True, False), P.QueueFlags()), 1, (
+    P.Step(0, (P.Declare(1, 0), P.Declare(1, 1))), P.Step(0, (P.Delete(1, 0),)),
+    P.Step(0, (P.Publish(1, 1), P.Declare(2, 0), P.CloseConnection()))))
+
+
+def test_a_reply_waiting_for_the_disk_goes_out_before_close_ok_ER_1(impl_target):
+    in_process = InProcessTarget()
+    try:
+        assert_accepted(run_program(DECLARED_THEN_CLOSED, in_process))
+    finally:
+        in_process.close()
+    assert_accepted(run_program(DECLARED_THEN_CLOSED, impl_target))
+
+
 @pytest.fixture(scope="module")
 def impl_target(impl_broker_module):
     return TcpTarget.of("impl over TCP", impl_broker_module)
@@ -54,7 +71,7 @@ def test_impl_server_runs_are_accepted_by_the_spec(impl_target, program):
 
 @pytest.fixture(scope="module")
 def rabbitmq_target(rabbitmq_node):
-    return TcpTarget.of("rabbitmq", rabbitmq_node, quiet=0.05)
+    return TcpTarget.of("rabbitmq", rabbitmq_node)
 
 
 @budget(40)
@@ -69,21 +86,20 @@ def writes(program):
     return [s.ops for s in program.steps]
 
 
-def test_a_settlement_behind_a_method_that_may_deliver_starts_a_write_of_its_own_DT_1():
-    """RabbitMQ numbers a delivery when its channel handles the queue's message, after the frames already
-    waiting for it: consume + nack of tag 1 in one write gets 406 unknown delivery tag 1 and then the
-    delivery with tag 1 (docs/reference/differences.md, "Where the spec differs from RabbitMQ 3.10.8, on purpose")."""
+def test_races_the_trace_checker_models_stay_in_the_programs_DT_1_ER_1():
+    """A settlement written with the method that causes the delivery it names (DT-1) and a frame behind a
+    channel.close-ok (ER-1): RabbitMQ's orders for both are modelled (spec/trace.py), so no write is cut."""
     program = P.Program(steps=(P.Step(0, (P.Declare(1, 0), P.Ack(1, 1), P.Consume(1, 0, "a"),
-                                          P.Nack(1, 1), P.Reject(1, 2), P.Get(1, 0), P.Ack(2, 1))),))
-    assert writes(P.safe_for_rabbitmq(program, errors=True)) == [
-        (P.Declare(1, 0), P.Ack(1, 1), P.Consume(1, 0, "a")),
-        (P.Nack(1, 1),), (P.Reject(1, 2), P.Get(1, 0)), (P.Ack(2, 1),)]
+                                          P.Nack(1, 1), P.Reject(1, 2), P.Get(1, 0), P.Ack(2, 1))),
+                               P.Step(0, (P.Get(1, 0), P.CloseOkChannel(1), P.Get(1, 0), P.Publish(1, 0)))))
+    assert writes(P.safe_for_rabbitmq(program, errors=True)) == writes(program)
 
 
-def test_a_close_ok_the_broker_did_not_ask_for_ends_its_write_ER_1():
-    step = P.Step(0, (P.Get(1, 0), P.CloseOkChannel(1), P.Get(1, 0), P.Publish(1, 0)))
+def test_a_cancel_of_a_consumer_of_the_write_starts_a_write_of_its_own():
+    """RabbitMQ 3.10.8 crashes its channel on consume + cancel of that tag in one write (541)."""
+    step = P.Step(0, (P.Consume(1, 0, "a"), P.Cancel(2, "a"), P.Cancel(1, "b"), P.Cancel(1, "a"), P.Get(1, 0)))
     assert writes(P.safe_for_rabbitmq(P.Program(steps=(step,)), errors=True)) == [
-        (P.Get(1, 0), P.CloseOkChannel(1)), (P.Get(1, 0), P.Publish(1, 0))]
+        (P.Consume(1, 0, "a"), P.Cancel(2, "a"), P.Cancel(1, "b")), (P.Cancel(1, "a"), P.Get(1, 0))]
 
 
 def test_without_errors_a_write_also_ends_at_each_commit_TX_7():
@@ -93,11 +109,10 @@ def test_without_errors_a_write_also_ends_at_each_commit_TX_7():
     assert writes(P.safe_for_rabbitmq(P.Program(steps=(step,)), errors=True)) == [step.ops]
 
 
-def test_a_program_that_requeues_loses_its_global_prefetch_only():
+def test_a_program_that_requeues_keeps_its_global_prefetch_RQ_1():
+    """The global limit's resume before a requeue is modelled (spec/trace.py, `_resumed_before_requeue`)."""
     program = P.Program(steps=(P.Step(0, (P.Qos(1, 3, global_=True), P.Qos(2, 1))), P.Step(0, (P.Recover(1),))))
-    assert writes(P.safe_for_rabbitmq(program)) == [(P.Qos(1, 3), P.Qos(2, 1)), (P.Recover(1),)]
-    quiet = P.Program(steps=(P.Step(0, (P.Qos(1, 3, global_=True),)),))
-    assert writes(P.safe_for_rabbitmq(quiet)) == [(P.Qos(1, 3, global_=True),)]
+    assert writes(P.safe_for_rabbitmq(program)) == writes(program)
 
 
 @pytest.mark.parametrize("op, error", [

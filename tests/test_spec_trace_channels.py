@@ -233,3 +233,64 @@ def test_a_reply_in_flight_is_not_dropped_when_the_connection_ends_ER_1():
     """
     rejected_at(text, allowed=(
         "received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.1, message_count=0)",), exact=True)
+
+
+def test_a_closing_channel_writes_its_deliveries_after_the_close_ok_it_answers_a_client_close_with_ER_1():
+    # Seen in generated programs on RabbitMQ 3.10.8: a 406 closes the channel, the client's own
+    # channel.close (sent before it read the 406) is answered with close-ok, and the delivery the queue
+    # had dispatched to the channel comes after both; the client's close-ok then ends the channel.
+    text = f"""
+    c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+    {CONSUME_OK}
+    c0 sent tx.rollback(ch=1)
+    {pub(1, ch=2)}
+    c0 sent channel.close(ch=1, reply_code=200, text='OK')
+    c0 received channel.close(ch=1, reply_code=406, text="PRECONDITION_FAILED - channel is not transactional")
+    c0 received channel.close-ok(ch=1)
+    {deliver(1, 'm0.1', ch=1)}
+    c0 sent channel.close-ok(ch=1)
+    """
+    accepted(text)
+
+
+def test_a_channel_may_close_before_another_takes_what_came_with_the_connection_close_RQ_4():
+    # Seen in generated programs on RabbitMQ 3.10.8: channel 2 holds m0.1; a basic.get on channel 1 and the
+    # connection.close in one write: the reader stops both channels at once, so channel 2's delivery may be
+    # back in the queue, redelivered, when channel 1's get reaches it (`_closed_before_the_connection`).
+    held = f"""
+    {pub(1)}
+    {pub(2)}
+    c0 sent basic.get(ch=2, queue=q0, no_ack=False)
+    c0 received basic.get-ok(ch=2, delivery_tag=1, redelivered=False, msg=m0.1, message_count=1)
+    c0 sent basic.get(ch=1, queue=q0, no_ack=True)
+    c0 sent connection.close(ch=0, reply_code=200, text='OK')
+    """
+    accepted(held + "c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=True, msg=m0.1, message_count=1)\n"
+             "c0 received connection.close-ok(ch=0)")
+    accepted(held + "c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.2, message_count=0)\n"
+             "c0 received connection.close-ok(ch=0)")
+    # Without the connection.close nothing gives m0.1 back.
+    rejected_at(held.replace("c0 sent connection.close(ch=0, reply_code=200, text='OK')", "") +
+                "c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=True, msg=m0.1, message_count=1)  # REJECTED")
+
+
+def test_a_cancel_ok_comes_through_the_mailbox_as_a_consume_ok_does_DS_1_ER_1():
+    # Recorded on RabbitMQ 3.10.8 (30 of 30 each): cancel + get in one write: get-empty first; cancel + an
+    # unknown tag's ack: channel.close and no cancel-ok.
+    consumed = f"""
+    c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+    {CONSUME_OK}
+    c0 sent basic.cancel(ch=1, consumer_tag=1)
+    """
+    accepted(consumed + """
+    c0 sent basic.get(ch=1, queue=q0, no_ack=False)
+    c0 received basic.get-empty(ch=1)
+    c0 received basic.cancel-ok(ch=1, consumer_tag=1)
+    """)
+    errored = consumed + """
+    c0 sent basic.ack(ch=1, delivery_tag=9, multiple=False)
+    c0 received channel.close(ch=1, reply_code=406, text='PRECONDITION_FAILED - unknown delivery tag 9')
+    """
+    accepted(errored)
+    # Dropped by the close, the cancel-ok never comes after it.
+    rejected_at(errored + "c0 received basic.cancel-ok(ch=1, consumer_tag=1)  # REJECTED")

@@ -50,3 +50,4 @@ def test_message_ids_of_two_connections_never_collide():
     assert frame[6] != other[6]
     with pytest.raises(ValueError, match="out of range"):
         trace.parse(text.replace("m0.101", f"m0.{1 << 32}"))
+

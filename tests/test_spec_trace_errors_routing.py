@@ -99,6 +99,23 @@ def test_close_and_close_ok_sent_together_end_the_channel_without_a_close_ok_ER_
                                              "c0 received connection.close"))
 
 
+def test_a_close_ok_on_an_open_channel_may_be_overtaken_by_the_frame_behind_it_ER_1():
+    # RabbitMQ's reader forgets the channel as it passes the close-ok on: the get behind it may meet the
+    # reader's 504 before the channel process raises its 503 (trace checking, `_close_ok_overtaken`).
+    sent = """
+    c0 sent channel.close-ok(ch=1)
+    c0 sent basic.get(ch=1, queue=q0, no_ack=False)
+    """
+    accepted(sent + '    c0 received connection.close(ch=0, reply_code=503, text="COMMAND_INVALID - unimplemented method")')
+    accepted(sent + '    c0 received connection.close(ch=0, reply_code=504, text="CHANNEL_ERROR - expected \'channel.open\'")')
+    # With nothing behind the close-ok on its channel there is nothing to meet the reader's 504.
+    rejected_at("""
+    c0 sent channel.close-ok(ch=1)
+    c0 sent basic.get(ch=2, queue=q0, no_ack=False)
+    c0 received connection.close(ch=0, reply_code=504, text="CHANNEL_ERROR - expected 'channel.open'")  # REJECTED
+    """)
+
+
 def test_after_its_own_close_ok_the_channel_answers_nothing_ER_1():
     # The client's close-ok, taken first, ends the channel: no close-ok of the old channel comes after
     # the new one is open (had the broker's come first, the client's would have been a 504).
@@ -323,3 +340,47 @@ def test_no_lock_on_a_queue_nobody_declared_DU_4():
     rejected_at(text, allowed=(
         "received channel.close(ch=1, reply_code=404, text=\"NOT_FOUND - no queue 'q1' in vhost '/'\")",),
         config=EXCLUSIVE, exact=True)
+
+
+def redeclared(first: str, second: str, answer: str) -> str:
+    return f"""
+    c0 sent queue.declare(ch=1, queue=q1, {first})
+    c0 received queue.declare-ok(ch=1, queue=q1)
+    c0 sent queue.declare(ch=1, queue=q1, {second})
+    {answer}
+    """
+
+
+INEQUIVALENT = ("c0 received channel.close(ch=1, reply_code=406, text=\"PRECONDITION_FAILED - inequivalent arg "
+                "'durable' for queue 'q1' in vhost '/': received '{received}' but current is '{current}'\")")
+NOT_DECLARED = cfg(queues=(QueueSpec(durable=True), QueueSpec(declared=False)))
+
+
+def test_a_queue_declared_again_with_other_flags_is_refused_as_rabbitmq_does_DU_4_ER_2():
+    """Measured on RabbitMQ 3.10.8: another exclusive flag is 405, then another durable flag of a queue
+    that is not exclusive is 406; an exclusive queue's durable flag is never compared (trace checking:
+    `_declared_inequivalent`; the spec's declare-ok stays allowed)."""
+    transient, durable = "durable=False, exclusive=False", "durable=True, exclusive=False"
+    accepted(redeclared(durable, transient, INEQUIVALENT.format(received="false", current="true")), NOT_DECLARED)
+    accepted(redeclared(transient, durable, INEQUIVALENT.format(received="true", current="false")), NOT_DECLARED)
+    accepted(redeclared(transient, "durable=False, exclusive=True", LOCKED.replace("c1", "c0")), NOT_DECLARED)
+    accepted(redeclared("durable=True, exclusive=True", transient, LOCKED.replace("c1", "c0")), NOT_DECLARED)
+    # The refusal must name the flag that differs, and an exclusive queue's durable flag is no reason.
+    rejected_at(redeclared(durable, transient, INEQUIVALENT.format(received="true", current="false") + "  # REJECTED"),
+                config=NOT_DECLARED)
+    rejected_at(redeclared("durable=True, exclusive=True", "durable=False, exclusive=True",
+                           INEQUIVALENT.format(received="false", current="true") + "  # REJECTED"), config=NOT_DECLARED)
+    accepted(redeclared("durable=True, exclusive=True", "durable=False, exclusive=True",
+                        "c0 received queue.declare-ok(ch=1, queue=q1)"), NOT_DECLARED)
+
+
+def test_rabbitmqs_channel_crash_on_a_cancel_before_its_consume_ok_is_rejected_ER_3():
+    """RabbitMQ 3.10.8, consume + cancel of its tag in one write: consume-ok, then connection.close 541 (its
+    channel crashes, 20 of 20). A broker fault: the programs run against RabbitMQ keep away from it."""
+    sent = """
+    c0 sent basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=False)
+    c0 sent basic.cancel(ch=1, consumer_tag=1)
+    c0 received basic.consume-ok(ch=1, consumer_tag=1)
+    """
+    accepted(sent + "c0 received basic.cancel-ok(ch=1, consumer_tag=1)")
+    rejected_at(sent + "c0 received connection.close(ch=0, reply_code=541, text='541')  # REJECTED")

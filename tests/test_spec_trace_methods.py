@@ -380,3 +380,21 @@ def test_purge_after_a_crash_counts_what_the_disk_kept_either_way():
     for n in (0, 1):
         accepted(text.replace("N", str(n)), cfg(crashes=1))
     rejected_at(text.replace("message_count=N)", "message_count=2)  # REJECTED"), config=cfg(crashes=1))
+
+
+def deleted_behind_a_publish(publish_channel: int, count: int) -> str:
+    """A mandatory publish to q0 on one channel and a delete of q0 on channel 1, in one write: no return."""
+    return f"""
+    {pub(1, ch=publish_channel, mandatory=True)}
+    c0 sent queue.delete(ch=1, queue=q0, if_unused=False, if_empty=False)
+    c0 received queue.delete-ok(ch=1, message_count={count})
+    """
+
+
+def test_a_delete_may_reach_the_queue_before_a_publish_routed_to_it_from_another_channel_RT_2():
+    # RabbitMQ 3.10.8 routes the publish on its channel (no return), then the delete from channel 1 reaches
+    # the queue before the copy does: delete-ok 0, and the copy is lost with the queue (`_deleted_before_enqueued`).
+    accepted(deleted_behind_a_publish(2, 1))
+    accepted(deleted_behind_a_publish(2, 0))
+    # A channel's own publish reaches the queue before its delete.
+    rejected_at(deleted_behind_a_publish(1, 0).replace("message_count=0)", "message_count=0)  # REJECTED"))

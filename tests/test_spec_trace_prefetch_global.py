@@ -114,3 +114,35 @@ def test_qos_zero_global_releases_deliveries_at_once():
     {deliver(2, 'm0.2')}
     """
     accepted(text)
+
+
+def nack(tag: int, ch: int = 2) -> str:
+    return f"c0 sent basic.nack(ch={ch}, delivery_tag={tag}, multiple=False, requeue=True)"
+
+
+def window_race(global_: bool) -> str:
+    """A consumer of q0 with a limit of 1 holds m0.1 and nacks it with requeue: the freed place goes to
+    m0.2, behind it, before m0.1 is back at the head (RabbitMQ 3.10.8's queue takes the limiter's resume
+    before the channel's requeue); once m0.2 is acked, m0.1 comes, redelivered."""
+    return f"""
+    {pub(1)}
+    {pub(2)}
+    {qos(1, global_)}
+    {consume()}
+    {deliver(1, 'm0.1')}
+    {nack(1)}
+    {deliver(2, 'm0.2')}
+    {ack(2)}
+    {deliver(3, 'm0.1', redelivered=True)}
+    """
+
+
+def test_a_global_limit_may_resume_before_the_requeue_that_freed_it_RQ_1_PF_2():
+    accepted(window_race(global_=True))
+    # A per-consumer limit has no limiter to resume: the requeued message goes first (RQ-1).
+    overtaken = "c0 received basic.deliver(ch=2, consumer_tag=1, delivery_tag=2, redelivered=False, msg=m0.2)"
+    rejected_at(window_race(global_=False).replace(overtaken, overtaken + "  # REJECTED"))
+    # With the global limit the requeued message still comes back at its place: m0.1 after m0.2, not lost.
+    rejected_at(window_race(global_=True).replace(
+        "c0 received basic.deliver(ch=2, consumer_tag=1, delivery_tag=3, redelivered=True, msg=m0.1)",
+        "c0 received basic.deliver(ch=2, consumer_tag=1, delivery_tag=3, redelivered=False, msg=m0.1)  # REJECTED"))

@@ -615,10 +615,10 @@ class Channel:
     def check_queue_equivalence(self, queue: Queue, m: commands.Queue.Declare, arguments: dict) -> None:
         where = vhost_resource("queue", queue.name)
         declared_durable = getattr(queue, "declared_durable", queue.durable)
-        for arg, received, current in (
-            ("durable", m.durable, declared_durable),
-            ("auto_delete", m.auto_delete, queue.auto_delete),
-        ):
+        compared = [("auto_delete", m.auto_delete, queue.auto_delete)]
+        if queue.exclusive_owner is None:       # RabbitMQ 3.10.8 never compares an exclusive queue's durable flag
+            compared.insert(0, ("durable", m.durable, declared_durable))
+        for arg, received, current in compared:
             if bool(received) != bool(current):
                 raise Refused(
                     errors.PRECONDITION_FAILED,

@@ -428,6 +428,11 @@ class Connection:
         if state != OPEN:
             return
         if isinstance(method, commands.Connection.Close):
+            if any(channel.commit_waiting for channel in self.channels.values()):
+                # ER-1: a reply waiting for the disk (a durable declare-ok, bind-ok, commit-ok) goes out
+                # before close-ok, as RabbitMQ's channels answer what came before the connection.close.
+                self.broker.journal.after_commit(lambda _: self.connection_method(channel_number, method))
+                return
             self.send_method(0, commands.Connection.CloseOk())
             self.abort()
         elif isinstance(method, commands.Connection.CloseOk):

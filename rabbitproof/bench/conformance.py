@@ -3,13 +3,14 @@
     rabbitproof bench conformance [--programs N] [--crash-programs N] [--targets in-process,impl,rabbitmq]
                                       [--quiet S]
 
-The same N fixed-seed programs (the ones `make conformance` runs: no connection errors, no crash, away
-from RabbitMQ's races) run against each target: the `impl` core in this process, the `impl` server over
+The same N fixed-seed programs (the ones `make conformance` runs: no connection errors, no crash) run
+against each target: the `impl` core in this process, the `impl` server over
 TCP and a private RabbitMQ 3.10.8 node, both started here. For each target it reports the steps (one
 step is one write of methods, with its replies), the seconds spent running them and the rate, then the
 seconds the spec took to judge the recordings and the rate of the whole (running and judging). A step
-against a broker over TCP ends when the broker has been quiet for the target's quiet time (0.02 s for
-impl, 0.05 s for RabbitMQ, as in the tests), which bounds its rate: the table shows it.
+against a broker over TCP ends when every reply has come (a channel that would not answer gets a
+round trip of its own, rabbitproof/conformance/targets.py), then 3 ms of quiet; a program ends with a
+round trip on every channel and 20 ms of quiet (`--quiet` changes the 3 ms).
 
 A second table runs programs with crashes (`--crash-programs`, default 10 per target, the same fixed-seed
 ones on each: half general programs with at least one crash, half episodes that end in one, as in
@@ -37,7 +38,7 @@ from rabbitproof.conformance.judge import judge
 from rabbitproof.conformance.targets import InProcessTarget, TcpTarget, run_program
 
 TARGETS = ("in-process", "impl", "rabbitmq")
-QUIET = {"in-process": 0.0, "impl": 0.02, "rabbitmq": 0.05}
+QUIET = {"in-process": 0.0, "impl": 0.003, "rabbitmq": 0.003}
 
 
 @dataclass
@@ -180,7 +181,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="programs with crashes per target (default 10; 0: none)")
     parser.add_argument("--targets", type=targets_option, default=TARGETS, help="in-process,impl,rabbitmq")
     parser.add_argument("--quiet", type=seconds, default=None,
-                        help="seconds a step waits after the last reply over TCP (default 0.02 impl, 0.05 RabbitMQ)")
+                        help="seconds a step waits after its last reply over TCP (default 0.003)")
     return parser.parse_args(argv)
 
 
@@ -203,8 +204,9 @@ def main(argv: list[str] | None = None, console: Console | None = None) -> int:
                       f"{r.rate(r.run_seconds + r.judge_seconds):,.0f}")
     console.print(table)
     waits = {name: quiet.get(name, QUIET[name]) for name in ("impl", "rabbitmq")}
-    console.print("A step is one write of methods and its replies; over TCP it ends after the broker has been "
-                  f"quiet for {waits['impl']} s (impl) or {waits['rabbitmq']} s (RabbitMQ), on every connection.")
+    console.print("A step is one write of methods and its replies; over TCP it ends once every reply has come "
+                  f"and the broker has been quiet for {waits['impl']} s (impl) or {waits['rabbitmq']} s "
+                  "(RabbitMQ), on every connection.")
     if crash_results:
         console.print(crash_table(crash_results, len(crash_programs)))
     for label, table_results in (("", results), (" (with crashes)", crash_results)):

@@ -117,7 +117,7 @@ def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False,
     commands) every program crashes the broker at least once and restarts it (DU, PC-10: a restart takes
     seconds, so such programs are few and each must crash); UsageError when those commands fail."""
     target = TcpTarget("broker", where["host"], where["port"], where["user"], where["password"], where["vhost"],
-                       quiet=0.05, broker=broker)
+                       broker=broker)
     broken: list[str] = []
     table = {f: {"programs": 0, "steps": 0, **{s: 0 for s in STATUSES}, "first_rejection": None}
              for f in P.FAMILIES}

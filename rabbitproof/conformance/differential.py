@@ -12,6 +12,9 @@ broker, are compared after normalising what differs by construction or by a choi
   and 2 opened in one write, or a delivery on one channel and a reply on the other;
 - the end of the TCP stream after a connection.close or close-ok is left out: whether the client sees
   it before it drops the connection itself is a matter of timing;
+- the runner's probes (rabbitproof/conformance/targets.py: a basic.get of the run's empty probe queue,
+  and that queue's declare) and their replies are left out: the probe queue's get-empty and a delivery
+  from another queue come in either order, as they go through different queues;
 - confirms (PC-3, PC-7): a broker may batch them into one basic.ack multiple=true, so the confirms of a
   channel become the set of publish sequence numbers acknowledged and the set negatively acknowledged,
   compared once for each time the channel was opened, not in their place among the other frames.
@@ -60,10 +63,14 @@ def normalised_connection(log: list, run_id: str) -> dict:
     confirm_mode: dict[int, bool] = {}
     confirms: list = []                     # (channel, opening number, ChannelConfirms)
     current: dict[int, ChannelConfirms] = {}
+    gets: dict[int, list] = {}              # channel -> for each basic.get not yet answered: a probe's?
+    probe = f"{run_id}-probe"
     for entry in log:
         if entry.direction == "sent":
             if entry.kind == "method" and isinstance(entry.method, commands.Confirm.Select):
                 confirm_mode[entry.channel] = True
+            if entry.kind == "method" and isinstance(entry.method, commands.Basic.Get):
+                gets.setdefault(entry.channel, []).append(entry.method.queue == probe)
             continue
         if entry.kind != "method":
             if not (entry.kind == "eof" and closed):
@@ -79,6 +86,13 @@ def normalised_connection(log: list, run_id: str) -> dict:
             confirm_mode[ch] = False
             current[ch] = ChannelConfirms()
             confirms.append((ch, len(confirms), current[ch]))
+        if isinstance(method, commands.Channel.Close):
+            gets.pop(ch, None)              # gets not answered yet never will be
+        if isinstance(method, (commands.Basic.GetOk, commands.Basic.GetEmpty)) and gets.get(ch):
+            if gets[ch].pop(0):
+                continue                    # a probe's reply
+        if isinstance(method, commands.Queue.DeclareOk) and method.queue == probe:
+            continue
         if isinstance(method, (commands.Basic.Ack, commands.Basic.Nack)) and confirm_mode.get(ch):
             current[ch].settle(method.delivery_tag, method.multiple, isinstance(method, commands.Basic.Ack))
             continue

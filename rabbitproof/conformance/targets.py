@@ -12,14 +12,25 @@ connections per slot, as spec/recorded.py reads it):
 
 The runner (`run_program`) sends each step in one write, waits for the reply of every synchronous
 method it sent (or for the close of its channel or connection), then reads until the target has been
-quiet for `target.quiet` seconds. Between steps it does what every client does: answers a broker's
-channel.close with close-ok and opens the channel again, opens a channel it closed again, and connects
-again after its connection ended.
+quiet for `target.quiet` seconds. A channel whose part of the write ends with a method the broker does
+not answer (a publish or a settlement) gets a round trip the spec knows and that changes nothing, in
+the same write: a basic.get of the run's probe queue, a durable queue no program touches, which is
+always empty (basic.get-empty; the probe queue is declared before its first use). Its reply says the
+broker's channel has handled everything before it, returns and channel errors included; so the quiet
+time only covers what queues send on their own (deliveries, confirms), and can be short. Between steps
+it does what every client does: answers a broker's channel.close with close-ok and opens the channel
+again, opens a channel it closed again, and connects again after its connection ended.
+
+After the last step every client makes that round trip on each of its channels, reads until the target
+has been quiet for `target.final_quiet` seconds, and marks its recording there (an entry of kind
+"quiet"): the spec requires the broker to owe nothing at that mark (no delivery within prefetch, no
+confirm, no commit-ok or close-ok still to come: `spec/trace.py`), then the client closes.
 """
 from __future__ import annotations
 
 import os
 import secrets
+import select
 import shutil
 import struct
 import tempfile
@@ -102,6 +113,7 @@ class InProcessTarget:
 
     name = "in-process"
     quiet = 0.0
+    final_quiet = 0.0
     crashes = True
 
     def __init__(self, core_module=None) -> None:
@@ -164,20 +176,23 @@ class InProcessTarget:
 
 class TcpTarget:
     """A broker at host:port. `broker` (a harness broker, rabbitproof/brokers/__init__.py) lets programs crash
-    it (SIGKILL) and restart it; `quiet` is how long a step reads after its last reply."""
+    it (SIGKILL) and restart it; `quiet` is how long a step reads after its last reply, `final_quiet`
+    how long the end of a program reads after its last round trips."""
 
     def __init__(self, name: str, host: str, port: int, user: str = "guest", password: str = "guest",
-                 vhost: str = "/", *, broker=None, quiet: float = 0.02, timeout: float = 5.0) -> None:
+                 vhost: str = "/", *, broker=None, quiet: float = 0.003, final_quiet: float = 0.02,
+                 timeout: float = 5.0) -> None:
         self.name, self.host, self.port = name, host, port
         self.user, self.password, self.vhost = user, password, vhost
         self.broker = broker
         self.crashes = broker is not None
         self.quiet = quiet
+        self.final_quiet = final_quiet
         self.timeout = timeout
         self.restart_seconds: list[float] = []     # per crash: SIGKILL until the broker is up again
 
     @classmethod
-    def of(cls, name: str, broker, quiet: float = 0.02) -> "TcpTarget":
+    def of(cls, name: str, broker, quiet: float = 0.003) -> "TcpTarget":
         return cls(name, broker.host, broker.port, broker.user, broker.password, broker=broker, quiet=quiet)
 
     def connect(self, label: str) -> RawConnection:
@@ -275,7 +290,7 @@ class _Slot:
                 self.settle(quiet)
         except ConnectionLost:
             pass
-        self.unanswered = any(waiting.values())
+        self.unanswered = any(waiting.values()) and not self.dead()     # an ended connection answers nothing
 
     def settle(self, quiet: float) -> None:
         try:
@@ -380,6 +395,8 @@ def method_of(op, names: dict):
     if isinstance(op, P.Declare):
         flags = names["flags"][op.queue]
         return commands.Queue.Declare(queue=names[op.queue], durable=flags.durable, exclusive=flags.exclusive)
+    if isinstance(op, P.Redeclare):
+        return commands.Queue.Declare(queue=names[op.queue], durable=op.durable, exclusive=op.exclusive)
     if isinstance(op, P.Bind):
         return commands.Queue.Bind(queue=names[op.queue], exchange="amq.fanout", routing_key="")
     if isinstance(op, P.Purge):
@@ -423,12 +440,117 @@ def method_of(op, names: dict):
     raise TypeError(f"not a program method: {op!r}")
 
 
+# Methods the broker does not answer: a channel whose part of a write ends with one gets a probe.
+_UNANSWERED = (P.Publish, P.Ack, P.Nack, P.Reject)
+
+
+class _Probe:
+    """The run's probe queue (module docstring): its name, and whether a declare-ok has shown it exists."""
+
+    def __init__(self, names: dict) -> None:
+        self.name = f"{names['run']}-probe"
+        self.declared = False
+
+    def frames(self, channels) -> list:
+        """The round trip on each channel (with the probe queue's declare first, until it exists)."""
+        out: list = []
+        for ch in channels:
+            if not self.declared:
+                out.append((ch, commands.Queue.Declare(queue=self.name, durable=True)))
+            out.append((ch, commands.Basic.Get(queue=self.name, no_ack=True)))
+        return out
+
+    def replies(self, channels) -> dict:
+        return {ch: 1 if self.declared else 2 for ch in channels}
+
+    def seen(self, conn: RawConnection) -> None:
+        """Note a declare-ok of the probe queue (a declare on a closing channel is dropped)."""
+        if not self.declared:
+            self.declared = any(e.direction == "received" and e.name == "Queue.DeclareOk" and
+                                getattr(e.frame, "queue", "") == self.name for e in conn.trace)
+
+
+def probed_channels(ops: tuple) -> list:
+    """The channels whose part of a write ends with a method the broker does not answer; none when the
+    write closes its connection."""
+    last: dict = {}
+    for op in ops:
+        if isinstance(op, P.CloseConnection):
+            return []
+        if hasattr(op, "ch"):
+            last[op.ch] = op
+    return [ch for ch, op in sorted(last.items()) if isinstance(op, _UNANSWERED)]
+
+
+def quiesce(slots: list, target, probe: _Probe) -> None:
+    """The end of a program: a round trip on every channel of every client, the confirms still owed
+    (PC-2: `unconfirmed`; for no longer than the target's timeout), then reading until the target has
+    been quiet for `target.final_quiet`; each recording gets its "quiet" mark there."""
+    for slot in slots:
+        if slot.dead():
+            continue
+        slot.write(probe.frames(P.CHANNELS), probe.replies(P.CHANNELS), None)
+        probe.seen(slot.conn)
+    deadline = time.monotonic() + getattr(target, "timeout", 0.0)
+    while any(not slot.dead() and unconfirmed(slot.conn) for slot in slots) and time.monotonic() < deadline:
+        settle_together(slots, 0.001)
+    settle_together(slots, target.final_quiet)
+    now = time.monotonic()
+    for slot in slots:
+        if not slot.dead():
+            slot.conn.trace.append(TraceEvent("sent", "quiet", 0, None, None, now))
+
+
+def unconfirmed(conn: RawConnection) -> int:
+    """How many publishes on the connection's confirm-mode channels still open no basic.ack or basic.nack
+    has confirmed (PC-1, PC-2, PC-3); a channel that closed owes nothing more (PC-9)."""
+    channels: dict = {}                 # ch -> [publishes since confirm.select, confirmed sequence numbers]
+    for event in conn.trace:
+        if event.kind != "frame":
+            continue
+        name, ch, sent = event.name, event.channel, event.direction == "sent"
+        if name in ("Channel.Open", "Channel.Close", "Channel.CloseOk"):
+            channels.pop(ch, None)
+        elif name == "Confirm.Select" and sent:
+            channels.setdefault(ch, [0, set()])
+        elif name == "Basic.Publish" and sent and ch in channels:
+            channels[ch][0] += 1
+        elif name in ("Basic.Ack", "Basic.Nack") and not sent and ch in channels:
+            tag, done = event.frame.delivery_tag, channels[ch][1]
+            done.update(range(1, tag + 1) if event.frame.multiple else (tag,))
+    return sum(published - len(done & set(range(1, published + 1))) for published, done in channels.values())
+
+
+def settle_together(slots: list, quiet: float) -> None:
+    """Read every client's connection until none has received anything for `quiet` seconds (in process,
+    until nothing more is there)."""
+    if quiet <= 0 or not all(hasattr(slot.conn, "sock") and hasattr(slot.conn.sock, "fileno") for slot in slots):
+        for slot in slots:
+            slot.settle(quiet)
+        return
+    end = time.monotonic() + quiet
+    while True:
+        live = {slot.conn.sock: slot for slot in slots if not slot.dead()}
+        left = end - time.monotonic()
+        if not live or left <= 0:
+            return
+        readable, _, _ = select.select(list(live), [], [], left)
+        for sock in readable:
+            try:
+                live[sock].conn.pump(0)
+            except ConnectionLost:
+                pass
+        if readable:
+            end = time.monotonic() + quiet
+
+
 def run_program(program: P.Program, target) -> Run:
     """Run a program on a target and return its recording. Queue names are unique to this run (a broker
     over TCP is shared by many runs); the run's queues are deleted at the end, outside the recording."""
     run_id = f"rp{os.getpid()}x{secrets.token_hex(3)}"
     names: dict = {q: f"{run_id}-q{q}" for q in range(P.QUEUES + 1)}
     names.update(run=run_id, exchange=f"{run_id}-missing", flags=program.queues)
+    probe = _Probe(names)
     bodies: list = []
     started = time.monotonic()
     slots = [_Slot(target, c, run_id) for c in range(program.connections)]
@@ -466,25 +588,31 @@ def run_program(program: P.Program, target) -> Run:
         closes = any(isinstance(op, P.CloseConnection) for op in step.ops)
         if crash_follows is not None and not crash_follows.wait and not closes:
             waiting = {}                    # the crash comes as soon as the write is sent
+        elif crash_follows is None:
+            probed = probed_channels(step.ops)
+            frames += probe.frames(probed)
+            for ch, n in probe.replies(probed).items():
+                waiting[ch] = waiting.get(ch, 0) + n
         slot.unanswered = False
-        slot.write(frames, waiting, None if crash_follows else target.quiet)
+        slot.write(frames, waiting, None)
+        probe.seen(slot.conn)
         if slot.unanswered and hasattr(target, "timeout") and not no_answer:
             no_answer = f"no answer within {target.timeout:g} s after step {steps} (connection {step.conn})"
         if crash_follows is None:
-            for other in slots:
-                if other is not slot:
-                    other.settle(target.quiet)
+            settle_together(slots, target.quiet)
             for s in slots:
                 s.housekeeping()
         elif closes:
             slot.housekeeping()
+    if not no_answer:
+        quiesce(slots, target, probe)
     recorded = [slot.finish() for slot in slots]
     seconds = time.monotonic() - started
-    _cleanup(target, names)
+    _cleanup(target, names, probe)
     return Run(program, target.name, recorded, names, seconds, steps, crashes, no_answer=no_answer)
 
 
-def _cleanup(target, names: dict) -> None:
+def _cleanup(target, names: dict, probe: _Probe) -> None:
     """Delete the run's queues (not part of the recording)."""
     if isinstance(target, InProcessTarget):
         return
@@ -496,6 +624,8 @@ def _cleanup(target, names: dict) -> None:
         conn.channel_open(1)
         for q in range(P.QUEUES):
             conn.rpc(1, commands.Queue.Delete(queue=names[q]))
+        if probe.declared:
+            conn.rpc(1, commands.Queue.Delete(queue=probe.name))
     except Exception:
         pass
     finally:

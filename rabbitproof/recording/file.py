@@ -17,8 +17,9 @@ A file is one JSON object::
 ``method`` is pamqp's name of the AMQP method, ``fields`` its arguments as pamqp names them (missing
 ones take pamqp's defaults), ``properties`` the content header's (for methods that carry content),
 ``body`` the content as text (UTF-8) or ``{"base64": "..."}``, ``at`` seconds on one clock for every
-connection of the recording. ``kind`` is ``method``, ``eof`` (the broker closed the TCP connection) or
-``raw`` (bytes that are not a frame, ``{"base64": ...}`` in ``body``). ``save`` writes what
+connection of the recording. ``kind`` is ``method``, ``eof`` (the broker closed the TCP connection),
+``raw`` (bytes that are not a frame, ``{"base64": ...}`` in ``body``) or ``quiet`` (the client's mark that
+it waited after a last round trip: the broker must owe nothing there). ``save`` writes what
 ``RawConnection.command_log()`` returns; ``load`` reads a file back into the same entries, refusing a
 malformed one with a ``RecordingError`` naming the place.
 """
@@ -36,7 +37,7 @@ from spec.roles import QueueSpec
 from rabbitproof.recording.rawclient import LoggedCommand
 
 FORMAT = "rabbitproof-recording/1"
-KINDS = ("method", "raw", "eof", "protocol-header")
+KINDS = ("method", "raw", "eof", "protocol-header", "quiet")
 
 
 class RecordingError(ValueError):
