@@ -257,12 +257,17 @@ def quiescent(state, c: int) -> bool:
     (``("quiet",)``): every frame a client sent has been taken, every frame written to c has been read,
     and no step the broker owes is left: a delivery to a consumer with room (DS-1, PF-1), a confirm of
     a publish on an open channel (PC-2), a commit-ok (TX-7), a close-ok (ER-1). A return is written
-    with its publish (RT-3), so it has been read. A broker that drops any of them is caught here."""
+    with its publish (RT-3), so it has been read. A broker that drops any of them is caught here. And
+    the broker has noticed every connection its client dropped (``faults.detect``): a program ends with
+    a round trip, and a client of the suite drops a connection by closing its socket, which a broker
+    notices at once; so one that keeps a dropped connection's deliveries for ever is caught too."""
     if not state.broker_up:
         return False
     if any(state.conns[c].to_client):
         return False
     for conn in state.conns:
+        if conn.status == CONN_GONE and not conn.broker_closed:
+            return False
         if conn.status == CONN_DOWN or conn.broker_closed:
             continue
         if any(conn.to_broker):

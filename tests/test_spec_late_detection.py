@@ -11,7 +11,7 @@ from model import actions as M
 from proofs.inductive import COUNTEREXAMPLE, HELPERS, INVARIANTS, PROVED, prove_step
 from spec import actions as A
 from spec import configs, faults, machine, recorded
-from spec.frames import BASIC_ACK, CHANNEL_CLOSE
+from spec.frames import BASIC_ACK, BASIC_DELIVER, CHANNEL_CLOSE
 from spec.properties import get
 from spec.state import CH_CLOSING, CONN_DOWN, CONN_GONE
 from spark_check.engine import LocalEngine
@@ -116,3 +116,21 @@ def test_a_vanish_that_leaves_the_exclusive_queue_with_the_client_is_refuted(mon
     assert prove_step(inv, A.ClientVanish, helpers).status == PROVED
     monkeypatch.setitem(M.RELATIONS, A.ClientVanish, vanish_keeps_owner)
     assert prove_step(inv, A.ClientVanish, helpers).status == COUNTEREXAMPLE
+
+
+def test_at_the_end_of_a_program_the_broker_has_noticed_a_dropped_connection():
+    """Quiescence (spec/trace.py, ``quiescent``): a client drops its connection holding a delivery; the
+    other client consumes the queue and marks the end. The held message must have come back to it: a
+    broker that keeps a dropped connection's deliveries for ever is rejected at the quiet mark."""
+    from spec import trace
+    from spec.frames import BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_PUBLISH
+    consume = ("sent", (BASIC_CONSUME, 1, 0, 1, False, False))
+    consume_ok = ("received", (BASIC_CONSUME_OK, 1, 1))
+    holder = [consume, consume_ok, ("received", (BASIC_DELIVER, 1, 1, 1, False, 1)), ("lost",)]
+    publish = ("sent", (BASIC_PUBLISH, 1, 0, 0, False, False, 1, False))
+    never_back = [publish, consume, consume_ok, ("quiet",)]
+    back = [publish, consume, consume_ok, ("received", (BASIC_DELIVER, 1, 1, 1, True, 1)), ("quiet",)]
+    order = [1, 1, 0, 1, 1, 0, 0]
+    verdict = trace.check({0: never_back, 1: holder}, LATE, order=order + [0])
+    assert not verdict.ok and verdict.observation == ("quiet",), verdict.explain()
+    assert trace.check({0: back, 1: holder}, LATE, order=order + [0, 0]).ok
