@@ -317,7 +317,8 @@ def test_json_and_charts(tmp_path):
 @pytest.mark.parametrize("text, argv, message", [
     ("[queues.q]\n[[publishers]]\nqueue = \"r\"\n", (), "t.toml:3: publisher 'publisher 1' uses queue 'r'"),
     ("[queues.q]\n[[publishers]]\nqueue = \"q\"\ncolour = 1\n", (), "t.toml:4: unknown key 'colour'"),
-    (PUBLISHER.format(confirms="true"), ("--bound", "requeues=99"), "bound requeues=99 is out of range"),
+    (PUBLISHER.format(confirms="true"), ("--bound", "crashes=99"), "bound crashes=99 is out of range"),
+    (PUBLISHER.format(confirms="true"), ("--bound", "requeues=1"), "bound requeues: `check` sets no bound"),
     (PUBLISHER.format(confirms="true"), ("--bound", "messages=3"), "set each publisher's messages in the setup file"),
     (PUBLISHER.format(confirms="true"), ("--engine", "warp"), "unknown engine 'warp'"),
     (PUBLISHER.format(confirms="true"), ("--master", "local[2]"), "--master is for the spark engine"),
@@ -337,8 +338,8 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, mes
 def test_options_go_before_or_after_the_file(tmp_path):
     path = tmp_path / "t.toml"
     path.write_text(PUBLISHER.format(confirms="true"))
-    before = run("check", "--bound", "requeues=1", str(path), "--json", "--no-advice")
-    after = run("check", str(path), "--json", "--no-advice", "--bound", "requeues=1")
+    before = run("check", "--bound", "crashes=1", str(path), "--json", "--no-advice")
+    after = run("check", str(path), "--json", "--no-advice", "--bound", "crashes=1")
     assert before[0] == after[0] == 0 and json.loads(before[1])["answers"] == json.loads(after[1])["answers"]
 
 
