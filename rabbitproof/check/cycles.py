@@ -138,8 +138,8 @@ def _with_tag(frame: tuple, at: int | None, keep) -> tuple:
 
 # The weakly fair classes, by the actions in them. Each is per connection and channel, but for the
 # broker's deliveries (per queue) and the disk and the restart (one each). Not fair, so free never to
-# happen: every fault (a crash, a lost connection, a queue refusing, a channel closed), and whatever
-# an application may choose not to do (publish, commit, roll back, recover, cancel).
+# happen: every fault (a crash, a lost connection, a queue refusing, a channel closed), and what an
+# application may choose not to do (roll back, recover, cancel).
 _BY_CHANNEL = (             # (what it says, its steps, the channel numbers it has: 0 the connection's own)
     ("the broker takes {who}'s frames", (A.BrokerTakeFrame,)),
     ("the broker confirms {who}'s publishes", (A.BrokerConfirm,)),
@@ -153,6 +153,7 @@ _BY_CHANNEL = (             # (what it says, its steps, the channel numbers it h
     ("{who} sets up (selects confirms or tx, declares, sets its prefetch, consumes)",
      (A.ClientConfirmSelect, A.ClientTxSelect, A.ClientDeclareQueue, A.ClientBindQueue, A.ClientQos, A.ClientConsume)),
     ("{who} polls (basic.get)", (A.ClientGet,)),
+    ("{who} publishes its messages (and commits them)", (A.ClientPublish, A.ClientTxCommit)),
     ("{who} connects again", (A.ClientConnect,)),
 )
 

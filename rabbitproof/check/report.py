@@ -80,7 +80,8 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
         if a.trace is None:
             continue
         console.print()
-        print_trace(console, f"{n}. {a.question} How", a.trace)
+        print_trace(console, f"{n}. {a.question} How", a.trace,
+                    same_state=" (the same but for delivery tag numbers, which RabbitMQ issues anew: DT-1)")
         if a.harmless:
             console.print(Text(f"  harmless here: {a.harmless}", style="yellow"))
         if a.key in charts:
@@ -123,7 +124,10 @@ def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
             continue
         path = folder / f"{setup_name(checked.setup)}-{a.key}.svg"
         cast = " ".join(f"{k}={name}" for k, name in plain_names(checked.setup).items())
-        title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({len(a.trace.steps)} steps) {cast}"
+        loop = a.trace.cycle_start
+        shape = f"{len(a.trace.steps)} steps" if loop is None else \
+            f"{loop} steps, then steps {loop + 1}–{len(a.trace.steps)} for ever"
+        title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({shape}) {cast}"
         path.write_text(chart_svg(title, a.trace, lifeline_names(checked.setup)), encoding="utf-8")
         written[a.key] = path
     return written
@@ -150,7 +154,8 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
         "answers": [
             {"key": a.key, "question": a.question, "answer": a.verdict, "harmless": a.harmless or None,
              "rules": list(a.rules),
-             "steps": a.trace.lines() if a.trace else None, "chart": str(charts[a.key]) if a.key in charts else None,
+             "steps": [s.text() for s in a.trace.steps] if a.trace else None,
+             "cycle_start": a.trace.cycle_start if a.trace else None, "chart": str(charts[a.key]) if a.key in charts else None,
              "prevented_by": [t.change.key for t in tried if a.key in t.fixes]}
             for a in checked.answers
         ],
