@@ -85,7 +85,7 @@ class Engine(ABC):
         (every edge) and looks for a fair cycle of each once the search is complete.
         """
 
-    def prepare(self, model: Model, config: Any, properties: Sequence[Property]) -> None:
+    def prepare(self, model: Model, config: Any, properties: Sequence[Property], liveness: Sequence[Liveness] = ()) -> None:
         """Check, before any work, what only this engine can refuse; ValueError (one line). Nothing by default."""
 
     def close(self) -> None:

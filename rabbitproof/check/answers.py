@@ -180,7 +180,7 @@ def prepare(setup: Setup, engine: Engine, bounds: Mapping[str, Any] | None = Non
     config = config_for(setup, bounds, max_states)
     machine = machine_for(setup)
     build_reduction(engine.reductions, machine, config)
-    engine.prepare(machine, config, PROPERTIES)
+    engine.prepare(machine, config, PROPERTIES, LIVENESS)
     return Prepared(config, machine)
 
 

@@ -141,10 +141,10 @@ def _with_tag(frame: tuple, at: int | None, keep) -> tuple:
 # happen: every fault (a crash, a lost connection, a queue refusing, a channel closed), and what an
 # application may choose not to do (roll back, recover, cancel).
 _BY_CHANNEL = (             # (what it says, its steps, the channel numbers it has: 0 the connection's own)
-    ("the broker takes {who}'s frames", (A.BrokerTakeFrame,)),
-    ("the broker confirms {who}'s publishes", (A.BrokerConfirm,)),
-    ("the broker answers {who}'s commit", (A.BrokerCommitOk,)),
-    ("the broker answers {who}'s channel close", (A.BrokerCloseOk,)),
+    ("the broker takes the frames of {who}", (A.BrokerTakeFrame,)),
+    ("the broker confirms the publishes of {who}", (A.BrokerConfirm,)),
+    ("the broker answers the commits of {who}", (A.BrokerCommitOk,)),
+    ("the broker answers the channel close of {who}", (A.BrokerCloseOk,)),
     ("{who} reads the frames that reach it", (A.ClientReceive,)),
     ("{who} opens its channel again", (A.ClientChannelOpen,)),
     ("{who} answers a channel close", (A.ClientChannelCloseOk,)),
@@ -165,6 +165,12 @@ def _channels(step: type, channels: int) -> range:
         return range(0, 1)
     return range(0 if step in (A.BrokerTakeFrame, A.ClientReceive) else 1, channels + 1)
 
+
+ASSUMED = ("Loops and waiting for ever are judged on the cycles of the explored graph, in executions where the "
+           "broker keeps taking frames, delivering to consumers with room, confirming, answering and writing to "
+           "disk, the clients keep reading, publishing their messages, handling what they hold and connecting "
+           "again (each weakly fair: it cannot stay possible for ever without happening), and each fault "
+           "happens at most as the setup says")
 
 _SINGLE = (("the disk writes what is pending", (A.DiskFsync,)), ("the broker restarts after a crash", (A.BrokerRestart,)))
 
@@ -199,7 +205,9 @@ class SetupFairness(NamedTuple):
                     key = (kind,) + orbit(c, max(ch, 1))[:1] + (ch,)
                     if key not in index:
                         index[key] = len(names)
-                        names.append(text.format(who=f"c{key[1]}" + (f".ch{ch}" if ch else "")))
+                        who = f"c{key[1]}" + (" (on its connection)" if not ch else
+                                              f" (channel {ch})" if config.channels > 1 else "")
+                        names.append(text.format(who=who))
                     index[(kind, c, ch)] = index[key]
         for q in range(len(config.queues)):
             index[("deliver", q)] = len(names)

@@ -1,6 +1,7 @@
 """How `rabbitproof check` shows its answers: a rich report for people, JSON for machines, SVG charts."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -9,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rabbitproof.check.answers import Checked, names, plain_names, setup_name
+from rabbitproof.check.cycles import ASSUMED
 from rabbitproof.check.setup_model import notes
 from rabbitproof.check.whatif import Tried
 from rabbitproof.explore.chart import chart_svg
@@ -35,7 +37,7 @@ def checked_text(checked: Checked) -> str:
         return (f"The search stopped at {r.distinct_states:,} states ({r.error}): the questions it had not "
                 "answered yet are undecided.")
     return (f"Checked: every one of {r.distinct_states:,} reachable states (depth {r.depth}){swapped_text(checked)}, "
-            f"for {bounds_text(checked)}. No Z3 proof covers these questions for every size yet: "
+            f"for {bounds_text(checked)}. {ASSUMED}. No Z3 proof covers these questions for every size yet: "
             "\"cannot happen\" holds within these bounds.")
 
 
@@ -136,6 +138,7 @@ def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
 def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Path]) -> dict[str, Any]:
     """Every answer, figure, trace and what-if result as plain JSON data."""
     r = checked.result
+    plain = plain_names(checked.setup)
     return {
         "setup": checked.setup.source,
         "engine": r.engine,
@@ -145,6 +148,8 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
         "complete": r.complete,
         "error": r.error,
         "checked": checked_text(checked),
+        "fair": [re.sub(r"\bc\d+\b", lambda m: plain.get(m.group(0), m.group(0)), text)
+                 for text in checked.machine.fairness(checked.config).classes],
         "notes": list(notes(checked.setup)),
         "bounds": {"messages": {p.name: p.messages for p in checked.setup.publishers},
                    "requeues": checked.config.requeues,
