@@ -218,8 +218,7 @@ def _judge(comps: DataFrame, stays: DataFrame, edges: DataFrame) -> tuple | None
     ends = comps.select(F.col("fp").alias("dst"), F.col("comp").alias("c2"))
     inner = edges.join(comps.select(F.col("fp").alias("src"), "comp"), "src").join(ends, "dst") \
                  .where(F.col("comp") == F.col("c2"))
-    bit = F.when(F.col("cls") >= 0, F.shiftleft(F.lit(1).cast("long"), F.greatest(F.col("cls"), F.lit(0)))) \
-           .otherwise(F.lit(0).cast("long"))          # an unfair step (class -1) is no bit
+    bit = F.expr("CASE WHEN cls >= 0 THEN shiftleft(CAST(1 AS BIGINT), cls) ELSE CAST(0 AS BIGINT) END")  # -1: unfair
     per_edge = inner.groupBy("comp").agg(F.bit_or(bit).alias("taken"))
     best = per_state.join(per_edge, "comp") \
         .where((F.col("recurs") == 1) & ((F.col("always").bitwiseAND(F.bitwise_not(F.col("taken")))) == 0)) \
