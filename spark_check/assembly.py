@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .expansion import ON_EXPANDED_STATE, Expander
+from .liveness import UNFAIR, Lasso
 from .results import ExplorationResult, PropertyResult, Trace, TraceStep
 
 # Looks up the parent fingerprint of each given fingerprint (an initial state is its own parent).
@@ -29,6 +30,8 @@ class SearchOutcome:
     error_fp: Any = None
     stopped: bool = False
     timings: dict[str, float] = field(default_factory=dict)       # where the time went (engine-specific)
+    lassos: dict[int, Lasso] = field(default_factory=dict)        # liveness property index -> its counterexample
+    liveness_decided: bool = False                                # the graph was searched for fair cycles
 
 
 class TraceBuilder:
@@ -56,16 +59,24 @@ class TraceBuilder:
                     chains[t].append(up)
         return {t: list(reversed(c)) for t, c in chains.items()}
 
-    def replay(self, chain: Sequence[Any]) -> Trace:
-        """The trace along ``chain`` (fingerprints from an initial state to the target)."""
+    def replay(self, chain: Sequence[Any], cycle: Sequence[Any] = (), classes: Sequence[int] = ()) -> Trace:
+        """The trace along ``chain`` (fingerprints from an initial state to the target), then, for a lasso,
+        along ``cycle`` (fingerprints of the repeated steps' targets), each step of it of the fair class
+        ``classes`` gives (UNFAIR: any), its first step numbered ``cycle_start``."""
         fingerprint = self.expander.fingerprint
         state = next((s for s in self.expander.initial_states() if fingerprint(s) == chain[0]), None)
         if state is None:
             raise RuntimeError("trace replay: no initial state has the recorded fingerprint")
+        class_of = self.expander.fairness.class_of if cycle else None
         steps: list[TraceStep] = []
-        for target in chain[1:]:
+        wanted = [(t, UNFAIR) for t in chain[1:]] + list(zip(cycle, classes))
+        stem = len(chain) - 1
+        cycle_start = None
+        for n, (target, fair_class) in enumerate(wanted):
+            if n == stem:
+                cycle_start = len(steps)
             for edge in self.expander.edges(state):
-                if fingerprint(edge.target) == target:
+                if fingerprint(edge.target) == target and (fair_class == UNFAIR or class_of(edge.steps[0][0]) == fair_class):
                     for i, (action, frames) in enumerate(edge.steps):
                         steps.append(TraceStep(
                             number=len(steps) + 1,
@@ -79,7 +90,12 @@ class TraceBuilder:
                     break
             else:
                 raise RuntimeError(f"trace replay: step {len(steps) + 1} reaches no recorded state")
-        return Trace(steps=tuple(steps), final_state=repr(state))
+        return Trace(steps=tuple(steps), final_state=repr(state), cycle_start=cycle_start if cycle else None)
+
+    def lassos(self, found: Mapping[int, Lasso]) -> dict[int, Trace]:
+        """The trace of each lasso: a shortest path to its cycle's first state, then the cycle."""
+        chains = self.chains({lasso.stem_target for lasso in found.values()})
+        return {i: self.replay(chains[lasso.stem_target], lasso.cycle, lasso.classes) for i, lasso in found.items()}
 
     def traces_to(self, targets: Iterable[Any]) -> dict[Any, Trace]:
         """A trace to each target fingerprint."""
@@ -137,6 +153,14 @@ def assemble(
             name=p.name, kind=p.kind, rules=tuple(p.rules), doc=p.doc, found=found,
             passed=decided and p.expectation_met(found), decided=decided,
             trace=traces[fp] if found else None,
+        ))
+    lasso_traces = TraceBuilder(expander, parents).lassos(outcome.lassos) if outcome.lassos else {}
+    for i, p in enumerate(expander.liveness):
+        found = i in outcome.lassos
+        decided = found or (complete and outcome.liveness_decided)
+        results.append(PropertyResult(
+            name=p.name, kind="liveness", rules=tuple(p.rules), doc=p.doc, found=found,
+            passed=decided and not found, decided=decided, trace=lasso_traces.get(i),
         ))
     error = outcome.error
     error_trace = traces.get(outcome.error_fp) if outcome.error_fp is not None else None

@@ -116,6 +116,11 @@ class LevelStore:
         (the rows of ``level_path(level)`` point into these groups)."""
         return f"{self.local}/states/level={level}"
 
+    def graph_path(self, kind: str, level: int) -> str:
+        """What liveness needs of ``level`` (spark_check.liveness), written by the executors that expand
+        it: ``graph-states`` (each state's facts) and ``graph-edges`` (every edge out of it)."""
+        return f"{self.local}/graph-{kind}/level={level}"
+
     def visited_path(self) -> str:
         """The visited fingerprints of each deduplication partition (spark_check.level_files)."""
         return f"{self.local}/visited"
@@ -124,8 +129,10 @@ class LevelStore:
         return [self.level_path(n) for n in levels]
 
     def drop_levels_after(self, level: int) -> None:
-        """Remove levels (and their states) a killed run wrote beyond its last recorded one."""
-        self._drop(lambda n: n > level, ("levels", "states"))
+        """Remove levels (and their states and graph) a killed run wrote beyond its last recorded one. The
+        graph of ``level`` stays: a resume expands ``level`` again and writes the same facts and edges
+        (read back without duplicates)."""
+        self._drop(lambda n: n > level, ("levels", "states", "graph-states", "graph-edges"))
         drop_visited_after(self.visited_path(), level)
 
     def drop_states_before(self, level: int) -> None:

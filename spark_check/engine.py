@@ -23,10 +23,11 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from typing import Any, Callable, Protocol, Sequence
 
-from spec.properties_api import Property
+from spec.properties_api import Liveness, Property
 
 from .assembly import SearchOutcome, assemble
 from .expansion import Expander, PausedCollector, diagnose
+from .liveness import LocalGraph
 from .reductions import reduction_named
 from .results import ExplorationResult, PropertyResult, Trace, TraceStep, disagreements
 
@@ -71,6 +72,7 @@ class Engine(ABC):
         progress: ProgressCallback | None = None,
         action_types: Sequence[type] = (),
         time_limit: float | None = None,
+        liveness: Sequence[Liveness] = (),
     ) -> ExplorationResult:
         """Explore every state of ``config`` reachable in ``model`` and decide ``properties``.
 
@@ -79,9 +81,11 @@ class Engine(ABC):
         search had decided. With
         ``stop_on_violation`` the search stops at the first violated always or erroneous deadlock.
         ``action_types`` lists every action class, so that coverage can name those that never fired.
+        ``liveness`` lists liveness properties (spark_check.liveness): the engine then keeps the graph
+        (every edge) and looks for a fair cycle of each once the search is complete.
         """
 
-    def prepare(self, model: Model, config: Any, properties: Sequence[Property]) -> None:
+    def prepare(self, model: Model, config: Any, properties: Sequence[Property], liveness: Sequence[Liveness] = ()) -> None:
         """Check, before any work, what only this engine can refuse; ValueError (one line). Nothing by default."""
 
     def close(self) -> None:
@@ -134,19 +138,30 @@ class LocalEngine(Engine):
         progress: ProgressCallback | None = None,
         action_types: Sequence[type] = (),
         time_limit: float | None = None,
+        liveness: Sequence[Liveness] = (),
     ) -> ExplorationResult:
         started = time.perf_counter()
-        expander = Expander(model, config, properties, exact=self.exact, reductions=self.reductions)
+        expander = Expander(model, config, properties, exact=self.exact, reductions=self.reductions,
+                            liveness=liveness)
+        graph = LocalGraph() if liveness else None
         outcome, parent = self._search(expander, config, properties, max_states, stop_on_violation, progress,
-                                       started, time_limit)
+                                       started, time_limit, graph)
+        if graph is not None and outcome.error is None and not outcome.stopped:
+            searched = time.perf_counter()
+            outcome.lassos = graph.lassos(liveness)
+            outcome.liveness_decided = True
+            outcome.timings["liveness: fair cycles (wall)"] = time.perf_counter() - searched
+            outcome.timings["liveness: graph kept (MB)"] = graph.nbytes() / 1e6
         seconds = time.perf_counter() - started
         return assemble(self.name, expander, outcome, lambda fps: {f: parent[f] for f in fps}, seconds=seconds,
                         action_types=action_types, exact=self.exact, reductions=self.reductions)
 
     def _search(self, expander: Expander, config: Any, properties: Sequence[Property], max_states: int | None,
                 stop_on_violation: bool, progress: ProgressCallback | None,
-                started: float, time_limit: float | None = None) -> tuple[SearchOutcome, dict[Any, Any]]:
-        """The BFS itself: what it established, and the parent map for trace replay."""
+                started: float, time_limit: float | None = None,
+                graph: LocalGraph | None = None) -> tuple[SearchOutcome, dict[Any, Any]]:
+        """The BFS itself: what it established, and the parent map for trace replay (and, given a
+        ``graph``, every state's liveness facts and every edge in it)."""
         cap = config.max_states if max_states is None else max_states
         deadlock_is_error = bool(config.deadlock_is_error)
         fingerprint = expander.fingerprint
@@ -167,6 +182,8 @@ class LocalEngine(Engine):
                 parent[fp] = fp
                 frontier.append(state)
                 frontier_fps.append(fp)
+                if graph is not None:
+                    graph.found(fp, 1)
         if len(parent) > cap:
             out.error = too_many_states(cap)
         depth = 1 if frontier else 0
@@ -189,6 +206,9 @@ class LocalEngine(Engine):
                             if stop_on_violation and any(is_always[d] for d in decided):
                                 out.stopped = True
                                 break
+                        if graph is not None:
+                            self._record(graph, expander, state, fp, actions, successors, parent, push_state,
+                                         push_fp, depth + 1)
                         if not actions:
                             if deadlocked:
                                 out.deadlocks += 1
@@ -200,7 +220,7 @@ class LocalEngine(Engine):
                             continue
                         count_types(type_counts, map(type, actions))
                         transitions += len(actions)
-                        for succ in successors:
+                        for succ in successors if graph is None else ():
                             h = fingerprint(succ)
                             if h in parent:
                                 continue
@@ -237,6 +257,24 @@ class LocalEngine(Engine):
         out.transitions = transitions
         out.coverage = {t.__name__: n for t, n in type_counts.items()}
         return out, parent
+
+    @staticmethod
+    def _record(graph: LocalGraph, expander: Expander, state: Any, fp: Any, actions: tuple, successors: list,
+                parent: dict, push_state: Callable, push_fp: Callable, depth: int) -> None:
+        """Expand ``state``'s successors as the search does, keeping its facts and edges in ``graph``."""
+        enabled, atoms, classes = expander.facts(state, actions)
+        fingerprint = expander.fingerprint
+        targets = []
+        for succ in successors:
+            h = fingerprint(succ)
+            targets.append(h)
+            if h in parent:
+                continue
+            parent[h] = fp
+            graph.found(h, depth)
+            push_state(succ)
+            push_fp(h)
+        graph.expanded(fp, enabled, atoms, classes, targets)
 
 
 try:  # The C helper behind Counter.update, without update's Python-level dispatch.

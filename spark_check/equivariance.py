@@ -16,7 +16,9 @@ def equivariance_problems(model: Any, config: Any, properties: Any, renamings: t
                           limit: int = 10) -> tuple[int, list[str]]:
     """Facts (1) to (3) of spec.symmetry, checked for every renaming on every state reachable in
     the full graph (exactly: states, not fingerprints). Returns the number of states checked and at most
-    ``limit`` problems. ``renamings`` replaces the model's own (a test's wrong one)."""
+    ``limit`` problems. ``renamings`` replaces the model's own (a test's wrong one). A model with a
+    ``canonical`` form (spark_check.expansion) has its states counted by that form, as the engines count
+    them, and the form must commute with every renaming (4)."""
     symmetry = build_symmetry(("symmetry",), model, config)
     renamings = symmetry.renamings if renamings is None else tuple(renamings)
     rename = symmetry.rename
@@ -26,18 +28,22 @@ def equivariance_problems(model: Any, config: Any, properties: Any, renamings: t
     for g in renamings:
         if {rename(s, g) for s in initial} != initial:
             problems.append(f"(1): renaming {tuple(g)} moves an initial state")
-    seen = set(initial)
+    canonical = getattr(model, "canonical", None) or (lambda state: state)
+    seen = {canonical(s) for s in initial}
     frontier = list(initial)
     while frontier and len(problems) < limit:
         nxt = []
         for x in frontier:
             succ = [step(x, a)[0] for a in enabled(x, config)]
             for y in succ:
-                if y not in seen:
-                    seen.add(y)
+                form = canonical(y)
+                if form not in seen:
+                    seen.add(form)
                     nxt.append(y)
             for g in renamings:
                 gx = rename(x, g)
+                if canonical(gx) != rename(canonical(x), g):
+                    problems.append(f"(4): renaming {tuple(g)} does not commute with the canonical form")
                 if Counter(rename(y, g) for y in succ) != Counter(step(gx, a)[0] for a in enabled(gx, config)):
                     problems.append(f"(2): renaming {tuple(g)} does not commute with the steps out of a state "
                                     f"at {len(seen):,} states")

@@ -15,6 +15,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from spec.properties_api import Property
 
+from .liveness import MAX_FAIR_CLASSES, atoms_of
 from .reductions import build_reduction, build_symmetry
 
 
@@ -51,6 +52,12 @@ class Expander:
     takes, and an edge carries every model step that led there; with ``symmetry``, the fingerprint names
     the state's orbit under the configuration's renamings (spec.symmetry), so one real state of
     each orbit is kept.
+
+    A model may name what its states hold that nothing depends on (``canonical(state)``: `rabbitproof
+    check`'s machine renumbers delivery tags): the fingerprint is then that of the canonical form, so
+    states equal but for such names are one state of the search, and a loop of the system closes into
+    a cycle of the graph. ``liveness`` lists the liveness properties (spark_check.liveness) whose
+    facts ``facts`` computes; their fairness comes from the model's ``fairness(config)`` hook.
     """
 
     def __init__(
@@ -61,6 +68,7 @@ class Expander:
         *,
         exact: bool = False,
         reductions: Sequence[str] = (),
+        liveness: Sequence[Any] = (),
     ) -> None:
         self.model = model
         self.reduction = build_reduction(reductions, model, config)
@@ -74,6 +82,12 @@ class Expander:
         self.fingerprint: Callable[[Any], Any] = the_state if exact else hash
         if self.symmetry is not None and self.symmetry.renamings:
             self.fingerprint = self.symmetry.fingerprint_of(exact)
+        canonical = getattr(model, "canonical", None)
+        if callable(canonical):
+            named = self.fingerprint
+            self.fingerprint = lambda state: named(canonical(state))
+        self.liveness = tuple(liveness)
+        self.fairness = fairness_of(model, config) if self.liveness else None
         self.undecided: list[int] = list(range(len(self.properties)))
         self._refresh()
 
@@ -122,6 +136,17 @@ class Expander:
             return Expansion(decided, actions, [], not self._terminal_ok(state, self.config))
         return Expansion(decided, actions, self.successors(state, actions), False)
 
+    def facts(self, state: Any, actions: tuple[Any, ...]) -> tuple[int, int, list[int]]:
+        """What liveness needs of an expanded state: the mask of fair classes enabled in it, its atoms
+        (spark_check.liveness.atoms_of) and the fair class of each edge out of it (UNFAIR: none)."""
+        class_of = self.fairness.class_of
+        classes = [class_of(a) for a in actions]
+        enabled = 0
+        for c in classes:
+            if c >= 0:
+                enabled |= 1 << c
+        return enabled, atoms_of(self.liveness, state), classes
+
     def edges(self, state: Any) -> list[Edge]:
         """The edges out of ``state`` with the steps each takes, in the order of ``expand``'s successors."""
         actions = self._enabled(state, self.config)
@@ -141,6 +166,20 @@ class Expander:
         if self._settle is not None and any(self._settle(s)[1] for s in states):
             raise RuntimeError(f"reduction {self.reduction.name}: an initial state has a fusable frame in flight")
         return states
+
+
+def fairness_of(model: Any, config: Any) -> Any:
+    """The model's fairness (its ``fairness(config)`` hook: ``class_of(action)``, a bit index or UNFAIR,
+    and ``classes``, their names); ValueError (one line) when the model has none or too many classes."""
+    hook = getattr(model, "fairness", None)
+    if not callable(hook):
+        raise ValueError("liveness properties need the model's fairness (a fairness(config) hook); this model has none")
+    fairness = hook(config)
+    if len(fairness.classes) > MAX_FAIR_CLASSES:
+        raise ValueError(f"{len(fairness.classes)} fair classes of actions: at most {MAX_FAIR_CLASSES} fit the "
+                         "graph's masks")
+    return fairness
+
 
 
 class PausedCollector:

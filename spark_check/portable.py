@@ -42,6 +42,7 @@ class Portable:
     properties: tuple[Any, ...]     # PropertyRef or Property
     reductions: tuple[str, ...]
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    liveness: tuple[Any, ...] = ()  # spec.properties_api.Liveness, pickled as they are (top-level predicates)
 
     def resolve_model(self) -> Any:
         return importlib.import_module(self.model) if isinstance(self.model, str) else self.model
@@ -56,7 +57,7 @@ class Portable:
             _EXPANDERS.clear()      # one exploration at a time per worker: drop the previous one
             reduction_named(self.reductions)
             built = _EXPANDERS[self.token] = Expander(self.resolve_model(), self.config, self.resolve_properties(),
-                                                                      reductions=self.reductions)
+                                                      reductions=self.reductions, liveness=self.liveness)
             gc.freeze()     # the model and configuration are never garbage: stop the collector scanning them
         return built
 
@@ -66,6 +67,7 @@ class Portable:
         names.add(self.model if isinstance(self.model, str) else type(self.model).__module__)
         for p in self.properties:
             names.add(p.module if isinstance(p, PropertyRef) else p.holds.__module__)
+        names.update(p.stays.__module__ for p in self.liveness)
         return {n.partition(".")[0] for n in names}
 
 
@@ -88,7 +90,8 @@ def _property_ref(p: Property) -> Any:
     return p
 
 
-def portable(model: Any, config: Any, properties: Sequence[Property], reductions: Sequence[str] = ()) -> Portable:
+def portable(model: Any, config: Any, properties: Sequence[Property], reductions: Sequence[str] = (),
+             liveness: Sequence[Any] = ()) -> Portable:
     """The exploration as a ``Portable``; ValueError (one line) naming what cannot be sent to executors."""
     if isinstance(model, ModuleType):
         ref: Any = model.__name__
@@ -104,4 +107,11 @@ def portable(model: Any, config: Any, properties: Sequence[Property], reductions
         pickle.dumps(config)
     except Exception:  # noqa: BLE001
         raise ValueError(f"the configuration {getattr(config, 'name', config)!r} cannot be pickled") from None
-    return Portable(ref, config, tuple(_property_ref(p) for p in properties), tuple(reductions))
+    for p in liveness:
+        try:
+            pickle.dumps(p)
+        except Exception:  # noqa: BLE001
+            raise ValueError(f"liveness property {p.name} cannot be sent to Spark executors: define its predicates "
+                             "as top-level functions") from None
+    return Portable(ref, config, tuple(_property_ref(p) for p in properties), tuple(reductions),
+                    liveness=tuple(liveness))

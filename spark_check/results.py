@@ -24,10 +24,14 @@ class TraceStep:
 
 @dataclass(frozen=True)
 class Trace:
-    """A shortest path from an initial state to the state that decided a property (or deadlocked)."""
+    """A shortest path from an initial state to the state that decided a property (or deadlocked); for
+    a liveness property, a lasso: ``steps[cycle_start:]`` repeat for ever (the state after the last is
+    the state before ``steps[cycle_start]``, up to what the model calls naming, such as delivery tag
+    numbers); ``cycle_start`` None for a path that simply ends."""
 
     steps: tuple[TraceStep, ...]
     final_state: str
+    cycle_start: int | None = None
 
     @property
     def levels(self) -> int:
@@ -35,8 +39,14 @@ class Trace:
         return sum(1 for s in self.steps if not s.fused)
 
     def lines(self) -> list[str]:
-        """Readable numbered steps, one string each; step 0 is the initial state."""
-        return ["0. initial state"] + [s.text() for s in self.steps]
+        """Readable numbered steps, one string each; step 0 is the initial state. In a lasso, a line
+        before the first repeated step and one after the last say so."""
+        lines = ["0. initial state"] + [s.text() for s in self.steps]
+        if self.cycle_start is None:
+            return lines
+        first, last = self.cycle_start + 1, len(self.steps)
+        return (lines[:first] + [f"-- from here, steps {first} to {last} repeat for ever --"] + lines[first:]
+                + [f"-- back to the state before step {first}: steps {first} to {last} again, for ever --"])
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,7 @@ class PropertyResult:
         """holds / VIOLATED, witnessed / NOT WITNESSED, found / NOT FOUND, or UNDECIDED (search cut short)."""
         if not self.decided:
             return "UNDECIDED"
-        if self.kind == "always":
+        if self.kind in ("always", "liveness"):
             return "VIOLATED" if self.found else "holds"
         if self.kind == "sometimes":
             return "witnessed" if self.found else "NOT WITNESSED"

@@ -39,6 +39,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark import TaskContext
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import functions as F
@@ -53,6 +54,7 @@ from .level_files import GroupReader, GroupWriter, new_in_partition, visited_bef
 from .portable import Portable, portable
 from .reductions import reduction_named
 from .results import ExplorationResult
+from .spark_liveness import DRIVER_CORE_EDGES, spark_lassos
 from .spark_session import check_master, is_local, ship_code, spark_session
 
 # A level's rows: a state's fingerprint, its parent's and the action from it, and where its pickled
@@ -86,7 +88,7 @@ def _columns(batches: Iterator[Any], names: Sequence[str]) -> list[Any]:
     return [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
 
 
-def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: Iterator[Any]) -> Iterator[Any]:
+def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str, Any], batches: Iterator[Any]) -> Iterator[Any]:
     """Expand the frontier states in ``batches`` (Arrow batches of a level's rows, those of whole groups);
     yield a row per successor new to this task and write those successors, pickled in groups, to this
     task attempt's group file of the next level; add the task's counts to the job's accumulator. Runs on
@@ -94,8 +96,11 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: 
 
     Successors are pickled ``GROUP_STATES`` at a time, in one ``pickle.dumps`` of a list: a successor
     shares most of its parts with its parent and its siblings, and one pickle writes each shared part
-    once, where a pickle per state writes it again for every state (and unpickling then shares it too)."""
-    described, undecided, tally, states_in, states_out = job
+    once, where a pickle per state writes it again for every state (and unpickling then shares it too).
+
+    With liveness properties (``graph``: the level and its two graph directories), the task also writes
+    each state's facts and every edge out of it (spark_check.liveness), one Parquet file of each."""
+    described, undecided, tally, states_in, states_out, graph = job
     expander = described.expander()
     expander.set_undecided(undecided)
     expand = expander.expand
@@ -123,6 +128,14 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: 
     out_idx: list[Any] = []
     members: list[Any] = []         # the open group's successors (the last rows), given its id once closed
     open_group = -1
+    facts = expander.facts if graph is not None else None
+    g_fp: list[int] = []
+    g_enabled: list[int] = []
+    g_atoms: list[int] = []
+    g_terminal: list[bool] = []
+    e_src: list[int] = []
+    e_dst: list[int] = []
+    e_cls: list[int] = []
 
     def close_group() -> None:
         """Pickle the open group, and give its rows the group's id."""
@@ -165,6 +178,15 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: 
                 for d in decided:
                     if d not in decided_at or fp < decided_at[d]:
                         decided_at[d] = fp
+                if facts is not None:
+                    enabled, atoms, classes = facts(state, actions)
+                    g_fp.append(fp)
+                    g_enabled.append(enabled)
+                    g_atoms.append(atoms)
+                    g_terminal.append(not actions)
+                    e_src.extend([fp] * len(successors))
+                    e_dst.extend(fingerprint(succ) for succ in successors)
+                    e_cls.extend(classes)
                 if not actions:
                     if deadlocked:
                         deadlocks += 1
@@ -195,6 +217,14 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: 
         if members:
             close_group()
         writer.close()      # before the rows that name its groups leave the task
+        if graph is not None:
+            level, states_dir, edges_dir = graph
+            name = f"part-{part}-{context.attemptNumber()}.parquet"
+            _write_parquet(states_dir, name, {"fp": pa.array(g_fp, pa.int64()), "level": pa.array([level] * len(g_fp), pa.int32()),
+                                              "enabled": pa.array(g_enabled, pa.int64()), "atoms": pa.array(g_atoms, pa.int64()),
+                                              "terminal": pa.array(g_terminal, pa.bool_())})
+            _write_parquet(edges_dir, name, {"src": pa.array(e_src, pa.int64()), "dst": pa.array(e_dst, pa.int64()),
+                                             "cls": pa.array(e_cls, pa.int32())})
         python += clock() - started
         if out_fp:
             yield output(len(out_fp))
@@ -212,6 +242,14 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str], batches: 
                     "python task (CPU)": time.process_time() - task_cpu},
     }
     tally.add({("expand", part): counts})
+
+
+def _write_parquet(directory: str, name: str, columns: dict[str, Any]) -> None:
+    """One Parquet file of ``columns``, written whole or not at all (a task run again rewrites it)."""
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.tmp")
+    pq.write_table(pa.table(columns), tmp)
+    os.replace(tmp, os.path.join(directory, name))
 
 
 def deduplicate_level(job: tuple[str, int, Any], batches: Iterator[Any]) -> Iterator[Any]:
@@ -239,6 +277,8 @@ class SparkEngine(Engine):
     ``master``: a Spark master URL (default ``local[*]``, or spark-submit's). ``checkpoint``: keep the
     level store in this directory. ``resume``: continue the run checkpointed in this directory.
     ``partitions``: files per level, hence tasks per level (default: twice the default parallelism).
+    ``driver_core_edges``: liveness takes what is left of the graph to the driver once it has at most
+    this many edges (spark_check.spark_liveness; 0: trim and colour all of it in Spark).
     """
 
     name = "spark"
@@ -253,6 +293,7 @@ class SparkEngine(Engine):
         reductions: Sequence[str] = (),
         exact: bool = False,
         driver_memory: str | None = None,
+        driver_core_edges: int = DRIVER_CORE_EDGES,
     ) -> None:
         if exact:
             raise ValueError("--exact keeps states in one process: it is for the local engine only")
@@ -274,14 +315,16 @@ class SparkEngine(Engine):
         self.partitions = partitions
         self.reductions = tuple(reductions)
         self.driver_memory = driver_memory
+        self.driver_core_edges = driver_core_edges
         self._session: Any = None
 
-    def prepare(self, model: Model, config: Any, properties: Sequence[Property]) -> None:
+    def prepare(self, model: Model, config: Any, properties: Sequence[Property], liveness: Sequence[Any] = ()) -> None:
         """Check, before any work, that the exploration can be sent to executors and that a resume
         directory holds this very exploration; ValueError (one line) otherwise."""
-        portable(model, config, properties, self.reductions)
+        portable(model, config, properties, self.reductions, liveness)
         if self.resume:
-            check_same(self.resume, read_progress(self.resume), identity(model, config, properties, self.reductions))
+            check_same(self.resume, read_progress(self.resume),
+                       identity(model, config, list(properties) + list(liveness), self.reductions))
 
     def session(self) -> Any:
         """The Spark session, started on first use and kept for the next exploration."""
@@ -309,10 +352,11 @@ class SparkEngine(Engine):
         progress: ProgressCallback | None = None,
         action_types: Sequence[type] = (),
         time_limit: float | None = None,
+        liveness: Sequence[Any] = (),
     ) -> ExplorationResult:
-        self.prepare(model, config, properties)
+        self.prepare(model, config, properties, liveness)
         started = time.perf_counter()
-        described = portable(model, config, properties, self.reductions)
+        described = portable(model, config, properties, self.reductions, liveness)
         expander = described.expander()
         spark = self.session()
         session_seconds = time.perf_counter() - started
@@ -323,10 +367,16 @@ class SparkEngine(Engine):
             directory = tempfile.mkdtemp(prefix="rabbitproof-levels-")
         store = LevelStore(directory)
         try:
-            run = _LevelRun(spark, store, described, expander, identity(model, config, properties, self.reductions),
+            run = _LevelRun(spark, store, described, expander,
+                            identity(model, config, list(properties) + list(liveness), self.reductions),
                             properties, started)
             outcome = run.search(config, max_states, stop_on_violation, progress, resume=bool(self.resume),
                                  time_limit=time_limit)
+            if liveness and outcome.error is None and not outcome.stopped:
+                outcome.lassos, stems = spark_lassos(spark, store, len(run.level_sizes), liveness, outcome.timings,
+                                                     self.driver_core_edges)
+                outcome.liveness_decided = True
+                run.level_of.update(stems)
             seconds = run.seconds()
             result = assemble(self.name, expander, outcome, run.parent_lookup(), seconds=seconds,
                               action_types=action_types, reductions=self.reductions)
@@ -402,9 +452,11 @@ class _LevelRun:
                 # expanded where the groups are read; the candidates move, as rows only, to the partition of
                 # their fingerprint, which keeps the new ones and writes them as the next level.
                 rows = spark.read.schema(LEVEL_SCHEMA).parquet(store.level_path(level)).select("grp", "idx", "fp")
+                graph = (level, store.graph_path("states", level), store.graph_path("edges", level)) \
+                    if self.described.liveness else None
                 candidates = rows.repartition(self.partitions, "grp").mapInArrow(
                     partial(expand_level, (self.described, undecided, tally, store.states_path(level),
-                                           store.states_path(level + 1))), LEVEL_SCHEMA)
+                                           store.states_path(level + 1), graph)), LEVEL_SCHEMA)
                 fresh = candidates.repartition(self.partitions, "fp").mapInArrow(
                     partial(deduplicate_level, (store.visited_path(), level + 1, tally)), LEVEL_SCHEMA)
                 fresh.write.mode("overwrite").parquet(store.level_path(level + 1))

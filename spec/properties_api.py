@@ -43,3 +43,27 @@ class Property:
         for sometimes, a state where it is true was reached.
         """
         return (not found) if self.kind == "always" else found
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """A property of infinite executions, judged on the explored graph: a *fair cycle* reachable from the
+    start in which ``stays`` holds in every state and ``recurs`` in at least one is a counterexample
+    (a lasso: the steps to the cycle, then the steps that repeat). It is expected not to exist.
+
+    Fairness is the model's (its ``fairness(config)`` hook names the weakly fair class of each action):
+    a cycle in which some fair class is enabled in every state yet never taken is no counterexample.
+    A state where nothing is enabled ends its execution; ``at_end`` says whether such a state where
+    ``stays`` holds is a counterexample too (the execution stops there, for ever)."""
+
+    name: str
+    rules: tuple[str, ...]
+    doc: str
+    stays: Callable[[Any], bool]
+    recurs: Callable[[Any], bool]
+    at_end: bool = False
+    kind: str = "fair cycle"
+
+    def __post_init__(self) -> None:
+        if not self.rules:
+            raise ValueError(f"liveness property {self.name}: cites no rule ID")

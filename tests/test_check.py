@@ -19,7 +19,7 @@ from spark_check.engine import LocalEngine
 from spec import actions as A
 
 from rabbitproof.check.answers import applies, check_setup, machine_for, names
-from rabbitproof.check.questions import NOTHING_YET, QUESTIONS, SetupMachine, Watched, believed_never_lost
+from rabbitproof.check.questions import LIVENESS, NOTHING_YET, QUESTIONS, SetupMachine, Watched, believed_never_lost
 from rabbitproof.check.setup_file import KEYS, SetupError, parse_setup, read_setup
 from rabbitproof.check.setup_model import to_config
 from rabbitproof.check.whatif import single_changes, try_changes
@@ -272,13 +272,60 @@ class NeverConfirms(SetupMachine):
 
 
 def test_a_publisher_left_waiting_is_found():
+    """Waiting for ever is a liveness question: here the execution ends with the publisher waiting (an
+    end, no cycle), and the end is also the exploration's deadlock."""
     setup = read_setup(EXAMPLES / "safe-pipeline.toml")
     base = machine_for(setup)
-    result = LocalEngine().explore(NeverConfirms(base.limits, base.lossy), to_config(setup), ())
+    result = LocalEngine().explore(NeverConfirms(base.limits, base.lossy), to_config(setup), (), liveness=LIVENESS)
     assert result.deadlocks > 0
-    steps = result.deadlock_trace.steps
+    waits = next(p for p in result.properties if p.name == "publisher_answered")
+    assert waits.verdict == "VIOLATED" and waits.trace.cycle_start is None
+    steps = waits.trace.steps
     assert any("c0 client->broker basic.publish" in f for s in steps for f in s.frames)
     assert not any("c0 broker->client basic.ack" in f for s in steps for f in s.frames)
+
+
+# --- liveness: loops are cycles, judged under fairness ------------------------------------------
+
+def test_a_consumer_that_requeues_every_delivery_loops_for_ever_RQ_6():
+    """The loop is a lasso whose repeated steps deliver one message again and again, with a new tag each
+    time (DT-2), and nack it with requeue; nothing in them acknowledges it. No budget of requeues ends it."""
+    loop = next(a for a in checked("requeue-on-failure").answers if a.key == "loop")
+    trace = loop.trace
+    assert loop.happens and trace.cycle_start is not None and 0 < trace.cycle_start < len(trace.steps)
+    repeated = trace.steps[trace.cycle_start:]
+    delivered = [f for s in repeated if s.action_type == "BrokerDeliver" for f in s.frames]
+    assert len(delivered) == 1 and "redelivered=True" in delivered[0]
+    msg = delivered[0].split("msg=")[1].rstrip(")")
+    assert any(s.action_type == "ClientNack" and "requeue=True" in s.action for s in repeated)
+    assert not any(s.action_type == "ClientAck" for s in repeated)
+    assert all(f"msg={msg}" in f for s in repeated for f in s.frames if "basic.deliver" in f)
+
+
+def test_one_lost_connection_and_one_crash_make_no_loop():
+    """The safe pipeline hit by each fault once redelivers a message twice, but no execution goes on
+    redelivering it: the faults are spent (the old count of three deliveries called this a loop)."""
+    text = (EXAMPLES / "safe-pipeline.toml").read_text() + "\n[faults]\nnetwork_loss = true\nbroker_crash = true\n"
+    answers = answers_of(text)
+    assert answers["loop"] == CANNOT and answers["waits"] == CANNOT and answers["lost"] == CANNOT
+
+
+def test_a_consumer_that_drops_what_it_cannot_process_makes_no_loop():
+    text = (EXAMPLES / "requeue-on-failure.toml").read_text().replace("nack-requeue", "nack-drop")
+    assert answers_of(text)["loop"] == CANNOT
+
+
+def test_a_loop_reads_as_a_lasso_in_the_text_the_json_and_the_chart(tmp_path):
+    path = str(EXAMPLES / "requeue-on-failure.toml")
+    code, text = run("check", path, "--no-progress", "--no-advice", "--chart", str(tmp_path))
+    assert code == 1 and "a lasso," in text and "↻ from here, steps" in text and "↻ back to the state before step" in text
+    data = json.loads(run("check", path, "--json", "--no-progress", "--no-advice")[1])
+    loop = next(a for a in data["answers"] if a["key"] == "loop")
+    assert 0 < loop["cycle_start"] < len(loop["steps"]) and loop["steps"][loop["cycle_start"]].startswith(
+        f"{loop['cycle_start'] + 1}. [broker] deliver")
+    assert "weakly fair" in data["checked"] and any("runner" in c for c in data["fair"])
+    svg = (tmp_path / "requeue-on-failure-loop.svg").read_text()
+    assert f'<g class="loop" data-from="{loop["cycle_start"] + 1}" data-to="{len(loop["steps"])}">' in svg
 
 
 # --- the command line -----------------------------------------------------------------------------
@@ -323,7 +370,8 @@ def test_json_and_charts(tmp_path):
 @pytest.mark.parametrize("text, argv, message", [
     ("[queues.q]\n[[publishers]]\nqueue = \"r\"\n", (), "t.toml:3: publisher 'publisher 1' uses queue 'r'"),
     ("[queues.q]\n[[publishers]]\nqueue = \"q\"\ncolour = 1\n", (), "t.toml:4: unknown key 'colour'"),
-    (PUBLISHER.format(confirms="true"), ("--bound", "requeues=99"), "bound requeues=99 is out of range"),
+    (PUBLISHER.format(confirms="true"), ("--bound", "crashes=99"), "bound crashes=99 is out of range"),
+    (PUBLISHER.format(confirms="true"), ("--bound", "requeues=1"), "bound requeues: `check` sets no bound"),
     (PUBLISHER.format(confirms="true"), ("--bound", "messages=3"), "set each publisher's messages in the setup file"),
     (PUBLISHER.format(confirms="true"), ("--engine", "warp"), "unknown engine 'warp'"),
     (PUBLISHER.format(confirms="true"), ("--master", "local[2]"), "--master is for the spark engine"),
@@ -343,8 +391,8 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, mes
 def test_options_go_before_or_after_the_file(tmp_path):
     path = tmp_path / "t.toml"
     path.write_text(PUBLISHER.format(confirms="true"))
-    before = run("check", "--bound", "requeues=1", str(path), "--json", "--no-advice")
-    after = run("check", str(path), "--json", "--no-advice", "--bound", "requeues=1")
+    before = run("check", "--bound", "crashes=1", str(path), "--json", "--no-advice")
+    after = run("check", str(path), "--json", "--no-advice", "--bound", "crashes=1")
     assert before[0] == after[0] == 0 and json.loads(before[1])["answers"] == json.loads(after[1])["answers"]
 
 

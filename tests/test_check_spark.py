@@ -15,6 +15,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 def test_spark_answers_as_the_local_engine_does():
     engine = SparkEngine("local[2]")
+    lassos = 0
     try:
         for name in ("requeue-on-failure", "auto-ack"):
             setup = read_setup(EXAMPLES / f"{name}.toml")
@@ -24,8 +25,15 @@ def test_spark_answers_as_the_local_engine_does():
             assert [a.verdict for a in spark.answers] == [a.verdict for a in local.answers]
             assert [len(a.trace.steps) if a.trace else None for a in spark.answers] == \
                    [len(a.trace.steps) if a.trace else None for a in local.answers]
+            for mine, theirs in zip(local.answers, spark.answers):     # the same lasso: the same loop
+                if mine.trace is not None and mine.trace.cycle_start is not None:
+                    assert theirs.trace.cycle_start == mine.trace.cycle_start
+                    assert [s.text() for s in theirs.trace.steps[theirs.trace.cycle_start:]] == \
+                           [s.text() for s in mine.trace.steps[mine.trace.cycle_start:]]
+                    lassos += 1
     finally:
         engine.close()
+    assert lassos == 1      # the requeue loop of requeue-on-failure.toml
 
 
 def test_spark_answers_as_the_local_engine_does_under_symmetry():

@@ -103,3 +103,21 @@ def test_agrees_with_the_local_engine_under_the_reductions(spark, name, reductio
     for p in distributed.properties:
         if p.trace is not None:
             assert replay(SPEC.model, config, p.trace)
+
+
+@pytest.mark.parametrize("config", [{}, {"finish_needs_flag": True}])
+def test_liveness_all_in_spark_agrees_with_the_local_engine(spark, config):
+    """The toy of tests/toy_liveness.py with the whole search for fair cycles in Spark (trimming, colouring,
+    judging: ``driver_core_edges`` 0): the same verdict and the same lasso, step for step."""
+    from spark_check.spark_liveness import DRIVER_CORE_EDGES
+    from tests.toy_liveness import JOB_DONE, JobConfig, JobModel
+
+    spark.driver_core_edges = 0
+    try:
+        local, distributed = both(spark, JobModel(), JobConfig(**config), [], liveness=[JOB_DONE])
+    finally:
+        spark.driver_core_edges = DRIVER_CORE_EDGES
+    (mine,), (theirs,) = local.properties, distributed.properties
+    assert theirs.verdict == mine.verdict == ("holds" if not config else "VIOLATED")
+    assert (theirs.trace and theirs.trace.lines()) == (mine.trace and mine.trace.lines())
+    assert distributed.timings["liveness: Spark rounds of trimming and colouring"] > 0

@@ -16,9 +16,10 @@ from spark_check.engine import Engine, stopped_short
 from spark_check.reductions import build_reduction
 from spark_check.results import ExplorationResult, Trace
 from spec import actions as A
-from spec.configs import Config
+from spec.configs import Config, ConfigError
 
-from rabbitproof.check.questions import PROPERTIES, QUESTIONS, ConsumerWork, Question, SetupMachine
+from rabbitproof.check.cycles import ENDLESS
+from rabbitproof.check.questions import LIVENESS, PROPERTIES, QUESTIONS, ConsumerWork, Question, SetupMachine
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import erring, lossy, to_config, vanishing
 
@@ -60,16 +61,24 @@ class Checked:
 
 
 def machine_for(setup: Setup) -> SetupMachine:
-    """The observed machine of a setup: publishers first, each held to its own message count."""
+    """The observed machine of a setup: publishers first, each held to its own message count; the budgets
+    its programs spend without end (rabbitproof.check.cycles.ENDLESS, and the channel closes of a
+    consumer that closes its channel on failure)."""
+    closing = any(c.on_failure == "close-channel" for c in setup.consumers)
     return SetupMachine(tuple(p.messages for p in setup.publishers) + (0,) * len(setup.consumers), lossy(setup),
                         (False,) * len(setup.publishers) + tuple(c.work == "before-ack" for c in setup.consumers),
-                        vanishing(setup), erring(setup))
+                        ENDLESS + (("closes",) if closing else ()), vanishing(setup), erring(setup))
 
 
 def config_for(setup: Setup, bounds: Mapping[str, Any] | None = None, max_states: int | None = None) -> Config:
     """The spec configuration of a setup, with bounds the command line overrides (ConfigError if bad)."""
     config = to_config(setup, name=setup_name(setup))
     changes = dict(bounds or {})
+    endless = [name for name in machine_for(setup).endless if name in changes]
+    if endless:
+        raise ConfigError(f"bound {endless[0]}: `check` sets no bound on what the applications' programs do "
+                          "(requeue, set a prefetch, poll, and close the channel when that is how a consumer fails): "
+                          "a requeue loop is judged on its cycle, not cut off by a count; the faults keep theirs")
     if max_states is not None:
         changes["max_states"] = max_states
     return config.override(changes) if changes else config
@@ -140,13 +149,9 @@ def applies(rule: str, setup: Setup) -> bool:
 def answer(question: Question, result: ExplorationResult, setup: Setup) -> Answer:
     """What ``result`` says about ``question`` for ``setup``: the rules are the question's and those of
     its trace's steps, each only where it applies to the setup."""
-    if question.prop is None:                       # the publisher waits for ever: a deadlock
-        found, trace = result.deadlocks > 0, result.deadlock_trace
-        happens = True if found else (False if result.complete else None)
-    else:
-        verdict = next(p for p in result.properties if p.name == question.prop.name)
-        trace = verdict.trace
-        happens = True if verdict.found else (False if verdict.decided else None)
+    verdict = next(p for p in result.properties if p.name == question.name)
+    trace = verdict.trace
+    happens = True if verdict.found else (False if verdict.decided else None)
     rules = tuple(r for r in dict.fromkeys(question.rules + rules_of_trace(trace if happens else None))
                   if applies(r, setup))
     return Answer(question.key, question.text, happens, trace if happens else None, rules,
@@ -176,7 +181,7 @@ def prepare(setup: Setup, engine: Engine, bounds: Mapping[str, Any] | None = Non
     config = config_for(setup, bounds, max_states)
     machine = machine_for(setup)
     build_reduction(engine.reductions, machine, config)
-    engine.prepare(machine, config, PROPERTIES)
+    engine.prepare(machine, config, PROPERTIES, LIVENESS)
     return Prepared(config, machine)
 
 
@@ -189,7 +194,7 @@ def check_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | Non
     prepared = prepared or prepare(setup, engine, bounds, max_states)
     config, machine = prepared.config, prepared.machine
     result = engine.explore(machine, config, PROPERTIES, progress=progress, action_types=ACTION_TYPES,
-                            time_limit=time_limit)
+                            time_limit=time_limit, liveness=LIVENESS)
     if result.error is not None and not stopped_short(result.error):
         raise RuntimeError(f"exploring {setup.source} failed: {result.error}")
     return Checked(setup, config, result, tuple(answer(q, result, setup) for q in QUESTIONS), machine)

@@ -32,7 +32,8 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))} (default local)")
     check.add_argument("--master", metavar="URL", help="spark engine: the Spark master (default local[*])")
     check.add_argument("--bound", action="append", default=[], metavar="NAME=VALUE",
-                       help="override a bound (repeatable; NAME=VALUE,NAME=VALUE also works) of the explored configuration (requeues, crashes, ...)")
+                       help="override a fault's bound (repeatable; NAME=VALUE,NAME=VALUE also works): crashes, closes, "
+                            "reconnects, ...; what the programs do (requeue, poll) has no bound")
     check.add_argument("--max-states", type=int, metavar="N", help="stop each exploration after N states")
     check.add_argument("--time-limit", type=float, metavar="SECONDS",
                        help="stop each exploration after this long; what it found stands, the rest is undecided")

@@ -19,18 +19,20 @@ What the applications are taken to do, as the seeds describe them:
   own (``ConsumerWork``) that a crash may follow before the ack is sent; or when it receives it
   (automatic acks); a nack or reject is a failure, not a processing.
 
-The questions, each a property of the watched state (or, for the last, of its end states):
+The questions:
 
 1. ``believed_never_lost``: a message the publisher believes delivered is never gone from the broker,
    the wire and the disk without having been processed (a basic.return on its way keeps it: the
    publisher will learn it was not delivered, RT-3);
 2. ``processed_at_most_once``: no message is processed twice;
 3. ``seen_in_publication_order``: no consumer receives a message after a later one of the same publisher;
-4. ``no_requeue_loop``: no message is delivered three times without being processed (nothing in the
-   setup would stop it coming back again and again, RQ-6);
-5. a publisher never waits for ever: no end state of the exploration leaves a publish unconfirmed or a
-   commit unanswered on a channel that is still open (``SetupMachine.terminal_ok``; a violation is a
-   deadlock of the exploration).
+4. ``no_requeue_loop``, a liveness question (rabbitproof.check.cycles, spark_check.liveness): no fair
+   infinite execution hands a message out again and again without ever processing it (RQ-6);
+5. ``publisher_answered``, a liveness question too: no fair execution leaves a publish unconfirmed or a
+   commit unanswered for ever on a channel that stays open, whether it cycles or ends (PC-2, TX-7).
+
+The first three hold in every state or fail in one; the last two are about infinite executions, judged
+on the explored graph under the fairness of rabbitproof.check.cycles.
 """
 from __future__ import annotations
 
@@ -43,12 +45,14 @@ from spec.frames import (
     BASIC_ACK, BASIC_DELIVER, BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_RETURN,
     MSG_STRIDE, TX_COMMIT_OK,
 )
-from spec.properties_api import Property
+from spec.properties_api import Liveness, Property
 from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
 from spec.symmetry import Symmetry, automorphisms, rename
 
+from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, unspent
+
 PROCESSED_CAP = 2       # processed twice is the answer to question 2: counting further adds only states
-DELIVERED_CAP = 3       # delivered three times unprocessed is the answer to question 4
+DELIVERED_CAP = 1       # delivered at least once; how often is the loop question's, judged on cycles
 
 
 class Ghost(NamedTuple):
@@ -117,6 +121,7 @@ class SetupMachine:
     limits: tuple[int, ...]
     lossy: tuple[bool, ...]         # per connection: whether the faults may lose it (NetworkLoss)
     works: tuple[bool, ...] = ()    # per connection: its consumer does the work before the ack (ConsumerWork)
+    endless: tuple[str, ...] = ENDLESS  # the spec's budgets the programs spend without end (``unspent``)
     vanishing: tuple[bool, ...] = ()    # per connection: whether its client may vanish (ClientVanish)
     erring: tuple[bool, ...] = ()       # per connection: whether the broker may close its channel (BrokerChannelError)
 
@@ -135,7 +140,21 @@ class SetupMachine:
         if type(action) is ConsumerWork:            # the application's own step: the spec's state is unchanged
             return Watched(watched.spec, did_work(watched.ghost, watched.spec, action)), ()
         after, labels = machine.step(watched.spec, action)
-        return Watched(after, observe(watched.ghost, watched.spec, after, action, labels, self.works)), labels
+        ghost = observe(watched.ghost, watched.spec, after, action, labels, self.works)
+        return Watched(unspent(after, self.endless), ghost), labels
+
+    def canonical(self, watched: Watched) -> Watched:
+        """The form the engines fingerprint (rabbitproof.check.cycles.canonical): each channel's delivery
+        tags renumbered 1, 2, ... in their order, and the spec's own ghosts cleared. States equal but for
+        tag numbers and histories are one state of the search, so that a message requeued and delivered
+        again, with a new tag (DT-2), comes back to the same state and a requeue loop is a cycle of the
+        graph. Sound because the spec and the observer use tags only to compare them (equal, less:
+        ACK-2) and to issue a larger one (DT-1), and read no ghost of the spec."""
+        return canonical(watched)
+
+    def fairness(self, config: Any) -> "SetupFairness":
+        """The fair classes of actions (SetupFairness): what keeps running in an infinite execution."""
+        return SetupFairness.of(config, self, handling=(ConsumerWork,))
 
     def terminal_ok(self, watched: Watched, config: Any) -> bool:
         """An end state is a proper end unless a publisher still waits for a confirm or a commit-ok."""
@@ -409,18 +428,40 @@ def seen_in_publication_order(watched: Watched) -> bool:
     return not watched.ghost.disorder
 
 
-def no_requeue_loop(watched: Watched) -> bool:
-    return all(d < DELIVERED_CAP or p for _, d, p in watched.ghost.counts)
+def always(watched: Watched) -> bool:
+    """True in every state: a question whose cycles need no condition on every state."""
+    return True
+
+
+def handed_out_unprocessed(watched: Watched) -> bool:
+    """A message not yet processed (or processed once: then not again, PROCESSED_CAP) is out on a
+    channel, delivered and not settled. On a cycle of the graph a message's processed count cannot
+    grow (the state comes back), so a fair cycle through such a state hands the message out again
+    and again and never processes it: a requeue loop (RQ-6)."""
+    processed = {m: p for m, _, p in watched.ghost.counts}
+    for conn in watched.spec.conns:
+        for channel in conn.channels:
+            for u in channel.unacked:
+                if processed.get(u.msg, 0) < PROCESSED_CAP:
+                    return True
+    return False
 
 
 @dataclass(frozen=True)
 class Question:
-    """One question: its key, how it reads, the rules it is about, and its property (None: end states)."""
+    """One question: its key, how it reads, the rules it is about, and its property: one that must hold
+    in every state (``prop``), or one about infinite executions (``live``)."""
 
     key: str
     text: str
     rules: tuple[str, ...]
     prop: Property | None
+    live: Liveness | None = None
+
+    @property
+    def name(self) -> str:
+        """The name of its property."""
+        return (self.prop or self.live).name
 
 
 def _property(name: str, rules: tuple[str, ...], holds, doc: str) -> Property:
@@ -441,11 +482,17 @@ QUESTIONS: tuple[Question, ...] = (
              _property("seen_in_publication_order", ("RQ-1", "RQ-3"), seen_in_publication_order,
                        "No consumer receives a message after a later one of the same publisher.")),
     Question("loop", "Can a message stay in the queue for ever (a requeue loop)?",
-             ("RQ-6", "ACK-5", "ACK-6", "RQ-4"),
-             _property("no_requeue_loop", ("RQ-6",), no_requeue_loop,
-                       "No message is delivered three times without being processed.")),
+             ("RQ-6", "ACK-5", "ACK-6", "RQ-4"), None,
+             Liveness("no_requeue_loop", ("RQ-6",),
+                      "No fair infinite execution hands a message out again and again without processing it.",
+                      always, handed_out_unprocessed)),
     Question("waits", "Can the publisher wait for ever for a confirm?",
-             ("PC-2", "PC-6", "TX-7"), None),
+             ("PC-2", "PC-6", "TX-7"), None,
+             Liveness("publisher_answered", ("PC-2", "TX-7"),
+                      "No fair execution leaves a publish unconfirmed or a commit unanswered for ever on a "
+                      "channel that stays open (a cycle, or an end where nothing more happens).",
+                      publisher_waits, always, at_end=True)),
 )
 PROPERTIES: tuple[Property, ...] = tuple(q.prop for q in QUESTIONS if q.prop is not None)
+LIVENESS: tuple[Liveness, ...] = tuple(q.live for q in QUESTIONS if q.live is not None)
 REGISTRY = {p.name: p for p in PROPERTIES}

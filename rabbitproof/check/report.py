@@ -1,6 +1,7 @@
 """How `rabbitproof check` shows its answers: a rich report for people, JSON for machines, SVG charts."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -9,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rabbitproof.check.answers import Checked, names, plain_names, setup_name
+from rabbitproof.check.cycles import ASSUMED
 from rabbitproof.check.setup_model import notes
 from rabbitproof.check.whatif import Tried
 from rabbitproof.explore.chart import chart_svg
@@ -20,11 +22,11 @@ TITLES = {"lost": "lost", "twice": "processed twice", "order": "out of order", "
 
 
 def bounds_text(checked: Checked) -> str:
-    """What was checked, in words: messages per publisher, requeues, faults, states."""
-    setup, config = checked.setup, checked.config
+    """What was checked, in words: messages per publisher, faults, what repeats without bound."""
+    setup = checked.setup
     messages = ", ".join(f"{p.name}: {p.messages}" for p in setup.publishers)
     faults = [name.replace("_", " ") for name, on in vars(setup.faults).items() if on]
-    return (f"messages ({messages}), requeues up to {config.requeues}, "
+    return (f"messages ({messages}), requeues without bound, "
             + (f"faults: {', '.join(faults)} (each at most once)" if faults else "no faults"))
 
 
@@ -35,7 +37,7 @@ def checked_text(checked: Checked) -> str:
         return (f"The search stopped at {r.distinct_states:,} states ({r.error}): the questions it had not "
                 "answered yet are undecided.")
     return (f"Checked: every one of {r.distinct_states:,} reachable states (depth {r.depth}){swapped_text(checked)}, "
-            f"for {bounds_text(checked)}. No Z3 proof covers these questions for every size yet: "
+            f"for {bounds_text(checked)}. {ASSUMED}. No Z3 proof covers these questions for every size yet: "
             "\"cannot happen\" holds within these bounds.")
 
 
@@ -80,7 +82,8 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
         if a.trace is None:
             continue
         console.print()
-        print_trace(console, f"{n}. {a.question} How", a.trace)
+        print_trace(console, f"{n}. {a.question} How", a.trace,
+                    same_state=" (the same but for delivery tag numbers, which RabbitMQ issues anew: DT-1)")
         if a.harmless:
             console.print(Text(f"  harmless here: {a.harmless}", style="yellow"))
         if a.key in charts:
@@ -123,7 +126,10 @@ def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
             continue
         path = folder / f"{setup_name(checked.setup)}-{a.key}.svg"
         cast = " ".join(f"{k}={name}" for k, name in plain_names(checked.setup).items())
-        title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({len(a.trace.steps)} steps) {cast}"
+        loop = a.trace.cycle_start
+        shape = f"{len(a.trace.steps)} steps" if loop is None else \
+            f"{loop} steps, then steps {loop + 1}–{len(a.trace.steps)} for ever"
+        title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({shape}) {cast}"
         path.write_text(chart_svg(title, a.trace, lifeline_names(checked.setup)), encoding="utf-8")
         written[a.key] = path
     return written
@@ -132,6 +138,7 @@ def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
 def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Path]) -> dict[str, Any]:
     """Every answer, figure, trace and what-if result as plain JSON data."""
     r = checked.result
+    plain = plain_names(checked.setup)
     return {
         "setup": checked.setup.source,
         "engine": r.engine,
@@ -141,6 +148,8 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
         "complete": r.complete,
         "error": r.error,
         "checked": checked_text(checked),
+        "fair": [re.sub(r"\bc\d+\b", lambda m: plain.get(m.group(0), m.group(0)), text)
+                 for text in checked.machine.fairness(checked.config).classes],
         "notes": list(notes(checked.setup)),
         "bounds": {"messages": {p.name: p.messages for p in checked.setup.publishers},
                    "requeues": checked.config.requeues,
@@ -150,7 +159,8 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
         "answers": [
             {"key": a.key, "question": a.question, "answer": a.verdict, "harmless": a.harmless or None,
              "rules": list(a.rules),
-             "steps": a.trace.lines() if a.trace else None, "chart": str(charts[a.key]) if a.key in charts else None,
+             "steps": [s.text() for s in a.trace.steps] if a.trace else None,
+             "cycle_start": a.trace.cycle_start if a.trace else None, "chart": str(charts[a.key]) if a.key in charts else None,
              "prevented_by": [t.change.key for t in tried if a.key in t.fixes]}
             for a in checked.answers
         ],

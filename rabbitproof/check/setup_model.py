@@ -27,7 +27,9 @@ from spec.roles import QueueSpec, Role
 
 from rabbitproof.check.setup_file import ConsumerSetup, PublisherSetup, Setup
 
-REQUEUE_BUDGET = 2      # requeues explored: enough to see a message come back twice (RQ-6)
+# Requeues allowed. The check's machine never spends this budget (rabbitproof.check.cycles.ENDLESS), nor
+# those of basic.qos, basic.get and a consumer's closes on failure: any positive value means "without end".
+REQUEUE_BUDGET = 2
 
 
 def queue_specs(setup: Setup) -> tuple[QueueSpec, ...]:

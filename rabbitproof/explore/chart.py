@@ -52,6 +52,7 @@ class Chart:
     boxes: list[tuple[int, str, str]] = field(default_factory=list)
     faults: list[tuple[int, list[str], str]] = field(default_factory=list)
     rows: int = 0
+    loop_from: int | None = None        # a lasso's first repeated row: rows loop_from..rows repeat for ever
 
     def lifeline(self, name: str) -> str:
         if name not in self.lifelines:
@@ -67,7 +68,7 @@ def _actor_lifeline(actor: str) -> str:
 
 def chart_of(title: str, trace: Trace) -> Chart:
     """Lay out ``trace`` as a message-sequence chart."""
-    chart = Chart(title)
+    chart = Chart(title, loop_from=None if trace.cycle_start is None else trace.cycle_start + 1)
     spec_like = any(_SPEC_FRAME.match(f) for s in trace.steps for f in s.frames)
     if spec_like:
         conns = sorted({int(m.group(1)) for s in trace.steps for f in s.frames if (m := _SPEC_FRAME.match(f))}
@@ -149,7 +150,9 @@ def render_svg(chart: Chart) -> str:
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="11">',
            "<defs><marker id=\"head\" markerWidth=\"10\" markerHeight=\"8\" refX=\"9\" refY=\"4\" orient=\"auto\">"
-           "<path d=\"M0,0 L10,4 L0,8 z\" fill=\"#1f3b73\"/></marker></defs>",
+           "<path d=\"M0,0 L10,4 L0,8 z\" fill=\"#1f3b73\"/></marker>"
+           "<marker id=\"back\" markerWidth=\"10\" markerHeight=\"8\" refX=\"9\" refY=\"4\" orient=\"auto\">"
+           "<path d=\"M0,0 L10,4 L0,8 z\" fill=\"#7a3db8\"/></marker></defs>",
            '<rect width="100%" height="100%" fill="white"/>',
            f'<text class="title" x="10" y="20" font-size="14" font-weight="bold">{escape(chart.title)}</text>']
     for name in chart.lifelines:
@@ -159,6 +162,8 @@ def render_svg(chart: Chart) -> str:
                    f'<rect x="{x - 95}" y="32" width="190" height="22" rx="4" fill="#e8eef8" stroke="#1f3b73"/>'
                    f'<text x="{x}" y="47" text-anchor="middle" font-weight="bold">{escape(_fit(label, 180))}</text>'
                    f'<line x1="{x}" y1="54" x2="{x}" y2="{height - 10}" stroke="#888" stroke-dasharray="4 3"/></g>')
+    if chart.loop_from is not None:
+        out.append(_loop_frame(chart, width))
     for row in range(1, chart.rows + 1):
         out.append(f'<text class="step" x="8" y="{_y(row) + 4}" fill="#888">{row}.</text>')
     for i, a in enumerate(chart.arrows):
@@ -199,6 +204,24 @@ def render_svg(chart: Chart) -> str:
                    f'{escape(_CONN.sub(lambda m: chart.shown.get(m.group(0), m.group(0)), text))}</text></g>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _loop_frame(chart: Chart, width: int) -> str:
+    """A lasso's repeated rows drawn as a loop: a "loop" frame around them (UML's combined fragment), and
+    an arrow in the left margin from its last row back up to its first."""
+    first, last = chart.loop_from, chart.rows
+    top, bottom = _y(first) - ROW // 2 - 4, _y(last) + ROW // 2 - 6
+    x1, x2 = LEFT - 26, width - 10
+    tag = f"loop: steps {first}–{last} repeat for ever"
+    return (f'<g class="loop" data-from="{first}" data-to="{last}">'
+            f'<rect x="{x1}" y="{top}" width="{x2 - x1}" height="{bottom - top}" fill="#7a3db8" fill-opacity="0.06" '
+            f'stroke="#7a3db8" stroke-width="1.5"/>'
+            f'<path d="M{x1},{top} h{7 * len(tag) + 14} v10 l-8,8 H{x1} z" fill="#7a3db8"/>'
+            f'<text x="{x1 + 6}" y="{top + 13}" fill="white" font-weight="bold">{escape(tag)}</text>'
+            f'<path d="M{x1 + 18},{bottom - 8} Q{x1 + 8},{bottom - 8} {x1 + 8},{bottom - 18} V{top + 34} '
+            f'Q{x1 + 8},{top + 26} {x1 + 20},{top + 26}" fill="none" stroke="#7a3db8" stroke-width="2" '
+            f'marker-end="url(#back)"/>'
+            f'<text x="{x1 + 22}" y="{bottom - 4}" fill="#7a3db8">↻ back to step {first}</text></g>')
 
 
 def chart_svg(title: str, trace: Trace, shown: dict[str, str] | None = None) -> str:

@@ -153,16 +153,25 @@ def counterexamples(result: ExplorationResult) -> list[tuple[str, Trace]]:
     return out
 
 
-def print_trace(console: Console, title: str, trace: Trace, show_state: bool = False) -> None:
+def print_trace(console: Console, title: str, trace: Trace, show_state: bool = False, same_state: str = "") -> None:
     """A trace as numbered steps: actor, action, then each frame that crossed, with its direction; the
-    final state (long for the real spec) only when asked (it is always in the JSON)."""
+    final state (long for the real spec) only when asked (it is always in the JSON). A lasso's repeated
+    steps are marked ↻; ``same_state`` says in what sense its loop comes back to the same state."""
     fused = sum(s.fused for s in trace.steps)
     shortest = "shortest trace" if not fused else \
         f"trace of {len(trace.steps) - fused} levels (reduced: {fused} steps fused into the one before)"
-    console.print(Text(f"{title}: {shortest}, {len(trace.steps)} steps", style="bold"))
+    loop = trace.cycle_start
+    if loop is None:
+        console.print(Text(f"{title}: {shortest}, {len(trace.steps)} steps", style="bold"))
+    else:
+        console.print(Text(f"{title}: a lasso, {loop} steps to a loop, then {len(trace.steps) - loop} steps "
+                           "that repeat for ever", style="bold"))
     console.print("  0. initial state")
+    first, last = (loop + 1, len(trace.steps)) if loop is not None else (None, None)
     for s in trace.steps:
-        line = Text(f"  {s.number}. ")
+        if s.number == first:
+            console.print(Text(f"  ↻ from here, steps {first} to {last} repeat for ever:", style="bold magenta"))
+        line = Text(f"  {s.number}. " if loop is None or s.number < first else f"  ↻ {s.number}. ")
         line.append(f"[{s.actor}]", style="cyan")
         line.append(f" {s.action}")
         if s.fused:
@@ -170,6 +179,9 @@ def print_trace(console: Console, title: str, trace: Trace, show_state: bool = F
         console.print(line)
         for frame in s.frames:
             console.print(Text(f"       {frame}", style="dim"))
+    if loop is not None:
+        console.print(Text(f"  ↻ back to the state before step {first}{same_state}: steps {first} to {last} again, "
+                           "for ever", style="bold magenta"))
     if show_state:
         console.print(Text(f"  final state: {trace.final_state}", style="dim"), overflow="fold")
 

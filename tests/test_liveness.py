@@ -1,0 +1,82 @@
+"""Liveness on the explored graph (spark_check.liveness): fair cycles under weak fairness, lassos, ends,
+and the graph kept only when asked; on the toy model of tests/toy_liveness.py, whose answers are known
+by hand, and on the pieces of the search."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spark_check.engine import LocalEngine
+from spark_check.liveness import components, cycle_through, fair_accepting
+
+from tests.toy_liveness import JOB_DONE, JobConfig, JobModel
+
+
+def job(**config) -> object:
+    result = LocalEngine().explore(JobModel(), JobConfig(**config), [], liveness=[JOB_DONE])
+    (verdict,) = result.properties
+    assert verdict.kind == "liveness" and verdict.decided
+    return verdict
+
+
+def test_a_cycle_that_never_takes_an_always_enabled_fair_step_is_no_counterexample():
+    verdict = job()
+    assert verdict.verdict == "holds" and verdict.trace is None
+
+
+def test_without_fairness_the_cycle_is_a_lasso():
+    trace = job(finish_fair=False).trace
+    assert trace.cycle_start == 0
+    assert [s.action for s in trace.steps] == ["flip the flag", "flip the flag"]
+    assert trace.lines()[1] == "-- from here, steps 1 to 2 repeat for ever --"
+
+
+def test_weak_fairness_does_not_force_a_step_disabled_somewhere_on_the_cycle():
+    trace = job(finish_needs_flag=True).trace
+    assert [s.action for s in trace.steps[trace.cycle_start:]] == ["flip the flag", "flip the flag"]
+
+
+def test_an_end_where_the_property_stays_false_is_a_counterexample_without_a_cycle():
+    trace = job(stuck=True).trace
+    assert trace.cycle_start is None and trace.steps == ()
+
+
+def test_the_graph_is_kept_only_when_a_liveness_property_is_asked():
+    asked = LocalEngine().explore(JobModel(), JobConfig(), [], liveness=[JOB_DONE])
+    plain = LocalEngine().explore(JobModel(), JobConfig(), [])
+    assert "liveness: graph kept (MB)" in asked.timings and not any("liveness" in k for k in plain.timings)
+    assert plain.properties == ()
+
+
+def test_a_search_cut_short_leaves_liveness_undecided():
+    result = LocalEngine().explore(JobModel(), JobConfig(finish_fair=False), [], liveness=[JOB_DONE], max_states=1)
+    assert result.properties[0].verdict == "UNDECIDED"
+
+
+def test_components_peel_what_lies_on_no_cycle():
+    # 0 -> 1 <-> 2 -> 3, and 3 -> 3: components {1, 2} and {3}; 0 is alone.
+    src, dst = np.array([0, 1, 2, 2, 3]), np.array([1, 2, 1, 3, 3])
+    comp = components(4, src, dst, np.ones(4, bool))
+    assert comp.tolist() == [0, 1, 1, 3]
+    # Restricted to {0, 1, 3}: no cycle but the loop on 3.
+    assert components(4, src, dst, np.array([True, True, False, True])).tolist() == [0, 1, -1, 3]
+
+
+def test_a_component_is_fair_when_each_class_is_taken_in_it_or_disabled_somewhere():
+    src, dst = np.array([0, 1]), np.array([1, 0])
+    comp = components(2, src, dst, np.ones(2, bool))
+    recurs = np.array([True, False])
+    taken_0 = np.array([0, 0])
+    assert fair_accepting(comp, src, dst, taken_0, np.array([0b11, 0b11]), recurs).tolist() == []   # class 1 owed
+    assert fair_accepting(comp, src, dst, taken_0, np.array([0b11, 0b01]), recurs).tolist() == [0]  # 1 disabled at 1
+    assert fair_accepting(comp, src, dst, taken_0, np.array([0b1, 0b1]), np.array([False, False])).tolist() == []
+
+
+def test_the_cycle_meets_every_obligation_then_comes_back():
+    # From a: a -> b (class 0), b -> a (class 1), a -> c (unfair), c -> a (unfair); c is where recurs holds.
+    edges = [("a", "b", 0), ("b", "a", 1), ("a", "c", -1), ("c", "a", -1)]
+    enabled = {"a": 0b11, "b": 0b11, "c": 0b11}
+    path, classes = cycle_through("a", {"a", "b", "c"}, edges, enabled, {"c"})
+    assert path[-1] == "a" and "c" in path and set(classes) >= {0, 1}
+    with pytest.raises(RuntimeError):
+        cycle_through("a", {"a", "b"}, [("a", "b", 0)], {"a": 1, "b": 1}, {"a"})
