@@ -97,3 +97,13 @@ def test_a_broker_that_closes_the_connection_is_one_clear_error():
 def test_bad_url_is_one_clear_error():
     result = conformance("http://example.org/")
     assert result.returncode == 2 and "scheme must be amqp://" in result.stderr
+
+
+def test_the_command_as_a_broker_author_types_it_accepts_rabbitmq_and_our_broker(rabbitmq_node, impl_broker_module):
+    """Issue 24: the command with its default program count (100), no other option, against RabbitMQ
+    3.10.8 and against our broker: every program accepted, in both dialects' default (standard)."""
+    for b in (rabbitmq_node, impl_broker_module):
+        result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--json")
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        totals = json.loads(result.stdout)["totals"]
+        assert totals["programs"] == 100 and totals["accepted"] == 100, totals
