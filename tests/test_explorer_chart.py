@@ -71,3 +71,21 @@ def test_chart_option_writes_one_svg_per_counterexample(tmp_path, capsys):
     assert root.find(f"{SVG}text").text.startswith("hazard_tx_not_atomic: tx_commit_atomic found")
     assert any("tx.commit" in g.find(f"{SVG}title").text for g in groups(root, "frame"))
     assert f"chart: {folder / files[0]}" in out.export_text()
+
+
+def test_frames_in_flight_when_a_client_vanishes_stay_unread_and_later_reads_take_later_frames():
+    """RQ-3 (hazard_late_detection): what the broker wrote to the consumer before its client vanished is
+    never read (in flight); after it connects again, each read is of a frame written since, on the same
+    channel. The vanish is a fault of the client alone: the broker has not noticed."""
+    trace = hazard_trace("hazard_late_detection")
+    vanish = next(s.number for s in trace.steps if s.action_type == "ClientVanish")
+    root = ET.fromstring(chart_svg("t", trace))
+    to_c1 = [g for g in groups(root, "frame") if g.get("data-to") == "c1"]
+    before = [g for g in to_c1 if int(g.get("data-sent")) < vanish]
+    after = [g for g in to_c1 if int(g.get("data-sent")) > vanish]
+    assert before and after
+    assert all(g.get("data-read") == "" or int(g.get("data-read")) < vanish for g in before)
+    assert all(g.get("data-read") == "" or int(g.get("data-read")) > vanish for g in after)
+    assert any(g.get("data-read") for g in after)
+    faults = [(g.get("data-hits"), text_of(g)) for g in groups(root, "fault")]
+    assert [hits for hits, text in faults if "VANISHES" in text] == ["c1"]

@@ -24,7 +24,11 @@ _PLAIN_FRAME = re.compile(r"^(.+?) -> (.+?): (.*)$")
 _CHANNEL = re.compile(r"\(ch=(\d+)")
 _TAKE = re.compile(r"c(\d+)\.ch(\d+)")
 _CONN = re.compile(r"\bc(\d+)\b")
-FAULTS = {"BrokerCrash", "BrokerRestart", "NetworkLoss", "BrokerQueueFail", "ConsumerCrash"}
+FAULTS = {"BrokerCrash", "BrokerRestart", "NetworkLoss", "ClientVanish", "BrokerChannelError", "BrokerQueueFail",
+          "ConsumerCrash"}
+# Steps after which what was in flight either way on a connection is gone (all connections for a crash):
+# a frame written before them is never read, and the next read on that channel is of a later frame.
+_DROPS = {"BrokerCrash", "NetworkLoss", "ClientVanish"}
 
 COLUMN, ROW, TOP, LEFT = 230, 40, 70, 60
 
@@ -114,9 +118,16 @@ def chart_of(title: str, trace: Trace) -> Chart:
                 shown = True
             else:
                 chart.boxes.append((row, actor, frame))
+        if step.action_type in _DROPS:
+            lost = _CONN.search(step.action) if step.action_type != "BrokerCrash" else None
+            for pending in (to_broker, to_client):
+                for key in [k for k in pending if lost is None or k[0] == int(lost.group(1))]:
+                    del pending[key]            # those arrows stay "in flight": never read
         if step.action_type in FAULTS:
-            if step.action_type == "NetworkLoss" and (m := _CONN.search(step.action)):
+            if step.action_type in ("NetworkLoss", "BrokerChannelError") and (m := _CONN.search(step.action)):
                 hit = [f"c{m.group(1)}", "broker"]
+            elif step.action_type == "ClientVanish" and (m := _CONN.search(step.action)):
+                hit = [f"c{m.group(1)}"]         # the broker has not noticed
             elif step.action_type in ("BrokerQueueFail",):
                 hit = ["broker"]
             elif actor != "broker" and actor in chart.lifelines:
