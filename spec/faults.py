@@ -159,13 +159,15 @@ def detect(state: State, d: int) -> State:
     return close_connection(state, d)
 
 
+def free_slot(channels: int) -> Conn:
+    """A slot free to hold a vanished connection: no client (gone), the broker's end closed, nothing in it."""
+    fifos = network.empty(channels)
+    return Conn(CONN_GONE, True, 0, fifos, fifos, (), (CLOSED_CHANNEL,) * channels, (CLOSED_CLIENT,) * channels)
+
+
 def free_stale(state: State, d: int) -> State:
     """Stale slot d empty and free (after a crash)."""
-    conn = state.conns[d]
-    n = len(conn.channels)
-    fifos = network.empty(n)
-    return state._replace(conns=put(state.conns, d, Conn(CONN_GONE, True, 0, fifos, fifos, (), (CLOSED_CHANNEL,) * n,
-                                                          (CLOSED_CLIENT,) * n)))
+    return state._replace(conns=put(state.conns, d, free_slot(len(state.conns[d].channels))))
 
 
 def channel_error(state: State, c: int, ch: int) -> State:

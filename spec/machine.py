@@ -20,7 +20,7 @@ from .por import FusedTakes
 from .roles import IDLE
 from .symmetry import Symmetry
 from .state import (
-    C_CLOSED, C_OPEN, CH_ENDING, CH_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_GONE, CONN_UP,
+    C_CLOSED, C_OPEN, CH_ENDING, CH_OPEN, CLOSED_CHANNEL, CLOSED_CLIENT, CONN_DOWN, CONN_UP,
     MODE_CONFIRM, MODE_NONE, MODE_TX, NEW_CHANNEL, NEW_CLIENT, Conn, Queue, State, Used, with_used,
 )
 
@@ -53,8 +53,7 @@ def initial_states(config) -> tuple[State, ...]:
     channel, view = (NEW_CHANNEL, NEW_CLIENT) if config.channels_open else (CLOSED_CHANNEL, CLOSED_CLIENT)
     conns = tuple(Conn(CONN_UP, False, 0, fifos, fifos, (), (channel,) * config.channels,
                        (view,) * config.channels) for _ in range(config.connections))
-    conns += (Conn(CONN_GONE, True, 0, fifos, fifos, (), (CLOSED_CHANNEL,) * config.channels,
-                   (CLOSED_CLIENT,) * config.channels),) * stale_slots(config)
+    conns += (faults.free_slot(config.channels),) * stale_slots(config)
     queues = tuple(Queue(spec.declared, spec.durable and not spec.exclusive, 0, spec.dead_letter + 1,
                          (), 0, (), ()) for spec in config.queues)
     return (State(True, conns, queues, tuple(sorted(config.bindings)), (), Used(), (), (), (), (), 0),)
