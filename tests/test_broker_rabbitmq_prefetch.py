@@ -141,7 +141,8 @@ def test_gets_after_a_global_limit_are_neither_limited_nor_counted_PF_4(conn):
 
 def test_a_global_limit_blocks_a_no_ack_consumer_while_it_is_reached_AM_2_PF_3(conn):
     """B1: under qos(1, global) with one manual delivery outstanding, a no-ack consumer gets nothing.
-    After the ack, which consumer takes the freed place is a race in RabbitMQ (40 runs, 4 outcomes)."""
+    After the ack, which consumer takes the freed place is a race in RabbitMQ (40 runs, 4 outcomes; a fifth
+    seen later), so the test pins the shape every outcome has."""
     q1, q2 = prefilled(conn, 3, "q1"), prefilled(conn, 3, "q2")
     conn.basic_qos(1, 1, global_=True)
     consume(conn, q1, "C1")
@@ -149,13 +150,17 @@ def test_a_global_limit_blocks_a_no_ack_consumer_while_it_is_reached_AM_2_PF_3(c
     consume(conn, q2, "C2", no_ack=True)
     assert got(conn) == []
     ack(conn, 1)
-    outcomes_rabbitmq_showed = {
-        (("C1", 2, b"q1-2"),),
-        (("C2", 2, b"q2-1"), ("C1", 3, b"q1-2")),
-        (("C1", 2, b"q1-2"), ("C2", 3, b"q2-1")),
-        (("C2", 2, b"q2-1"), ("C2", 3, b"q2-2"), ("C1", 4, b"q1-2")),
-    }
-    assert tuple(got(conn)) in outcomes_rabbitmq_showed
+    after = got(conn)
+    # Every outcome RabbitMQ showed (40 runs, then a fifth in CI: C2 drained q2 before C1's turn) has
+    # this shape: the freed place goes to C1 once (q1-2); meanwhile the no-ack C2 takes a prefix of q2,
+    # in order; once C1 holds q1-2 the limit is reached again, and at most one C2 delivery already
+    # decided by q2's process slips in after it.
+    assert [tag for _, tag, _ in after] == list(range(2, 2 + len(after)))
+    assert [(who, body) for who, _, body in after if who == "C1"] == [("C1", b"q1-2")]
+    c2_bodies = [body for who, _, body in after if who == "C2"]
+    assert c2_bodies == [b"q2-%d" % i for i in range(1, len(c2_bodies) + 1)]
+    c1_at = [who for who, _, _ in after].index("C1")
+    assert len(after) - 1 - c1_at <= 1, after
 
 
 def test_a_global_limit_with_nothing_outstanding_does_not_slow_a_no_ack_consumer_AM_2(conn):
