@@ -11,7 +11,9 @@ name their publisher's connection (``c * MSG_STRIDE + n``, spec.frames) and the 
 (``ClientReceive`` sets ``disorder`` when a message arrives after a larger id, RQ-3), so renaming a
 publishing connection would change what the properties see. Queues are not renamed: no standard
 configuration has two interchangeable queues, and a queue's index names it in frames, copies, fates
-and the disk. Message payloads have nothing to rename: a message is its id, and ids are ordered.
+and the disk. Message payloads have nothing to rename: a message is its id, and ids are ordered. A model whose
+states compare ids of one publisher only may rename publishers too, their messages with them
+(``automorphisms(config, publishers=True)``, ``rename_messages``): `rabbitproof check`'s machine does.
 
 ``rename(state, g)`` applies ``g`` to every place a state names a connection or a channel: the order of
 ``State.conns``; in each connection the per-channel FIFOs both ways (and the channel number each frame
@@ -61,7 +63,9 @@ from __future__ import annotations
 from itertools import permutations, product
 from typing import Any, Callable, NamedTuple
 
+from .frames import BASIC_DELIVER, BASIC_GET_OK, BASIC_PUBLISH, BASIC_RETURN, MSG_STRIDE
 from .roles import IDLE
+from .state import Channel, ClientChannel, Entry, Pending, Queue, State, Unacked
 
 
 class Renaming(NamedTuple):
@@ -71,17 +75,19 @@ class Renaming(NamedTuple):
     channels: tuple[tuple[int, ...], ...]
 
 
-def automorphisms(config: Any) -> tuple[Renaming, ...]:
+def automorphisms(config: Any, publishers: bool = False) -> tuple[Renaming, ...]:
     """The renamings, other than the identity, that map ``config`` onto itself and fix every connection
-    with a publishing role (module docstring), in a fixed order."""
+    with a publishing role (module docstring), in a fixed order. With ``publishers``, connections that
+    publish may be renamed too, for a model whose states compare message ids of one publisher only and
+    that renames the ids with their connection (``rename_messages``)."""
     n, k = config.connections, config.channels
     roles = {key: r for key, r in config.roles.items() if r != IDLE}
-    publishers = {c for (c, _), r in roles.items() if r.publish}
+    fixed = set() if publishers else {c for (c, _), r in roles.items() if r.publish}
     same = tuple(range(1, k + 1))
     identity = Renaming(tuple(range(n)), (same,) * n)
     found = []
     for pc in permutations(range(n)):
-        if any(pc[c] != c for c in publishers):
+        if any(pc[c] != c for c in fixed):
             continue
         for pchs in product(permutations(range(1, k + 1)), repeat=n):
             g = Renaming(pc, pchs)
@@ -130,6 +136,93 @@ def rename(state: Any, g: Renaming) -> Any:
                               owner=g.conns[q.owner - 1] + 1 if 0 < q.owner <= n else q.owner)
                    for q in state.queues)
     return state._replace(conns=tuple(conns), queues=queues)
+
+
+def message_renaming(g: Renaming) -> Callable[[int], int] | None:
+    """How ``g`` renames message ids: the n-th message of connection c becomes the n-th of ``g.conns[c]``
+    (spec.frames); None when it moves no connection. 0 (no message) stays 0."""
+    moved = {c: d for c, d in enumerate(g.conns) if c != d}
+    if not moved:
+        return None
+    stride = MSG_STRIDE
+
+    def of(msg: int) -> int:
+        c, n = divmod(msg, stride)
+        d = moved.get(c)
+        return msg if d is None or not n else d * stride + n
+    return of
+
+
+def rename_messages(state: Any, of: Callable[[int], int]) -> Any:
+    """``state`` with every message id renamed by ``of`` (``message_renaming``), wherever a state holds
+    one: the queues' ready copies, the frames that carry a message (publish, deliver, get-ok, return), the
+    automatic-mode deliveries in flight, the broker channels' outstanding deliveries, unconfirmed
+    publishes and transaction buffers, and the disk; sets sorted by id sorted again. The spec's history
+    variables that hold ids (``fates``, ``confirmed_msgs``, a view's ``last_msg``) are renamed too.
+    It runs for every renaming of every successor, so it builds each tuple once (``tuple.__new__`` of a
+    NamedTuple's fields, as spec.state's hot paths do) and leaves alone what holds no id."""
+    conns = tuple(_conn_messages(conn, of) for conn in state.conns)
+    queues = tuple(q if not q.ready else _new(type(q), q[:4] + (tuple(
+        _new(type(e), (e[0], of(e[1])) + e[2:]) for e in q.ready),) + q[5:]) for q in state.queues)
+    disk, fates, confirmed = state.disk, state.fates, state.confirmed_msgs
+    if disk:
+        disk = tuple(sorted((q, k, of(m)) for q, k, m in disk))
+    if fates:
+        fates = tuple(sorted(f[:3] + (of(f[3]),) + f[4:] for f in fates))
+    if confirmed:
+        confirmed = tuple(sorted(map(of, confirmed)))
+    return _new(type(state), (state[0], conns, queues, state[3], disk, state[5], fates, state[7], confirmed)
+                + state[9:])
+
+
+def _conn_messages(conn: Any, of: Callable[[int], int]) -> Any:
+    """One connection of ``rename_messages``."""
+    status, closed, published, to_broker, to_client, auto, channels, clients = conn
+    to_broker = tuple(_fifo_messages(f, of) if f else f for f in to_broker)
+    to_client = tuple(_fifo_messages(f, of) if f else f for f in to_client)
+    if auto:
+        auto = tuple(a[:4] + (of(a[4]),) + a[5:] for a in auto)
+    channels = tuple(_channel_messages(ch, of) if (ch[_UNACKED] or ch[_UNCONFIRMED] or ch[_TX_PUBS] or ch[_TX_SETTLES])
+                     else ch for ch in channels)
+    clients = tuple(v if not v[_LAST_MSG] else _new(type(v), v[:_LAST_MSG] + (of(v[_LAST_MSG]),) + v[_LAST_MSG + 1:])
+                    for v in clients)
+    return _new(type(conn), (status, closed, published, to_broker, to_client, auto, channels, clients))
+
+
+def _fifo_messages(frames: tuple, of: Callable[[int], int]) -> tuple:
+    at = _MSG_AT
+    out = []
+    for f in frames:
+        i = at.get(f[0])
+        out.append(f if i is None else f[:i] + (of(f[i]),) + f[i + 1:])
+    return tuple(out)
+
+
+def _unacked_messages(u: Any, of: Callable[[int], int]) -> Any:
+    return _new(type(u), u[:3] + (of(u[3]),) + u[4:])
+
+
+def _channel_messages(ch: Any, of: Callable[[int], int]) -> Any:
+    """A broker channel with the ids of its outstanding deliveries, unconfirmed publishes, transaction
+    publishes and settlements renamed."""
+    fields = list(ch)
+    fields[_UNACKED] = tuple(_unacked_messages(u, of) for u in ch[_UNACKED])
+    fields[_UNCONFIRMED] = tuple(_new(type(p), (p[0], of(p[1])) + p[2:]) for p in ch[_UNCONFIRMED])
+    fields[_TX_PUBS] = tuple(t[:4] + (of(t[4]),) for t in ch[_TX_PUBS])
+    fields[_TX_SETTLES] = tuple((kind, _unacked_messages(u, of)) for kind, u in ch[_TX_SETTLES])
+    return _new(type(ch), fields)
+
+
+_UNACKED, _UNCONFIRMED, _TX_PUBS, _TX_SETTLES = (Channel._fields.index(name) for name in
+                                                ("unacked", "unconfirmed", "tx_pubs", "tx_settles"))
+_LAST_MSG = ClientChannel._fields.index("last_msg")
+assert Unacked._fields.index("msg") == 3 and Pending._fields.index("msg") == 1 and Entry._fields.index("msg") == 1
+assert Queue._fields.index("ready") == 4 and State._fields[4] == "disk" and State._fields[6] == "fates"
+assert State._fields[8] == "confirmed_msgs"
+_new = tuple.__new__
+
+# Where a frame carries its message id (spec.frames.FIELDS; the method and channel come first).
+_MSG_AT = {BASIC_PUBLISH: 6, BASIC_DELIVER: 5, BASIC_GET_OK: 4, BASIC_RETURN: 3}
 
 
 class Symmetry:

@@ -427,8 +427,11 @@ def test_ctrl_c_prints_the_answers_so_far_without_a_traceback(tmp_path):
                     + "".join(f'[[consumers]]\nname = "w{i}"\nqueue = "jobs"\nprefetch = 1\n' for i in (1, 2))
                     + "[faults]\nbroker_crash = true\nnetwork_loss = true\n")
     script = Path(sys.executable).with_name("rabbitproof")
+    # A shell that runs the tests in the background (`make test &`) starts them with SIGINT ignored, and
+    # a child inherits that: give the command the terminal's default, as Ctrl-C in a terminal finds it.
     child = subprocess.Popen([str(script), "check", str(path), "--no-progress"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         child.wait(timeout=4)
     except subprocess.TimeoutExpired:

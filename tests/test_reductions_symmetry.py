@@ -15,11 +15,12 @@ from spark_check.expansion import Expander
 from spark_check.reductions import parse_reductions, written_for
 from spec.configs import Q0, TO_Q0
 from spec.roles import Role
+from spec.frames import MSG_STRIDE
 from spec.symmetry import Renaming, automorphisms, rename, symmetries
 
 from rabbitproof.bench.reductions import compare_reduction, decides, replay
 from rabbitproof.check.answers import check_setup, machine_for
-from rabbitproof.check.questions import PROPERTIES
+from rabbitproof.check.questions import PROPERTIES, rename_watched
 from rabbitproof.check.report import checked_text
 from rabbitproof.check.setup_file import parse_setup
 from rabbitproof.check.setup_model import to_config
@@ -217,3 +218,101 @@ def test_the_renamings_fix_the_slots_of_vanished_connections():
     assert rename(held, g).conns[3] == held.conns[3]
     checked, problems = equivariance_problems(SPEC.model, config, properties(config))
     assert problems == [] and checked > 1000
+
+
+# Two publishers with the same settings, each with one confirmed message, and one consumer.
+TWO_PUBLISHERS = """
+[queues.jobs]
+durable = true
+
+[[publishers]]
+name = "web-1"
+queue = "jobs"
+confirms = true
+persistent = true
+
+[[publishers]]
+name = "web-2"
+queue = "jobs"
+confirms = true
+persistent = true
+
+[[consumers]]
+name = "worker"
+queue = "jobs"
+prefetch = 1
+"""
+
+
+# Variants small enough to check exactly: (what changes, the faults).
+PUBLISHER_VARIANTS = [
+    ((), ""),
+    ((("confirms = true\n", ""), ("prefetch = 1", 'acks = "automatic"')), "broker_crash = true"),
+    ((("confirms = true\n", ""),), "network_loss = true"),
+    ((("confirms = true\n", ""), ("prefetch = 1", 'acks = "automatic"')), "client_vanishes = true"),
+    ((("confirms = true\n", "transactions = true\n"), ("prefetch = 1", 'acks = "automatic"')), ""),
+]
+
+
+@pytest.mark.parametrize("changes, faults", PUBLISHER_VARIANTS)
+def test_two_identical_publishers_are_interchangeable_with_their_messages_and_no_answer_changes(changes, faults):
+    """Publishers renamed with their message ids (spec.symmetry.rename_messages): facts (1) to (4) on
+    every reachable state, questions included; the same verdicts and shortest traces as the full search,
+    in fewer states. With confirms, with a transaction, with a crash (the disk), a lost connection and a
+    vanished publisher (its messages in a slot of its own)."""
+    text = TWO_PUBLISHERS
+    for old, new in changes:
+        text = text.replace(old, new)
+    setup = parse_setup(text + (f"[faults]\n{faults}\n" if faults else ""), "two-publishers.toml")
+    machine, config = machine_for(setup), to_config(setup)
+    assert machine.symmetry(config).renamings == (Renaming((1, 0, 2), ((1,), (1,), (1,))),)
+    checked, problems = equivariance_problems(machine, config, PROPERTIES)
+    assert problems == []
+    full = check_setup(setup, LocalEngine())
+    reduced = check_setup(setup, LocalEngine(reductions=("symmetry",)))
+    assert checked == full.result.distinct_states
+    assert [a.verdict for a in reduced.answers] == [a.verdict for a in full.answers]
+    assert [len(a.trace.steps) if a.trace else None for a in reduced.answers] == \
+        [len(a.trace.steps) if a.trace else None for a in full.answers]
+    assert reduced.result.distinct_states < 0.6 * full.result.distinct_states
+    swapped = "swapping the interchangeable publishers 'web-1' and 'web-2' (with their messages)"
+    assert swapped in checked_text(reduced) and swapped not in checked_text(full)
+
+
+def test_a_renaming_of_publishers_renames_every_message_id():
+    """A state where only the second publisher (connection 1) has published, its message on disk, held
+    by the consumer and in the ghost: its id (1 * MSG_STRIDE + 1, an int no other field takes) is
+    everywhere renamed to the first publisher's, so no int that large is left; renaming twice is no change."""
+    setup = parse_setup(TWO_PUBLISHERS, "two-publishers.toml")
+    machine, config = machine_for(setup), to_config(setup)
+    (g,) = machine.symmetry(config).renamings
+    state = first_watched(machine, config, lambda w: w.spec.conns[1].published and not w.spec.conns[0].published
+                          and w.spec.disk and w.spec.conns[2].channels[0].unacked and w.ghost.believed)
+    assert large_ints(state) == {MSG_STRIDE + 1}
+    swapped = rename_watched(state, g)
+    assert large_ints(swapped) == set() and swapped.ghost.believed == (1,) and swapped.spec.disk[0][2] == 1
+    assert rename_watched(swapped, g) == state
+
+
+def large_ints(x) -> set[int]:
+    """Every int of at least MSG_STRIDE anywhere in ``x``, a nest of tuples."""
+    if isinstance(x, tuple):
+        return set().union(*map(large_ints, x)) if x else set()
+    return {x} if isinstance(x, int) and x >= MSG_STRIDE else set()
+
+
+def first_watched(machine, config, wanted):
+    """The first state, breadth first, of the check machine that satisfies ``wanted``."""
+    frontier, seen = list(machine.initial_states(config)), set()
+    while frontier:
+        nxt = []
+        for x in frontier:
+            if wanted(x):
+                return x
+            for a in machine.enabled(x, config):
+                y = machine.step(x, a)[0]
+                if y not in seen:
+                    seen.add(y)
+                    nxt.append(y)
+        frontier = nxt
+    raise AssertionError("no such state")

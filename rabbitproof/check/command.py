@@ -39,7 +39,8 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
                        help="stop each exploration after this long; what it found stands, the rest is undecided")
     check.add_argument("--reduce", default="symmetry", metavar="NAMES",
                        help="state-space reductions: symmetry (the default: consumers with the same settings are "
-                            "interchangeable, no answer changes) or none")
+                            "interchangeable, and so are publishers with the same settings, their messages "
+                            "renamed with them; no answer changes) or none")
     check.add_argument("--no-advice", action="store_true", help="do not try the what-if changes")
     add_progress_arguments(check)
 

@@ -10,9 +10,11 @@ them answerable on a finite graph:
   only compares tags and issues a larger one, so states equal but for tag numbers behave alike
   (data independence, Wolper 1986), and the real tags still show in every trace.
 - **The spec's own ghosts do not count.** The spec keeps history variables for its own properties
-  (``State.fates``, ``delivered``, ``confirmed_msgs``, ``tx_groups``, ``events``, ``revived``: no guard
-  and no effect reads them, spec.state). The questions do not read them either, so ``forget_ghosts``
-  clears them in the fingerprinted form: a loop that only adds to a history still closes.
+  (``State.fates``, ``delivered``, ``confirmed_msgs``, ``tx_groups``, ``events``, ``revived``, and each
+  client view's ``last_msg`` and ``disorder``: no guard and no effect reads them, spec.state). The
+  questions do not read them either, so ``forget_ghosts`` clears them after every step of the machine:
+  a loop that only adds to a history still closes, the states kept are smaller, and no state compares
+  message ids of two publishers (which would stop publishers being interchangeable, spec.symmetry).
 - **The programs do not run out.** The spec bounds every step that could repeat (spec.budgets); the
   budgets the applications' own programs spend (``ENDLESS``: requeues, basic.qos, basic.get) would
   turn a consumer that requeues for ever into one that stops after two requeues. The machine never
@@ -28,7 +30,7 @@ from typing import Any, NamedTuple
 
 from spec import actions as A
 from spec.frames import BASIC_ACK, BASIC_DELIVER, BASIC_GET_OK, BASIC_NACK, BASIC_REJECT
-from spec.state import State, with_used
+from spec.state import State, with_conn, with_used
 
 # The budgets of spec.budgets that the applications' programs spend, not the faults: a consumer may
 # requeue (nack, reject) at every delivery, set its prefetch on every channel it opens, poll for ever.
@@ -53,35 +55,56 @@ _SETTLED_TAG_AT = {BASIC_ACK: 2, BASIC_REJECT: 2, BASIC_NACK: 2}        # client
 
 
 def _channel_tags(conn: Any, c: int, ch: int, ghost: Any) -> list[int]:
-    """Every delivery tag channel ``ch`` of connection ``c`` names anywhere, and its next tag."""
+    """Every delivery tag channel ``ch`` of connection ``c`` names anywhere, and its next tag. Each place is
+    looked at only when it holds something: most are empty in most states, and this runs for every channel
+    of every successor."""
     channel, view = conn.channels[ch - 1], conn.clients[ch - 1]
     tags = {channel.next_tag, view.last_tag}
-    tags.update(u.tag for u in channel.unacked)
-    tags.update(u.tag for _, u in channel.tx_settles)
-    tags.update(view.held)
-    tags.update(view.tx_held)
-    tags.update(f[_DELIVERY_TAG_AT[f[0]]] for f in conn.to_client[ch] if f[0] in _DELIVERY_TAG_AT)
-    tags.update(f[2] for f in conn.to_broker[ch] if f[0] in _SETTLED_TAG_AT)
-    tags.update(a[1] for a in conn.auto if a[0] == ch)
-    tags.update(e[2] for e in ghost.held if e[0] == c and e[1] == ch)
-    tags.update(e[2] for e in ghost.worked if e[0] == c and e[1] == ch)
+    if channel.unacked:
+        tags.update([u.tag for u in channel.unacked])
+    if channel.tx_settles:
+        tags.update([u.tag for _, u in channel.tx_settles])
+    if view.held:
+        tags.update(view.held)
+    if view.tx_held:
+        tags.update(view.tx_held)
+    fifo = conn.to_client[ch]
+    if fifo:
+        tags.update([f[_DELIVERY_TAG_AT[f[0]]] for f in fifo if f[0] in _DELIVERY_TAG_AT])
+    fifo = conn.to_broker[ch]
+    if fifo:
+        tags.update([f[2] for f in fifo if f[0] in _SETTLED_TAG_AT])
+    if conn.auto:
+        tags.update([a[1] for a in conn.auto if a[0] == ch])
+    if ghost.held:
+        tags.update([e[2] for e in ghost.held if e[0] == c and e[1] == ch])
+    if ghost.worked:
+        tags.update([e[2] for e in ghost.worked if e[0] == c and e[1] == ch])
     tags.discard(0)                                 # "none" (last_tag) and "all" (ACK-3): not a tag
     return sorted(tags)
 
 
 def canonical(watched: Any) -> Any:
-    """The form of ``watched`` the engines fingerprint: tags renumbered, the spec's ghosts cleared."""
-    return renumber_tags(forget_ghosts(watched))
+    """The form of ``watched`` the engines fingerprint: tags renumbered (the machine's states carry no
+    ghost of the spec: ``forget_ghosts``)."""
+    return renumber_tags(watched)
 
 
-def forget_ghosts(watched: Any) -> Any:
-    """``watched`` with the spec's history variables cleared (the module docstring says why)."""
-    state = watched[0]
-    if not (state.fates or state.delivered or state.confirmed_msgs or state.tx_groups or state.events
-            or state.revived):
-        return watched
-    return type(watched)(state._replace(fates=(), delivered=(), confirmed_msgs=(), tx_groups=(), events=0, revived=()),
-                         watched[1])
+def forget_ghosts(state: State, action: Any = None) -> State:
+    """``state`` with the spec's history variables cleared (the module docstring says why), and, after a
+    ``ClientReceive``, the receiving view's last message and ``disorder`` (the spec's RQ-3 ghost, which
+    compares ids across publishers; the questions keep their own, per publisher). The machine applies
+    it after every step, so its states never hold them."""
+    if state.fates or state.delivered or state.confirmed_msgs or state.tx_groups or state.events or state.revived:
+        state = state._replace(fates=(), delivered=(), confirmed_msgs=(), tx_groups=(), events=0, revived=())
+    if type(action) is A.ClientReceive and action.ch:
+        conn = state.conns[action.conn]
+        view = conn.clients[action.ch - 1]
+        if view.last_msg or view.disorder:
+            clients = conn.clients[:action.ch - 1] + (view._replace(last_msg=0, disorder=False),) + \
+                conn.clients[action.ch:]
+            state = with_conn(state, action.conn, conn._replace(clients=clients))
+    return state
 
 
 def renumber_tags(watched: Any) -> Any:

@@ -47,9 +47,9 @@ from spec.frames import (
 )
 from spec.properties_api import Liveness, Property
 from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
-from spec.symmetry import Symmetry, automorphisms, rename
+from spec.symmetry import Symmetry, automorphisms, message_renaming, rename, rename_messages
 
-from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, unspent
+from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_ghosts, unspent
 
 PROCESSED_CAP = 2       # processed twice is the answer to question 2: counting further adds only states
 DELIVERED_CAP = 1       # delivered at least once; how often is the loop question's, judged on cycles
@@ -126,7 +126,7 @@ class SetupMachine:
     erring: tuple[bool, ...] = ()       # per connection: whether the broker may close its channel (BrokerChannelError)
 
     def initial_states(self, config: Any) -> tuple[Watched, ...]:
-        return tuple(Watched(s, NOTHING_YET) for s in machine.initial_states(config))
+        return tuple(Watched(forget_ghosts(s), NOTHING_YET) for s in machine.initial_states(config))
 
     def enabled(self, watched: Watched, config: Any) -> tuple:
         state, ghost = watched.spec, watched.ghost
@@ -141,12 +141,12 @@ class SetupMachine:
             return Watched(watched.spec, did_work(watched.ghost, watched.spec, action)), ()
         after, labels = machine.step(watched.spec, action)
         ghost = observe(watched.ghost, watched.spec, after, action, labels, self.works)
-        return Watched(unspent(after, self.endless), ghost), labels
+        return Watched(forget_ghosts(unspent(after, self.endless), action), ghost), labels
 
     def canonical(self, watched: Watched) -> Watched:
         """The form the engines fingerprint (rabbitproof.check.cycles.canonical): each channel's delivery
-        tags renumbered 1, 2, ... in their order, and the spec's own ghosts cleared. States equal but for
-        tag numbers and histories are one state of the search, so that a message requeued and delivered
+        tags renumbered 1, 2, ... in their order (``step`` has cleared the spec's own ghosts). States equal
+        but for tag numbers and histories are one state of the search, so that a message requeued and delivered
         again, with a new tag (DT-2), comes back to the same state and a requeue loop is a cycle of the
         graph. Sound because the spec and the observer use tags only to compare them (equal, less:
         ACK-2) and to issue a larger one (DT-1), and read no ghost of the spec."""
@@ -162,11 +162,14 @@ class SetupMachine:
 
     def symmetry(self, config: Any) -> Any:
         """The ``symmetry`` reduction of a setup (spec.symmetry): the configuration's renamings
-        that also keep each connection's message limit and whether faults may lose it (two consumers
-        with the same settings are interchangeable), applied to the spec state and to the ghost."""
+        that also keep each connection's message limit and whether faults may lose it, applied to the spec
+        state and to the ghost. Two consumers with the same settings are interchangeable, and so are two
+        publishers, their messages renamed with them (``rename_watched``): the machine's states compare
+        message ids of one publisher only (``forget_ghosts`` clears the spec's RQ-3 ghost, which compares
+        them across publishers; the questions' own ``last`` is kept per publisher)."""
         limits, lossy, works = self.limits, self.lossy, self.works or (False,) * len(self.limits)
         vanishing, erring = self.vanishing or (False,) * len(limits), self.erring or (False,) * len(limits)
-        kept = tuple(g for g in automorphisms(config)
+        kept = tuple(g for g in automorphisms(config, publishers=True)
                      if all(limits[d] == limits[c] and lossy[d] == lossy[c] and works[d] == works[c]
                             and vanishing[d] == vanishing[c] and erring[d] == erring[c]
                             for c, d in enumerate(g.conns)))
@@ -175,17 +178,33 @@ class SetupMachine:
 
 def rename_watched(watched: Watched, g: Any) -> Watched:
     """``watched`` with connections and channels renamed by ``g`` (spec.symmetry.Renaming): the spec
-    state, and every (conn, ch) the ghost names, with the publisher of ``last`` (a connection too)."""
+    state, and every (conn, ch) the ghost names, with the publisher of ``last`` (a connection too); and,
+    where ``g`` moves a connection that has published, every message id of the state and the ghost
+    (spec.symmetry.rename_messages), sets of ids sorted again."""
     def at(e: tuple) -> tuple:
         c, ch = e[0], e[1]
         return (g.conns[c], g.channels[c][ch - 1]) + e[2:]
 
-    gh = watched.ghost
-    last = tuple(sorted(at(e)[:2] + (g.conns[e[2]], e[3]) for e in gh.last))
-    ghost = Ghost(tuple(sorted(map(at, gh.tx_open))), tuple(sorted(map(at, gh.committing))),
-                  tuple(sorted(map(at, gh.awaiting))), gh.believed, gh.returned, tuple(sorted(map(at, gh.held))),
-                  gh.counts, last, gh.disorder, tuple(sorted(map(at, gh.prepared))), tuple(sorted(map(at, gh.worked))))
-    return Watched(rename(watched.spec, g), ghost)
+    state, gh = watched
+    conns = state.conns
+    of = message_renaming(g) if any(d != c and conns[c].published for c, d in enumerate(g.conns)) else None
+    if of is None:
+        believed, returned, counts, tx_open, committing = gh.believed, gh.returned, gh.counts, gh.tx_open, gh.committing
+        awaiting, held, last = gh.awaiting, gh.held, gh.last
+    else:
+        state = rename_messages(state, of)
+        believed, returned = tuple(sorted(map(of, gh.believed))), tuple(sorted(map(of, gh.returned)))
+        counts = tuple(sorted((of(e[0]),) + e[1:] for e in gh.counts))
+        tx_open = tuple(e[:2] + (of(e[2]),) for e in gh.tx_open)
+        committing = tuple(e[:3] + (tuple(sorted(map(of, e[3]))),) for e in gh.committing)
+        awaiting = tuple(e[:3] + (of(e[3]),) for e in gh.awaiting)
+        held = tuple(e[:3] + (of(e[3]),) for e in gh.held)
+        last = tuple(e[:3] + (of(e[3]),) for e in gh.last)
+    last = tuple(sorted(at(e)[:2] + (g.conns[e[2]], e[3]) for e in last))
+    ghost = Ghost(tuple(sorted(map(at, tx_open))), tuple(sorted(map(at, committing))),
+                  tuple(sorted(map(at, awaiting))), believed, returned, tuple(sorted(map(at, held))),
+                  counts, last, gh.disorder, tuple(sorted(map(at, gh.prepared))), tuple(sorted(map(at, gh.worked))))
+    return Watched(rename(state, g), ghost)
 
 
 _PROGRAM_STEPS = frozenset({A.ClientPublish, A.ClientConsume, A.ClientGet, A.ClientQos, A.ClientAck, A.ClientNack,

@@ -42,8 +42,8 @@ def checked_text(checked: Checked) -> str:
 
 
 def swapped_text(checked: Checked) -> str:
-    """Under the symmetry reduction, which consumers are interchangeable (states that differ only by
-    swapping them are counted once); empty when none are."""
+    """Under the symmetry reduction, which publishers and which consumers are interchangeable (states that
+    differ only by swapping them, publishers with their messages, are counted once); empty when none are."""
     if "symmetry" not in checked.result.reductions:
         return ""
     setup = checked.setup
@@ -52,8 +52,14 @@ def swapped_text(checked: Checked) -> str:
     if not moved:
         return ""
     first = len(setup.publishers)
-    who = " and ".join(repr(setup.consumers[c - first].name) for c in moved)
-    return f", counting once the states that differ only by swapping the interchangeable consumers {who}"
+    parts = []
+    publishers = [repr(setup.publishers[c].name) for c in moved if c < first]
+    consumers = [repr(setup.consumers[c - first].name) for c in moved if c >= first]
+    if publishers:
+        parts.append(f"the interchangeable publishers {' and '.join(publishers)} (with their messages)")
+    if consumers:
+        parts.append(f"the interchangeable consumers {' and '.join(consumers)}")
+    return f", counting once the states that differ only by swapping {', or '.join(parts)}"
 
 
 def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], charts: dict[str, Path]) -> None:
