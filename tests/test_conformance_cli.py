@@ -113,6 +113,8 @@ def test_the_command_as_a_broker_author_types_it_accepts_rabbitmq_and_our_broker
     3.10.8 and against our broker: every program accepted, in both dialects' default (standard)."""
     for b in (rabbitmq_node, impl_broker_module):
         result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--json")
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        findings = {f: row["first_rejection"] for f, row in json.loads(result.stdout or "{}").get("families", {}).items()
+                    if row["first_rejection"]}
+        assert result.returncode == 0, f"{b.kind}: {json.dumps(findings, indent=1)[:6000]}" + result.stderr[-2000:]
         totals = json.loads(result.stdout)["totals"]
         assert totals["programs"] == 100 and totals["accepted"] == 100, totals
