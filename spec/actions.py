@@ -5,6 +5,7 @@ Connections and channels are numbered as a person reads them: connection c0, c1,
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .frames import EXCHANGE_NAMES, msg_name, queue_name
@@ -433,3 +434,22 @@ class NetworkLoss(Action):
 
     def __str__(self) -> str:
         return f"connection c{self.conn} LOST"
+
+
+# A rule ID (SEMANTICS.md) as the docstrings above cite it: ``ACK-2``, or a range ``DU-1..3``.
+RULE_ID = re.compile(r"\b(DT|AM|ACK|PF|RQ|DS|PC|TX|DU|ER|RT)-(\d+)(?:\.\.(\d+))?\b")
+
+
+def rules_of(action_type: type) -> tuple[str, ...]:
+    """The rule IDs an action's docstring cites, a range ``DU-1..3`` as each of its rules, in order."""
+    out: dict[str, None] = {}
+    for family, first, last in RULE_ID.findall(action_type.__doc__ or ""):
+        for n in range(int(first), int(last or first) + 1):
+            out.setdefault(f"{family}-{n}")
+    return tuple(out)
+
+
+def all_actions() -> tuple[type, ...]:
+    """Every action of the spec (the classes above but the two bases), in the order they are defined."""
+    return tuple(cls for cls in globals().values() if isinstance(cls, type) and issubclass(cls, Action)
+                 and cls not in (Action, ClientAction))

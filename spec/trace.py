@@ -129,6 +129,7 @@ class Verdict:
     allowed: list = field(default_factory=list)  # what the spec allowed on that connection there
     explored: int = 0
     reason: str = ""
+    path: tuple = ()                            # accepted: the spec actions of the explanation found, in order
 
     @property
     def ok(self) -> bool:
@@ -281,25 +282,27 @@ def quiescent(state, c: int) -> bool:
 
 
 def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
-    """Match observation ``obs`` on connection c against a client step: the state after it, or None.
-    A client's answers (a close-ok) are observations of their own."""
+    """Match observation ``obs`` on connection c against a client step: the state after it and the
+    actions taken (none for an observation that changes nothing), or None. A client's answers (a
+    close-ok) are observations of their own."""
     conn = state.conns[c]
     kind = obs[0]
     if kind == "connect":
         if conn.status == CONN_DOWN and state.broker_up:
-            return machine.step(state, A.ClientConnect(c, 0, channels_open))[0]
+            connect = A.ClientConnect(c, 0, channels_open)
+            return machine.step(state, connect)[0], (connect,)
         return None
     if kind == "lost":
         if conn.status == CONN_DOWN:
-            return state
+            return state, ()
         # The broker notices late (a heartbeat timeout) unless no slot can hold the connection meanwhile;
         # noticing at once is one of the ways on (BrokerDetect right after).
         vanish = A.ClientVanish(c)
         if faults.can_vanish(state, vanish):
-            return machine.step(state, vanish)[0]
-        return machine.step(state, A.NetworkLoss(c))[0]
+            return machine.step(state, vanish)[0], (vanish,)
+        return machine.step(state, A.NetworkLoss(c))[0], (A.NetworkLoss(c),)
     if kind == "quiet":
-        return state if quiescent(state, c) else None
+        return (state, ()) if quiescent(state, c) else None
     if kind == "received":
         ch = obs[1][1]
         fifos = conn.to_client
@@ -320,11 +323,12 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
             state = with_conn(state, c, conn_to_client(conn, fifos))
         # The client's own answers are observations of their own: a channel.close-ok it sends (and
         # every frame it sends before that), and the connection.close-ok it may send once closed.
-        state, _ = machine.step(state, A.ClientReceive(c, ch, False))
-        return state
+        receive = A.ClientReceive(c, ch, False)
+        state, _ = machine.step(state, receive)
+        return state, (receive,)
     if kind == "sent":
         if conn.status == CONN_DOWN:
-            return state                        # written into a connection that is already gone
+            return state, ()                    # written into a connection that is already gone
         if conn.status != CONN_UP:
             return None
         frame = obs[1]
@@ -338,24 +342,27 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
         state, labels = machine.step(state, action)
         if not labels or labels[0].frame != frame:
             return None
-        return state
+        return state, (action,)
     raise ValueError(f"unknown observation kind {kind!r}")
 
 
-def _synced(state, pairs) -> object:
-    """The state with the pending disk writes of these (queue, key) copies made durable (PC-5, TX-7)."""
+def _synced(state, pairs) -> tuple:
+    """The state with the pending disk writes of these (queue, key) copies made durable (PC-5, TX-7),
+    and the fsyncs made."""
     live = faults.live_copies(state)
     on_disk = {(q, k) for q, k, _ in state.disk}
+    fsyncs = []
     for q, k in sorted(set(pairs)):
         if (q, k) in live and (q, k) not in on_disk:
             state = faults.fsync(state, q, k, live[(q, k)][0], True)
-    return state
+            fsyncs.append(A.DiskFsync(q, k, live[(q, k)][0], True))
+    return state, tuple(fsyncs)
 
 
 def _owed(state, plan: _Plan, pos: tuple):
     """Confirms and commit-oks that a client reads next and that the spec allows once the disk has
-    written what they wait for: each with those fsyncs made first (the state after the fsyncs, and
-    the action). The guards are ``machine.enabled``'s for BrokerConfirm and BrokerCommitOk."""
+    written what they wait for: each with those fsyncs made first (the state after the fsyncs, the
+    fsyncs, and the action). The guards are ``machine.enabled``'s for BrokerConfirm and BrokerCommitOk."""
     if not state.broker_up:
         return
     for c, conn in enumerate(state.conns):
@@ -370,35 +377,37 @@ def _owed(state, plan: _Plan, pos: tuple):
             if want[0] in (BASIC_ACK, BASIC_NACK) and channel.unconfirmed:
                 seq, multiple = want[2], bool(want[3])
                 covered = [p for p in channel.unconfirmed if (p.seq <= seq if multiple else p.seq == seq)]
-                synced = _synced(state, [w for p in covered for w in p.waits])
+                synced, fsyncs = _synced(state, [w for p in covered for w in p.waits])
                 channel = synced.conns[c].channels[ch - 1]
                 if multiple:
                     fine = seq == broker.confirm_prefix(channel)
                 else:
                     fine = any(p.seq == seq and broker.ready_to_confirm(p) for p in channel.unconfirmed)
                 if fine:
-                    yield synced, A.BrokerConfirm(c, ch, seq, multiple)
+                    yield synced, fsyncs, A.BrokerConfirm(c, ch, seq, multiple)
             elif want[0] == TX_COMMIT_OK and channel.commit_pending:
-                yield _synced(state, channel.committing), A.BrokerCommitOk(c, ch)
+                synced, fsyncs = _synced(state, channel.committing)
+                yield synced, fsyncs, A.BrokerCommitOk(c, ch)
 
 
 def _forced_owed(state, plan: _Plan, pos: tuple):
     """The state after the first confirm or commit-ok of ``_owed`` whose frame is the one its client
-    reads next, when there is one: then it is the only step tried (partial-order reduction). Exact:
+    reads next, and the actions taken (fsyncs, then it), when there is one: then it is the only step tried (partial-order reduction). Exact:
     every explanation of the trace writes that frame, and with no other step writing on that channel
     before it (its client reads this frame next); it touches only its own channel's publishes and the
     disk, so it commutes with every step that can come before it there and disables none of them; and
     no crash, the one step that allows more before an fsync than after, is tried while a client reads."""
-    for synced, action in _owed(state, plan, pos):
+    for synced, fsyncs, action in _owed(state, plan, pos):
         nstate, _ = machine.step(synced, action)
         if plan.fits(state, nstate, pos):
-            return nstate
+            return nstate, fsyncs + (action,)
     return None
 
 
 def _crash(state, doubt: frozenset):
-    """BrokerCrash with the disk holding every pending write and no pending removal; returns the state
-    and the doubtful copies, (queue, key, was a pending write), whose fate a later observation decides.
+    """BrokerCrash with the disk holding every pending write and no pending removal; returns the state,
+    the doubtful copies, (queue, key, was a pending write), whose fate a later observation decides, and
+    the actions taken (the fsyncs of those writes, then the crash; the takes before it are left out).
 
     First the broker takes every frame in flight to it whose effect reaches the disk only through
     copies (``_TAKEN_AT_CRASH``): a taken publish leaves a doubtful copy where an untaken one leaves
@@ -414,11 +423,13 @@ def _crash(state, doubt: frozenset):
             if records:
                 state = state._replace(disk=tuple(sorted(set(state.disk).union(records))))
     pending = faults.pending_disk(state)
+    fsyncs = []
     for q, k, m, write in pending:
         if write:
             state = faults.fsync(state, q, k, m, True)
+            fsyncs.append(A.DiskFsync(q, k, m, True))
     state = machine.step(state, A.BrokerCrash())[0]
-    return state, doubt | frozenset((q, k, write) for q, k, _, write in pending)
+    return state, doubt | frozenset((q, k, write) for q, k, _, write in pending), (*fsyncs, A.BrokerCrash())
 
 
 def _taken_before_crash(state):
@@ -559,13 +570,15 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
             raise ValueError("order must name each connection once per observation of it")
         order = _Order(order, obs)
     plan = _Plan(obs, config.channels)
-    stack = [(s, (0,) * len(obs), frozenset()) for s in machine.initial_states(config)]
+    # An entry is a node and its trail: (the actions into it, the trail of the node it came from), so an
+    # acceptance can name the path of spec actions that explains the observations (``Verdict.path``).
+    stack = [(s, (0,) * len(obs), frozenset(), None) for s in machine.initial_states(config)]
     seen = set()
     best = -1
     best_nodes: list = []
     explored = 0
     while stack:
-        state, pos, doubt = stack.pop()
+        state, pos, doubt, trail = stack.pop()
         state = _canonical(state, not state.broker_up or state.used.crashes < config.crashes)
         node = (state, pos, doubt)
         if node in seen:
@@ -574,7 +587,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
         explored += 1
         progress = sum(pos)
         if progress == total:
-            return Verdict(ACCEPTED, total, total, explored=explored)
+            return Verdict(ACCEPTED, total, total, explored=explored, path=_path(trail))
         if progress > best:
             best, best_nodes = progress, []
         if progress == best and len(best_nodes) < 200:
@@ -587,15 +600,28 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
                                      eligible, config.channels_open)
         if forced is None:
             owed = _forced_owed(state, plan, pos)
-            forced = None if owed is None else (owed, pos, doubt)
+            forced = None if owed is None else (owed[0], pos, doubt, owed[1])
         if forced is not None:
-            stack.append(forced)
+            stack.append((*forced[:3], (forced[3], trail)))
             continue
+        pushed = len(stack)
         _push_choices(stack, state, pos, doubt, obs, config, plan, eligible)
+        for i in range(pushed, len(stack)):
+            nstate, npos, ndoubt, actions = stack[i]
+            stack[i] = (nstate, npos, ndoubt, (actions, trail))
     state, pos, doubt = best_nodes[0]
     c = next(i for i in range(len(obs)) if pos[i] < len(obs[i])) if order is None else order.eligible(pos)[0]
     return Verdict(REJECTED, best, total, c, pos[c], obs[c][pos[c]],
                    _allowed([n for n in best_nodes if n[1] == pos], c, config), explored)
+
+
+def _path(trail) -> tuple:
+    """The spec actions of a trail (``check``), first to last."""
+    steps = []
+    while trail is not None:
+        actions, trail = trail
+        steps.extend(reversed(actions))
+    return tuple(reversed(steps))
 
 
 class _Order:
@@ -620,38 +646,38 @@ class _Order:
 
 
 def _push_choices(stack, state, pos, doubt, obs, config, plan: _Plan, eligible) -> None:
-    """Push every way on from a node where no step is forced (every client waits). What is pushed last
-    is tried first: a crash where one is useful, then connects, then broker steps, then lost
+    """Push every way on from a node where no step is forced (every client waits), each as (state,
+    positions, doubt, the actions taken). What is pushed last is tried first: a crash where one is useful, then connects, then broker steps, then lost
     connections (a crash may yet explain them) while a crash can still happen."""
     crashes_left = state.used.crashes < config.crashes
     lost, connects = [], []
     for c in eligible:                      # every connection, or the one a real-time order names
         if pos[c] < len(obs[c]):
-            nstate = _apply_client(state, c, obs[c][pos[c]], config.channels_open)
-            if nstate is not None:
-                child = (nstate, pos[:c] + (pos[c] + 1,) + pos[c + 1:], doubt)
+            applied = _apply_client(state, c, obs[c][pos[c]], config.channels_open)
+            if applied is not None:
+                child = (applied[0], pos[:c] + (pos[c] + 1,) + pos[c + 1:], doubt, applied[1])
                 (lost if obs[c][pos[c]][0] == "lost" and crashes_left else connects).append(child)
     stack.extend(lost)
     _push_internal(stack, state, pos, doubt, config, plan)
     stack.extend(connects)
     if state.broker_up and crashes_left and plan.crash_useful(state, pos):
-        crashed, ndoubt = _crash(state, doubt)
-        stack.append((crashed, pos, ndoubt))
+        crashed, ndoubt, actions = _crash(state, doubt)
+        stack.append((crashed, pos, ndoubt, actions))
 
 
 def _forced_client_step(state, pos: tuple, doubt: frozenset, obs: tuple, plan: _Plan,
                         crashes_left: bool, eligible, channels_open: bool = True):
-    """The node after the first client step of ``_forced``, when there is one: then it is the only step
-    tried (partial-order reduction). Exact: such a step stays possible whatever else happens until it
+    """The node after the first client step of ``_forced``, and the actions taken, when there is one:
+    then it is the only step tried (partial-order reduction). Exact: such a step stays possible whatever else happens until it
     is taken, it commutes with every broker step and every other connection's step, and every
     execution that explains the trace takes it; so some explanation takes it first."""
     for c in eligible:
         seq = obs[c]
         p = pos[c]
         if p < len(seq) and _forced(state.conns[c], seq[p], crashes_left and not plan.reads_ahead[c][p]):
-            nstate = _apply_client(state, c, seq[p], channels_open)
-            if nstate is not None:
-                return nstate, pos[:c] + (p + 1,) + pos[c + 1:], doubt
+            applied = _apply_client(state, c, seq[p], channels_open)
+            if applied is not None:
+                return applied[0], pos[:c] + (p + 1,) + pos[c + 1:], doubt, applied[1]
     return None
 
 
@@ -681,37 +707,39 @@ def _forced(conn, ob: tuple, may_crash_first: bool) -> bool:
 
 
 def _push_internal(stack, state, pos, doubt, config, plan: _Plan | None) -> None:
-    """Push the unobserved steps worth trying from this node (see the module docstring). Without a
-    plan (the diagnosis of a rejection), every enabled step is pushed as the spec has it."""
+    """Push the unobserved steps worth trying from this node (see the module docstring), each as (state,
+    positions, doubt, the action taken). A copy a crash left doubtful and that is found missing is the
+    crash's outcome, no action of its own; a RabbitMQ outcome of a take is that BrokerTakeFrame. Without
+    a plan (the diagnosis of a rejection), every enabled step is pushed as the spec has it."""
     if plan is None:
         for action in machine.enabled(state, config):
             if isinstance(action, INTERNAL):
-                stack.append((machine.step(state, action)[0], pos, doubt))
+                stack.append((machine.step(state, action)[0], pos, doubt, (action,)))
         return
     # The stack is last in, first out: what is pushed last is tried first. A real broker takes frames
     # and delivers promptly, so those go last; which is tried first changes speed, never the verdict.
     if state.broker_up:
         for q, k, write in _droppable(state, doubt):
-            stack.append((faults.drop_recovered(state, q, k, write), pos, doubt - {(q, k, write)}))
+            stack.append((faults.drop_recovered(state, q, k, write), pos, doubt - {(q, k, write)}, ()))
         for nstate in _closed_before_the_connection(state):
-            stack.append((nstate, pos, _settle_doubt(state, nstate, None, doubt)))
+            stack.append((nstate, pos, _settle_doubt(state, nstate, None, doubt), ()))
     for action in reversed(machine.enabled(state, config)):
         kind = type(action)
         if kind is A.BrokerDeliver and doubt:
             for before, left in _deliveries(state, action.queue, doubt, plan, pos):
                 nstate, _ = machine.step(before, action)
                 if plan.fits(state, nstate, pos):
-                    stack.append((nstate, pos, _settle_doubt(before, nstate, action, left)))
+                    stack.append((nstate, pos, _settle_doubt(before, nstate, action, left), (action,)))
         elif kind in _FREE:
             nstate, _ = machine.step(state, action)
             if plan.fits(state, nstate, pos):
-                stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt)))
+                stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt), (action,)))
             if kind is A.BrokerTakeFrame:
                 for nstate in _taken_as_rabbitmq_may(state, action, plan):
                     if plan.fits(state, nstate, pos):
-                        stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt)))
+                        stack.append((nstate, pos, _settle_doubt(state, nstate, action, doubt), (action,)))
         elif kind is A.BrokerRestart:
-            stack.append((machine.step(state, action)[0], pos, doubt))
+            stack.append((machine.step(state, action)[0], pos, doubt, (action,)))
 
 
 def _closed_before_the_connection(state):
@@ -918,7 +946,7 @@ def _allowed(nodes, c: int, config, limit: int = 8, budget: int = 20_000) -> lis
         reached.append(node)
         _push_internal(stack, node[0], node[1], node[2], config, None)
     seen = []
-    for state, _, _ in reached:
+    for state, *_ in reached:
         conn = state.conns[c]
         for ch in network.movable(conn.to_client):
             text = f"received {frame_text(conn.to_client[ch][0])}"

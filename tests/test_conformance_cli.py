@@ -31,6 +31,14 @@ def test_json_result_per_family_against_the_impl_server(impl_broker_module):
     assert report["totals"]["programs"] == 6 and report["totals"]["accepted"] == 6
     assert set(report["families"]) == {"DT", "AM", "ACK", "PF", "RQ", "DS", "PC", "TX", "DU", "ER", "RT"}
     assert sum(row["programs"] for row in report["families"].values()) >= 6
+    # Coverage: the actions the six accepted runs' explanations took, the rules those cite, and the rest.
+    coverage = report["coverage"]
+    assert coverage["runs"] == 6 and coverage["actions"]["total"] == 36 and coverage["rules"]["total"] == 37
+    assert {"ClientPublish", "ClientGet", "BrokerTakeFrame", "ClientReceive"} <= set(coverage["actions"]["exercised"])
+    assert {"BrokerCrash", "BrokerRestart", "ClientVanish"} <= set(coverage["actions"]["never"])
+    assert len(coverage["actions"]["exercised"]) + len(coverage["actions"]["never"]) == 36
+    assert "PC-1" in coverage["rules"]["exercised"] and "DU-2" in coverage["rules"]["never"]     # ClientPublish; BrokerCrash
+    assert all(coverage["actions"]["taken"][name] > 0 for name in coverage["actions"]["exercised"])
 
 
 def test_junit_for_ci(impl_broker_module, tmp_path):
@@ -64,6 +72,7 @@ def test_table_is_printed(impl_broker_module):
     result = conformance(f"amqp://guest:guest@{b.host}:{b.port}", "--programs", "3")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "conformance per rule family" in result.stdout and "steps/s" in result.stdout
+    assert "spec actions exercised by the 3 accepted runs:" in result.stdout
 
 
 def test_unreachable_url_is_one_clear_error():
@@ -104,6 +113,8 @@ def test_the_command_as_a_broker_author_types_it_accepts_rabbitmq_and_our_broker
     3.10.8 and against our broker: every program accepted, in both dialects' default (standard)."""
     for b in (rabbitmq_node, impl_broker_module):
         result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--json")
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        findings = {f: row["first_rejection"] for f, row in json.loads(result.stdout or "{}").get("families", {}).items()
+                    if row["first_rejection"]}
+        assert result.returncode == 0, f"{b.kind}: {json.dumps(findings, indent=1)[:6000]}" + result.stderr[-2000:]
         totals = json.loads(result.stdout)["totals"]
         assert totals["programs"] == 100 and totals["accepted"] == 100, totals

@@ -60,6 +60,20 @@ def test_interleaving_explained_by_some_schedule():
     accepted(swapped)
 
 
+def test_an_acceptance_names_the_path_of_spec_actions_that_explains_it():
+    """``Verdict.path``: the explanation found, action by action (what the conformance suite's coverage
+    counts). Here c0 publishes and gets its message back: each client frame is its client action, the
+    broker takes each frame, and the client reads the get-ok."""
+    verdict = accepted(f"""
+    {pub(1)}
+    c0 sent basic.get(ch=1, queue=q0, no_ack=True)
+    c0 received basic.get-ok(ch=1, delivery_tag=1, redelivered=False, msg=m0.1, message_count=0)
+    """)
+    assert [str(a) for a in verdict.path] == [
+        "publish to exchange '' key q0", "get from q0 (automatic ack)", "take the next frame from c0.ch1",
+        "take the next frame from c0.ch1", "receive the next frame of channel 1"]
+
+
 def test_interleaving_no_schedule_explains():
     # c0's own publish is ahead of its get on the same connection: the queue cannot be down to m1.1 alone.
     text = f"""

@@ -19,7 +19,7 @@ one, `amq.fanout` and one that does not exist.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 from hypothesis import strategies as st
@@ -315,35 +315,47 @@ def _flag(true_weight: int = 1, false_weight: int = 1):
     return st.sampled_from([False] * false_weight + [True] * true_weight)
 
 
-def op_strategy(*, errors: bool = True):
+@dataclass
+class Steering:
+    """Weights of op kinds set while programs are drawn (`op_strategy`): each kind's weight is multiplied
+    by its factor (1 when absent). The conformance command sets them between batches towards the spec
+    actions not yet exercised (rabbitproof/conformance/coverage.py)."""
+    factors: dict = field(default_factory=dict)       # op class -> factor
+
+    def factor(self, kind: type) -> int:
+        return self.factors.get(kind, 1)
+
+
+def op_strategy(*, errors: bool = True, steering: Steering | None = None):
     """One method a client sends, any field over its domain, weighted towards what makes a program
     productive (publishes to declared queues, gets, consumes, settlements of small tags). `errors=False`
     leaves out the methods that always end the connection (a second channel.open, close-ok on an open
     channel, immediate, prefetch_size, recover without requeue); `programs` then also gives every
-    consumer a tag of its own (a reused one is a connection error)."""
+    consumer a tag of its own (a reused one is a connection error). `steering`: weights read as each
+    method is drawn."""
     publish = st.builds(Publish, channels, declared_queues, st.just(""), st.booleans(), _flag(1, 3))
     weighted = [
-        (8, publish),
-        (1, st.builds(Publish, channels, queues, st.sampled_from(["", "amq.fanout", "missing"]),
-                      st.booleans(), st.booleans())),
-        (4, st.builds(Get, channels, queues, _flag(1, 3))),
-        (2, st.builds(Consume, channels, queues, consumer_tags, _flag(1, 3), _flag(1, 5))),
-        (4, st.builds(Ack, channels, delivery_tags, _flag(1, 2))),
-        (2, st.builds(Nack, channels, delivery_tags, _flag(1, 2), st.booleans())),
-        (1, st.builds(Reject, channels, delivery_tags, st.booleans())),
-        (2, st.builds(Qos, channels, prefetch_counts, st.booleans())),
-        (1, st.builds(Recover, channels)),
-        (1, st.builds(Cancel, channels, consumer_tags)),
-        (1, st.builds(Declare, channels, declared_queues)),
-        (1, st.builds(Redeclare, channels, declared_queues, st.booleans(), st.booleans())),
-        (2, st.builds(ConfirmSelect, channels)),
-        (1, st.builds(TxSelect, channels)),
-        (2, st.builds(TxCommit, channels)),
-        (1, st.builds(TxRollback, channels)),
-        (1, st.builds(Purge, channels, queues)),
-        (1, st.builds(Delete, channels, queues, _flag(1, 2), _flag(1, 2))),
-        (1, st.builds(Bind, channels, declared_queues)),
-        (1, st.builds(CloseChannel, channels)),
+        (8, Publish, publish),
+        (1, Publish, st.builds(Publish, channels, queues, st.sampled_from(["", "amq.fanout", "missing"]),
+                               st.booleans(), st.booleans())),
+        (4, Get, st.builds(Get, channels, queues, _flag(1, 3))),
+        (2, Consume, st.builds(Consume, channels, queues, consumer_tags, _flag(1, 3), _flag(1, 5))),
+        (4, Ack, st.builds(Ack, channels, delivery_tags, _flag(1, 2))),
+        (2, Nack, st.builds(Nack, channels, delivery_tags, _flag(1, 2), st.booleans())),
+        (1, Reject, st.builds(Reject, channels, delivery_tags, st.booleans())),
+        (2, Qos, st.builds(Qos, channels, prefetch_counts, st.booleans())),
+        (1, Recover, st.builds(Recover, channels)),
+        (1, Cancel, st.builds(Cancel, channels, consumer_tags)),
+        (1, Declare, st.builds(Declare, channels, declared_queues)),
+        (1, Redeclare, st.builds(Redeclare, channels, declared_queues, st.booleans(), st.booleans())),
+        (2, ConfirmSelect, st.builds(ConfirmSelect, channels)),
+        (1, TxSelect, st.builds(TxSelect, channels)),
+        (2, TxCommit, st.builds(TxCommit, channels)),
+        (1, TxRollback, st.builds(TxRollback, channels)),
+        (1, Purge, st.builds(Purge, channels, queues)),
+        (1, Delete, st.builds(Delete, channels, queues, _flag(1, 2), _flag(1, 2))),
+        (1, Bind, st.builds(Bind, channels, declared_queues)),
+        (1, CloseChannel, st.builds(CloseChannel, channels)),
     ]
     rare = [st.builds(CloseConnection)]
     if errors:
@@ -351,23 +363,31 @@ def op_strategy(*, errors: bool = True):
                  st.builds(Publish, channels, queues, st.just(""), st.booleans(), st.booleans(), st.just(True)),
                  st.builds(Qos, channels, prefetch_counts, st.booleans(), prefetch_sizes),
                  st.builds(Recover, channels, st.just(False))]
-    weighted.append((1, st.one_of(rare)))
-    table = [strategy for weight, strategy in weighted for _ in range(weight)]
-    return st.integers(0, len(table) - 1).flatmap(table.__getitem__)
+    weighted.append((1, CloseConnection, st.one_of(rare)))
+    if steering is None:
+        table = [strategy for weight, _, strategy in weighted for _ in range(weight)]
+        return st.integers(0, len(table) - 1).flatmap(table.__getitem__)
+
+    @st.composite
+    def steered(draw):
+        table = [strategy for weight, kind, strategy in weighted for _ in range(weight * steering.factor(kind))]
+        return draw(table[draw(st.integers(0, len(table) - 1))])
+    return steered()
 
 
 @st.composite
 def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bool = False,
              min_crashes: int = 0, errors: bool = True, rabbitmq_safe: bool = False,
-             synchronous: bool = False) -> Program:
+             synchronous: bool = False, steering: Steering | None = None) -> Program:
     """A program. `crashes`: may kill and restart the broker; `min_crashes`: at least that many crashes,
     at drawn places (a broker over TCP restarts in seconds, so its programs are few and each must crash).
     `rabbitmq_safe`: as run against RabbitMQ 3.10.8 (`safe_for_rabbitmq`). `synchronous`: one connection,
-    one method per step, no crash (the differential test's programs)."""
+    one method per step, no crash (the differential test's programs). `steering`: weights of op kinds
+    (`op_strategy`)."""
     flags = tuple(draw(st.builds(QueueFlags, _flag(1, 2), _flag(1, 4))) for _ in range(QUEUES))
     connections = 1 if synchronous else draw(st.integers(1, max_connections))
     prelude = Step(0, tuple(Declare(1, q) for q in range(QUEUES)))
-    ops = op_strategy(errors=errors)
+    ops = op_strategy(errors=errors, steering=steering)
     step = st.builds(Step, st.integers(0, connections - 1), st.lists(ops, min_size=1, max_size=4).map(tuple))
     if synchronous:
         step = st.builds(Step, st.just(0), ops.map(lambda op: (op,)))

@@ -57,6 +57,8 @@ class Chart:
     faults: list[tuple[int, list[str], str]] = field(default_factory=list)
     rows: int = 0
     loop_from: int | None = None        # a lasso's first repeated row: rows loop_from..rows repeat for ever
+    notes: list[tuple[int, str]] = field(default_factory=list)     # (row, a line of text across the chart)
+    column: int = COLUMN                # pixels between lifelines (wider for long frames)
 
     def lifeline(self, name: str) -> str:
         if name not in self.lifelines:
@@ -141,7 +143,7 @@ def chart_of(title: str, trace: Trace) -> Chart:
 
 
 def _x(chart: Chart, name: str) -> int:
-    return LEFT + COLUMN // 2 + COLUMN * chart.lifelines.index(name)
+    return LEFT + chart.column // 2 + chart.column * chart.lifelines.index(name)
 
 
 def _y(row: int) -> int:
@@ -156,7 +158,7 @@ def _fit(text: str, width: int) -> str:
 
 def render_svg(chart: Chart) -> str:
     """The chart as one self-contained SVG document (no scripts, no external references)."""
-    width = LEFT + COLUMN * max(1, len(chart.lifelines)) + 20
+    width = LEFT + chart.column * max(1, len(chart.lifelines)) + 20
     height = _y(chart.rows + 1) + 20
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="11">',
@@ -187,7 +189,7 @@ def render_svg(chart: Chart) -> str:
         # Above the arrow's higher end, where it is written: the arrow only goes down from there, so the
         # label never runs across it; a white halo keeps it readable over other lifelines and arrows.
         label_x, label_y = min(x1, x2) + 10, y1 - 5
-        span = max(abs(x2 - x1), COLUMN - 20) - 10
+        span = max(abs(x2 - x1), chart.column - 20) - 10
         out.append(f'<g class="frame" data-order="{i}" data-from="{escape(a.source)}" data-to="{escape(a.target)}" '
                    f'data-sent="{a.start}" data-read="{a.end if a.end is not None else ""}">'
                    f'<title>{escape(a.label)}</title>'
@@ -213,6 +215,8 @@ def render_svg(chart: Chart) -> str:
                    f'stroke-dasharray="8 4"/>'
                    f'<text x="{x1}" y="{_y(row) - 5}" fill="#c00" font-weight="bold">✕ '
                    f'{escape(_CONN.sub(lambda m: chart.shown.get(m.group(0), m.group(0)), text))}</text></g>')
+    for row, text in chart.notes:
+        out.append(f'<text class="note" x="{LEFT}" y="{_y(row) + 4}" fill="#b00">{escape(text)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
