@@ -1,5 +1,6 @@
 """The Z3 model agrees with spec/ (model.agreement): on pairs (state, action) drawn by Hypothesis from
-states reachable in the standard configurations (at least 10,000 enabled and 10,000 disabled), each enabled action's relation holds for the successor
+states reachable in the standard configurations (at least 2,500 enabled and 2,500 disabled here; `make
+verify`'s agreement part draws 21,515 and more), each enabled action's relation holds for the successor
 spec.machine.step computes and for no other state, and each disabled action's guard is false."""
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from spec.state import MODE_CONFIRM, MODE_TX
 from tests.fixtures.model_plants import keeping, replacing, requeue_to_tail
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")
-PAIRS_WANTED = 10_000
+PAIRS_WANTED = 2_500
 
 
 def _walk(config, choices):
@@ -37,12 +38,12 @@ def _walk(config, choices):
         yield state
 
 
-def test_agreement_on_ten_thousand_pairs():
+def test_agreement_on_random_pairs():
     checker = Checker()
     seen = {"pairs": 0, "enabled": 0, "disabled": 0}
     problems = []
 
-    @settings(max_examples=400, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=110, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(st.sampled_from(SMALL), st.lists(st.integers(0, 1 << 16), min_size=5, max_size=45))
     def check_execution(name, choices):
