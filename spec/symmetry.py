@@ -161,7 +161,7 @@ def rename_messages(state: Any, of: Callable[[int], int]) -> Any:
     variables that hold ids (``fates``, ``confirmed_msgs``, a view's ``last_msg``) are renamed too.
     It runs for every renaming of every successor, so it builds each tuple once (``tuple.__new__`` of a
     NamedTuple's fields, as spec.state's hot paths do) and leaves alone what holds no id."""
-    conns = tuple(_conn_messages(conn, of) for conn in state.conns)
+    conns = tuple(conn_messages(conn, of) for conn in state.conns)
     queues = tuple(q if not q.ready else _new(type(q), q[:4] + (tuple(
         _new(type(e), (e[0], of(e[1])) + e[2:]) for e in q.ready),) + q[5:]) for q in state.queues)
     disk, fates, confirmed = state.disk, state.fates, state.confirmed_msgs
@@ -175,8 +175,8 @@ def rename_messages(state: Any, of: Callable[[int], int]) -> Any:
                 + state[9:])
 
 
-def _conn_messages(conn: Any, of: Callable[[int], int]) -> Any:
-    """One connection of ``rename_messages``."""
+def conn_messages(conn: Any, of: Callable[[int], int]) -> Any:
+    """One connection of ``rename_messages``: its frames, deliveries in flight, channels and views."""
     status, closed, published, to_broker, to_client, auto, channels, clients = conn
     to_broker = tuple(_fifo_messages(f, of) if f else f for f in to_broker)
     to_client = tuple(_fifo_messages(f, of) if f else f for f in to_client)

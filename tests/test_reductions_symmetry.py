@@ -16,10 +16,11 @@ from spark_check.reductions import parse_reductions, written_for
 from spec.configs import Q0, TO_Q0
 from spec.roles import Role
 from spec.frames import MSG_STRIDE
-from spec.symmetry import Renaming, automorphisms, rename, symmetries
+from spec.symmetry import Renaming, Symmetry, automorphisms, rename, symmetries
 
 from rabbitproof.bench.reductions import compare_reduction, decides, replay
 from rabbitproof.check.answers import check_setup, machine_for
+from rabbitproof.check.interchangeable import SortedSymmetry, classes_of
 from rabbitproof.check.questions import PROPERTIES, rename_watched
 from rabbitproof.check.report import checked_text
 from rabbitproof.check.setup_file import parse_setup
@@ -316,3 +317,47 @@ def first_watched(machine, config, wanted):
                     nxt.append(y)
         frontier = nxt
     raise AssertionError("no such state")
+
+
+@pytest.mark.parametrize("text", [TWO_PUBLISHERS, TWO_WORKERS, TWO_PUBLISHERS.replace("[[consumers]]", """[[consumers]]
+name = "other"
+queue = "jobs"
+prefetch = 1
+
+[[consumers]]""")])
+def test_sorting_interchangeable_clients_names_the_same_orbits_as_trying_every_renaming(text):
+    """rabbitproof.check.interchangeable: on every reachable state, the fingerprint made by sorting clients
+    and the least hash over the whole group partition the states alike (one class for one class)."""
+    setup = parse_setup(text, "setup.toml")
+    machine, config = machine_for(setup), to_config(setup)
+    sorted_ = machine.symmetry(config)
+    assert isinstance(sorted_, SortedSymmetry)
+    every = Symmetry(config, sorted_.renamings, rename_watched)
+    by_sorting, by_group = sorted_.fingerprint_of(False), every.fingerprint_of(False)
+    pairs = {(by_sorting(machine.canonical(x)), by_group(machine.canonical(x))) for x in reachable(machine, config)}
+    assert len({a for a, _ in pairs}) == len({b for _, b in pairs}) == len(pairs) > 100
+
+
+def test_classes_are_found_only_for_a_group_of_whole_permutations():
+    one = (1,)
+    swap = Renaming((1, 0, 2), (one,) * 3)
+    assert classes_of((swap,), 3) == ((0, 1),)
+    cycle = Renaming((1, 2, 0), (one,) * 3)
+    assert classes_of((cycle,), 3) is None          # a rotation alone is not every permutation of the three
+    assert classes_of((Renaming((0, 1), ((1, 2), (2, 1))),), 2) is None      # channels renamed
+
+
+def reachable(machine, config):
+    """Every state of the check machine reachable from the start (exactly)."""
+    frontier = list(machine.initial_states(config))
+    seen = set(frontier)
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for a in machine.enabled(x, config):
+                y = machine.step(x, a)[0]
+                if y not in seen:
+                    seen.add(y)
+                    nxt.append(y)
+        frontier = nxt
+    return seen

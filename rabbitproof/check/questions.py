@@ -50,6 +50,7 @@ from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
 from spec.symmetry import Symmetry, automorphisms, message_renaming, rename, rename_messages
 
 from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_ghosts, unspent
+from rabbitproof.check.interchangeable import SortedSymmetry, classes_of
 
 PROCESSED_CAP = 2       # processed twice is the answer to question 2: counting further adds only states
 DELIVERED_CAP = 1       # delivered at least once; how often is the loop question's, judged on cycles
@@ -173,7 +174,11 @@ class SetupMachine:
                      if all(limits[d] == limits[c] and lossy[d] == lossy[c] and works[d] == works[c]
                             and vanishing[d] == vanishing[c] and erring[d] == erring[c]
                             for c, d in enumerate(g.conns)))
-        return Symmetry(config, kept, rename_watched)
+        classes = classes_of(kept, config.connections) if kept else None
+        if classes is None:
+            return Symmetry(config, kept, rename_watched)
+        publishers = frozenset(c for c, limit in enumerate(limits) if limit)
+        return SortedSymmetry(config, kept, rename_watched, classes, publishers)
 
 
 def rename_watched(watched: Watched, g: Any) -> Watched:

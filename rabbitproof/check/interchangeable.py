@@ -1,0 +1,163 @@
+"""The fingerprint of a setup state's orbit, found by sorting interchangeable clients rather than by
+trying every renaming.
+
+`rabbitproof check`'s symmetry group (``SetupMachine.symmetry``) renames connections only, one channel
+each: it is every permutation within each class of connections with the same settings (publishers with
+theirs, consumers with theirs). ``spec.symmetry.Symmetry`` names an orbit by the least hash over the
+whole group, one renamed state per renaming: with two publishers and two consumers that is four states
+built and hashed for every successor. ``SortedSymmetry`` builds one in the common case:
+
+1. each publisher of a class gets a key that no renaming changes: its connection with its own message
+   ids written relative to it (``n`` for its n-th message), and what the observer records of those
+   messages (its unconfirmed publishes, open transaction and commits, how often each was delivered and
+   processed, which are believed delivered or returned), again without connection numbers;
+2. the publishers of each class are put in the order of their keys (the k-th smallest key to the k-th
+   connection of the class), their messages renamed with them;
+3. in that state, each consumer of a class gets its connection and the observer's entries about it
+   (held and worked deliveries, prepared channels, the last message of each publisher it saw), without
+   its own number, as key, and the consumers are put in order the same way;
+4. where keys tie, every order of the tied clients is tried; the fingerprint is the least hash of the
+   states so made.
+
+Why it names orbits exactly as the least hash over the group does: a renaming h of a state x moves each
+client's key with it (the keys hold no connection number and rename publishers' messages with them), so
+the orders of steps 2 and 3 for h(x) are those for x composed with h^-1, and the set of states of step 4
+is the same for x and h(x): the least hash is the same. And every state made is x renamed by a member
+of the group, so two states get the same fingerprint only if they are in one orbit (or their hashes
+collide, as always). ``tests/test_reductions_symmetry.py`` checks on every reachable state of several
+setups that the two fingerprints partition the states alike.
+"""
+from __future__ import annotations
+
+from itertools import permutations, product
+from math import factorial
+from typing import Any, Callable
+
+from spec.frames import MSG_STRIDE
+from spec.symmetry import Renaming, Symmetry, conn_messages
+
+
+def classes_of(renamings: tuple[Renaming, ...], n: int) -> tuple[tuple[int, ...], ...] | None:
+    """The classes of connections the renamings permute (those of two or more), when the renamings are
+    exactly every permutation within each class with channels kept (one channel per connection); else
+    None."""
+    if any(perm != tuple(range(1, len(perm) + 1)) for g in renamings for perm in g.channels):
+        return None
+    parent = list(range(n))
+
+    def root(c: int) -> int:
+        while parent[c] != c:
+            c = parent[c]
+        return c
+    for g in renamings:
+        for c, d in enumerate(g.conns):
+            parent[root(c)] = root(d)
+    groups: dict[int, list[int]] = {}
+    for c in range(n):
+        groups.setdefault(root(c), []).append(c)
+    classes = tuple(tuple(m) for m in groups.values() if len(m) > 1)
+    size = 1
+    for members in classes:
+        size *= factorial(len(members))
+    return classes if size == len(renamings) + 1 else None
+
+
+class SortedSymmetry(Symmetry):
+    """``spec.symmetry.Symmetry`` of a setup whose group permutes classes of connections: the same
+    orbits, named by sorting (module docstring). ``publishers`` tells which classes publish."""
+
+    def __init__(self, config: Any, renamings: tuple[Renaming, ...], rename_state: Callable[[Any, Renaming], Any],
+                 classes: tuple[tuple[int, ...], ...], publishers: frozenset[int]) -> None:
+        super().__init__(config, renamings, rename_state)
+        self.n = config.connections
+        self.channels = renamings[0].channels           # every channel kept (classes_of)
+        self._made: dict[tuple, Renaming | None] = {}   # the renamings _orders has built, by the orders picked
+        self.publisher_classes = tuple(m for m in classes if m[0] in publishers)
+        self.consumer_classes = tuple(m for m in classes if m[0] not in publishers)
+
+    def fingerprint_of(self, exact: bool) -> Callable[[Any], Any]:
+        """The least hash of ``representatives`` (the orbit itself in exact mode, as the base class)."""
+        if exact:
+            return super().fingerprint_of(exact)
+        representatives = self.representatives
+        return lambda state: min(map(hash, representatives(state)))
+
+    def representatives(self, watched: Any) -> list[Any]:
+        """The states of step 4 (module docstring): ``watched`` with its clients sorted by their keys."""
+        rename = self.rename
+        out = []
+        for order in self._orders(watched, self.publisher_classes, publisher_key):
+            sorted_publishers = watched if order is None else rename(watched, order)
+            for then in self._orders(sorted_publishers, self.consumer_classes, consumer_key):
+                out.append(sorted_publishers if then is None else rename(sorted_publishers, then))
+        return out
+
+    def _orders(self, watched: Any, classes: tuple, key: Callable[[Any, int], Any]) -> list[Renaming | None]:
+        """The renamings that put each class's clients in the order of their keys, every order of tied
+        keys tried (None for the identity)."""
+        choices = []
+        for members in classes:
+            if len(members) == 2:                   # the common case, without the general machinery
+                a, b = members
+                ka, kb = key(watched, a), key(watched, b)
+                choices.append(((a, b),) if ka < kb else ((b, a),) if kb < ka else ((a, b), (b, a)))
+                continue
+            keyed = sorted((key(watched, c), c) for c in members)
+            runs: list[list[int]] = []
+            previous: Any = object()
+            for k, c in keyed:
+                if k == previous:
+                    runs[-1].append(c)
+                else:
+                    runs.append([c])
+                previous = k
+            # The k-th client in key order goes to the k-th connection of the class; tied ones in any order.
+            choices.append(tuple(tuple(c for part in option for c in part)
+                                 for option in product(*(permutations(run) for run in runs))))
+        if all(len(options) == 1 and options[0] == members for options, members in zip(choices, classes)):
+            return [None]
+        return [self._renaming(classes, picked) for picked in product(*choices)]
+
+    def _renaming(self, classes: tuple, picked: tuple) -> Renaming | None:
+        """The renaming that sends the clients of each class, in the order ``picked``, to its connections."""
+        found = self._made.get(picked)
+        if found is None and picked not in self._made:
+            conns = list(range(self.n))
+            for members, order in zip(classes, picked):
+                for slot, c in zip(members, order):
+                    conns[c] = slot
+            found = None if conns == list(range(self.n)) else Renaming(tuple(conns), self.channels)
+            self._made[picked] = found
+        return found
+
+
+def publisher_key(watched: Any, p: int) -> tuple:
+    """What no renaming changes of publisher ``p``: its connection with its own ids made relative, and
+    what the observer records of its messages, without connection numbers."""
+    state, ghost = watched
+    conn = state.conns[p]
+    low, high = p * MSG_STRIDE, (p + 1) * MSG_STRIDE
+    if not conn.published:                          # no message of its own anywhere yet
+        return (conn,)
+
+    def relative(msg: int) -> int:
+        return msg - low if low < msg < high else msg
+    mine = lambda msg: low < msg < high            # noqa: E731
+    return (conn_messages(conn, relative),
+            tuple((e[1],) + e[2:3] + (relative(e[3]),) for e in ghost.awaiting if e[0] == p),
+            tuple((e[1], relative(e[2])) for e in ghost.tx_open if e[0] == p),
+            tuple((e[1], e[2], tuple(map(relative, e[3]))) for e in ghost.committing if e[0] == p),
+            tuple((relative(e[0]),) + e[1:] for e in ghost.counts if mine(e[0])),
+            tuple(relative(m) for m in ghost.believed if mine(m)),
+            tuple(relative(m) for m in ghost.returned if mine(m)))
+
+
+def consumer_key(watched: Any, c: int) -> tuple:
+    """What no renaming of consumers changes of consumer ``c``: its connection, and the observer's
+    entries about it without its number."""
+    state, ghost = watched
+    return (state.conns[c],
+            tuple(e[1:] for e in ghost.held if e[0] == c),
+            tuple(e[1:] for e in ghost.worked if e[0] == c),
+            tuple(e[1:] for e in ghost.prepared if e[0] == c),
+            tuple(e[1:] for e in ghost.last if e[0] == c))
