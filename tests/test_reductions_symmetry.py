@@ -176,7 +176,18 @@ def test_two_identical_workers_of_a_setup_are_interchangeable_and_no_answer_chan
     setup = parse_setup(TWO_WORKERS, "two-workers.toml")
     machine, config = machine_for(setup), to_config(setup)
     assert machine.symmetry(config).renamings == (Renaming((0, 2, 1), ((1,), (1,), (1,))),)
-    checked, problems = equivariance_problems(machine, config, PROPERTIES)     # the observer's ghost too
+    full, reduced = full_and_reduced(setup)
+    assert reduced.result.distinct_states < full.result.distinct_states
+    assert written_for(machine) == ("symmetry",)
+    swapped = "swapping the interchangeable consumers 'worker-1' and 'worker-2'"
+    assert swapped in checked_text(reduced) and swapped not in checked_text(full)
+
+
+def full_and_reduced(setup):
+    """Facts (1) to (4) on every reachable state of ``setup``'s machine, the observer's ghost too; then the
+    full and the symmetry-reduced check, with the same verdicts and shortest traces."""
+    machine, config = machine_for(setup), to_config(setup)
+    checked, problems = equivariance_problems(machine, config, PROPERTIES)
     assert problems == []
     full = check_setup(setup, LocalEngine())
     reduced = check_setup(setup, LocalEngine(reductions=("symmetry",)))
@@ -184,10 +195,7 @@ def test_two_identical_workers_of_a_setup_are_interchangeable_and_no_answer_chan
     assert [a.verdict for a in reduced.answers] == [a.verdict for a in full.answers]
     assert [len(a.trace.steps) if a.trace else None for a in reduced.answers] == \
         [len(a.trace.steps) if a.trace else None for a in full.answers]
-    assert reduced.result.distinct_states < full.result.distinct_states
-    assert written_for(machine) == ("symmetry",)
-    swapped = "swapping the interchangeable consumers 'worker-1' and 'worker-2'"
-    assert swapped in checked_text(reduced) and swapped not in checked_text(full)
+    return full, reduced
 
 
 def test_workers_that_differ_are_not_interchangeable():
@@ -267,14 +275,7 @@ def test_two_identical_publishers_are_interchangeable_with_their_messages_and_no
     setup = parse_setup(text + (f"[faults]\n{faults}\n" if faults else ""), "two-publishers.toml")
     machine, config = machine_for(setup), to_config(setup)
     assert machine.symmetry(config).renamings == (Renaming((1, 0, 2), ((1,), (1,), (1,))),)
-    checked, problems = equivariance_problems(machine, config, PROPERTIES)
-    assert problems == []
-    full = check_setup(setup, LocalEngine())
-    reduced = check_setup(setup, LocalEngine(reductions=("symmetry",)))
-    assert checked == full.result.distinct_states
-    assert [a.verdict for a in reduced.answers] == [a.verdict for a in full.answers]
-    assert [len(a.trace.steps) if a.trace else None for a in reduced.answers] == \
-        [len(a.trace.steps) if a.trace else None for a in full.answers]
+    full, reduced = full_and_reduced(setup)
     assert reduced.result.distinct_states < 0.6 * full.result.distinct_states
     swapped = "swapping the interchangeable publishers 'web-1' and 'web-2' (with their messages)"
     assert swapped in checked_text(reduced) and swapped not in checked_text(full)
@@ -304,19 +305,26 @@ def large_ints(x) -> set[int]:
 
 def first_watched(machine, config, wanted):
     """The first state, breadth first, of the check machine that satisfies ``wanted``."""
-    frontier, seen = list(machine.initial_states(config)), set()
+    for x in breadth_first(machine, config):
+        if wanted(x):
+            return x
+    raise AssertionError("no such state")
+
+
+def breadth_first(machine, config):
+    """Every state of the check machine reachable from the start (exactly), breadth first."""
+    frontier = list(machine.initial_states(config))
+    seen = set(frontier)
     while frontier:
+        yield from frontier
         nxt = []
         for x in frontier:
-            if wanted(x):
-                return x
             for a in machine.enabled(x, config):
                 y = machine.step(x, a)[0]
                 if y not in seen:
                     seen.add(y)
                     nxt.append(y)
         frontier = nxt
-    raise AssertionError("no such state")
 
 
 @pytest.mark.parametrize("text", [TWO_PUBLISHERS, TWO_WORKERS, TWO_PUBLISHERS.replace("[[consumers]]", """[[consumers]]
@@ -334,7 +342,7 @@ def test_sorting_interchangeable_clients_names_the_same_orbits_as_trying_every_r
     assert isinstance(sorted_, SortedSymmetry)
     every = Symmetry(config, sorted_.renamings, rename_watched)
     by_sorting, by_group = sorted_.fingerprint_of(False), every.fingerprint_of(False)
-    pairs = {(by_sorting(machine.canonical(x)), by_group(machine.canonical(x))) for x in reachable(machine, config)}
+    pairs = {(by_sorting(machine.canonical(x)), by_group(machine.canonical(x))) for x in breadth_first(machine, config)}
     assert len({a for a, _ in pairs}) == len({b for _, b in pairs}) == len(pairs) > 100
 
 
@@ -345,19 +353,3 @@ def test_classes_are_found_only_for_a_group_of_whole_permutations():
     cycle = Renaming((1, 2, 0), (one,) * 3)
     assert classes_of((cycle,), 3) is None          # a rotation alone is not every permutation of the three
     assert classes_of((Renaming((0, 1), ((1, 2), (2, 1))),), 2) is None      # channels renamed
-
-
-def reachable(machine, config):
-    """Every state of the check machine reachable from the start (exactly)."""
-    frontier = list(machine.initial_states(config))
-    seen = set(frontier)
-    while frontier:
-        nxt = []
-        for x in frontier:
-            for a in machine.enabled(x, config):
-                y = machine.step(x, a)[0]
-                if y not in seen:
-                    seen.add(y)
-                    nxt.append(y)
-        frontier = nxt
-    return seen
