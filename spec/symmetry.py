@@ -176,16 +176,22 @@ def rename_messages(state: Any, of: Callable[[int], int]) -> Any:
 
 
 def conn_messages(conn: Any, of: Callable[[int], int]) -> Any:
-    """One connection of ``rename_messages``: its frames, deliveries in flight, channels and views."""
+    """One connection of ``rename_messages``: its frames, deliveries in flight, channels and views (the
+    connection itself when none of them can hold an id)."""
     status, closed, published, to_broker, to_client, auto, channels, clients = conn
+    busy = [ch for ch in channels if ch[_UNACKED] or ch[_UNCONFIRMED] or ch[_TX_PUBS] or ch[_TX_SETTLES]]
+    named = [v for v in clients if v[_LAST_MSG]]
+    if not (busy or named or auto or any(to_broker) or any(to_client)):
+        return conn
     to_broker = tuple(_fifo_messages(f, of) if f else f for f in to_broker)
     to_client = tuple(_fifo_messages(f, of) if f else f for f in to_client)
     if auto:
         auto = tuple(a[:4] + (of(a[4]),) + a[5:] for a in auto)
-    channels = tuple(_channel_messages(ch, of) if (ch[_UNACKED] or ch[_UNCONFIRMED] or ch[_TX_PUBS] or ch[_TX_SETTLES])
-                     else ch for ch in channels)
-    clients = tuple(v if not v[_LAST_MSG] else _new(type(v), v[:_LAST_MSG] + (of(v[_LAST_MSG]),) + v[_LAST_MSG + 1:])
-                    for v in clients)
+    if busy:
+        channels = tuple(_channel_messages(ch, of) if ch in busy else ch for ch in channels)
+    if named:
+        clients = tuple(v if not v[_LAST_MSG] else _new(type(v), v[:_LAST_MSG] + (of(v[_LAST_MSG]),) + v[_LAST_MSG + 1:])
+                        for v in clients)
     return _new(type(conn), (status, closed, published, to_broker, to_client, auto, channels, clients))
 
 
