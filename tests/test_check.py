@@ -377,7 +377,6 @@ def test_json_and_charts(tmp_path):
     (PUBLISHER.format(confirms="true"), ("--master", "local[2]"), "--master is for the spark engine"),
     (PUBLISHER.format(confirms="true"), ("--max-states", "0"), "--max-states must be positive"),
     (PUBLISHER.format(confirms="true"), ("--reduce", "sym"), "unknown reduction 'sym'; available: por, symmetry"),
-    (PUBLISHER.format(confirms="true"), ("--reduce", "por"), "reduction 'por' is not written for this model (it offers: symmetry)"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, message):
     path = tmp_path / "t.toml"

@@ -7,7 +7,7 @@ from pathlib import Path
 from spark_check.engine import LocalEngine, disagreements
 from spark_check.spark_engine import SparkEngine
 
-from rabbitproof.check.answers import check_setup
+from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup
 from rabbitproof.check.setup_file import read_setup
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -37,18 +37,19 @@ def test_spark_answers_as_the_local_engine_does():
 
 
 def test_spark_answers_as_the_local_engine_does_under_symmetry():
-    """Two identical workers (the two-workers example with one message): the setup machine's own
-    symmetry (SetupMachine.symmetry) is rebuilt on the executors, and both engines merge the same states."""
+    """Two identical workers (the two-workers example with one message), with `check`'s default
+    reductions: the setup machine's own symmetry (SetupMachine.symmetry) and pure reads
+    (rabbitproof.check.pure_reads) are rebuilt on the executors, and both engines keep the same states."""
     from rabbitproof.check.setup_file import parse_setup
 
     text = (EXAMPLES / "two-workers.toml").read_text().replace("messages = 2", "messages = 1")
     setup = parse_setup(text, "two-workers.toml")
-    engine = SparkEngine("local[2]", reductions=("symmetry",))
+    engine = SparkEngine("local[2]", reductions=DEFAULT_REDUCTIONS)
     try:
-        local = check_setup(setup, LocalEngine(reductions=("symmetry",)))
+        local = check_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS))
         spark = check_setup(setup, engine)
     finally:
         engine.close()
-    assert spark.result.reductions == ("symmetry",) and disagreements(local.result, spark.result) == []
+    assert spark.result.reductions == ("por", "symmetry") and disagreements(local.result, spark.result) == []
     assert spark.result.distinct_states < check_setup(setup, LocalEngine()).result.distinct_states
     assert [a.verdict for a in spark.answers] == [a.verdict for a in local.answers]

@@ -23,6 +23,10 @@ from rabbitproof.check.questions import LIVENESS, PROPERTIES, QUESTIONS, Consume
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import erring, lossy, to_config, vanishing
 
+# What `rabbitproof check` reduces by default: neither changes an answer (rabbitproof.check.pure_reads,
+# rabbitproof.check.interchangeable).
+DEFAULT_REDUCTIONS = ("por", "symmetry")
+
 _RULE = re.compile(r"\b(?:DT|AM|ACK|PF|RQ|DS|PC|TX|DU|ER|RT)-\d+\b")
 ACTION_TYPES = (ConsumerWork,) + tuple(c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Action)
                                        and c is not A.Action and c is not A.ClientAction)

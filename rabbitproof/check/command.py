@@ -15,7 +15,7 @@ from spark_check.bundle import InputError
 from spark_check.engines import ENGINES
 from spec.configs import ConfigError
 
-from rabbitproof.check.answers import check_setup, prepare, setup_name
+from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, prepare, setup_name
 from rabbitproof.check.report import checked_json, print_checked, write_charts
 from rabbitproof.check.setup_file import read_setup
 from rabbitproof.check.whatif import try_changes
@@ -37,10 +37,11 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("--max-states", type=int, metavar="N", help="stop each exploration after N states")
     check.add_argument("--time-limit", type=float, metavar="SECONDS",
                        help="stop each exploration after this long; what it found stands, the rest is undecided")
-    check.add_argument("--reduce", default="symmetry", metavar="NAMES",
-                       help="state-space reductions: symmetry (the default: consumers with the same settings are "
-                            "interchangeable, and so are publishers with the same settings, their messages "
-                            "renamed with them; no answer changes) or none")
+    check.add_argument("--reduce", default=",".join(DEFAULT_REDUCTIONS), metavar="NAMES",
+                       help="state-space reductions, none changes an answer (default por,symmetry): por (a "
+                            "client's read of a reply that changes nothing is fused into the step before it), "
+                            "symmetry (consumers with the same settings are interchangeable, and so are "
+                            "publishers with the same settings, their messages renamed with them), or none")
     check.add_argument("--no-advice", action="store_true", help="do not try the what-if changes")
     add_progress_arguments(check)
 

@@ -1,0 +1,85 @@
+"""The ``por`` reduction of `rabbitproof check`'s machine: a client's read of a reply that changes
+nothing but the wire is fused into the step that made it readable.
+
+Which reads
+-----------
+``spec.client.receive`` does nothing on reading most replies but take them off the wire:
+queue.declare-ok, queue.bind-ok, basic.qos-ok, basic.consume-ok, basic.cancel-ok, basic.recover-ok,
+confirm.select-ok, tx.select-ok, tx.rollback-ok, queue.purge-ok, queue.delete-ok (``PURE``). The
+observer records nothing either (``questions.observe`` reads deliveries, confirms, returns, commit-oks
+and closes). basic.get-empty is left out: a polling consumer waits for it (``_programs_take``), and
+channel.open-ok, which opens the client's view, too.
+
+How it reduces
+--------------
+After every step, each client channel whose oldest frame in flight to it is such a reply reads it, and
+again, until none is (``settle``): the state kept is that normal form ``F(x)``, and the edge records
+every step it took (a trace replays them all). Every kept state is expanded in full.
+
+Why no answer changes
+---------------------
+Write r for such a read of channel (c, ch) in a state x. It only pops the head of one FIFO to the client.
+
+(1) *Independence.* Every other step b enabled in x is enabled after r and ``b(r(x)) = r(b(x))``, or b
+    makes r pointless: the broker and the other clients never read a FIFO to a client but to append
+    to its tail (which commutes with popping a non-empty head); client (c, ch)'s own steps read its view,
+    which r does not change, and of the FIFO only whether a basic.get's answer is on its way (not a
+    pure reply); the observer ignores r. A step that drops the FIFO (the connection lost, its client
+    vanished, a broker crash) yields the same state whether r came first or not, as r's only effect
+    is gone with the FIFO. So r never disables another step and F commutes with every step: for x2 =
+    b(x), ``F(x2) = F(b(F(x)))``.
+(2) *Termination and confluence.* Each read removes a frame and none adds one; reads of different
+    channels commute, so F(x) does not depend on their order.
+(3) *Nothing can tell.* The questions read the observer's ghost and where messages are
+    (``live_messages``: copies, deliveries and returns, never a pure reply); the symmetry's renamings
+    and the canonical tags treat every channel alike and pure replies carry no tag. So x and F(x) answer
+    every safety question alike; an end state has nothing in flight, so it is in normal form, and R's
+    end states are the full graph's.
+(4) *Liveness.* A fair cycle of the full graph maps to the cycle of its states' normal forms (by (1));
+    a reply read by the cycle's client is read in the normal forms at once, and the weakly fair class of
+    that client's reads is never kept from firing by it: a cycle on which a pure reply stays unread is
+    unfair already (the client keeps reading, cycles.SetupFairness), so it is not one the questions
+    count. A pure reply only ever answers its own client's request on that channel, and nothing the
+    programs do waits for it, so no other class is enabled in the normal forms that was not enabled
+    along the cycle. And each cycle of R is a cycle of the full graph (its edges are real paths).
+
+By induction on paths, as in spec.por: every state x reachable in the full graph has F(x) in R, with
+the same verdicts; R's states are reachable. ``tests/test_check_reductions.py`` holds every example
+and a set of varied setups to the same answers and trace lengths with and without it, on both engines.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from spec import actions as A
+from spec.frames import (
+    BASIC_CANCEL_OK, BASIC_CONSUME_OK, BASIC_QOS_OK, BASIC_RECOVER_OK, CONFIRM_SELECT_OK, QUEUE_BIND_OK,
+    QUEUE_DECLARE_OK, QUEUE_DELETE_OK, QUEUE_PURGE_OK, TX_ROLLBACK_OK, TX_SELECT_OK,
+)
+
+PURE = frozenset({QUEUE_DECLARE_OK, QUEUE_BIND_OK, BASIC_QOS_OK, BASIC_CONSUME_OK, BASIC_CANCEL_OK, BASIC_RECOVER_OK,
+                  CONFIRM_SELECT_OK, TX_SELECT_OK, TX_ROLLBACK_OK, QUEUE_PURGE_OK, QUEUE_DELETE_OK})
+
+
+class PureReads:
+    """``settle(watched)``: its normal form under pure reads, and the (action, frames) steps taken."""
+
+    name = "por"
+
+    def __init__(self, machine: Any, config: Any) -> None:
+        self._step = machine.step
+        self.connections = config.connections          # the clients' slots; past them, vanished connections
+
+    def settle(self, watched: Any) -> tuple[Any, tuple]:
+        steps: list = []
+        pure = PURE
+        for c in range(self.connections):
+            fifos = watched[0].conns[c].to_client
+            for ch in range(1, len(fifos)):
+                fifo = fifos[ch]
+                while fifo and fifo[0][0] in pure:
+                    action = A.ClientReceive(c, ch)
+                    watched, frames = self._step(watched, action)
+                    steps.append((action, frames))
+                    fifo = watched[0].conns[c].to_client[ch]
+        return watched, tuple(steps)

@@ -1,0 +1,75 @@
+"""`rabbitproof check`'s default reductions (rabbitproof.check.pure_reads, rabbitproof.check.interchangeable)
+change no answer: every example (but the two largest, which `make bench` compares) is checked in full
+and reduced, with the same verdicts; each reduced execution replays step by step in the full machine to
+a state that answers its question, and a safety question's is no shorter than the full search's
+shortest nor longer in BFS levels."""
+from __future__ import annotations
+
+import pytest
+
+from spark_check.engine import LocalEngine
+from spec import actions as A
+from spec.frames import BASIC_CONSUME_OK, BASIC_GET_EMPTY, BASIC_QOS_OK, CHANNEL_OPEN_OK, CONFIRM_SELECT_OK
+
+from rabbitproof.bench.reductions import decides, replay
+from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, config_for, machine_for
+from rabbitproof.check.pure_reads import PURE, PureReads
+from rabbitproof.check.questions import LIVENESS, PROPERTIES, QUESTIONS
+from rabbitproof.check.setup_file import read_setup
+
+from tests.test_check import EXAMPLES
+
+LARGEST = ("two-workers", "batch-acks")
+SMALLER = [p for p in sorted(EXAMPLES.glob("*.toml")) if p.stem not in LARGEST]
+
+
+@pytest.mark.parametrize("path", SMALLER, ids=lambda p: p.stem)
+def test_the_default_reductions_change_no_answer(path):
+    setup = read_setup(path)
+    machine, config = machine_for(setup), config_for(setup)
+    full = check_setup(setup, LocalEngine())
+    reduced = check_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS))
+    assert [a.verdict for a in reduced.answers] == [a.verdict for a in full.answers]
+    assert reduced.result.distinct_states < full.result.distinct_states
+    safety = {p.name: p for p in PROPERTIES}
+    for question, f, r in zip(QUESTIONS, full.answers, reduced.answers):
+        if r.trace is None:
+            continue
+        ends = replay(machine, config, r.trace)
+        assert ends, f"{question.key}: the reduced execution does not replay in the full machine"
+        if question.name in safety:
+            assert any(decides(safety[question.name], s) for s in ends)
+            assert r.trace.levels <= len(f.trace.steps) <= len(r.trace.steps)
+        else:
+            assert question.name in {p.name for p in LIVENESS}
+            assert (f.trace.cycle_start is None) == (r.trace.cycle_start is None)
+
+
+def test_pure_replies_are_read_at_once_and_no_other_frame_is():
+    """The replies spec.client.receive only takes off the wire are read in the step that wrote them; a
+    basic.get-empty (a polling consumer waits for it) and a channel.open-ok (it opens the view) are not."""
+    setup = read_setup(EXAMPLES / "polling-worker.toml")
+    machine, config = machine_for(setup), config_for(setup)
+    pure = PureReads(machine, config)
+    assert {BASIC_QOS_OK, BASIC_CONSUME_OK, CONFIRM_SELECT_OK} <= PURE
+    assert not {BASIC_GET_EMPTY, CHANNEL_OPEN_OK} & PURE
+    seen = {"read": 0, "kept": 0}
+    frontier = list(machine.initial_states(config))
+    for _ in range(12):
+        nxt = []
+        for x in frontier:
+            for a in machine.enabled(x, config):
+                y = machine.step(x, a)[0]
+                settled, steps = pure.settle(y)
+                heads = [f[0][0] for conn in y.spec.conns[:config.connections] for f in conn.to_client[1:] if f]
+                if any(h in PURE for h in heads):
+                    assert steps and all(type(s[0]) is A.ClientReceive for s in steps)
+                    seen["read"] += 1
+                else:
+                    assert settled == y and steps == ()
+                    seen["kept"] += bool(heads)
+                after = [f[0][0] for conn in settled.spec.conns[:config.connections] for f in conn.to_client[1:] if f]
+                assert not any(h in PURE for h in after)
+                nxt.append(settled)
+        frontier = list(dict.fromkeys(nxt))
+    assert seen["read"] and seen["kept"]
