@@ -162,17 +162,17 @@ def rename_messages(state: Any, of: Callable[[int], int]) -> Any:
     It runs for every renaming of every successor, so it builds each tuple once (``tuple.__new__`` of a
     NamedTuple's fields, as spec.state's hot paths do) and leaves alone what holds no id."""
     conns = tuple(conn_messages(conn, of) for conn in state.conns)
-    queues = tuple(q if not q.ready else _new(type(q), q[:4] + (tuple(
-        _new(type(e), (e[0], of(e[1])) + e[2:]) for e in q.ready),) + q[5:]) for q in state.queues)
-    disk, fates, confirmed = state.disk, state.fates, state.confirmed_msgs
-    if disk:
-        disk = tuple(sorted((q, k, of(m)) for q, k, m in disk))
-    if fates:
-        fates = tuple(sorted(f[:3] + (of(f[3]),) + f[4:] for f in fates))
-    if confirmed:
-        confirmed = tuple(sorted(map(of, confirmed)))
-    return _new(type(state), (state[0], conns, queues, state[3], disk, state[5], fates, state[7], confirmed)
-                + state[9:])
+    queues = tuple(q if not q.ready else _with(q, _READY, tuple(_with(e, _ENTRY_MSG, of(e[_ENTRY_MSG]))
+                                                                for e in q.ready)) for q in state.queues)
+    fields = list(state)
+    fields[_CONNS], fields[_QUEUES] = conns, queues
+    if state.disk:
+        fields[_DISK] = tuple(sorted((q, k, of(m)) for q, k, m in state.disk))
+    if state.fates:
+        fields[_FATES] = tuple(sorted(f[:3] + (of(f[3]),) + f[4:] for f in state.fates))
+    if state.confirmed_msgs:
+        fields[_CONFIRMED] = tuple(sorted(map(of, state.confirmed_msgs)))
+    return _new(type(state), fields)
 
 
 def conn_messages(conn: Any, of: Callable[[int], int]) -> Any:
@@ -190,8 +190,7 @@ def conn_messages(conn: Any, of: Callable[[int], int]) -> Any:
     if busy:
         channels = tuple(_channel_messages(ch, of) if ch in busy else ch for ch in channels)
     if named:
-        clients = tuple(v if not v[_LAST_MSG] else _new(type(v), v[:_LAST_MSG] + (of(v[_LAST_MSG]),) + v[_LAST_MSG + 1:])
-                        for v in clients)
+        clients = tuple(v if not v[_LAST_MSG] else _with(v, _LAST_MSG, of(v[_LAST_MSG])) for v in clients)
     return _new(type(conn), (status, closed, published, to_broker, to_client, auto, channels, clients))
 
 
@@ -205,7 +204,7 @@ def _fifo_messages(frames: tuple, of: Callable[[int], int]) -> tuple:
 
 
 def _unacked_messages(u: Any, of: Callable[[int], int]) -> Any:
-    return _new(type(u), u[:3] + (of(u[3]),) + u[4:])
+    return _with(u, _UNACKED_MSG, of(u[_UNACKED_MSG]))
 
 
 def _channel_messages(ch: Any, of: Callable[[int], int]) -> Any:
@@ -213,7 +212,7 @@ def _channel_messages(ch: Any, of: Callable[[int], int]) -> Any:
     publishes and settlements renamed."""
     fields = list(ch)
     fields[_UNACKED] = tuple(_unacked_messages(u, of) for u in ch[_UNACKED])
-    fields[_UNCONFIRMED] = tuple(_new(type(p), (p[0], of(p[1])) + p[2:]) for p in ch[_UNCONFIRMED])
+    fields[_UNCONFIRMED] = tuple(_with(p, _PENDING_MSG, of(p[_PENDING_MSG])) for p in ch[_UNCONFIRMED])
     fields[_TX_PUBS] = tuple(t[:4] + (of(t[4]),) for t in ch[_TX_PUBS])
     fields[_TX_SETTLES] = tuple((kind, _unacked_messages(u, of)) for kind, u in ch[_TX_SETTLES])
     return _new(type(ch), fields)
@@ -222,10 +221,16 @@ def _channel_messages(ch: Any, of: Callable[[int], int]) -> Any:
 _UNACKED, _UNCONFIRMED, _TX_PUBS, _TX_SETTLES = (Channel._fields.index(name) for name in
                                                 ("unacked", "unconfirmed", "tx_pubs", "tx_settles"))
 _LAST_MSG = ClientChannel._fields.index("last_msg")
-assert Unacked._fields.index("msg") == 3 and Pending._fields.index("msg") == 1 and Entry._fields.index("msg") == 1
-assert Queue._fields.index("ready") == 4 and State._fields[4] == "disk" and State._fields[6] == "fates"
-assert State._fields[8] == "confirmed_msgs"
+_UNACKED_MSG, _PENDING_MSG, _ENTRY_MSG = (t._fields.index("msg") for t in (Unacked, Pending, Entry))
+_READY = Queue._fields.index("ready")
+_CONNS, _QUEUES, _DISK, _FATES, _CONFIRMED = (State._fields.index(name) for name in
+                                              ("conns", "queues", "disk", "fates", "confirmed_msgs"))
 _new = tuple.__new__
+
+
+def _with(t: Any, i: int, value: Any) -> Any:
+    """NamedTuple ``t`` with field ``i`` replaced, built once."""
+    return _new(type(t), t[:i] + (value,) + t[i + 1:])
 
 # Where a frame carries its message id (spec.frames.FIELDS; the method and channel come first).
 _MSG_AT = {BASIC_PUBLISH: 6, BASIC_DELIVER: 5, BASIC_GET_OK: 4, BASIC_RETURN: 3}

@@ -44,8 +44,9 @@ Write r for such a read of channel (c, ch) in a state x. It only pops the head o
     along the cycle. And each cycle of R is a cycle of the full graph (its edges are real paths).
 
 By induction on paths, as in spec.por: every state x reachable in the full graph has F(x) in R, with
-the same verdicts; R's states are reachable. ``tests/test_check_reductions.py`` holds every example
-and a set of varied setups to the same answers and trace lengths with and without it, on both engines.
+the same verdicts; R's states are reachable. ``tests/test_check_reductions.py`` holds the examples to
+the same answers with and without it (traces replayed in the full machine), and
+``tests/test_check_spark.py`` the Spark engine to the local one under it.
 """
 from __future__ import annotations
 
