@@ -50,6 +50,8 @@ EXPECTED = {
     "flaky-hosts": (CANNOT, CAN, CAN, CANNOT, CANNOT),
     # The broker's channel error ignores the acks on their way (ER-1); batch-acks' own close does not.
     "channel-error": (CANNOT, CAN, CANNOT, CANNOT, CANNOT),
+    # A confirm lost with the connection: the message is published again, a duplicate, after the later one.
+    "republishing-publisher": (CANNOT, CAN, CAN, CANNOT, CANNOT),
 }
 
 

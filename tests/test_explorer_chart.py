@@ -11,7 +11,7 @@ from spark_check.bundle import load_spec
 from spark_check.engine import LocalEngine
 
 from rabbitproof.cli import main
-from rabbitproof.explore.chart import chart_svg
+from rabbitproof.explore.chart import brief, chart_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 SPEC = load_spec()
@@ -43,7 +43,7 @@ def test_auto_ack_loss_chart_has_its_lifelines_arrows_and_the_lost_connection():
     titles = [g.find(f"{SVG}title").text for g in frames]
     assert titles[0].startswith("basic.publish(ch=1, exchange='', routing_key='q0'")
     assert titles[3].startswith("basic.deliver(ch=1, consumer_tag=1, delivery_tag=1")
-    assert text_of(frames[0].find(f"{SVG}text")).startswith("basic.publish(ch=1")
+    assert text_of(frames[0].find(f"{SVG}text")).startswith("basic.publish m")    # brief: the message first
     assert "in flight" in text_of(frames[3])
     faults = groups(root, "fault")
     assert [(g.get("data-row"), g.get("data-hits")) for g in faults] == [("6", "c1 broker")]
@@ -89,3 +89,14 @@ def test_frames_in_flight_when_a_client_vanishes_stay_unread_and_later_reads_tak
     assert any(g.get("data-read") for g in after)
     faults = [(g.get("data-hits"), text_of(g)) for g in groups(root, "fault")]
     assert [hits for hits, text in faults if "VANISHES" in text] == ["c1"]
+
+
+def test_labels_are_brief_the_message_first_and_the_whole_frame_in_the_tooltip():
+    assert brief("basic.deliver(ch=1, consumer_tag=1, delivery_tag=3, redelivered=True, msg=m0.3)") == \
+        "basic.deliver m0.3 ctag=1 tag=3 redelivered"
+    assert brief("basic.publish(ch=1, exchange='', routing_key='q0', mandatory=False, persistent=True, msg=m0.1)") \
+        == "basic.publish m0.1 key=q0 persistent"
+    assert brief("basic.nack(ch=2, delivery_tag=1, multiple=False, requeue=False)") == "basic.nack ch=2 tag=1 no requeue"
+    assert brief("confirm.select(ch=1)") == "confirm.select"
+    odd = "channel.close(ch=1, reply_code=406, reply_text='PRECONDITION_FAILED - a, b')"
+    assert brief(odd) == odd and brief("Basic.Publish") == "Basic.Publish"

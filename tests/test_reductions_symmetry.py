@@ -260,6 +260,9 @@ PUBLISHER_VARIANTS = [
     ((("confirms = true\n", ""),), "network_loss = true"),
     ((("confirms = true\n", ""), ("prefetch = 1", 'acks = "automatic"')), "client_vanishes = true"),
     ((("confirms = true\n", "transactions = true\n"), ("prefetch = 1", 'acks = "automatic"')), ""),
+    # Republishing: the copies and the messages owed again are renamed with their publisher.
+    ((("confirms = true\n", "confirms = true\nrepublish = 1\n"), ("prefetch = 1", 'acks = "automatic"')),
+     "queue_refuses = true"),
 ]
 
 
@@ -267,8 +270,8 @@ PUBLISHER_VARIANTS = [
 def test_two_identical_publishers_are_interchangeable_with_their_messages_and_no_answer_changes(changes, faults):
     """Publishers renamed with their message ids (spec.symmetry.rename_messages): facts (1) to (4) on
     every reachable state, questions included; the same verdicts and shortest traces as the full search,
-    in fewer states. With confirms, with a transaction, with a crash (the disk), a lost connection and a
-    vanished publisher (its messages in a slot of its own)."""
+    in fewer states. With confirms, with a transaction, with a crash (the disk), a lost connection, a
+    vanished publisher (its messages in a slot of its own) and publishers that republish."""
     text = TWO_PUBLISHERS
     for old, new in changes:
         text = text.replace(old, new)
@@ -327,7 +330,9 @@ def breadth_first(machine, config):
         frontier = nxt
 
 
-@pytest.mark.parametrize("text", [TWO_PUBLISHERS, TWO_WORKERS, TWO_PUBLISHERS.replace("[[consumers]]", """[[consumers]]
+@pytest.mark.parametrize("text", [TWO_PUBLISHERS, TWO_WORKERS, TWO_PUBLISHERS.replace(
+    "confirms = true\n", "confirms = true\nrepublish = 1\n").replace("prefetch = 1", 'acks = "automatic"')
+    + "[faults]\nqueue_refuses = true\n", TWO_PUBLISHERS.replace("[[consumers]]", """[[consumers]]
 name = "other"
 queue = "jobs"
 prefetch = 1

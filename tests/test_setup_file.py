@@ -91,6 +91,11 @@ def test_the_setup_becomes_a_spec_configuration_of_roles_and_bounds():
      "queue = \"jobs\"\n", 6, "two clients are named 'w' (the other on line 3)"),
     ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\n[[consumers]]\nqueue = \"jobs\"\nprefetch = 65536\n", 6,
      "out of range (0 to 65535)"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nrepublish = 1\n", 4, "never learns that a message"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nconfirms = true\nrepublish = 3\n", 5,
+     "out of range (0 to 2)"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nmessages = 3\nconfirms = true\nrepublish = 2\n"
+     "[[publishers]]\nqueue = \"jobs\"\nmandatory = true\nrepublish = 2\n", 10, "at most 6 publishes in all"),
 ])
 def test_each_mistake_is_one_error_with_its_line(text, line, words):
     with pytest.raises(SetupError) as error:

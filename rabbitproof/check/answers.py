@@ -19,7 +19,9 @@ from spec import actions as A
 from spec.configs import Config, ConfigError
 
 from rabbitproof.check.cycles import ENDLESS
-from rabbitproof.check.questions import LIVENESS, PROPERTIES, QUESTIONS, ConsumerWork, Question, SetupMachine
+from rabbitproof.check.questions import (
+    LIVENESS, PROPERTIES, QUESTIONS, ConsumerWork, Question, Republish, SetupMachine,
+)
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import erring, lossy, to_config, vanishing
 
@@ -28,7 +30,7 @@ from rabbitproof.check.setup_model import erring, lossy, to_config, vanishing
 DEFAULT_REDUCTIONS = ("por", "symmetry")
 
 _RULE = re.compile(r"\b(?:DT|AM|ACK|PF|RQ|DS|PC|TX|DU|ER|RT)-\d+\b")
-ACTION_TYPES = (ConsumerWork,) + tuple(c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Action)
+ACTION_TYPES = (ConsumerWork, Republish) + tuple(c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Action)
                                        and c is not A.Action and c is not A.ClientAction)
 
 
@@ -71,7 +73,8 @@ def machine_for(setup: Setup) -> SetupMachine:
     closing = any(c.on_failure == "close-channel" for c in setup.consumers)
     return SetupMachine(tuple(p.messages for p in setup.publishers) + (0,) * len(setup.consumers), lossy(setup),
                         (False,) * len(setup.publishers) + tuple(c.work == "before-ack" for c in setup.consumers),
-                        ENDLESS + (("closes",) if closing else ()), vanishing(setup), erring(setup))
+                        ENDLESS + (("closes",) if closing else ()), vanishing(setup), erring(setup),
+                        tuple(p.republish for p in setup.publishers) + (0,) * len(setup.consumers))
 
 
 def config_for(setup: Setup, bounds: Mapping[str, Any] | None = None, max_states: int | None = None) -> Config:
@@ -124,7 +127,7 @@ def rules_of_trace(trace: Trace | None) -> tuple[str, ...]:
     """The rule IDs the decisive steps of a trace cite in the spec (their docstrings), in order."""
     if trace is None:
         return ()
-    by_name = {c.__name__: c for c in DECISIVE}
+    by_name = {c.__name__: c for c in DECISIVE + (Republish,)}
     seen: dict[str, None] = {}
     for step in trace.steps:
         cls = by_name.get(step.action_type)

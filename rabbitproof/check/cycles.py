@@ -210,9 +210,11 @@ class SetupFairness(NamedTuple):
     kinds: dict                     # action class -> kind (its position in _BY_CHANNEL or _SINGLE)
 
     @staticmethod
-    def of(config: Any, machine: Any, handling: tuple[type, ...] = ()) -> "SetupFairness":
+    def of(config: Any, machine: Any, handling: tuple[type, ...] = (),
+           publishing: tuple[type, ...] = ()) -> "SetupFairness":
         """The classes of ``config`` explored by ``machine``; ``handling``: the machine's own steps that
-        handle a delivery (a consumer's work before its ack), in the class of its acks."""
+        handle a delivery (a consumer's work before its ack), in the class of its acks; ``publishing``:
+        its own kinds of publish (a republish), in the class of its publishes."""
         renamings = machine.symmetry(config).renamings
 
         def orbit(c: int, ch: int) -> tuple[int, int]:
@@ -222,7 +224,8 @@ class SetupFairness(NamedTuple):
         index: dict = {}
         kinds: dict = {}
         for kind, (text, steps) in enumerate(_BY_CHANNEL):
-            for step in steps + (handling if A.ClientAck in steps else ()):
+            for step in steps + (handling if A.ClientAck in steps else ()) + \
+                    (publishing if A.ClientPublish in steps else ()):
                 kinds[step] = kind
             for c in range(config.connections):
                 for ch in _channels(steps[0], config.channels):

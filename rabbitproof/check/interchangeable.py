@@ -149,7 +149,9 @@ def publisher_key(watched: Any, p: int) -> tuple:
             tuple((e[1], e[2], tuple(map(relative, e[3]))) for e in ghost.committing if e[0] == p),
             tuple((relative(e[0]),) + e[1:] for e in ghost.counts if mine(e[0])),
             tuple(relative(m) for m in ghost.believed if mine(m)),
-            tuple(relative(m) for m in ghost.returned if mine(m)))
+            tuple(relative(m) for m in ghost.returned if mine(m)),
+            tuple((relative(m), relative(o)) for m, o in ghost.copies if mine(m)),
+            tuple(relative(m) for c, m in ghost.redo if c == p))
 
 
 def consumer_key(watched: Any, c: int) -> tuple:

@@ -32,7 +32,11 @@ The questions:
    commit unanswered for ever on a channel that stays open, whether it cycles or ends (PC-2, TX-7).
 
 The first three hold in every state or fail in one; the last two are about infinite executions, judged
-on the explored graph under the fairness of rabbitproof.check.cycles.
+on the explored graph under the fairness of rabbitproof.check.cycles. "Lost" is about the whole execution
+too (the message never reaches a consumer), but once gone from everywhere a message never comes back, so
+the first state where it is gone decides it: no fairness is needed, and nothing is assumed about what
+happens afterwards (``lost_messages``). A message that stays in its queue for ever is not lost, it
+waits: question 4 if it is handed out again and again.
 """
 from __future__ import annotations
 
@@ -73,9 +77,25 @@ class Ghost(NamedTuple):
     disorder: bool          # a consumer received a message after a later one of the same publisher
     prepared: tuple         # (conn, ch) that sent their basic.qos on the channel they have open now
     worked: tuple = ()      # (conn, ch, tag): held deliveries whose work is done, not yet acked (work before ack)
+    copies: tuple = ()      # (msg, original): a republished message and the message it publishes again
+    redo: tuple = ()        # (conn, original): messages their publisher knows failed and will publish again
 
 
 NOTHING_YET = Ghost((), (), (), (), (), (), (), (), False, (), ())
+
+
+def original(ghost: Ghost, msg: int) -> int:
+    """The message ``msg`` is a copy of, republished (itself when it is no republish): the questions count
+    per message, whichever of its publishes a copy came from."""
+    for copy, first in ghost.copies:
+        if copy == msg:
+            return first
+    return msg
+
+
+def republished(ghost: Ghost, c: int) -> int:
+    """How many republishes publisher ``c`` has made or owes: at most its ``republish``."""
+    return sum(1 for copy, _ in ghost.copies if copy // MSG_STRIDE == c) + sum(1 for e in ghost.redo if e[0] == c)
 
 
 @dataclass(frozen=True)
@@ -87,6 +107,25 @@ class ConsumerWork(A.ClientAction):
 
     def __str__(self) -> str:
         return f"do the work of delivery tag {self.tag} (not yet acknowledged)"
+
+
+@dataclass(frozen=True)
+class Republish(A.ClientPublish):
+    """The publisher publishes message ``again`` once more, which it knows was not delivered: nacked (PC-6:
+    "the client may then publish it again"), returned (RT-3), or its channel gone before the answer (it
+    must assume it lost, PC-9). The spec's basic.publish of the connection's next message
+    (``A.ClientPublish``), which the observer counts as ``again``."""
+
+    again: int = 0
+
+    def plain(self) -> A.ClientPublish:
+        """The spec's action."""
+        return A.ClientPublish(self.conn, self.ch, self.exchange, self.routing_key, self.mandatory, self.persistent,
+                               self.immediate)
+
+    def __str__(self) -> str:
+        c, n = divmod(self.again, MSG_STRIDE)
+        return f"publish m{c}.{n} again: " + super().__str__()
 
 
 class Watched(NamedTuple):
@@ -120,12 +159,13 @@ class SetupMachine:
     executors as it is.
     """
 
-    limits: tuple[int, ...]
+    limits: tuple[int, ...]         # per connection: the messages its publisher publishes (republishes aside)
     lossy: tuple[bool, ...]         # per connection: whether the faults may lose it (NetworkLoss)
     works: tuple[bool, ...] = ()    # per connection: its consumer does the work before the ack (ConsumerWork)
     endless: tuple[str, ...] = ENDLESS  # the spec's budgets the programs spend without end (``unspent``)
     vanishing: tuple[bool, ...] = ()    # per connection: whether its client may vanish (ClientVanish)
     erring: tuple[bool, ...] = ()       # per connection: whether the broker may close its channel (BrokerChannelError)
+    republish: tuple[int, ...] = ()     # per connection: how many times in all its publisher may publish again
 
     def initial_states(self, config: Any) -> tuple[Watched, ...]:
         return tuple(Watched(forget_ghosts(s), NOTHING_YET) for s in machine.initial_states(config))
@@ -134,6 +174,8 @@ class SetupMachine:
         state, ghost = watched.spec, watched.ghost
         taken = tuple(a for a in machine.enabled(state, config)
                       if type(a) not in _PROGRAM_STEPS or _programs_take(self, state, ghost, config, a))
+        if ghost.redo:
+            taken = tuple(_as_republish(a, ghost) if type(a) is A.ClientPublish else a for a in taken)
         if not any(self.works):
             return taken
         return taken + work_steps(self.works, state, ghost)
@@ -141,8 +183,8 @@ class SetupMachine:
     def step(self, watched: Watched, action: Any) -> tuple[Watched, tuple]:
         if type(action) is ConsumerWork:            # the application's own step: the spec's state is unchanged
             return Watched(watched.spec, did_work(watched.ghost, watched.spec, action)), ()
-        after, labels = machine.step(watched.spec, action)
-        ghost = observe(watched.ghost, watched.spec, after, action, labels, self.works)
+        after, labels = machine.step(watched.spec, action.plain() if type(action) is Republish else action)
+        ghost = observe(watched.ghost, watched.spec, after, action, labels, self.works, self.republish)
         return Watched(forget_ghosts(unspent(after, self.endless), action), ghost), labels
 
     def canonical(self, watched: Watched) -> Watched:
@@ -161,7 +203,7 @@ class SetupMachine:
 
     def fairness(self, config: Any) -> "SetupFairness":
         """The fair classes of actions (SetupFairness): what keeps running in an infinite execution."""
-        return SetupFairness.of(config, self, handling=(ConsumerWork,))
+        return SetupFairness.of(config, self, handling=(ConsumerWork,), publishing=(Republish,))
 
     def terminal_ok(self, watched: Watched, config: Any) -> bool:
         """An end state is a proper end unless a publisher still waits for a confirm or a commit-ok."""
@@ -176,9 +218,11 @@ class SetupMachine:
         them across publishers; the questions' own ``last`` is kept per publisher)."""
         limits, lossy, works = self.limits, self.lossy, self.works or (False,) * len(self.limits)
         vanishing, erring = self.vanishing or (False,) * len(limits), self.erring or (False,) * len(limits)
+        republish = self.republish or (0,) * len(limits)
         kept = tuple(g for g in automorphisms(config, publishers=True)
                      if all(limits[d] == limits[c] and lossy[d] == lossy[c] and works[d] == works[c]
                             and vanishing[d] == vanishing[c] and erring[d] == erring[c]
+                            and republish[d] == republish[c]
                             for c, d in enumerate(g.conns)))
         classes = classes_of(kept, config.connections) if kept else None
         if classes is None:
@@ -201,8 +245,10 @@ def rename_watched(watched: Watched, g: Any) -> Watched:
     of = message_renaming(g) if any(d != c and conns[c].published for c, d in enumerate(g.conns)) else None
     if of is None:
         believed, returned, counts, tx_open, committing = gh.believed, gh.returned, gh.counts, gh.tx_open, gh.committing
-        awaiting, held, last = gh.awaiting, gh.held, gh.last
+        awaiting, held, last, copies, redo = gh.awaiting, gh.held, gh.last, gh.copies, gh.redo
     else:
+        copies = tuple(sorted((of(m), of(o)) for m, o in gh.copies))
+        redo = tuple((c, of(m)) for c, m in gh.redo)
         state = rename_messages(state, of)
         believed, returned = tuple(sorted(map(of, gh.believed))), tuple(sorted(map(of, gh.returned)))
         counts = tuple(sorted((of(e[0]),) + e[1:] for e in gh.counts))
@@ -214,7 +260,8 @@ def rename_watched(watched: Watched, g: Any) -> Watched:
     last = tuple(sorted(at(e)[:2] + (g.conns[e[2]], e[3]) for e in last))
     ghost = Ghost(tuple(sorted(map(at, tx_open))), tuple(sorted(map(at, committing))),
                   tuple(sorted(map(at, awaiting))), believed, returned, tuple(sorted(map(at, held))),
-                  counts, last, gh.disorder, tuple(sorted(map(at, gh.prepared))), tuple(sorted(map(at, gh.worked))))
+                  counts, last, gh.disorder, tuple(sorted(map(at, gh.prepared))), tuple(sorted(map(at, gh.worked))),
+                  copies, tuple(sorted((g.conns[c], m) for c, m in redo)))
     return Watched(rename(state, g), ghost)
 
 
@@ -237,7 +284,10 @@ def _programs_take(machine_: SetupMachine, state: State, ghost: Ghost, config: A
         role = config.roles[(c, ch)]
         if role.confirm and view.mode != MODE_CONFIRM or role.tx and view.mode != MODE_TX:
             return False
-        return state.conns[c].published < machine_.limits[c]
+        if any(e[0] == c for e in ghost.redo):      # a message to publish again comes first
+            return True
+        made = sum(1 for copy, _ in ghost.copies if copy // MSG_STRIDE == c)
+        return state.conns[c].published - made < machine_.limits[c]
     if kind is A.ClientConsume:
         role = config.roles[(c, ch)]
         if any(not view.setup & (1 << q) for q in role.declare):
@@ -261,6 +311,14 @@ def _programs_take(machine_: SetupMachine, state: State, ghost: Ghost, config: A
     return bool(view.held) and a.tag == view.held[0]
 
 
+def _as_republish(a: A.ClientPublish, ghost: Ghost) -> A.ClientPublish:
+    """A publish of a publisher that owes a message again: that message's republish (it comes first)."""
+    again = next((e[1] for e in ghost.redo if e[0] == a.conn), None)
+    if again is None:
+        return a
+    return Republish(a.conn, a.ch, a.exchange, a.routing_key, a.mandatory, a.persistent, a.immediate, again)
+
+
 def work_steps(works: tuple, state: State, ghost: Ghost) -> tuple:
     """The work steps the consumers that work before the ack may take: on the oldest delivery they hold
     whose work is not done (they work in the order deliveries came)."""
@@ -281,7 +339,7 @@ def work_steps(works: tuple, state: State, ghost: Ghost) -> tuple:
 def did_work(g: Ghost, state: State, action: ConsumerWork) -> Ghost:
     """The ghost once the consumer has done the work of a delivery it holds: that message is processed."""
     c, ch, tag = action.conn, action.ch, action.tag
-    msg = next(e[3] for e in g.held if e[:3] == (c, ch, tag))
+    msg = original(g, next(e[3] for e in g.held if e[:3] == (c, ch, tag)))
     return g._replace(counts=_bump(g.counts, msg, 0, 1), worked=tuple(sorted(g.worked + ((c, ch, tag),))))
 
 
@@ -312,23 +370,37 @@ def _bump(counts: tuple, msg: int, delivered: int, processed: int) -> tuple:
     return tuple(sorted(counts + (entry,)))
 
 
-def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, works: tuple = ()) -> Ghost:
+def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, works: tuple = (),
+            republish: tuple = ()) -> Ghost:
     """The ghost after ``action`` took ``before`` to ``after`` with ``labels`` on the wire (``works``:
-    per connection, whether its consumer did the work before the ack, so the ack processes nothing)."""
-    tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared, worked = g
+    per connection, whether its consumer did the work before the ack, so the ack processes nothing;
+    ``republish``: per connection, how many times in all its publisher publishes a message again).
+
+    Beliefs, processing and order are per message: a republished copy counts as the message it publishes
+    again (``original``). A publisher learns that a message failed when it is nacked, returned, or its
+    channel goes before the answer came (the publish or the commit holding it); with republishes left,
+    it owes the message again (``redo``) and its next publish is that copy."""
+    tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared, worked, copies, redo = g
+    of = (lambda m: m) if not copies else (lambda m: original(g, m))
+    failed: list[tuple[int, int]] = []          # (conn, original) learned failed at this step
     kind = type(action)
     if kind is A.ClientQos:
         prepared = add_sorted(prepared, (action.conn, action.ch))
-    elif kind is A.ClientPublish:
+    elif kind is A.ClientPublish or kind is Republish:
         c, ch = action.conn, action.ch
         msg = next(w.frame[6] for w in labels if w.to_broker and w.frame[0] == BASIC_PUBLISH)
+        again = next((e for e in redo if e[0] == c), None)
+        if again is not None:                 # the message it owes again: this publish is its copy
+            redo = tuple(e for e in redo if e is not again)
+            copies = add_sorted(copies, (msg, again[1]))
         view = after.conns[c].clients[ch - 1]
         if view.mode == MODE_CONFIRM:
             awaiting = tuple(sorted(awaiting + ((c, ch, view.pub_seq, msg),)))
         elif view.mode == MODE_TX:
             tx_open = tuple(sorted(tx_open + ((c, ch, msg),)))
         else:
-            believed = add_sorted(believed, msg)      # fire and forget: the publish returned
+            believed = add_sorted(believed, again[1] if again is not None else msg)   # fire and forget
+        of = (lambda m: m) if not copies else (lambda m: original(g._replace(copies=copies), m))
     elif kind is A.ClientTxCommit:
         c, ch = action.conn, action.ch
         mine = tuple(e[2] for e in tx_open if e[:2] == (c, ch))
@@ -342,7 +414,7 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
         still = set(after.conns[c].clients[ch - 1].held)
         for e in held:
             if e[:2] == (c, ch) and e[2] not in still:
-                counts = _bump(counts, e[3], 0, 1)      # acknowledged: the work was done
+                counts = _bump(counts, of(e[3]), 0, 1)      # acknowledged: the work was done
     elif kind is A.ClientReceive:
         for wire in labels:
             if wire.to_broker:
@@ -358,6 +430,7 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
                         held = tuple(sorted(held + ((c, ch, tag, msg),)))
                     else:
                         processed = 1           # automatic acks: received is processed
+                msg = of(msg)
                 counts = _bump(counts, msg, 1, processed)
                 publisher = msg // MSG_STRIDE
                 key = (c, ch, publisher)
@@ -372,14 +445,18 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
                 ch, tag, multiple = frame[1], frame[2], frame[3]
                 covered = tuple(e for e in awaiting if e[:2] == (c, ch) and (e[2] <= tag if multiple else e[2] == tag))
                 awaiting = tuple(e for e in awaiting if e not in covered)
-                if method == BASIC_ACK:
-                    for e in covered:
-                        if e[3] not in returned:
-                            believed = add_sorted(believed, e[3])
+                for e in covered:
+                    if e[3] in returned:
+                        continue                # its return told the publisher already (RT-3)
+                    if method == BASIC_ACK:
+                        believed = add_sorted(believed, of(e[3]))
+                    else:
+                        failed.append((c, of(e[3])))       # nacked: not delivered (PC-6)
             elif method == BASIC_RETURN:
                 msg = frame[3]
                 returned = add_sorted(returned, msg)
-                believed = tuple(m for m in believed if m != msg)
+                believed = tuple(m for m in believed if m != of(msg))
+                failed.append((c, of(msg)))
             elif method == TX_COMMIT_OK:          # it answers the oldest commit of its channel (TX-7)
                 ch = frame[1]
                 oldest = next((e for e in committing if e[:3] == (c, ch, 1)), None)
@@ -388,14 +465,24 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
                                               for e in committing if e is not oldest))
                     for msg in oldest[3]:
                         if msg not in returned:
-                            believed = add_sorted(believed, msg)
-    # A channel or connection gone: its publisher stops waiting (it knows), its consumer's tags are void.
+                            believed = add_sorted(believed, of(msg))
+    # A channel or connection gone: its publisher stops waiting (it knows: what it waited for failed, or
+    # may have), its consumer's tags are void.
     if awaiting:
-        awaiting = tuple(e for e in awaiting if _open(after, e[0], e[1]))
+        gone = [e for e in awaiting if not _open(after, e[0], e[1])]
+        if gone:
+            awaiting = tuple(e for e in awaiting if e not in gone)
+            failed.extend((e[0], of(e[3])) for e in gone if e[3] not in returned)
     if committing:
-        committing = tuple(e for e in committing if _open(after, e[0], e[1]))
+        gone = [e for e in committing if not _open(after, e[0], e[1])]
+        if gone:
+            committing = tuple(e for e in committing if e not in gone)
+            failed.extend((e[0], of(m)) for e in gone for m in e[3] if m not in returned)
     if tx_open:
-        tx_open = tuple(e for e in tx_open if _open(after, e[0], e[1]))
+        gone = [e for e in tx_open if not _open(after, e[0], e[1])]
+        if gone:
+            tx_open = tuple(e for e in tx_open if e not in gone)
+            failed.extend((e[0], of(e[2])) for e in gone)
     if held:
         held = tuple(e for e in held if _still_held(after, e))
     if last:
@@ -404,8 +491,13 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
         prepared = tuple(e for e in prepared if _open(after, e[0], e[1]))
     if worked:
         worked = tuple(e for e in worked if _still_held(after, e))
-    return Ghost(tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared, worked)
-
+    if failed and republish:
+        for c, msg in failed:
+            made = sum(1 for copy, _ in copies if copy // MSG_STRIDE == c) + sum(1 for e in redo if e[0] == c)
+            if made < republish[c] and (c, msg) not in redo and msg not in believed:
+                redo = add_sorted(redo, (c, msg))
+    return Ghost(tx_open, committing, awaiting, believed, returned, held, counts, last, disorder, prepared, worked,
+                 copies, redo)
 
 # --- where a message still is --------------------------------------------------------------------
 
@@ -438,16 +530,30 @@ def live_messages(state: State) -> set[int]:
 
 # --- the questions --------------------------------------------------------------------------------
 
-def believed_never_lost(watched: Watched) -> bool:
+def lost_messages(watched: Watched) -> set[int]:
+    """The messages lost in ``watched``: believed delivered by their publisher, never processed, and gone
+    from everywhere (``live_messages``: no copy of them, or of a republish of them, is left, nor a return
+    on its way). Lost for good: no step brings a message back from nowhere (the spec's copies only move
+    between the places ``live_messages`` looks at), and a publisher that believes a message delivered
+    does not publish it again; tests/test_check.py checks it on every step of the examples."""
     ghost = watched.ghost
     if not ghost.believed:
-        return True
+        return set()
     processed = {m for m, _, p in ghost.counts if p}
     unprocessed = [m for m in ghost.believed if m not in processed]
     if not unprocessed:
-        return True
+        return set()
     live = live_messages(watched.spec)
-    return all(m in live for m in unprocessed)
+    if ghost.copies:
+        live = {original(ghost, m) for m in live}
+    return {m for m in unprocessed if m not in live}
+
+
+def believed_never_lost(watched: Watched) -> bool:
+    """No message is lost (``lost_messages``). Because lost is for good, this is a property of each state:
+    an execution that loses a message reaches a state where it is lost, and stays there, so "lost" needs
+    no cycle and no fairness, unlike the liveness questions."""
+    return not lost_messages(watched)
 
 
 def processed_at_most_once(watched: Watched) -> bool:

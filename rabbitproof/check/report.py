@@ -24,7 +24,8 @@ TITLES = {"lost": "lost", "twice": "processed twice", "order": "out of order", "
 def bounds_text(checked: Checked) -> str:
     """What was checked, in words: messages per publisher, faults, what repeats without bound."""
     setup = checked.setup
-    messages = ", ".join(f"{p.name}: {p.messages}" for p in setup.publishers)
+    messages = ", ".join(f"{p.name}: {p.messages}" + (f", republishing at most {p.republish}" if p.republish else "")
+                         for p in setup.publishers)
     faults = [name.replace("_", " ") for name, on in vars(setup.faults).items() if on]
     return (f"messages ({messages}), requeues without bound, "
             + (f"faults: {', '.join(faults)} (each at most once)" if faults else "no faults"))

@@ -39,7 +39,9 @@ from typing import Any
 
 MAX_QUEUES = 3          # the spec's routing keys name queues by index; small models stay explorable
 MAX_CLIENTS = 4         # publishers + consumers: one connection each
-MAX_MESSAGES = 4        # publishes in all, across publishers
+MAX_MESSAGES = 4        # messages in all, across publishers
+MAX_REPUBLISH = 2       # republishes of one publisher, in all
+MAX_PUBLISHES = 6       # publishes in all, messages and republishes: each is a message id of the spec
 MAX_PREFETCH = 65535      # basic.qos's prefetch-count is a short; one of at least MAX_MESSAGES never binds
 
 ACKS = ("manual", "automatic")
@@ -84,6 +86,14 @@ KEYS: tuple[Key, ...] = (
     _bool("publishers", "transactions", "publishes in transactions: believed delivered at tx.commit-ok (TX-1)"),
     _bool("publishers", "persistent", "delivery mode 2: kept on disk in a durable queue (DU-2)"),
     _bool("publishers", "mandatory", "an unroutable message comes back with basic.return (RT-3)"),
+    Key("publishers", "republish", "0", f"0 to {MAX_REPUBLISH}; messages and republishes of all publishers "
+                                        f"together at most {MAX_PUBLISHES}",
+        "how many times in all it publishes a message again once it knows it was not delivered: nacked (PC-6), "
+        "returned (RT-3), or its channel or connection gone before the confirm or the tx.commit-ok came (it "
+        "reconnects when it may, then republishes first). The copy is a new publish of the same message: "
+        "the questions count processing, loss and order per message, whichever copy it was. Needs confirms, "
+        "transactions or mandatory (otherwise the publisher never learns of a failure); the bound keeps the "
+        "exploration finite and the report names it"),
     Key("consumers", "name", '"consumer N"', "any string", "the name the report uses"),
     Key("consumers", "queue", "(required)", "a queue of the setup", "the queue it consumes"),
     Key("consumers", "acks", '"manual"', ", ".join(f'"{a}"' for a in ACKS),
@@ -163,6 +173,7 @@ class PublisherSetup:
     transactions: bool = False      # TX-1
     persistent: bool = False        # DU-2
     mandatory: bool = False         # RT-3
+    republish: int = 0              # publishes again, at most this many times in all, after a failure it learns of
 
 
 @dataclass(frozen=True)
@@ -334,6 +345,12 @@ class _Reader:
         if total > MAX_MESSAGES:
             raise self.fail(("publishers", len(publishers) - 1, "messages"),
                             f"{total} messages in all: at most {MAX_MESSAGES} can be explored")
+        publishes = total + sum(p.republish for p in publishers)
+        if publishes > MAX_PUBLISHES:
+            last = max(i for i, p in enumerate(publishers) if p.republish)
+            raise self.fail(("publishers", last, "republish"),
+                            f"{total} messages and {publishes - total} republishes: at most {MAX_PUBLISHES} "
+                            "publishes in all can be explored")
         faults = self.read_faults(data.get("faults", {}))
         self.check_together(queues, publishers, consumers, faults)
         return Setup(self.source, queues, publishers, consumers, faults, self.lines)
@@ -382,7 +399,11 @@ class _Reader:
             self.text(table, path, "name", f"publisher {path[1] + 1}"), self.text(table, path, "queue"),
             self.integer(table, path, "messages", 1, 1, MAX_MESSAGES), self.boolean(table, path, "confirms"),
             self.boolean(table, path, "transactions"), self.boolean(table, path, "persistent"),
-            self.boolean(table, path, "mandatory"))
+            self.boolean(table, path, "mandatory"), self.integer(table, path, "republish", 0, 0, MAX_REPUBLISH))
+        if publisher.republish and not (publisher.confirms or publisher.transactions or publisher.mandatory):
+            raise self.fail(path + ("republish",), f"publisher {publisher.name!r} republishes, but with neither "
+                                                   "confirms, transactions nor mandatory it never learns that a "
+                                                   "message was not delivered (PC-1, TX-1, RT-3)")
         if publisher.confirms and publisher.transactions:
             raise self.fail(path + ("transactions",), f"publisher {publisher.name!r}: confirms and transactions "
                                                       "on one channel are refused by the broker (PC-8)")

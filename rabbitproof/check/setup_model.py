@@ -16,8 +16,8 @@ then tries every order of every choice, faults included, within the bounds deriv
   that vanishes is the spec's ClientVanish, noticed later (BrokerDetect: RQ-3, RQ-4); `vanishing` says
   which. A broker's channel error is BrokerChannelError (ER-1), on consumers' channels (`erring`).
 
-The spec bounds publishes in all: the publishers' `messages` add up to its budget, and
-`rabbitproof.check.questions.SetupMachine` holds each publisher to its own (`limits`).
+The spec bounds publishes in all: the publishers' `messages` and `republish` add up to its budget, and
+`rabbitproof.check.questions.SetupMachine` holds each publisher to its own (`limits`, `republish`).
 """
 from __future__ import annotations
 
@@ -52,11 +52,18 @@ def binding_prefetch(consumer: ConsumerSetup, messages: int) -> int:
     return consumer.prefetch if consumer.prefetch < messages else 0
 
 
+def publishes(setup: Setup) -> int:
+    """The publishes of the setup in all, messages and republishes: each is a message of the spec, so no
+    queue ever holds more copies than this of one publisher's making at a time."""
+    return sum(p.messages + p.republish for p in setup.publishers)
+
+
 def notes(setup: Setup) -> tuple[str, ...]:
     """What the exploration takes differently from the file's words, and why, for the report."""
-    messages = sum(p.messages for p in setup.publishers)
-    return tuple(f"consumer {c.name!r}: prefetch {c.prefetch} is at least the {messages} message"
-                 f"{'s' if messages != 1 else ''} of the setup, so it never binds: explored as no limit (PF-1)"
+    messages = publishes(setup)
+    what = "publishes" if any(p.republish for p in setup.publishers) else "message" + "s" * (messages != 1)
+    return tuple(f"consumer {c.name!r}: prefetch {c.prefetch} is at least the {messages} {what} "
+                 f"of the setup, so it never binds: explored as no limit (PF-1)"
                  for c in setup.consumers if c.prefetch and not binding_prefetch(c, messages))
 
 
@@ -107,7 +114,7 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
     index = {q.name: i for i, q in enumerate(setup.queues)}
     exclusive = {q.name for q in setup.queues if q.exclusive}
     faults = setup.faults
-    messages = sum(p.messages for p in setup.publishers)
+    messages = publishes(setup)
     roles = {}
     for c, publisher in enumerate(setup.publishers):
         roles[(c, 1)] = publisher_role(publisher, index[publisher.queue])

@@ -24,6 +24,7 @@ _PLAIN_FRAME = re.compile(r"^(.+?) -> (.+?): (.*)$")
 _CHANNEL = re.compile(r"\(ch=(\d+)")
 _TAKE = re.compile(r"c(\d+)\.ch(\d+)")
 _CONN = re.compile(r"\bc(\d+)\b")
+_AGAIN = re.compile(r"^publish (m\d+\.\d+) again")
 FAULTS = {"BrokerCrash", "BrokerRestart", "NetworkLoss", "ClientVanish", "BrokerChannelError", "BrokerQueueFail",
           "ConsumerCrash"}
 # Steps after which what was in flight either way on a connection is gone (all connections for a crash):
@@ -42,6 +43,7 @@ class Arrow:
     label: str
     start: int
     end: int | None = None
+    note: str = ""          # said after the label: "m0.1 again" for a republished message
 
 
 @dataclass
@@ -101,7 +103,8 @@ def chart_of(title: str, trace: Trace) -> Chart:
                 ch = int(c.group(1)) if (c := _CHANNEL.search(text)) else 0
                 client = f"c{conn}"
                 if direction == "client->broker":
-                    arrow = Arrow(client, "broker", text, row)
+                    again = _AGAIN.match(step.action) if step.action_type == "Republish" else None
+                    arrow = Arrow(client, "broker", text, row, note=f"= {again.group(1)} again" if again else "")
                     chart.arrows.append(arrow)
                     to_broker.setdefault((conn, ch), []).append(arrow)
                 elif step.action_type == "ClientReceive":
@@ -156,6 +159,38 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= room else text[: room - 1] + "…"
 
 
+_ARG = re.compile(r"^([a-z_]+)=(.*)$")
+_SHORT_NAMES = {"delivery_tag": "tag", "consumer_tag": "ctag", "prefetch_count": "prefetch", "routing_key": "key"}
+
+
+def brief(label: str) -> str:
+    """A frame's label as a person scans it: ``basic.deliver m0.1 tag=3 ctag=1 redelivered`` for
+    ``basic.deliver(ch=1, consumer_tag=1, delivery_tag=3, redelivered=True, msg=m0.1)``. The message
+    first; a flag by its name when set, left out when not (but ``requeue``, which matters either way);
+    empty and zero fields and channel 1 left out. A label of another shape is kept as it is; the SVG's
+    tooltip always holds the whole frame."""
+    method, paren, rest = label.partition("(")
+    if not paren or not rest.endswith(")"):
+        return label
+    parts, first = [], []
+    for arg in rest[:-1].split(", "):
+        m = _ARG.match(arg)
+        if m is None:
+            return label
+        name, value = m.groups()
+        if name == "msg":
+            first.append(value)
+        elif name == "requeue":
+            parts.append("requeue" if value == "True" else "no requeue")
+        elif value == "True":
+            parts.append(name)
+        elif value in ("False", "0", "''", '""') or (name == "ch" and value == "1"):
+            continue
+        else:
+            parts.append(f"{_SHORT_NAMES.get(name, name)}={value.strip(chr(39))}")
+    return " ".join([method] + first + parts)
+
+
 def render_svg(chart: Chart) -> str:
     """The chart as one self-contained SVG document (no scripts, no external references)."""
     width = LEFT + chart.column * max(1, len(chart.lifelines)) + 20
@@ -185,7 +220,7 @@ def render_svg(chart: Chart) -> str:
         y2 = _y(a.end) if a.end is not None else y1 + ROW // 2
         if a.end is None:
             x2 = x1 + (x2 - x1) * 3 // 4
-        method, _, fields = a.label.partition("(")
+        method, _, fields = brief(a.label).partition(" ")
         # Above the arrow's higher end, where it is written: the arrow only goes down from there, so the
         # label never runs across it; a white halo keeps it readable over other lifelines and arrows.
         label_x, label_y = min(x1, x2) + 10, y1 - 5
@@ -197,7 +232,8 @@ def render_svg(chart: Chart) -> str:
                    f'marker-end="url(#head)"/>'
                    f'<text x="{label_x}" y="{label_y}" paint-order="stroke" stroke="white" stroke-width="3">'
                    f'<tspan font-weight="bold">'
-                   f'{escape(method)}</tspan>{escape(_fit("(" + fields if fields else "", span - 7 * len(method)))}'
+                   f'{escape(method)}</tspan>'
+                   f'{escape(_fit((" " + fields if fields else "") + (" " + a.note if a.note else ""), span - 7 * len(method)))}'
                    f'</text>'
                    + (f'<text x="{x2 + (6 if x2 > x1 else -6)}" y="{y2 - 3}" fill="#b00" '
                       f'text-anchor="{"start" if x2 > x1 else "end"}">in flight</text>' if a.end is None else "")
