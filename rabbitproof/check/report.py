@@ -11,6 +11,7 @@ from rich.text import Text
 
 from rabbitproof.check.answers import Checked, names, plain_names, setup_name
 from rabbitproof.check.cycles import ASSUMED
+from rabbitproof.check.for_every_size import ProvedFor, proved_for
 from rabbitproof.check.setup_model import notes
 from rabbitproof.check.whatif import Tried
 from rabbitproof.explore.chart import chart_svg
@@ -38,8 +39,29 @@ def checked_text(checked: Checked) -> str:
         return (f"The search stopped at {r.distinct_states:,} states ({r.error}): the questions it had not "
                 "answered yet are undecided.")
     return (f"Checked: every one of {r.distinct_states:,} reachable states (depth {r.depth}){swapped_text(checked)}, "
-            f"for {bounds_text(checked)}. {ASSUMED}. No Z3 proof covers these questions for every size yet: "
-            "\"cannot happen\" holds within these bounds.")
+            f"for {bounds_text(checked)}. {ASSUMED}. {sure_text(checked)}")
+
+
+def proved_answers(checked: Checked) -> dict[str, ProvedFor]:
+    """The "cannot happen" answers that proved invariants imply for every size (rabbitproof.check.for_every_size)."""
+    out = {}
+    for a in checked.answers:
+        implied = proved_for(checked.setup, a.key) if a.happens is False else None
+        if implied is not None:
+            out[a.key] = implied
+    return out
+
+
+def sure_text(checked: Checked) -> str:
+    """How far each "cannot happen" reaches: these bounds, or every size where a proved invariant implies it."""
+    proved = proved_answers(checked)
+    if not proved:
+        return ("No invariant proved for every size implies these answers: \"cannot happen\" holds within "
+                "these bounds.")
+    parts = [f"\"{TITLES[key]}: cannot happen\" holds for any number of messages too: the invariants "
+             f"{' and '.join(p.invariants)}, proved by Z3 for every size (make verify), imply it when "
+             f"{p.shape}, as here" for key, p in proved.items()]
+    return "; ".join(parts) + ". Every other \"cannot happen\" holds within these bounds."
 
 
 def swapped_text(checked: Checked) -> str:
@@ -146,6 +168,7 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
     """Every answer, figure, trace and what-if result as plain JSON data."""
     r = checked.result
     plain = plain_names(checked.setup)
+    proved = proved_answers(checked)
     return {
         "setup": checked.setup.source,
         "engine": r.engine,
@@ -168,7 +191,8 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
              "rules": list(a.rules),
              "steps": [s.text() for s in a.trace.steps] if a.trace else None,
              "cycle_start": a.trace.cycle_start if a.trace else None, "chart": str(charts[a.key]) if a.key in charts else None,
-             "prevented_by": [t.change.key for t in tried if a.key in t.fixes]}
+             "prevented_by": [t.change.key for t in tried if a.key in t.fixes],
+             "for_every_size": list(proved[a.key].invariants) if a.key in proved else None}
             for a in checked.answers
         ],
         "what_if": [

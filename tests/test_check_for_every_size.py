@@ -1,0 +1,87 @@
+"""Answers that hold for every size (rabbitproof.check.for_every_size): the invariants named are proved
+ones, the shape they cover agrees with every pinned example, each condition of the shape is needed (drop
+one and a crash loses a message), and the report and its JSON say which answers reach further than the
+bounds."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from model.invariants import HELPERS, INVARIANTS
+from spark_check.engine import LocalEngine
+
+from rabbitproof.check.answers import check_setup
+from rabbitproof.check.for_every_size import IMPLIED, proved_for
+from rabbitproof.check.setup_file import parse_setup, read_setup
+from tests.test_check import CANNOT, EXAMPLES, EXPECTED, run
+
+COVERED = """
+[queues.payments]
+durable = true
+
+[[publishers]]
+name = "gateway"
+queue = "payments"
+confirms = true
+persistent = true
+
+[[consumers]]
+name = "settler"
+queue = "payments"
+acks = "manual"
+on_failure = "nack-requeue"
+
+[faults]
+broker_crash = true
+consumer_connection_lost = true
+"""
+
+
+def test_the_invariants_named_are_proved_ones_not_helpers():
+    for implied in IMPLIED:
+        assert implied.invariants and all(name in INVARIANTS and name not in HELPERS for name in implied.invariants)
+
+
+def test_every_covered_example_answers_cannot_happen_and_the_unsafe_ones_are_not_covered():
+    covered = {name for name in EXPECTED if proved_for(read_setup(EXAMPLES / f"{name}.toml"), "lost")}
+    assert all(EXPECTED[name][0] == CANNOT for name in covered)
+    assert {"safe-pipeline", "confirms-crash", "republishing-publisher"} <= covered
+    assert not covered & {"fire-and-forget", "auto-ack", "reply-queue", "transactional", "dead-letter"}
+
+
+def lost(text: str) -> str:
+    checked = check_setup(parse_setup(text, "shape.toml"), LocalEngine(reductions=("por", "symmetry")))
+    assert checked.result.complete
+    return checked.answers[0].verdict
+
+
+@pytest.mark.parametrize("change", [
+    ("persistent = true", "persistent = false"),
+    ("confirms = true\n", ""),
+    ("durable = true", "durable = false"),
+    ('acks = "manual"\non_failure = "nack-requeue"', 'acks = "automatic"'),
+    ('on_failure = "nack-requeue"', 'on_failure = "nack-drop"'),
+    ("durable = true", "durable = true\nexclusive = true"),
+])
+def test_each_condition_of_the_shape_is_needed(change):
+    """The covered setup answers "cannot happen"; without any one condition, it is no longer covered and
+    a message can be lost (the exploration finds how)."""
+    setup = parse_setup(COVERED, "shape.toml")
+    assert proved_for(setup, "lost") and lost(COVERED) == CANNOT
+    changed = COVERED.replace(*change)
+    assert changed != COVERED and proved_for(parse_setup(changed, "shape.toml"), "lost") is None
+    assert lost(changed) == "can happen"
+
+
+def test_the_report_and_the_json_say_which_answers_hold_for_every_size():
+    code, text = run("check", str(EXAMPLES / "confirms-crash.toml"), "--no-progress", "--no-advice")
+    flat = " ".join(text.split())
+    assert "\"lost: cannot happen\" holds for any number of messages too" in flat
+    assert "copies_conserved and confirmed_survives_crash" in flat
+    code, out = run("check", str(EXAMPLES / "confirms-crash.toml"), "--no-progress", "--no-advice", "--json")
+    answers = json.loads(out)["answers"]
+    assert answers[0]["for_every_size"] == ["copies_conserved", "confirmed_survives_crash"]
+    assert all(a["for_every_size"] is None for a in answers[1:])
+    code, text = run("check", str(EXAMPLES / "auto-ack.toml"), "--no-progress", "--no-advice")
+    assert "No invariant proved for every size implies these answers" in " ".join(text.split())
