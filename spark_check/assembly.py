@@ -68,7 +68,10 @@ class TraceBuilder:
         if state is None:
             raise RuntimeError("trace replay: no initial state has the recorded fingerprint")
         class_of = self.expander.fairness.class_of if cycle else None
-        steps: list[TraceStep] = []
+        steps: list[TraceStep] = [
+            TraceStep(number=n, actor=str(getattr(action, "actor", "?")), action=str(action),
+                      action_type=type(action).__name__, frames=tuple(str(f) for f in frames), fused=True)
+            for n, (action, frames) in enumerate(self.expander.initial_steps(state), start=1)]
         wanted = [(t, UNFAIR) for t in chain[1:]] + list(zip(cycle, classes))
         stem = len(chain) - 1
         cycle_start = None

@@ -73,6 +73,7 @@ class Expander:
         self.model = model
         self.reduction = build_reduction(reductions, model, config)
         self._settle = self.reduction.settle if self.reduction is not None else None
+        self._initial_steps: dict = {}
         self.config = config
         self.properties = tuple(properties)
         self._enabled = model.enabled
@@ -160,12 +161,24 @@ class Expander:
         return out
 
     def initial_states(self) -> tuple[Any, ...]:
-        """The states exploration starts from. Under a reduction they must already be in normal form
-        (the spec's start with nothing in flight), or a trace would miss the steps fused into them."""
+        """The states exploration starts from: the model's, each in its normal form under a reduction that
+        fuses steps (the spec's start has nothing to fuse; `check`'s clients set up at once). The steps
+        fused into a start are kept for traces (``initial_steps``)."""
         states = tuple(self.model.initial_states(self.config))
-        if self._settle is not None and any(self._settle(s)[1] for s in states):
-            raise RuntimeError(f"reduction {self.reduction.name}: an initial state has a fusable frame in flight")
-        return states
+        if self._settle is None:
+            return states
+        settled = []
+        for s in states:
+            s, steps = self._settle(s)
+            if steps:
+                self._initial_steps[s] = steps
+            settled.append(s)
+        return tuple(settled)
+
+    def initial_steps(self, state: Any) -> tuple:
+        """The (action, frames) steps fused into the start ``state`` (``initial_states``): a trace from it
+        begins with them."""
+        return self._initial_steps.get(state, ())
 
 
 def fairness_of(model: Any, config: Any) -> Any:

@@ -15,6 +15,7 @@ from rabbitproof.bench.reductions import decides, replay
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, config_for, machine_for
 from rabbitproof.check.pure_reads import PURE, PureReads
 from rabbitproof.check.questions import LIVENESS, PROPERTIES, QUESTIONS
+from rabbitproof.check.set_up_at_once import SetUpAtOnce
 from rabbitproof.check.setup_file import read_setup
 
 from tests.test_check import EXAMPLES
@@ -73,3 +74,55 @@ def test_pure_replies_are_read_at_once_and_no_other_frame_is():
                 nxt.append(settled)
         frontier = list(dict.fromkeys(nxt))
     assert seen["read"] and seen["kept"]
+
+
+SHELTER_SETUPS = {
+    "confirms-crash": "",                      # a crash: the set-up steps absorbed
+    "reconnecting-consumer": "",               # a lost connection, then a connect at once
+    "flaky-hosts": "",                         # clients that may vanish: sheltered only once they cannot
+    "channel-error": "",                       # a channel error: not sheltered until it has happened
+    "republishing-publisher": "",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHELTER_SETUPS))
+def test_set_up_steps_commute_with_every_other_step_and_faults_absorb_them(name):
+    """rabbitproof.check.set_up_at_once, facts (1) and (2), on every reachable state of the full machine:
+    each set-up step s it would take commutes with every other enabled step b (both orders reach the same
+    state, tags renumbered), and a lost connection or a crash after s reaches the state it reaches
+    without s."""
+    setup = read_setup(EXAMPLES / f"{name}.toml")
+    machine, config = machine_for(setup), config_for(setup)
+    fuse = SetUpAtOnce(machine, config)
+    canon = machine.canonical
+    seen, frontier, checked = set(), list(machine.initial_states(config)), 0
+    while frontier:
+        nxt = []
+        for x in frontier:
+            actions = machine.enabled(x, config)
+            for c in range(config.connections):
+                s = fuse.next_step(x, c, actions)
+                if s is None:
+                    continue
+                after_s = machine.step(x, s)[0]
+                then = machine.enabled(after_s, config)
+                for b in actions:
+                    if b == s:
+                        continue
+                    absorbs = type(b) is A.BrokerCrash or type(b) is A.NetworkLoss and b.conn == c
+                    assert b in then, f"{s} disables {b}"
+                    if absorbs:
+                        assert canon(machine.step(after_s, b)[0]) == canon(machine.step(x, b)[0]), f"{b} after {s}"
+                    else:
+                        after_b = machine.step(x, b)[0]
+                        assert s in machine.enabled(after_b, config), f"{b} disables {s}"
+                        assert canon(machine.step(after_s, b)[0]) == canon(machine.step(after_b, s)[0]), \
+                            f"{s} and {b} do not commute"
+                    checked += 1
+            for a in actions:
+                y = canon(machine.step(x, a)[0])
+                if y not in seen:
+                    seen.add(y)
+                    nxt.append(y)
+        frontier = nxt
+    assert checked > 100

@@ -56,6 +56,7 @@ from spec.symmetry import Symmetry, automorphisms, message_renaming, rename, ren
 from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_ghosts, unspent
 from rabbitproof.check.interchangeable import SortedSymmetry, classes_of
 from rabbitproof.check.pure_reads import PureReads
+from rabbitproof.check.set_up_at_once import Fused, SetUpAtOnce
 
 PROCESSED_CAP = 2       # processed twice is the answer to question 2: counting further adds only states
 DELIVERED_CAP = 1       # delivered at least once; how often is the loop question's, judged on cycles
@@ -196,10 +197,11 @@ class SetupMachine:
         ACK-2) and to issue a larger one (DT-1), and read no ghost of the spec."""
         return canonical(watched)
 
-    def fused_takes(self, config: Any) -> PureReads:
-        """The ``por`` reduction of a setup: a client's read of a reply that changes nothing but the
-        wire, fused into the step that made it readable (rabbitproof.check.pure_reads)."""
-        return PureReads(self, config)
+    def fused_takes(self, config: Any) -> Fused:
+        """The ``por`` reduction of a setup, fused into the step that made them possible: a sheltered
+        client's set-up steps (rabbitproof.check.set_up_at_once), then a client's read of a reply that
+        changes nothing but the wire (rabbitproof.check.pure_reads)."""
+        return Fused(SetUpAtOnce(self, config), PureReads(self, config))
 
     def fairness(self, config: Any) -> "SetupFairness":
         """The fair classes of actions (SetupFairness): what keeps running in an infinite execution."""

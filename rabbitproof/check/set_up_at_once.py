@@ -1,0 +1,151 @@
+"""Part of the ``por`` reduction of `rabbitproof check`'s machine: a client that nothing can interrupt
+but a lost connection or a crash sets up at once.
+
+Which steps
+-----------
+A client's *set-up steps* are what its program does before its work, on its own connection: connect
+again when its connection is down (``ClientConnect``), and send confirm.select or tx.select (PC-1,
+TX-1), declare its exclusive queue (DU-4), set its prefetch (PF-1) and consume (``SET_UP``), each
+while its program still needs it. A connection is *sheltered* when nothing but a lost connection
+(NetworkLoss) or a broker crash can happen to it before its next step: its client may not vanish any
+more (or never could), the broker may not close its channel with an error any more (or never could),
+and its own role never closes its channel or connection; a channel's set-up steps wait while the
+broker's end of it is not open (its channel.close is on its way to the client, which will open the
+channel again). After every step (and after the pure reads,
+rabbitproof.check.pure_reads), each sheltered connection takes its set-up steps at once, in the same
+edge, until it has none left (``settle``); every kept state is expanded in full.
+
+Why no answer changes
+---------------------
+Write s for a set-up step of a sheltered connection c in a state x. It writes one frame to the broker
+on c (or, for a connect, makes c's slot a fresh connection with nothing in flight and no consumer), and
+changes c's client view (its mode, its consumer tags); the observer records only that the prefetch was
+sent (``Ghost.prepared``), which no question reads.
+
+(1) *Independence.* Every other step b enabled in x is enabled after s, and ``b(s(x)) = s(b(x))``,
+    unless b is c's connection lost or a crash, which make s pointless. The broker reads c's FIFO to
+    it only at its head (appending to its tail commutes, and a take of an empty FIFO is not enabled),
+    and no step but c's own reads c's view; the other clients touch their own connections; budgets:
+    s spends none that another step needs (basic.qos's is never spent in `check`, cycles.unspent). c's
+    own other steps while s waits are reads of its replies, which pop another FIFO. A sheltered c has
+    no other step that could disable s: it does not vanish, its channel is not closed by the broker's
+    error or by itself.
+(2) *Absorption.* A lost connection or a crash resets c's slot (``spec.faults.reset_connection``:
+    nothing in flight, views and broker channels new) and the observer forgets c's prepared channels,
+    so ``f(s(x)) = f(x)`` exactly: s taken first leaves no trace (``tests/test_check_reductions.py``
+    checks (1) and (2) on every reachable state of four setups).
+(3) *Moving s earlier.* In any execution of the full machine, each set-up step of a sheltered
+    connection can be moved back to the moment it became enabled, through the steps in between, by (1)
+    and (2) (if a fault came in between, s was never taken in the full execution; taken first, the
+    fault absorbs it). The states of the moved execution differ from the original ones only by s
+    (prepared, a frame on its way, a view's mode or consumer tags), which no question reads: the same
+    verdicts in each.
+(4) *Termination, confluence.* Each connection's set-up steps are few and each is taken once in its
+    incarnation; those of different connections commute (1), so the normal form does not depend on
+    their order.
+(5) *Liveness.* A set-up step is in a weakly fair class (the client sets up, or connects again,
+    cycles.SetupFairness), and no cycle can take one (a connection is set up again only after a fault,
+    and faults are bounded): a fair cycle of the full graph has none enabled, so its states are their
+    own normal forms. Each cycle of the reduced graph is one of the full graph (its edges are real
+    paths).
+
+A client that may still vanish, or whose channel the broker may still close with an error, is left
+out: its frame in flight may still reach a broker that has not noticed, or be dropped while its view
+stays open, which are not the same as never having sent it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from spec import actions as A
+from spec.state import C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_TX
+
+SET_UP = frozenset({A.ClientConnect, A.ClientConfirmSelect, A.ClientTxSelect, A.ClientDeclareQueue, A.ClientQos,
+                    A.ClientConsume})
+
+
+class SetUpAtOnce:
+    """``settle(watched)``: the state with every sheltered connection's set-up steps taken, and the
+    (action, frames) steps taken."""
+
+    name = "por"
+
+    def __init__(self, machine: Any, config: Any) -> None:
+        self._enabled, self._step = machine.enabled, machine.step
+        self.config = config
+        n = config.connections
+        self.vanishing = tuple(machine.vanishing) or (False,) * n
+        self.erring = tuple(machine.erring) or (False,) * n
+        roles = config.roles
+        self.roles = tuple(tuple((ch, roles[(c, ch)]) for ch in range(1, config.channels + 1) if (c, ch) in roles)
+                           for c in range(n))
+        # Connections whose own role closes a channel or the connection are never sheltered.
+        self.closing = tuple(any(r.close or r.close_connection for _, r in self.roles[c]) for c in range(n))
+
+    def sheltered(self, state: Any, c: int) -> bool:
+        """Whether nothing but a lost connection or a crash can happen to connection c before its next step."""
+        if self.closing[c]:
+            return False
+        used, config = state.used, self.config
+        if self.vanishing[c] and config.vanishes and used.reconnects < config.reconnects:
+            return False
+        return not (self.erring[c] and used.channel_errors < config.channel_errors)
+
+    def wants(self, watched: Any, c: int) -> bool:
+        """Whether connection c's program has a set-up step to take (cheap: no actions built)."""
+        state, ghost = watched
+        conn = state.conns[c]
+        if conn.status == CONN_DOWN:
+            return state.broker_up
+        if conn.status != CONN_UP:
+            return False
+        for ch, role in self.roles[c]:
+            view = conn.clients[ch - 1]
+            if view.status != C_OPEN or conn.channels[ch - 1].status != CH_OPEN:
+                continue                    # closed, or the broker's close is on its way to the client
+            if role.confirm and view.mode != MODE_CONFIRM or role.tx and view.mode != MODE_TX:
+                return True
+            if any(not view.setup & (1 << q) for q in role.declare):
+                return True
+            if role.qos and (c, ch) not in ghost.prepared:
+                return True
+            if any(i not in view.consumers for i in range(1, len(role.consume) + 1)):
+                return True
+        return False
+
+    def next_step(self, watched: Any, c: int, actions: tuple | None = None) -> Any:
+        """The set-up step connection c takes at once in ``watched`` (its enabled ``actions`` when known),
+        or None: c is not sheltered, has no set-up step left, or its step waits for the broker."""
+        if not (self.wants(watched, c) and self.sheltered(watched[0], c)):
+            return None
+        conn = watched[0].conns[c]
+        return next((a for a in (actions if actions is not None else self._enabled(watched, self.config))
+                     if type(a) in SET_UP and a.conn == c and (not a.ch or conn.channels[a.ch - 1].status == CH_OPEN)),
+                    None)
+
+    def settle(self, watched: Any) -> tuple[Any, tuple]:
+        steps: list = []
+        for c in range(self.config.connections):
+            action = self.next_step(watched, c)
+            while action is not None:
+                watched, frames = self._step(watched, action)
+                steps.append((action, frames))
+                action = self.next_step(watched, c)
+        return watched, tuple(steps)
+
+
+class Fused:
+    """The ``por`` reduction of a setup: set-up steps at once, then pure reads (rabbitproof.check.pure_reads);
+    ``settle`` returns the normal form under both and every step taken."""
+
+    name = "por"
+
+    def __init__(self, *parts: Any) -> None:
+        self.parts = parts
+
+    def settle(self, watched: Any) -> tuple[Any, tuple]:
+        steps: tuple = ()
+        for part in self.parts:
+            watched, more = part.settle(watched)
+            steps += more
+        return watched, steps
