@@ -75,3 +75,30 @@ def test_the_setup_key_table_is_the_readers_own():
     with pytest.raises(setup_file.SetupError, match=r"unknown key 'prefetch_count' .*known: name, queue, acks"):
         setup_file.parse_setup('[queues.q]\n[[publishers]]\nqueue = "q"\n[[consumers]]\nqueue = "q"\n'
                                "prefetch_count = 1\n")
+
+
+def test_the_readme_walk_through_is_what_check_prints():
+    """The README's `rabbitproof check examples/auto-ack.toml` block: its first line (states, depth), its
+    answer rows and the trace's header are what the command prints today."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from rabbitproof.cli import main
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ .venv/bin/rabbitproof check examples/auto-ack.toml", 1)[1].split("```", 1)[0]
+    buffer = io.StringIO()
+    main(["check", str(ROOT / "examples" / "auto-ack.toml"), "--no-progress", "--no-advice"],
+         Console(file=buffer, width=120))
+    printed = " ".join(buffer.getvalue().split())
+    first = next(line for line in block.splitlines() if line.startswith("examples/auto-ack.toml: "))
+    assert first.split(", ... ")[0].split(": ", 1)[1] in printed      # "N states, depth D"
+    header = next(line for line in block.splitlines() if line.startswith("1. Can"))
+    assert " ".join(header.split()) in printed
+    rows = re.findall(r"^│ (\d) │ .*?│ (can happen|cannot happen)", block, re.M)
+    assert len(rows) == 5
+    table = buffer.getvalue()
+    for number, answer in rows:
+        assert re.search(rf"^│ {number} │ .*?│ {answer} ", table, re.M), f"question {number}: {answer}"
