@@ -5,9 +5,14 @@ does nothing fails it with a lasso; an unfair stall is no counterexample, and un
 lose fair cycles: spec.por) it leaves the verdict undecided, with a note, rather than passing it."""
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import re
 from dataclasses import dataclass
 
 import pytest
+from rich.console import Console
 
 from spark_check.bundle import load_spec, properties_for
 from spark_check.engine import LocalEngine
@@ -16,6 +21,9 @@ from spec import machine
 from spec.fairness import UNFAIR
 from spec.properties import LIVENESS, waiting_for_confirm
 from spec.state import with_conn
+
+from rabbitproof.cli import main
+from rabbitproof.explore.standard import verify
 
 SPEC = load_spec()
 ANSWERED = LIVENESS["confirms_eventually_answered"]
@@ -183,3 +191,38 @@ def test_interchangeable_channels_share_their_fair_classes():
             fairness.class_of(kind(2, 1, *(() if kind is not A.BrokerConfirm else (1, False))))
     assert fairness.class_of(A.BrokerTakeFrame(0, 1)) != fairness.class_of(A.BrokerTakeFrame(1, 1))
     assert fairness.class_of(A.BrokerCrash()) == UNFAIR
+
+
+# --- what rabbitproof explore, list and verify show ----------------------------------------------------
+
+def _console():
+    return Console(width=200, record=True, file=open(os.devnull, "w"))
+
+
+def test_explore_judges_the_liveness_properties_and_names_them_in_json(tmp_path, capsys):
+    path = tmp_path / "out.json"
+    out = _console()
+    code = main(["explore", "hazard_unconfirmed_lost", "--property", "confirms_eventually_answered", "--no-progress",
+                 "--json", str(path)], out=out)
+    assert code == 0
+    (verdict,) = json.loads(path.read_text())["properties"]
+    assert (verdict["name"], verdict["kind"], verdict["verdict"], verdict["cycle_start"]) == (
+        "confirms_eventually_answered", "liveness", "holds", None)
+    assert "confirms_eventually_answered │ liveness │ PC-2, PC-3, PC-6" in out.export_text()
+    out = _console()
+    assert main(["list"], out=out) == 0
+    assert re.search(r"confirms_eventually_answered +│ liveness +│ +│ PC-2, PC-3, PC-6", out.export_text())
+
+
+@pytest.mark.parametrize("bug, how", [(ConfirmOfFirstDoesNothing, ": a lasso, "),
+                                      (ForgetsFirstPublish, ", in an end state (nothing more can happen): trace")])
+def test_verify_fails_on_a_planted_bug_and_prints_the_counterexample(tmp_path, bug, how):
+    console = _console()
+    config = dataclasses.replace(SPEC.config("confirms"), properties=("delivery_tags_increase",))  # the bug keeps it
+    report = verify(bug(), [config], SPEC.registry, tmp_path / "manifest.json", update=True, console=console,
+                    liveness=SPEC.liveness_named())
+    (outcome,) = report.outcomes
+    assert not report.ok and outcome.failures == ["confirms_eventually_answered VIOLATED"]
+    text = console.export_text()
+    assert f"confirms: confirms_eventually_answered VIOLATED{how}" in text
+    assert ("↻" in text) == (bug is ConfirmOfFirstDoesNothing)
