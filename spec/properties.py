@@ -1150,7 +1150,12 @@ def waiting_for_confirm(state: State) -> bool:
     frame it read (PC-2, PC-3: a multiple one counts for every number up to its tag; PC-6: a nack is an
     answer). A channel the broker closed (PC-9: its publishes are never confirmed) stops waiting when
     the client reads the channel.close (its view is then closed, its numbers forgotten), and a connection
-    that is lost or closed, or a broker crash, resets the client's views (spec.faults)."""
+    that is lost or closed, or a broker crash, resets the client's views (spec.faults).
+
+    As the ``stays`` of a liveness property it needs no per-channel form: no publish is on a cycle of the
+    graph (a connection's count of publishes only grows), so a view's numbers and the answers it read
+    cannot change along a cycle either, and a client that waits in one state of a cycle waits for the
+    same publish in all of them."""
     for conn in state.conns:
         if conn.status != CONN_UP:
             continue

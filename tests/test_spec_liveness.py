@@ -36,7 +36,8 @@ def judged(model, name: str, reductions=(), properties=()):
     return verdict, result
 
 
-@pytest.mark.parametrize("name", ["confirms", "channel_error", "crash", "hazard_unconfirmed_lost", "hazard_confirm_order"])
+@pytest.mark.parametrize("name", ["confirms", "channel_error", "crash", "hazard_unconfirmed_lost",
+                                  "hazard_confirm_order"])
 def test_every_confirm_mode_publish_is_eventually_answered_PC_2(name):
     """On a few small standard configurations; `make verify` judges it on all of them."""
     reductions = ("por", "symmetry")

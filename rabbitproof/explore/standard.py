@@ -77,8 +77,9 @@ def verify(
     progress: bool = False,
     liveness: Sequence[Liveness] = (),
 ) -> VerifyReport:
-    """Explore each configuration with its own properties and ``liveness``, compare with (or update) the manifest, and
-    print the table and the counterexamples of every failed check on ``console`` when one is given.
+    """Explore each configuration with its own properties and ``liveness``, compare with (or update) the
+    manifest, and print the table and the counterexamples of every failed check on ``console`` when one is
+    given.
     Without ``engine``, the local engine with the reductions written for ``model`` (``por`` and
     ``symmetry`` for the spec: they change no verdict, docs/explanation/reductions.md)."""
     engine = engine or LocalEngine(reductions=written_for(model))
