@@ -13,7 +13,7 @@ exits 1 when any does. tests/test_docs_reference.py runs the check. The blocks:
 - ``cli``: every subcommand of `rabbitproof` and its options (the argparse parsers of
   `rabbitproof.cli.build_parser`, and each `rabbitproof bench PART`'s own);
 - ``configurations``: `spec.configs.CONFIGS` with the counts pinned in rabbitproof/explore/manifest.json;
-- ``properties``: the registry `spec.properties.REGISTRY`, as `rabbitproof list` prints it;
+- ``properties``: the registries `spec.properties.REGISTRY` and `LIVENESS`, as `rabbitproof list` prints them;
 - ``setup-keys``: `rabbitproof.check.setup_file.KEYS`, the keys the setup-file reader accepts.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from spec.configs import CONFIGS, STANDARD
-from spec.properties import REGISTRY
+from spec.properties import LIVENESS, REGISTRY
 
 from rabbitproof.bench.command import PARTS
 from rabbitproof.check.setup_file import KEYS
@@ -164,12 +164,15 @@ KIND_ORDER = ("always", "sometimes", "hazard")
 
 
 def render_properties() -> str:
-    """Every property of the spec's registry: its kind, its rule IDs and what it asserts."""
+    """Every property of the spec's registries: its kind, its rule IDs and what it asserts; the liveness
+    properties (spec.properties.LIVENESS) last."""
     out = ""
     for kind in KIND_ORDER:
         rows = [(f"`{name}`" + (" (proof helper)" if p.helper else ""), ", ".join(p.rules), p.doc)
                 for name, p in sorted(REGISTRY.items()) if p.kind == kind]
         out += f"#### {kind} ({len(rows)})\n\n" + table(("property", "rules", "meaning"), rows) + "\n"
+    rows = [(f"`{name}`", ", ".join(p.rules), p.doc) for name, p in sorted(LIVENESS.items())]
+    out += f"#### liveness ({len(rows)})\n\n" + table(("property", "rules", "meaning"), rows) + "\n"
     return out.rstrip("\n") + "\n"
 
 

@@ -61,7 +61,7 @@ def run_explore(console: Console, names: Sequence[str] = (), engine: Engine | No
     bundle = load_spec()
     chosen = [bundle.config(n) for n in (names or bundle.configs.STANDARD)]
     report = verify(bundle.model, chosen, bundle.registry, update=update, engine=engine, console=console,
-                    progress=progress)
+                    progress=progress, liveness=bundle.liveness_named())
     passed = sum(o.ok for o in report.outcomes)
     return PartResult("explore", len(report.outcomes), passed, len(report.outcomes) - passed, 0,
                       time.perf_counter() - started)
@@ -227,7 +227,7 @@ def _checked(args: argparse.Namespace) -> Engine:
         for name in args.config or bundle.configs.STANDARD:
             config = bundle.config(name)
             build_reduction(reductions, bundle.model, config)
-            engine.prepare(bundle.model, config, bundle.properties(config))
+            engine.prepare(bundle.model, config, bundle.properties(config), bundle.liveness_named())
     except ValueError as e:
         raise InputError(str(e).splitlines()[0]) from None
     return engine

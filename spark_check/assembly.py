@@ -32,6 +32,7 @@ class SearchOutcome:
     timings: dict[str, float] = field(default_factory=dict)       # where the time went (engine-specific)
     lassos: dict[int, Lasso] = field(default_factory=dict)        # liveness property index -> its counterexample
     liveness_decided: bool = False                                # the graph was searched for fair cycles
+    cyclic: set[int] = field(default_factory=set)                 # liveness properties with a cycle of stays states
 
 
 class TraceBuilder:
@@ -158,9 +159,15 @@ def assemble(
             trace=traces[fp] if found else None,
         ))
     lasso_traces = TraceBuilder(expander, parents).lassos(outcome.lassos) if outcome.lassos else {}
+    notes = []
     for i, p in enumerate(expander.liveness):
         found = i in outcome.lassos
         decided = found or (complete and outcome.liveness_decided)
+        if decided and not found and i in outcome.cyclic and not expander.keeps_fair_cycles:
+            decided = False         # the reduced graph has cycles, none fair: the full one may have a fair one
+            notes.append(f"{p.name} undecided: the graph reduced by {'+'.join(reductions)} has cycles where it "
+                         "could fail, none of them fair, and this reduction may lose fair cycles "
+                         "(spark_check.reductions); explore without it (--reduce) to decide it")
         results.append(PropertyResult(
             name=p.name, kind="liveness", rules=tuple(p.rules), doc=p.doc, found=found,
             passed=decided and not found, decided=decided, trace=lasso_traces.get(i),
@@ -193,4 +200,5 @@ def assemble(
         error_trace=error_trace,
         reductions=tuple(reductions),
         timings=dict(outcome.timings),
+        notes=tuple(notes),
     )

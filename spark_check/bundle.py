@@ -1,16 +1,16 @@
-"""What the explorer needs from a specification, gathered in one value: the model, its configurations
-and its property registry. ``load_spec`` reads them from ``spec/``; a test passes a single module (the
-toy model) that provides all three.
+"""What the explorer needs from a specification, gathered in one value: the model, its configurations,
+its property registry and its liveness registry. ``load_spec`` reads them from ``spec/``; a test passes a
+single module (the toy model) that provides them all (a module without ``LIVENESS`` has none).
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Mapping, Sequence
 
-from spec.properties_api import Property
+from spec.properties_api import Liveness, Property
 
 from .engine import Model
 
@@ -21,11 +21,13 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class SpecBundle:
-    """A model with its configurations (``CONFIGS``, ``STANDARD``, ``get``) and property registry."""
+    """A model with its configurations (``CONFIGS``, ``STANDARD``, ``get``), property registry and liveness
+    registry (``LIVENESS``: checked on every configuration, as ``make verify`` does)."""
 
     model: Model
     configs: Any
     registry: Mapping[str, Property]
+    liveness: Mapping[str, Liveness] = field(default_factory=dict)
 
     def config(self, name: str, bounds: Mapping[str, str] | None = None) -> Any:
         """The configuration called ``name`` with ``bounds`` overridden; InputError if either is bad."""
@@ -39,8 +41,18 @@ class SpecBundle:
 
     def properties(self, config: Any, names: Sequence[str] = (), *, helpers: bool = True) -> tuple[Property, ...]:
         """The named properties, or the configuration's own when none are named (without the proof
-        helpers among them when ``helpers`` is false: a user's run)."""
-        return properties_for(config, self.registry, names, helpers=helpers)
+        helpers among them when ``helpers`` is false: a user's run). Names of liveness properties are
+        ``liveness_named``'s business."""
+        safety = [n for n in names if n not in self.liveness]
+        if names and not safety:
+            return ()                   # only liveness properties named
+        return properties_for(config, self.registry, safety, helpers=helpers)
+
+    def liveness_named(self, names: Sequence[str] = ()) -> tuple[Liveness, ...]:
+        """The liveness properties among ``names``, or every one when none are named."""
+        if not names:
+            return tuple(self.liveness.values())
+        return tuple(self.liveness[n] for n in dict.fromkeys(names) if n in self.liveness)
 
     def action_types(self) -> tuple[type, ...]:
         """Every action class of the model, so coverage can list those that never fired."""
@@ -80,7 +92,7 @@ def load_spec() -> SpecBundle:
         properties = importlib.import_module("spec.properties")
     except ImportError as e:
         raise InputError(f"the specification cannot be imported: {_one_line(e)}") from None
-    return SpecBundle(model=machine, configs=configs, registry=properties.REGISTRY)
+    return SpecBundle(model=machine, configs=configs, registry=properties.REGISTRY, liveness=properties.LIVENESS)
 
 
 def load_module(name: str) -> SpecBundle:
@@ -89,7 +101,7 @@ def load_module(name: str) -> SpecBundle:
         module = importlib.import_module(name)
     except ImportError as e:
         raise InputError(f"model module {name!r} cannot be imported: {_one_line(e)}") from None
-    return SpecBundle(model=module, configs=module, registry=module.REGISTRY)
+    return SpecBundle(model=module, configs=module, registry=module.REGISTRY, liveness=getattr(module, "LIVENESS", {}))
 
 
 def action_types_of(model: Any) -> tuple[type, ...]:

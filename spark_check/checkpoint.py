@@ -169,8 +169,8 @@ class LevelStore:
             "level_sizes": levels,
             "level_of": level_of,
             "seconds": seconds,
-            "outcome": {k: (v if k != "decided_at" else {str(i): f for i, f in v.items()})
-                        for k, v in asdict(outcome).items()},
+            "outcome": {k: ({str(i): f for i, f in v.items()} if k == "decided_at" else sorted(v) if k == "cyclic"
+                            else v) for k, v in asdict(outcome).items()},
         }
         tmp = Path(local) / (PROGRESS + ".tmp")
         tmp.write_text(json.dumps(data), encoding="utf-8")
@@ -181,4 +181,5 @@ def outcome_from(data: dict[str, Any]) -> SearchOutcome:
     """The ``SearchOutcome`` a progress record holds."""
     raw = dict(data["outcome"])
     raw["decided_at"] = {int(i): f for i, f in raw["decided_at"].items()}
+    raw["cyclic"] = set(raw.get("cyclic", ()))
     return SearchOutcome(**raw)

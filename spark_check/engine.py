@@ -148,7 +148,7 @@ class LocalEngine(Engine):
                                        started, time_limit, graph)
         if graph is not None and outcome.error is None and not outcome.stopped:
             searched = time.perf_counter()
-            outcome.lassos = graph.lassos(liveness)
+            outcome.lassos = graph.lassos(liveness, outcome.cyclic)
             outcome.liveness_decided = True
             outcome.timings["liveness: fair cycles (wall)"] = time.perf_counter() - searched
             outcome.timings["liveness: graph kept (MB)"] = graph.nbytes() / 1e6

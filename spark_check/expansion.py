@@ -92,6 +92,12 @@ class Expander:
         self.undecided: list[int] = list(range(len(self.properties)))
         self._refresh()
 
+    @property
+    def keeps_fair_cycles(self) -> bool:
+        """Whether every reduction in use keeps fair cycles (spark_check.reductions): then the reduced graph
+        has a fair accepting cycle exactly when the full one has; else only a fair one it finds is sure."""
+        return all(getattr(r, "keeps_fair_cycles", False) for r in (self.reduction, self.symmetry) if r is not None)
+
     def _refresh(self) -> None:
         """Rebuild the predicate lists of the per-state check from ``undecided``."""
         props = self.properties

@@ -193,14 +193,15 @@ class LocalGraph:
         arrays = (self.depth, self.enabled, self.atoms, self.src, self.dst, self.cls)
         return sum(a.itemsize * len(a) for a in arrays) + len(self.terminal) + 100 * len(self.ids)
 
-    def lassos(self, liveness: Sequence[Any]) -> dict[int, Lasso]:
-        """The counterexample of each liveness property (index -> Lasso), on the whole explored graph."""
+    def lassos(self, liveness: Sequence[Any], cyclic: set[int] | None = None) -> dict[int, Lasso]:
+        """The counterexample of each liveness property (index -> Lasso), on the whole explored graph;
+        ``cyclic`` (when given) gets the index of each property whose ``stays`` states hold a cycle."""
         n = len(self.enabled)
         return local_lassos(liveness, np.frombuffer(self.src, dtype=np.int64), np.frombuffer(self.dst, dtype=np.int64),
                             np.frombuffer(self.cls, dtype=np.int8).astype(np.int64),
                             np.frombuffer(self.enabled, dtype=np.int64), np.frombuffer(self.atoms, dtype=np.int64),
                             np.frombuffer(bytes(self.terminal), dtype=np.bool_),
-                            np.frombuffer(self.depth, dtype=np.int32)[:n], self.fps[:n])
+                            np.frombuffer(self.depth, dtype=np.int32)[:n], self.fps[:n], cyclic)
 
 
 def components(n: int, src: np.ndarray, dst: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -299,10 +300,18 @@ def fair_accepting(comp: np.ndarray, src: np.ndarray, dst: np.ndarray, cls: np.n
     return names[good]
 
 
+def has_cycle(comp: np.ndarray, src: np.ndarray, dst: np.ndarray) -> bool:
+    """Whether the graph split into components ``comp`` (``components``) holds a cycle: an edge inside one."""
+    return bool(((comp[src] >= 0) & (comp[src] == comp[dst])).any())
+
+
 def local_lassos(liveness: Sequence[Any], src: np.ndarray, dst: np.ndarray, cls: np.ndarray, enabled: np.ndarray,
-                 atoms: np.ndarray, terminal: np.ndarray, depth: np.ndarray, fps: Sequence[Any]) -> dict[int, Lasso]:
+                 atoms: np.ndarray, terminal: np.ndarray, depth: np.ndarray, fps: Sequence[Any],
+                 cyclic: set[int] | None = None) -> dict[int, Lasso]:
     """The counterexample of each liveness property the graph has (property index -> Lasso), states by index
-    ``0..n-1`` (``fps``: their fingerprints, ``depth``: their BFS level, ``terminal``: nothing enabled)."""
+    ``0..n-1`` (``fps``: their fingerprints, ``depth``: their BFS level, ``terminal``: nothing enabled);
+    ``cyclic`` (when given) gets the index of each property whose ``stays`` states hold a cycle, fair or not
+    (what a reduction that may lose fair cycles needs to know: spark_check.reductions)."""
     n = len(fps)
     found: dict[int, Lasso] = {}
     for i, p in enumerate(liveness):
@@ -310,6 +319,8 @@ def local_lassos(liveness: Sequence[Any], src: np.ndarray, dst: np.ndarray, cls:
         recurs = (atoms & recurs_bit(i)) != 0
         candidates: list[tuple[int, Any, int, str]] = []      # (depth, fp, state, how)
         comp = components(n, src, dst, stays)
+        if cyclic is not None and has_cycle(comp, src, dst):
+            cyclic.add(i)
         for root in fair_accepting(comp, src, dst, cls, enabled, recurs).tolist():
             members = np.flatnonzero(comp == root)
             first = min(members.tolist(), key=lambda k: (int(depth[k]), order_key(fps[k])))

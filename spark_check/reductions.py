@@ -9,6 +9,14 @@ A model offers a reduction by giving its hook (as stateright's models give ``Rep
   naming a state's orbit (the spec's, with its soundness argument: spec.symmetry; `rabbitproof check`'s
   machine gives its own, rabbitproof.check.questions).
 
+A liveness property (spark_check.liveness) is judged on the reduced graph too. A reduction object says
+whether it keeps fair cycles (``keeps_fair_cycles``, with its argument in the model): the reduced graph
+then has a fair accepting cycle exactly when the full one has. One that does not (or says nothing) is
+trusted only one way: a fair cycle found is a counterexample; a property whose reduced graph has cycles
+through its ``stays`` states, none of them fair, is left undecided, with a note saying so
+(``ExplorationResult.notes``); one with no such cycle is decided by its end states, which every
+reduction here keeps.
+
 The engines know nothing of what a reduction means: they call the hooks. Engines and checkpoints
 carry the reductions' names, so a reduced run is never mistaken for a full one (the manifest pins full
 counts only).

@@ -102,6 +102,7 @@ class ExplorationResult:
     error_trace: Trace | None = None
     reductions: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()                 # what a reader must know about a verdict (why it is undecided)
 
     @property
     def states_per_second(self) -> float:

@@ -374,7 +374,7 @@ class SparkEngine(Engine):
                                  time_limit=time_limit)
             if liveness and outcome.error is None and not outcome.stopped:
                 outcome.lassos, stems = spark_lassos(spark, store, len(run.level_sizes), liveness, outcome.timings,
-                                                     self.driver_core_edges)
+                                                     self.driver_core_edges, outcome.cyclic)
                 outcome.liveness_decided = True
                 run.level_of.update(stems)
             seconds = run.seconds()

@@ -36,7 +36,7 @@ import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .liveness import Lasso, components, cycle_through, fair_accepting, recurs_bit, stays_bit
+from .liveness import Lasso, components, cycle_through, fair_accepting, has_cycle, recurs_bit, stays_bit
 
 STATES_SCHEMA = "fp long, level int, enabled long, atoms long, terminal boolean"
 EDGES_SCHEMA = "src long, dst long, cls int"
@@ -132,9 +132,12 @@ DRIVER_CORE_EDGES = 2_000_000
 
 
 def spark_lassos(spark: Any, store: Any, levels: int, liveness: Sequence[Any], timings: dict[str, float],
-                 driver_core_edges: int = DRIVER_CORE_EDGES) -> tuple[dict[int, Lasso], dict[int, int]]:
+                 driver_core_edges: int = DRIVER_CORE_EDGES,
+                 cyclic: set[int] | None = None) -> tuple[dict[int, Lasso], dict[int, int]]:
     """The counterexample of each liveness property (index -> Lasso) and the level of each lasso's first
-    cycle state (for the parent lookup of its stem)."""
+    cycle state (for the parent lookup of its stem); ``cyclic`` (when given) gets the index of each
+    property whose ``stays`` states hold a cycle (trimming leaves an edge: every state left has an edge
+    in and one out among those left, so a cycle runs through them)."""
     started = time.perf_counter()
     all_states, all_edges = read_graph(spark, store, levels)
     found: dict[int, Lasso] = {}
@@ -149,11 +152,13 @@ def spark_lassos(spark: Any, store: Any, levels: int, liveness: Sequence[Any], t
         rounds += trimmed
         candidates = []
         if core_edges.count() <= driver_core_edges:
-            chosen = _judge_on_driver(core.join(stays, "fp"), core_edges)
-        else:
+            chosen, looped = _judge_on_driver(core.join(stays, "fp"), core_edges)
+        else:                   # trimmed to its fixed point, and edges are left: a cycle
             comps, coloured = _components(core, core_edges.select("src", "dst"))
             rounds += coloured
-            chosen = _judge(comps, stays, core_edges)
+            chosen, looped = _judge(comps, stays, core_edges), True
+        if looped and cyclic is not None:
+            cyclic.add(i)
         if chosen is not None:
             candidates.append(chosen + ("cycle",))
         if p.at_end:
@@ -178,12 +183,13 @@ def spark_lassos(spark: Any, store: Any, levels: int, liveness: Sequence[Any], t
     return found, level_of
 
 
-def _judge_on_driver(core: DataFrame, core_edges: DataFrame) -> tuple | None:
+def _judge_on_driver(core: DataFrame, core_edges: DataFrame) -> tuple[tuple | None, bool]:
     """The fair accepting component of a small core, split on the driver (liveness.components): its first
-    state's level and fingerprint, its members (fp, enabled, recurs) and internal edges; None if none."""
+    state's level and fingerprint, its members (fp, enabled, recurs) and internal edges; None if none.
+    And whether the core holds a cycle at all, fair or not."""
     states = core.select("fp", "level", "enabled", "recurs").collect()
     if not states:
-        return None
+        return None, False
     index = {r["fp"]: k for k, r in enumerate(states)}
     rows = core_edges.select("src", "dst", "cls").collect()
     src = np.array([index[r["src"]] for r in rows], dtype=np.int64)
@@ -192,6 +198,7 @@ def _judge_on_driver(core: DataFrame, core_edges: DataFrame) -> tuple | None:
     enabled = np.array([r["enabled"] for r in states], dtype=np.int64)
     recurs = np.array([r["recurs"] for r in states], dtype=bool)
     comp = components(len(states), src, dst, np.ones(len(states), bool))
+    looped = has_cycle(comp, src, dst)
     best = None
     for root in fair_accepting(comp, src, dst, cls, enabled, recurs).tolist():
         members = np.flatnonzero(comp == root).tolist()
@@ -200,12 +207,12 @@ def _judge_on_driver(core: DataFrame, core_edges: DataFrame) -> tuple | None:
         if best is None or key < best[0]:
             best = (key, root)
     if best is None:
-        return None
+        return None, looped
     (level, fp), root = best
     members = [(states[k]["fp"], states[k]["enabled"], states[k]["recurs"]) for k in np.flatnonzero(comp == root).tolist()]
     inside = (comp[src] == root) & (comp[dst] == root)
     internal = [(rows[k]["src"], rows[k]["dst"], rows[k]["cls"]) for k in np.flatnonzero(inside).tolist()]
-    return level, fp, members, internal
+    return (level, fp, members, internal), looped
 
 
 def _judge(comps: DataFrame, stays: DataFrame, edges: DataFrame) -> tuple | None:

@@ -9,12 +9,15 @@ This is the interface every engine uses (spark_check, the trace checker, the Z3 
   what a client wrote, and what it read);
 - ``terminal_ok(state, config)``: whether a state with nothing enabled is a proper end;
 - the reductions it offers, as hooks the engines call (spark_check.reductions): ``fused_takes(config)``
-  (``por``, spec.por) and ``symmetry(config)`` (spec.symmetry), each with its soundness argument.
+  (``por``, spec.por) and ``symmetry(config)`` (spec.symmetry), each with its soundness argument;
+- ``fairness(config)``: the weakly fair classes of steps its liveness properties are judged under
+  (spec.fairness).
 """
 from __future__ import annotations
 
 from . import actions as A
 from . import broker, client, faults, network
+from .fairness import Fairness, weakly_fair
 from .frames import Wire
 from .por import FusedTakes
 from .roles import IDLE
@@ -415,3 +418,9 @@ def symmetry(config) -> Symmetry:
     """The ``symmetry`` reduction of ``config``: states that differ by a renaming of interchangeable
     connections and channels share one fingerprint (spec.symmetry)."""
     return Symmetry(config)
+
+
+def fairness(config) -> Fairness:
+    """The weakly fair classes of ``config``'s steps (spec.fairness): the broker keeps taking frames,
+    confirming, answering, delivering and writing to disk, the network delivers and clients keep reading."""
+    return weakly_fair(config, config.connections + stale_slots(config))

@@ -109,6 +109,24 @@ reached from x2 by the same fusable takes, so ``F(x2) = F(b(F(x)))``, an R-succe
 in R: every verdict is the same. A deadlock (nothing enabled) has no take enabled, so R reaches it;
 and since R expands its states in full, its deadlocks are the full graph's.
 
+Liveness (spec.properties.LIVENESS) is judged on R as follows, for a property whose ``stays`` and
+``recurs`` read nothing a fused take changes (a take writes nothing to any client: a property of the
+clients' views, such as ``confirms_eventually_answered``, qualifies; tests/test_spec_liveness.py checks
+it on every state of small configurations). *End states* are exact: the full graph's end states are R's
+(above), with the same value of ``stays``. *Cycles* are exact one way only. A cycle of R is a cycle of the
+full graph (its edges are real paths, whose inner states differ from R's by takes), and if it is fair in
+R it is fair there too (a class enabled in every state of the full cycle is enabled in R's states, so R
+takes it on an edge, whose first step is that class's). And a cycle of the full graph through ``stays``
+states maps, by the induction above, to a closed walk of R through ``stays`` states (not all its steps are
+fused takes: those only remove frames). But its being fair need not carry over: a take fused into another
+step is not that edge's class, and a fused take can enable a step (a delivery of the message it enqueued)
+that the full cycle is never offered. So the engines are told that this reduction may lose fair cycles
+(``keeps_fair_cycles`` False): a liveness property whose ``stays`` states hold no cycle in R holds none in
+the full graph either, and is judged exactly (by its end states); one that R finds a fair cycle for fails
+for sure; one whose ``stays`` states hold cycles in R, none of them fair, is left undecided
+(spark_check.assembly). The spec's graph bounded by its budgets has no such cycle on any standard
+configuration, so `make verify` decides ``confirms_eventually_answered`` everywhere under ``por``.
+
 What changes, and what the tests hold it to (tests/test_reductions.py): distinct states, transitions
 and depth are smaller, and traces differ. A trace of R is a real path of the model, replayed step by
 step, so it is never shorter in model steps than the full search's shortest; its number of BFS levels
@@ -137,6 +155,7 @@ class FusedTakes:
     offers this reduction through its ``fused_takes`` hook."""
 
     name = "por"
+    keeps_fair_cycles = False       # "Liveness" in the module docstring
 
     def __init__(self, config: Any, step: Callable[[Any, Any], tuple[Any, tuple]],
                  act: Callable[..., Any]) -> None:

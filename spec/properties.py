@@ -4,6 +4,11 @@
 - sometimes: reachability; each guards an invariant against vacuity (some state must satisfy it).
 - hazard: what the seeds say does NOT hold; exploration must reach a state that falsifies it.
 
+Liveness properties (``eventually``: what must happen in every fair execution) are a registry of their
+own, ``LIVENESS`` (spec.properties_api.Liveness), judged on the explored graph under the machine's
+fairness (spec.fairness): a fair cycle, or an end state, where the bad condition holds for ever is the
+counterexample.
+
 Invariants registered with ``helper=True`` are proof helpers (spec.properties_api): each makes another
 invariant inductive for the Z3 proofs (proofs/), ``make verify`` checks them on every standard
 configuration, and a user's run leaves them out unless it names them (``HELPERS``).
@@ -20,9 +25,9 @@ from .frames import (
     R_NO_EXCHANGE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
     R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG, TX_SELECT,
 )
-from .properties_api import Property
+from .properties_api import Liveness, Property
 from .state import (
-    C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_GONE, EV_CHANNEL_REQUEUE,
+    C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_GONE, CONN_UP, EV_CHANNEL_REQUEUE,
     EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
     EV_CONFIRM_MULTIPLE, EV_MULTIPLE_ACK, EV_RECOVERED, EV_REQUEUE_TWICE, EV_ROLLBACK_KEPT,
     EV_TX_RETURN, FATE_ACKED, FATE_AUTO, FATE_DEAD_LETTERED, FATE_LOST_AUTOACK, FATE_LOST_CRASH, FATE_PURGED,
@@ -1131,3 +1136,39 @@ def _copies_in_two_queues(state: State) -> bool:
 
 SOMETIMES = tuple(name for name, p in REGISTRY.items() if p.kind == "sometimes")
 HAZARDS = tuple(name for name, p in REGISTRY.items() if p.kind == "hazard")
+
+
+# --- liveness (eventually) ----------------------------------------------------------------------------
+
+LIVENESS: dict[str, Liveness] = {}
+
+
+def waiting_for_confirm(state: State) -> bool:
+    """Some client waits for the confirm of a publish on a channel it holds open: the channel is open
+    in the client's eyes (its view is open, on a connection it has not closed), in confirm mode, and one
+    of the sequence numbers 1..n it gave its publishes (PC-1) has been neither acked nor nacked in a
+    frame it read (PC-2, PC-3: a multiple one counts for every number up to its tag; PC-6: a nack is an
+    answer). A channel the broker closed (PC-9: its publishes are never confirmed) stops waiting when
+    the client reads the channel.close (its view is then closed, its numbers forgotten), and a connection
+    that is lost or closed, or a broker crash, resets the client's views (spec.faults).
+
+    As the ``stays`` of a liveness property it needs no per-channel form: no publish is on a cycle of the
+    graph (a connection's count of publishes only grows), so a view's numbers and the answers it read
+    cannot change along a cycle either, and a client that waits in one state of a cycle waits for the
+    same publish in all of them."""
+    for conn in state.conns:
+        if conn.status != CONN_UP:
+            continue
+        for view in conn.clients:
+            if view.status == C_OPEN and view.mode == MODE_CONFIRM and view.pub_seq and \
+                    len([s for s in view.confirms if s <= view.pub_seq]) < view.pub_seq:
+                return True
+    return False
+
+
+LIVENESS["confirms_eventually_answered"] = Liveness(
+    "confirms_eventually_answered", ("PC-2", "PC-3", "PC-6"),
+    "Every publish a client made in confirm mode is eventually acked or nacked while its channel stays "
+    "open: no fair execution stays for ever (a fair cycle) or ends (nothing more enabled) with a client "
+    "waiting for a confirm on a channel it holds open.",
+    waiting_for_confirm, waiting_for_confirm, at_end=True)

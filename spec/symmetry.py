@@ -53,6 +53,15 @@ So every verdict is the same, every shortest trace has the full search's length,
 commutes with g (fusability reads the configuration, which g preserves, and the state of one channel,
 which g renames; the takes are confluent), so the reduced graph's orbits are taken the same way.
 
+Liveness: a liveness property's ``stays`` and ``recurs`` must have the same value on x and g(x) (3), and
+the fair classes must be shared by interchangeable connections and channels, so that every g maps each
+class onto itself (spec.fairness; `rabbitproof check`'s SetupFairness). Then a fair accepting cycle of
+the full graph maps to a closed walk of orbits that is fair and accepting (an edge of class k in the full
+cycle has an edge of class k between the same orbits), and a fair accepting cycle of orbits, a path from x
+to g(x), repeated until g returns to the identity, is a fair accepting cycle of the full graph (the
+classes enabled in g(y) are those enabled in y). End states map to end states. So the reduction keeps
+fair cycles (``keeps_fair_cycles``): liveness verdicts are the same with it and without.
+
 `rabbitproof check`'s machine (rabbitproof.check.questions.SetupMachine) wraps the spec's state with an observer
 ghost and gives its own ``symmetry``: the configuration's renamings that also keep each connection's
 message limit and whether a fault may lose it, applied to the spec state and to every (conn, ch) the
@@ -240,6 +249,7 @@ class Symmetry:
     """The ``symmetry`` reduction of one configuration: ``fingerprint`` names a state's orbit."""
 
     name = "symmetry"
+    keeps_fair_cycles = True        # "Liveness" in the module docstring
 
     def __init__(self, config: Any, renamings: tuple[Renaming, ...] | None = None,
                  rename_state: Callable[[Any, Renaming], Any] | None = None) -> None:

@@ -121,3 +121,32 @@ def test_liveness_all_in_spark_agrees_with_the_local_engine(spark, config):
     assert theirs.verdict == mine.verdict == ("holds" if not config else "VIOLATED")
     assert (theirs.trace and theirs.trace.lines()) == (mine.trace and mine.trace.lines())
     assert distributed.timings["liveness: Spark rounds of trimming and colouring"] > 0
+
+
+@pytest.mark.parametrize("name", ["hazard_unconfirmed_lost", "hazard_confirm_order", "channel_error"])
+def test_the_specs_liveness_agrees_with_the_local_engine(spark, name):
+    """spec.properties.LIVENESS judged by both engines, with the reductions make verify uses."""
+    config = SPEC.config(name)
+    reductions = ("por", "symmetry")
+    local = LocalEngine(reductions=reductions).explore(SPEC.model, config, (), liveness=SPEC.liveness_named())
+    spark.reductions = reductions   # the module's session, with the reductions for this exploration only
+    try:
+        distributed = spark.explore(SPEC.model, config, (), liveness=SPEC.liveness_named())
+    finally:
+        spark.reductions = ()
+    assert disagreements(local, distributed) == []
+    assert [p.verdict for p in distributed.properties] == ["holds"] and distributed.notes == ()
+
+
+@pytest.mark.parametrize("core", [0, 1000])
+def test_a_reduction_that_may_lose_fair_cycles_leaves_unfair_ones_undecided_in_spark_too(spark, core):
+    """spark_check.reductions: the cycles are seen whether trimmed and coloured in Spark or on the driver."""
+    from spark_check.spark_liveness import DRIVER_CORE_EDGES
+    from tests.toy_liveness import JOB_DONE, JobConfig, UnsureJobModel
+
+    spark.reductions, spark.driver_core_edges = ("symmetry",), core
+    try:
+        result = spark.explore(UnsureJobModel(), JobConfig(), [], liveness=[JOB_DONE])
+    finally:
+        spark.reductions, spark.driver_core_edges = (), DRIVER_CORE_EDGES
+    assert result.properties[0].verdict == "UNDECIDED" and len(result.notes) == 1

@@ -9,7 +9,7 @@ import pytest
 from spark_check.engine import LocalEngine
 from spark_check.liveness import components, cycle_through, fair_accepting
 
-from tests.toy_liveness import JOB_DONE, JobConfig, JobModel
+from tests.toy_liveness import JOB_DONE, JobConfig, JobModel, UnsureJobModel
 
 
 def job(**config) -> object:
@@ -80,3 +80,19 @@ def test_the_cycle_meets_every_obligation_then_comes_back():
     assert path[-1] == "a" and "c" in path and set(classes) >= {0, 1}
     with pytest.raises(RuntimeError):
         cycle_through("a", {"a", "b"}, [("a", "b", 0)], {"a": 1, "b": 1}, {"a"})
+
+
+def test_a_reduction_that_may_lose_fair_cycles_leaves_unfair_cycles_undecided_and_says_so():
+    """spark_check.reductions: the Flip cycle is unfair, but a reduction that may lose fair cycles cannot
+    tell; a fair cycle it finds, or an end, still decides."""
+    unsure = LocalEngine(reductions=("symmetry",))
+    result = unsure.explore(UnsureJobModel(), JobConfig(), [], liveness=[JOB_DONE])
+    assert result.properties[0].verdict == "UNDECIDED" and not result.ok
+    assert result.notes == ("job_done undecided: the graph reduced by symmetry has cycles where it could fail, none "
+                            "of them fair, and this reduction may lose fair cycles (spark_check.reductions); "
+                            "explore without it (--reduce) to decide it",)
+    for config in (JobConfig(finish_fair=False), JobConfig(stuck=True)):
+        result = unsure.explore(UnsureJobModel(), config, [], liveness=[JOB_DONE])
+        assert result.properties[0].verdict == "VIOLATED" and result.notes == ()
+    full = LocalEngine().explore(UnsureJobModel(), JobConfig(), [], liveness=[JOB_DONE])
+    assert full.properties[0].verdict == "holds"

@@ -114,3 +114,20 @@ def always(state: Job) -> bool:
 
 JOB_DONE = Liveness("job_done", ("T-1",), "No fair execution leaves the job undone for ever.", undone, always,
                     at_end=True)
+
+
+@dataclass(frozen=True)
+class Unrenamed:
+    """A symmetry that renames nothing and does not vouch for fair cycles: a stand-in for a reduction that
+    may lose them (spark_check.reductions, ``keeps_fair_cycles``)."""
+
+    renamings: tuple = ()
+    keeps_fair_cycles: bool = False
+
+
+@dataclass(frozen=True)
+class UnsureJobModel(JobModel):
+    """The toy with such a reduction, offered as its ``symmetry``."""
+
+    def symmetry(self, config: JobConfig) -> Unrenamed:
+        return Unrenamed()

@@ -66,6 +66,7 @@ class PureReads:
     """``settle(watched)``: its normal form under pure reads, and the (action, frames) steps taken."""
 
     name = "por"
+    keeps_fair_cycles = True        # (4) in the module docstring
 
     def __init__(self, machine: Any, config: Any) -> None:
         self._step = machine.step

@@ -46,7 +46,8 @@ def add_explore_arguments(explore: argparse.ArgumentParser) -> None:
     explore.add_argument("--bound", action="append", default=[], metavar="NAME=VALUE",
                          help="override a bound (repeatable; NAME=VALUE,NAME=VALUE also works) of the configuration")
     explore.add_argument("--property", action="extend", nargs="+", default=[], metavar="NAME",
-                         help="check these properties instead of the configuration's own")
+                         help="check these properties (liveness ones too) instead of the configuration's own "
+                              "and every liveness property")
     explore.add_argument("--json", metavar="FILE", help="also write the full result as JSON")
     explore.add_argument("--chart", metavar="DIR",
                          help="write each counterexample as a message-sequence chart (SVG) in DIR")
@@ -77,8 +78,10 @@ def run_engine(
     stop_on_violation: bool = False,
     progress_console: Console | None = None,
     time_limit: float | None = None,
+    liveness: Sequence[Any] = (),
 ) -> ExplorationResult:
-    """Explore ``config``, with a live progress line on ``progress_console`` when one is given."""
+    """Explore ``config``, with a live progress line on ``progress_console`` when one is given; the
+    liveness properties ``liveness`` are judged on the graph once the search is complete."""
     display = ProgressDisplay(progress_console or Console(stderr=True), config.name, progress_console is not None)
     with display:
         return engine.explore(
@@ -90,6 +93,7 @@ def run_engine(
             progress=display.callback,
             action_types=bundle.action_types(),
             time_limit=time_limit,
+            liveness=liveness,
         )
 
 
@@ -109,10 +113,11 @@ def run_explore(args: argparse.Namespace, out: Console) -> int:
     config = bundle.config(args.config, bounds)
     # A user's run checks the configuration's properties but the proof helpers (make verify checks those).
     properties = bundle.properties(config, args.property, helpers=False)
+    liveness = bundle.liveness_named(args.property)
     left_out = helpers_left_out(config, bundle.registry, args.property)
     try:
         build_reduction(engine.reductions, bundle.model, config)
-        engine.prepare(bundle.model, config, properties)
+        engine.prepare(bundle.model, config, properties, liveness)
     except ValueError as e:
         raise InputError(str(e).splitlines()[0]) from None
 
@@ -127,6 +132,7 @@ def run_explore(args: argparse.Namespace, out: Console) -> int:
         stop_on_violation=args.stop_on_violation,
         progress_console=err if show else None,
         time_limit=args.time_limit,
+        liveness=liveness,
     )
     engine.close()
     print_result(out, result, args.show_state)
@@ -161,6 +167,8 @@ def run_list(args: argparse.Namespace, out: Console) -> int:
         props.add_column(col)
     for name, p in sorted(bundle.registry.items()):
         props.add_row(name, p.kind, "helper" if p.helper else "", ", ".join(p.rules), p.doc)
+    for name, live in sorted(bundle.liveness.items()):
+        props.add_row(name, "liveness", "", ", ".join(live.rules), live.doc)
     out.print(configs)
     out.print(props)
     return EXIT_OK

@@ -135,7 +135,15 @@ def summary(result: ExplorationResult) -> Group:
     parts: list[Any] = [figures, verdicts, coverage]
     if result.never_fired:
         parts.append(Text(f"never fired: {', '.join(result.never_fired)}", "yellow"))
+    parts.extend(Text(note, "yellow") for note in result.notes)
     return Group(*parts)
+
+
+def verdict_title(p: PropertyResult) -> str:
+    """A property's name and verdict, as a trace's title: a liveness counterexample that is no lasso says
+    that its execution ends there."""
+    ends = p.kind == "liveness" and p.trace is not None and p.trace.cycle_start is None
+    return f"{p.name} {p.verdict}" + (", in an end state (nothing more can happen)" if ends else "")
 
 
 def counterexamples(result: ExplorationResult) -> list[tuple[str, Trace]]:
@@ -144,8 +152,7 @@ def counterexamples(result: ExplorationResult) -> list[tuple[str, Trace]]:
     out = []
     for p in result.properties:
         if p.trace is not None and p.kind != "sometimes":
-            title = f"{p.name} {p.verdict}" + ("" if p.passed else " (FAIL)")
-            out.append((title, p.trace))
+            out.append((verdict_title(p) + ("" if p.passed else " (FAIL)"), p.trace))
     if result.deadlock_trace is not None and result.deadlock_failed:
         out.append(("deadlock", result.deadlock_trace))
     if result.error_trace is not None:
@@ -232,6 +239,7 @@ def result_json(result: ExplorationResult) -> dict[str, Any]:
                 "found": p.found,
                 "passed": p.passed,
                 "trace": trace_json(p.trace),
+                "cycle_start": p.trace.cycle_start if p.trace else None,
                 "final_state": p.trace.final_state if p.trace else None,
             }
             for p in result.properties
@@ -239,4 +247,5 @@ def result_json(result: ExplorationResult) -> dict[str, Any]:
         "error_trace": trace_json(result.error_trace),
         "coverage": result.coverage,
         "never_fired": list(result.never_fired),
+        "notes": list(result.notes),
     }

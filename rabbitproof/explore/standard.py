@@ -1,7 +1,8 @@
 """The explore part of `rabbitproof verify` (``make verify``): explore every standard configuration.
 
 For each configuration in ``spec.configs.STANDARD``: every invariant must hold, every hazard must be
-found, every ``sometimes`` must be witnessed, no deadlock the configuration counts as an error may be
+found, every ``sometimes`` must be witnessed, every liveness property must hold (no fair cycle or end
+state where it fails: spec.properties.LIVENESS), no deadlock the configuration counts as an error may be
 reached, and the distinct-state count and depth must equal those pinned in ``manifest.json`` (a
 regression test for free, as TLA+ projects keep). `rabbitproof verify --part explore --update-manifest`
 rewrites the pins.
@@ -19,10 +20,10 @@ from rich.text import Text
 from spark_check.bundle import action_types_of, properties_for
 from spark_check.engine import Engine, ExplorationResult, LocalEngine, Model
 from spark_check.reductions import written_for
-from spec.properties_api import Property
+from spec.properties_api import Liveness, Property
 
 from rabbitproof.explore.manifest import MANIFEST, compare, pinned_entry, read_manifest, write_manifest
-from rabbitproof.explore.report import ProgressDisplay, print_trace
+from rabbitproof.explore.report import ProgressDisplay, print_trace, verdict_title
 
 
 @dataclass
@@ -74,9 +75,11 @@ def verify(
     engine: Engine | None = None,
     console: Console | None = None,
     progress: bool = False,
+    liveness: Sequence[Liveness] = (),
 ) -> VerifyReport:
-    """Explore each configuration with its own properties, compare with (or update) the manifest, and
-    print the table and the counterexamples of every failed check on ``console`` when one is given.
+    """Explore each configuration with its own properties and ``liveness``, compare with (or update) the
+    manifest, and print the table and the counterexamples of every failed check on ``console`` when one is
+    given.
     Without ``engine``, the local engine with the reductions written for ``model`` (``por`` and
     ``symmetry`` for the spec: they change no verdict, docs/explanation/reductions.md)."""
     engine = engine or LocalEngine(reductions=written_for(model))
@@ -88,7 +91,7 @@ def verify(
         properties = properties_for(config, registry)
         with ProgressDisplay(err, config.name, progress) as display:
             result = engine.explore(model, config, properties, progress=display.callback,
-                                    action_types=action_types)
+                                    action_types=action_types, liveness=liveness)
         differences = [] if update else compare(result, pinned.get(config.name))
         outcomes.append(ConfigOutcome(result, differences))
     report = VerifyReport(outcomes, manifest_path)
@@ -113,25 +116,28 @@ def print_report(console: Console, report: VerifyReport) -> None:
     table = Table(title="spark_check verify")
     for col, just in (("config", "left"), ("distinct states", "right"), ("depth", "right"),
                       ("seconds", "right"), ("states/s", "right"), ("invariants held", "right"),
-                      ("hazards found", "right"), ("sometimes witnessed", "right"), ("verdict", "left")):
+                      ("hazards found", "right"), ("sometimes witnessed", "right"), ("liveness held", "right"),
+                      ("verdict", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for o in report.outcomes:
         r = o.result
         verdict = Text("PASS", "bold green") if o.ok else Text("FAIL", "bold red")
         table.add_row(r.config, f"{r.distinct_states:,}", str(r.depth), f"{r.seconds:.2f}",
                       f"{r.states_per_second:,.0f}", counts(r, "always"), counts(r, "hazard"),
-                      counts(r, "sometimes"), verdict)
+                      counts(r, "sometimes"), counts(r, "liveness"), verdict)
     console.print(table)
     for o in report.outcomes:
         if not o.ok:
             console.print(Text(f"{o.result.config}: " + "; ".join(o.failures), "red"))
+        for note in o.result.notes:
+            console.print(Text(f"{o.result.config}: {note}", "yellow"))
     for o in report.outcomes:
         r = o.result
         for p in r.properties:
             if not p.passed:
                 console.print()
                 if p.trace is not None:
-                    print_trace(console, f"{r.config}: {p.name} {p.verdict}", p.trace)
+                    print_trace(console, f"{r.config}: {verdict_title(p)}", p.trace)
                 else:
                     console.print(Text(f"{r.config}: {p.name} {p.verdict}: no reachable state "
                                        f"{'satisfies' if p.kind == 'sometimes' else 'falsifies'} it", "bold red"))
