@@ -167,6 +167,16 @@ def _tried(state: State, config, evident: bool) -> list:
     return out
 
 
+def client_candidates(state: State, config, c: int, ch: int) -> list:
+    """What the client of the open channel (c, ch) tries (``candidates`` of that channel only, in the same
+    order): for a caller that wants one client's next step without building everyone's."""
+    messages_left = config.messages - sum(conn.published for conn in state.conns)
+    out: list = []
+    _client_actions(out, state, config, c, ch, state.conns[c].clients[ch - 1], config.roles.get((c, ch), IDLE),
+                    messages_left)
+    return out
+
+
 def _client_actions(out, state, config, c, ch, view, role, messages_left) -> None:
     """The actions the client of channel (c, ch) tries under its role and the budgets."""
     used = state.used

@@ -9,13 +9,14 @@ import pytest
 
 from spark_check.engine import LocalEngine
 from spec import actions as A
+from spec.state import CH_OPEN
 from spec.frames import BASIC_CONSUME_OK, BASIC_GET_EMPTY, BASIC_QOS_OK, CHANNEL_OPEN_OK, CONFIRM_SELECT_OK
 
 from rabbitproof.bench.reductions import decides, replay
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, config_for, machine_for
 from rabbitproof.check.pure_reads import PURE, PureReads
 from rabbitproof.check.questions import LIVENESS, PROPERTIES, QUESTIONS
-from rabbitproof.check.set_up_at_once import SetUpAtOnce
+from rabbitproof.check.set_up_at_once import SET_UP, SetUpAtOnce
 from rabbitproof.check.setup_file import read_setup
 
 from tests.test_check import EXAMPLES
@@ -101,7 +102,12 @@ def test_set_up_steps_commute_with_every_other_step_and_faults_absorb_them(name)
         for x in frontier:
             actions = machine.enabled(x, config)
             for c in range(config.connections):
-                s = fuse.next_step(x, c, actions)
+                s = fuse.next_step(x, c)
+                conn = x.spec.conns[c]
+                first = next((a for a in actions if type(a) in SET_UP and a.conn == c
+                              and (not a.ch or conn.channels[a.ch - 1].status == CH_OPEN)), None)
+                assert s == (first if fuse.wants(x, c) and fuse.sheltered(x.spec, c) else None), \
+                    "next_step is the first set-up step enabled gives"
                 if s is None:
                     continue
                 after_s = machine.step(x, s)[0]

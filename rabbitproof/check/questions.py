@@ -181,6 +181,10 @@ class SetupMachine:
             return taken
         return taken + work_steps(self.works, state, ghost)
 
+    def takes(self, watched: Watched, config: Any, action: Any) -> bool:
+        """Whether the programs take ``action``, which the spec enables in ``watched`` (``enabled``'s filter)."""
+        return type(action) not in _PROGRAM_STEPS or _programs_take(self, watched.spec, watched.ghost, config, action)
+
     def step(self, watched: Watched, action: Any) -> tuple[Watched, tuple]:
         if type(action) is ConsumerWork:            # the application's own step: the spec's state is unchanged
             return Watched(watched.spec, did_work(watched.ghost, watched.spec, action)), ()

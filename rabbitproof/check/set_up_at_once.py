@@ -58,6 +58,7 @@ from __future__ import annotations
 from typing import Any
 
 from spec import actions as A
+from spec.machine import client_candidates, precondition
 from spec.state import C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_TX
 
 SET_UP = frozenset({A.ClientConnect, A.ClientConfirmSelect, A.ClientTxSelect, A.ClientDeclareQueue, A.ClientQos,
@@ -69,9 +70,10 @@ class SetUpAtOnce:
     (action, frames) steps taken."""
 
     name = "por"
+    keeps_fair_cycles = True        # (5) in the module docstring
 
     def __init__(self, machine: Any, config: Any) -> None:
-        self._enabled, self._step = machine.enabled, machine.step
+        self._step, self._takes = machine.step, machine.takes
         self.config = config
         n = config.connections
         self.vanishing = tuple(machine.vanishing) or (False,) * n
@@ -113,15 +115,24 @@ class SetUpAtOnce:
                 return True
         return False
 
-    def next_step(self, watched: Any, c: int, actions: tuple | None = None) -> Any:
-        """The set-up step connection c takes at once in ``watched`` (its enabled ``actions`` when known),
-        or None: c is not sheltered, has no set-up step left, or its step waits for the broker."""
+    def next_step(self, watched: Any, c: int) -> Any:
+        """The set-up step connection c takes at once in ``watched``, or None: c is not sheltered, has no
+        set-up step left, or its step waits for the broker. It is the first of c's set-up steps that the
+        machine enables, in ``enabled``'s order, found without building the other clients' actions."""
         if not (self.wants(watched, c) and self.sheltered(watched[0], c)):
             return None
-        conn = watched[0].conns[c]
-        return next((a for a in (actions if actions is not None else self._enabled(watched, self.config))
-                     if type(a) in SET_UP and a.conn == c and (not a.ch or conn.channels[a.ch - 1].status == CH_OPEN)),
-                    None)
+        state, config = watched[0], self.config
+        conn = state.conns[c]
+        if conn.status == CONN_DOWN:
+            action = A.ClientConnect(c, 0, config.channels_open)
+            return action if precondition(state, action) else None
+        for ch, _ in self.roles[c]:
+            if conn.clients[ch - 1].status != C_OPEN or conn.channels[ch - 1].status != CH_OPEN:
+                continue
+            for a in client_candidates(state, config, c, ch):
+                if type(a) in SET_UP and precondition(state, a) and self._takes(watched, config, a):
+                    return a
+        return None
 
     def settle(self, watched: Any) -> tuple[Any, tuple]:
         steps: list = []
@@ -139,6 +150,11 @@ class Fused:
     ``settle`` returns the normal form under both and every step taken."""
 
     name = "por"
+
+    @property
+    def keeps_fair_cycles(self) -> bool:
+        """Whether the fused graph has a fair accepting cycle exactly when the full one has: when every part keeps them."""
+        return all(getattr(part, "keeps_fair_cycles", False) for part in self.parts)
 
     def __init__(self, *parts: Any) -> None:
         self.parts = parts
