@@ -58,11 +58,13 @@ from __future__ import annotations
 from typing import Any
 
 from spec import actions as A
+from spec.frames import BASIC_QOS, CONFIRM_SELECT, TX_SELECT
 from spec.machine import client_candidates, precondition
 from spec.state import C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_TX
 
 SET_UP = frozenset({A.ClientConnect, A.ClientConfirmSelect, A.ClientTxSelect, A.ClientDeclareQueue, A.ClientQos,
                     A.ClientConsume})
+TAKEN = frozenset({BASIC_QOS, CONFIRM_SELECT, TX_SELECT})       # set-up frames the broker takes at once
 
 
 class SetUpAtOnce:
@@ -116,11 +118,34 @@ class SetUpAtOnce:
         return False
 
     def next_step(self, watched: Any, c: int) -> Any:
-        """The set-up step connection c takes at once in ``watched``, or None: c is not sheltered, has no
-        set-up step left, or its step waits for the broker. It is the first of c's set-up steps that the
-        machine enables, in ``enabled``'s order, found without building the other clients' actions."""
-        if not (self.wants(watched, c) and self.sheltered(watched[0], c)):
+        """The set-up step connection c takes at once in ``watched``, or None: c is not sheltered, or has
+        no set-up step left. Its client's first (``client_step``), else the broker's take of a set-up frame
+        (``broker_take``)."""
+        if not self.sheltered(watched[0], c):
             return None
+        return (self.client_step(watched, c) if self.wants(watched, c) else None) or self.broker_take(watched[0], c)
+
+    def broker_take(self, state: Any, c: int) -> Any:
+        """The broker's take of the frame at the head of one of c's channels when it is a set-up frame
+        that only changes that channel (``TAKEN``: basic.qos on a channel with no consumer and nothing
+        outstanding, confirm.select, tx.select), on a channel the broker holds open."""
+        conn = state.conns[c]
+        if not state.broker_up or conn.broker_closed or conn.status != CONN_UP:
+            return None
+        for ch, fifo in enumerate(conn.to_broker):
+            if not fifo or not ch or fifo[0][0] not in TAKEN:
+                continue
+            channel = conn.channels[ch - 1]
+            if channel.status != CH_OPEN or channel.commit_pending or channel.consumers or channel.unacked:
+                continue
+            action = A.BrokerTakeFrame(c, ch)
+            if precondition(state, action):
+                return action
+        return None
+
+    def client_step(self, watched: Any, c: int) -> Any:
+        """The first of c's set-up steps that the machine enables, in ``enabled``'s order, found without
+        building the other clients' actions; None while it waits for the broker."""
         state, config = watched[0], self.config
         conn = state.conns[c]
         if conn.status == CONN_DOWN:
