@@ -74,6 +74,14 @@ def test_each_condition_of_the_shape_is_needed(change):
     assert lost(changed) == "can happen"
 
 
+def test_a_dead_letter_queue_leaves_the_shape():
+    """Dead-lettering is at most once (PC-10 leaves dead-letter targets out): a setup with one is not
+    covered, even though this one drops nothing."""
+    text = COVERED.replace("durable = true", 'durable = true\ndead_letter = "parked"') + \
+        "\n[queues.parked]\ndurable = true\n"
+    assert proved_for(parse_setup(text, "shape.toml"), "lost") is None
+
+
 def test_the_report_and_the_json_say_which_answers_hold_for_every_size():
     code, text = run("check", str(EXAMPLES / "confirms-crash.toml"), "--no-progress", "--no-advice")
     flat = " ".join(text.split())

@@ -6,8 +6,8 @@ connections, channels, messages, tags and requeues (proofs/, run by `make verify
 every setup of a given shape, the report says so and names them. One such implication is known:
 
 **Lost** cannot happen for any number of messages when every publisher uses confirms with persistent
-messages, every queue is durable and shared (not exclusive), every consumer acknowledges manually and
-never drops a message (it acks, requeues, or closes its channel). The argument, over the spec's own
+messages, every queue is durable and shared (not exclusive) and dead-letters nowhere, every consumer
+acknowledges manually and never drops a message (it acks, requeues, or closes its channel). The argument, over the spec's own
 words:
 
 1. the observer believes a message delivered at its basic.ack (confirms); the queue it was published to
@@ -18,8 +18,9 @@ words:
    or gone for good with a recorded fate (``spec.state.FATE_NAMES``);
 3. of those fates, such a setup reaches only "acknowledged" (a consumer acked it: processed) and "lost
    in a crash": automatic mode, dropping, dead-lettering (at most once in RabbitMQ: a dead-letter queue
-   is excluded from PC-10), purges, deletes and an exclusive queue's owner leaving are ruled out by the
-   shape, and a refused queue nacks the publish, which is then never believed;
+   is excluded from PC-10, and the shape has none), purges, deletes and an exclusive queue's owner
+   leaving are ruled out by the shape, and a refused queue nacks the publish, which is then never
+   believed;
 4. ``confirmed_survives_crash`` (PC-10, DU-2): no persistent message confirmed with basic.ack and routed
    to a durable queue is lost in a crash.
 
@@ -51,14 +52,14 @@ class ProvedFor:
 def confirmed_durable_manual(setup: Setup) -> bool:
     """Confirms with persistent messages, durable shared queues, manual acks, no message dropped."""
     return (all(p.confirms and p.persistent for p in setup.publishers)
-            and all(q.durable and not q.exclusive for q in setup.queues)
+            and all(q.durable and not q.exclusive and not q.dead_letter for q in setup.queues)
             and all(c.acks == "manual" and c.on_failure not in DROPPING for c in setup.consumers))
 
 
 IMPLIED = (
     ProvedFor("lost", ("copies_conserved", "confirmed_survives_crash"),
-              "every publisher confirms persistent messages, every queue is durable and shared, every consumer "
-              "acks manually and never drops a message", confirmed_durable_manual),
+              "every publisher confirms persistent messages, every queue is durable and shared with no "
+              "dead-letter queue, every consumer acks manually and never drops a message", confirmed_durable_manual),
 )
 
 
