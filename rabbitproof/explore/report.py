@@ -165,8 +165,10 @@ def print_trace(console: Console, title: str, trace: Trace, show_state: bool = F
     final state (long for the real spec) only when asked (it is always in the JSON). A lasso's repeated
     steps are marked ↻; ``same_state`` says in what sense its loop comes back to the same state."""
     fused = sum(s.fused for s in trace.steps)
+    at_start = next((i for i, s in enumerate(trace.steps) if not s.fused), len(trace.steps))  # fused into the start
     shortest = "shortest trace" if not fused else \
-        f"trace of {len(trace.steps) - fused} levels (reduced: {fused} steps fused into the one before)"
+        f"trace of {len(trace.steps) - fused} levels (reduced: {fused} steps fused into the one before" \
+        f"{' or into the start' if at_start else ''})"
     loop = trace.cycle_start
     if loop is None:
         console.print(Text(f"{title}: {shortest}, {len(trace.steps)} steps", style="bold"))
@@ -182,7 +184,7 @@ def print_trace(console: Console, title: str, trace: Trace, show_state: bool = F
         line.append(f"[{s.actor}]", style="cyan")
         line.append(f" {s.action}")
         if s.fused:
-            line.append(" (fused)", style="dim")
+            line.append(" (fused into the start)" if s.number <= at_start else " (fused)", style="dim")
         console.print(line)
         for frame in s.frames:
             console.print(Text(f"       {frame}", style="dim"))
