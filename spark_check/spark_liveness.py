@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from pyspark.sql import DataFrame
@@ -60,68 +60,154 @@ def read_graph(spark: Any, store: Any, levels: int) -> tuple[DataFrame, DataFram
 
 def _trim(states: DataFrame, edges: DataFrame, small: int) -> tuple[DataFrame, DataFrame, int]:
     """Step 2: the states left with an edge in and an edge out among themselves, those edges (with their
-    class), and the rounds it took; it stops early once at most ``small`` edges are left. One Spark job
-    a round: the states kept are checkpointed."""
+    class), and the rounds it took; it stops early once at most ``small`` edges are left. Two Spark jobs
+    a round (the states kept, checkpointed, and their count; a third for the edges left when ``small``
+    is not 0): each round reads the edges given, not those of the round before, so nothing else needs
+    keeping."""
     count = states.count()
     rounds = 0
-    while edges.count() > small:
+    inner = edges
+    while small == 0 or inner.count() > small:
         rounds += 1
-        alive_src = states.select(F.col("fp").alias("src"))
-        alive_dst = states.select(F.col("fp").alias("dst"))
-        outs = edges.join(alive_dst, "dst", "left_semi").select(F.col("src").alias("fp"))
-        ins = edges.join(alive_src, "src", "left_semi").select(F.col("dst").alias("fp"))
-        kept = _fixed(states.join(outs, "fp", "left_semi").join(ins, "fp", "left_semi"))
+        kept = _fixed(states.join(inner.select(F.col("src").alias("fp")), "fp", "left_semi")
+                      .join(inner.select(F.col("dst").alias("fp")), "fp", "left_semi"))
         left = kept.count()
-        states = kept
-        edges = _fixed(edges.join(states.select(F.col("fp").alias("src")), "src", "left_semi")
-                       .join(states.select(F.col("fp").alias("dst")), "dst", "left_semi"))
         if left == count:
             break
-        count = left
-    inner = edges.join(states.select(F.col("fp").alias("src")), "src", "left_semi") \
-                 .join(states.select(F.col("fp").alias("dst")), "dst", "left_semi")
-    return states, _fixed(inner), rounds
+        states, count = kept, left
+        inner = _among(edges, states)
+    return states, _fixed(_among(edges, states)), rounds
 
 
-def _components(states: DataFrame, edges: DataFrame) -> tuple[DataFrame, int]:
-    """Step 3: (fp, comp) for every state of ``states``, comp the root's fingerprint; and the rounds."""
-    found: list[DataFrame] = []
+def _among(edges: DataFrame, states: DataFrame) -> DataFrame:
+    """The edges of ``edges`` between states of ``states``."""
+    return edges.join(states.select(F.col("fp").alias("src")), "src", "left_semi") \
+                .join(states.select(F.col("fp").alias("dst")), "dst", "left_semi")
+
+
+# Edges a label travels in one round of ``_labels``: a Spark job costs a fraction of a second whatever
+# its size (and its checkpoint as much again), a hop more in the same job little on a small graph.
+HOPS = 4
+
+
+def _spread(edges: DataFrame, frontier: DataFrame, here: str, there: str, label: str) -> DataFrame:
+    """(fp, label): the least label of ``frontier`` (fp, label) that reaches each state in 1 to ``HOPS``
+    edges, following them from ``here`` to ``there`` (src to dst: forward)."""
+    reached = []
+    for _ in range(HOPS):
+        frontier = edges.join(frontier.withColumnRenamed("fp", here), here) \
+                        .groupBy(F.col(there).alias("fp")).agg(F.min(label).alias(label))
+        reached.append(frontier)
+    out = reached[0]
+    for df in reached[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+def _labels(states: DataFrame, edges: DataFrame) -> tuple[DataFrame, int]:
+    """(fp, fw, bw) for every state: ``fw`` the least fingerprint of a state that reaches it, ``bw`` the
+    least of a state it reaches (itself included both ways), and the rounds. Both minima travel in the
+    same round, ``HOPS`` edges further each, and only from the states whose label changed in the round
+    before; two Spark jobs a round (the labels, checkpointed, and whether any changed)."""
+    lab = _fixed(states.select("fp", F.col("fp").alias("fw"), F.col("fp").alias("bw"),
+                               F.lit(True).alias("fwc"), F.lit(True).alias("bwc")))
+    none = F.lit(None).cast("long")
     rounds = 0
+    while True:
+        rounds += 1
+        old = lab.select("fp", "fw", "bw", F.col("fw").alias("was_fw"), F.col("bw").alias("was_bw"))
+        ahead = _spread(edges, lab.where("fwc").select("fp", "fw"), "src", "dst", "fw") \
+            .select("fp", "fw", none.alias("bw"), none.alias("was_fw"), none.alias("was_bw"))
+        behind = _spread(edges, lab.where("bwc").select("fp", "bw"), "dst", "src", "bw") \
+            .select("fp", none.alias("fw"), "bw", none.alias("was_fw"), none.alias("was_bw"))
+        lab = _fixed(old.unionByName(ahead).unionByName(behind).groupBy("fp")
+                     .agg(*(F.min(c).alias(c) for c in ("fw", "bw", "was_fw", "was_bw")))
+                     .select("fp", "fw", "bw", (F.col("fw") < F.col("was_fw")).alias("fwc"),
+                             (F.col("bw") < F.col("was_bw")).alias("bwc")))
+        if lab.where("fwc OR bwc").isEmpty():
+            return lab.select("fp", "fw", "bw"), rounds
+
+
+def split_pieces(batches: Iterator[Any]) -> Iterator[Any]:
+    """On an executor: whole pieces, as rows (fp, dst, edge): a state (``edge`` false) or an edge inside
+    its piece (fp its source), split into strongly connected components by the local engine's code;
+    (fp, comp) for every state of a component with an edge inside, comp its least fingerprint. The
+    pieces of a partition are split together: no edge joins two."""
+    import pyarrow as pa
+
+    fps, srcs, dsts = [], [], []
+    for batch in batches:
+        is_edge = batch.column("edge").to_numpy(zero_copy_only=False)
+        fp = batch.column("fp").to_numpy()
+        fps.append(fp[~is_edge])
+        srcs.append(fp[is_edge])
+        dsts.append(batch.column("dst").to_numpy()[is_edge])
+    if not fps:
+        return
+    states = np.sort(np.concatenate(fps))                     # index order is fingerprint order
+    src = np.searchsorted(states, np.concatenate(srcs))
+    dst = np.searchsorted(states, np.concatenate(dsts))
+    comp = components(len(states), src, dst, np.ones(len(states), bool))
+    inside = comp[src] == comp[dst]
+    cyclic = np.isin(comp, comp[src[inside]])
+    yield pa.RecordBatch.from_arrays([pa.array(states[cyclic], pa.int64()), pa.array(states[comp[cyclic]], pa.int64())],
+                                     names=["fp", "comp"])
+
+
+def _split(states: DataFrame, inner: DataFrame) -> DataFrame:
+    """``split_pieces`` on every piece: ``states`` (fp, piece) and ``inner`` (src, dst, piece), the edges
+    inside pieces; (fp, comp) as it gives them. One Spark job."""
+    rows = states.select("piece", "fp", F.col("fp").alias("dst"), F.lit(False).alias("edge")).unionByName(
+        inner.select("piece", F.col("src").alias("fp"), "dst", F.lit(True).alias("edge")))
+    return _fixed(rows.repartition("piece").select("fp", "dst", "edge").mapInArrow(split_pieces, "fp long, comp long"))
+
+
+def _components(states: DataFrame, edges: DataFrame, piece_edges: int) -> tuple[DataFrame, int, int]:
+    """Step 3: (fp, comp) for every state of a component with an edge inside (comp its least fingerprint),
+    the rounds, and the Spark jobs that split pieces on executors. What is left is one piece when it has at most ``piece_edges`` states and edges;
+    otherwise it is cut into pieces by ``_labels`` (a component lies inside one), the small ones split
+    on executors and each large one loses its root's component, and what is left goes round again."""
+    found: list[DataFrame] = []
+    rounds = splits = 0
     spark = states.sparkSession
-    while states.count():
-        colour = states.select("fp", F.col("fp").alias("colour"))
-        while True:                                             # forward: the least fingerprint that reaches
+    while True:
+        count = states.count()
+        if not count:
+            break
+        if count <= piece_edges and edges.count() <= piece_edges:
+            found.append(_split(states.withColumn("piece", F.lit(0)), edges.withColumn("piece", F.lit(0))))
+            splits += 1
+            break
+        lab, labelled = _labels(states, edges)
+        rounds += labelled
+        lab = lab.withColumn("piece", F.struct("fw", "bw"))
+        ends = lab.select(F.col("fp").alias("dst"), F.col("piece").alias("piece2"))
+        inner = _fixed(edges.join(lab.withColumnRenamed("fp", "src"), "src").join(ends, "dst")
+                       .where(F.col("piece") == F.col("piece2")).select("src", "dst", "fw", "bw", "piece"))
+        size = lab.groupBy("piece").count().join(inner.groupBy("piece").agg(F.count("*").alias("edges")), "piece", "left")
+        piece = _fixed(lab.join(size, "piece").select(
+            "fp", "fw", "bw", "piece", (F.greatest("count", F.coalesce("edges", F.lit(0))) <= piece_edges).alias("small")))
+        small = piece.where("small")
+        found.append(_split(small, inner.join(small.select(F.col("fp").alias("src")), "src", "left_semi")))
+        splits += 1
+        big = piece.where("NOT small")
+        comp = _fixed(big.where(F.col("fp") == F.col("fw")).select("fp", "piece"))
+        frontier = comp
+        while not frontier.isEmpty():                           # backward from each root, within its piece
             rounds += 1
-            reached = edges.join(colour.withColumnRenamed("fp", "src"), "src") \
-                           .select(F.col("dst").alias("fp"), "colour")
-            nxt = _fixed(colour.unionByName(reached).groupBy("fp").agg(F.min("colour").alias("colour")))
-            changed = nxt.join(colour.withColumnRenamed("colour", "was"), "fp").where(F.col("colour") != F.col("was")).count()
-            colour = nxt
-            if not changed:
-                break
-        inner = _fixed(edges.join(colour.withColumnRenamed("fp", "src").withColumnRenamed("colour", "c1"), "src")
-                       .join(colour.withColumnRenamed("fp", "dst").withColumnRenamed("colour", "c2"), "dst")
-                       .where(F.col("c1") == F.col("c2")).select("src", "dst", F.col("c1").alias("colour")))
-        comp = _fixed(colour.where(F.col("fp") == F.col("colour")))
-        while True:                                             # backward from each root, within its colour
-            rounds += 1
-            back = inner.join(comp.withColumnRenamed("fp", "dst"), ["dst", "colour"]) \
-                        .select(F.col("src").alias("fp"), "colour")
-            grown = _fixed(comp.unionByName(back).distinct())
-            more = grown.count() - comp.count()
-            comp = grown
-            if not more:
-                break
-        found.append(comp.withColumnRenamed("colour", "comp"))
-        states = _fixed(states.join(comp, "fp", "left_anti"))
-        edges = _fixed(inner.join(comp.withColumnRenamed("fp", "src"), "src", "left_anti")
-                       .join(comp.withColumnRenamed("fp", "dst"), "dst", "left_anti").select("src", "dst"))
+            back = inner.join(frontier.withColumnRenamed("fp", "dst"), ["dst", "piece"]) \
+                        .select(F.col("src").alias("fp"), "piece")
+            frontier = _fixed(back.distinct().join(comp, "fp", "left_anti"))
+            comp = _fixed(comp.unionByName(frontier))
+        found.append(comp.select("fp", F.col("piece.fw").alias("comp")))
+        states = _fixed(big.join(comp, "fp", "left_anti").select("fp"))
+        edges = _fixed(_among(inner, states).select("src", "dst"))
     if not found:
-        return spark.createDataFrame([], "fp long, comp long"), rounds
+        return spark.createDataFrame([], "fp long, comp long"), rounds, splits
     union = found[0]
     for df in found[1:]:
         union = union.unionByName(df)
-    return _fixed(union), rounds
+    return _fixed(union), rounds, splits
 
 
 # What is left of the graph is taken to the driver once it has at most this many edges (before trimming,
@@ -129,30 +215,36 @@ def _components(states: DataFrame, edges: DataFrame) -> tuple[DataFrame, int]:
 # core is coloured in Spark. A Spark round costs about a second whatever its size; Tarjan's algorithm
 # on the driver does about a million edges a second.
 DRIVER_CORE_EDGES = 2_000_000
+# A piece of the core (its states sharing both labels of ``_labels``) with at most this many states and
+# internal edges is split on an executor, with the others of its partition, by the local engine's code;
+# a larger one loses its root's component in a round of its own and is labelled again.
+PIECE_EDGES = 1_000_000
 
 
 def spark_lassos(spark: Any, store: Any, levels: int, liveness: Sequence[Any], timings: dict[str, float],
-                 driver_core_edges: int = DRIVER_CORE_EDGES) -> tuple[dict[int, Lasso], dict[int, int]]:
+                 driver_core_edges: int = DRIVER_CORE_EDGES,
+                 piece_edges: int = PIECE_EDGES) -> tuple[dict[int, Lasso], dict[int, int]]:
     """The counterexample of each liveness property (index -> Lasso) and the level of each lasso's first
     cycle state (for the parent lookup of its stem)."""
     started = time.perf_counter()
     all_states, all_edges = read_graph(spark, store, levels)
     found: dict[int, Lasso] = {}
     level_of: dict[int, int] = {}
-    rounds = 0
+    rounds = splits = 0
     for i, p in enumerate(liveness):
         stays = _fixed(all_states.where((F.col("atoms").bitwiseAND(stays_bit(i))) != 0)
                        .withColumn("recurs", (F.col("atoms").bitwiseAND(recurs_bit(i))) != 0))
         edges = all_edges.join(stays.select(F.col("fp").alias("src")), "src", "left_semi") \
                          .join(stays.select(F.col("fp").alias("dst")), "dst", "left_semi")
-        core, core_edges, trimmed = _trim(stays.select("fp"), edges, driver_core_edges)
+        core, core_edges, trimmed = _trim(stays.select("fp"), edges, max(driver_core_edges, piece_edges))
         rounds += trimmed
         candidates = []
         if core_edges.count() <= driver_core_edges:
             chosen = _judge_on_driver(core.join(stays, "fp"), core_edges)
         else:
-            comps, coloured = _components(core, core_edges.select("src", "dst"))
+            comps, coloured, split = _components(core, core_edges.select("src", "dst"), piece_edges)
             rounds += coloured
+            splits += split
             chosen = _judge(comps, stays, core_edges)
         if chosen is not None:
             candidates.append(chosen + ("cycle",))
@@ -175,6 +267,7 @@ def spark_lassos(spark: Any, store: Any, levels: int, liveness: Sequence[Any], t
         os.path.getsize(os.path.join(root, f)) for kind in ("states", "edges")
         for root, _, files in os.walk(os.path.dirname(store.graph_path(kind, 0))) for f in files) / 1e6
     timings["liveness: Spark rounds of trimming and colouring"] = float(rounds)
+    timings["liveness: Spark jobs splitting pieces on executors"] = float(splits)
     return found, level_of
 
 
