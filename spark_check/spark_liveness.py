@@ -3,28 +3,38 @@
 The executors that expand a level write each state's facts (fingerprint, level, fair classes enabled,
 atoms, whether nothing is enabled) and every edge out of it (source, target, fair class) beside the
 level store (``LevelStore.graph_path``). Once the search is complete, for each liveness property, with
-DataFrame operations only (no GraphFrames):
+DataFrame operations (no GraphFrames) and the local engine's own code on executors:
 
 1. **Restrict** to the states where ``stays`` holds and the edges between them.
 2. **Trim**: repeatedly drop the states with no edge in or no edge out among those left. Every state of
    a graph without cycles goes, in about as many rounds as the graph is deep; what is left is the
-   states on cycles and on paths between them.
-3. **Components** by colouring (Orzan; Fleischer, Hendrickson and Pinar): each state takes the smallest
-   fingerprint that reaches it (forward propagation of minima to a fixed point); a state whose colour is
-   its own is a root, and the states of its colour that reach it backwards, within the colour, are its
-   strongly connected component. Components found are removed, edges between colours dropped (no
-   component spans two), and the colouring runs again on what is left until nothing is.
+   states on cycles and on paths between them. Trimming stops as soon as what is left is small (below),
+   or when a round drops less than a tenth of the states (the labels of step 3 go four edges a round).
+3. **Components**, in pieces no component crosses:
+
+   - what is left is *one piece* when it has at most ``piece_edges`` states and edges (a million by
+     default): it goes to one executor, where ``liveness.components`` (Tarjan's algorithm) splits it;
+   - otherwise every state gets two labels (``_labels``): the least fingerprint of a state that reaches
+     it and the least of a state it reaches, both spread ``HOPS`` edges a Spark job, to a fixed point.
+     The states of a component have the same pair of labels, so the states sharing a pair are a piece
+     and the edges between pieces can go. Pieces of at most ``piece_edges`` states and edges are
+     split on executors, all at once (``split_pieces``: the pieces of a partition together); in each
+     larger piece the state whose first label is its own (a root: nothing smaller reaches it) finds its
+     component backwards, within the piece (Orzan; Fleischer, Hendrickson and Pinar). The rest, each
+     piece on its own now, goes round again until nothing is left. A graph of many small components
+     thus takes one labelling and one split; only a piece too big for an executor costs rounds.
 4. **Judge** each component with aggregates: its internal edges' classes (``bit_or``), the classes
    enabled in all its states (``bit_and``), whether ``recurs`` holds somewhere, its first state in
    (level, fingerprint) order; fair accepting components are candidates, and so, with ``at_end``, are
    the states where nothing is enabled.
 
 Steps 2 to 4 stop at the first moment what is left has at most ``driver_core_edges`` edges (the
-Spark engine's option; two million by default, 0 for all in Spark): that is taken to the driver and
-split into components by the local engine's own code (``liveness.components`` and ``fair_accepting``),
-which is faster than a Spark round for a graph that fits. Either way only the chosen component's
-states and internal edges finally reach the driver, where ``liveness.cycle_through`` builds the
-repeated part exactly as the local engine does.
+Spark engine's option and `check`'s ``--driver-core-edges``; two million by default, 0 for all in
+Spark): that is taken to the driver and split into components by the local engine's code
+(``liveness.components`` and ``fair_accepting``), which is faster than a Spark round for a graph that
+fits. Either way the candidate chosen is the one holding the state first in (level, fingerprint) order,
+as on the local engine; only its states and internal edges reach the driver, where
+``liveness.cycle_through`` builds the repeated part exactly as the local engine does.
 """
 from __future__ import annotations
 
@@ -58,9 +68,15 @@ def read_graph(spark: Any, store: Any, levels: int) -> tuple[DataFrame, DataFram
     return _fixed(states), _fixed(edges)
 
 
+# Trimming stops after a round that drops less than one state in this many: the long thin tails it would
+# take a round a state to drop cost the labels of step 3 a round every HOPS states, and form small pieces.
+TRIM_GAIN = 10
+
+
 def _trim(states: DataFrame, edges: DataFrame, small: int) -> tuple[DataFrame, DataFrame, int]:
     """Step 2: the states left with an edge in and an edge out among themselves, those edges (with their
-    class), and the rounds it took; it stops early once at most ``small`` edges are left. Two Spark jobs
+    class), and the rounds it took; it stops early once at most ``small`` edges are left, or after a
+    round that dropped less than one state in ``TRIM_GAIN`` (step 3 copes with the rest). Two Spark jobs
     a round (the states kept, checkpointed, and their count; a third for the edges left when ``small``
     is not 0): each round reads the edges given, not those of the round before, so nothing else needs
     keeping."""
@@ -72,9 +88,9 @@ def _trim(states: DataFrame, edges: DataFrame, small: int) -> tuple[DataFrame, D
         kept = _fixed(states.join(inner.select(F.col("src").alias("fp")), "fp", "left_semi")
                       .join(inner.select(F.col("dst").alias("fp")), "fp", "left_semi"))
         left = kept.count()
-        if left == count:
+        states, count, before = kept, left, count
+        if before - left < max(1, before // TRIM_GAIN):
             break
-        states, count = kept, left
         inner = _among(edges, states)
     return states, _fixed(_among(edges, states)), rounds
 
@@ -215,9 +231,9 @@ def _components(states: DataFrame, edges: DataFrame, piece_edges: int) -> tuple[
 # core is coloured in Spark. A Spark round costs about a second whatever its size; Tarjan's algorithm
 # on the driver does about a million edges a second.
 DRIVER_CORE_EDGES = 2_000_000
-# A piece of the core (its states sharing both labels of ``_labels``) with at most this many states and
-# internal edges is split on an executor, with the others of its partition, by the local engine's code;
-# a larger one loses its root's component in a round of its own and is labelled again.
+# A piece of the core (all of it, or its states sharing both labels of ``_labels``) with at most this many
+# states and internal edges is split on an executor, with the others of its partition, by the local
+# engine's code; a larger one loses its root's component in a round of its own and is labelled again.
 PIECE_EDGES = 1_000_000
 
 
