@@ -180,9 +180,10 @@ def _split(states: DataFrame, inner: DataFrame) -> DataFrame:
 
 def _components(states: DataFrame, edges: DataFrame, piece_edges: int) -> tuple[DataFrame, int, int]:
     """Step 3: (fp, comp) for every state of a component with an edge inside (comp its least fingerprint),
-    the rounds, and the Spark jobs that split pieces on executors. What is left is one piece when it has at most ``piece_edges`` states and edges;
-    otherwise it is cut into pieces by ``_labels`` (a component lies inside one), the small ones split
-    on executors and each large one loses its root's component, and what is left goes round again."""
+    the rounds, and the Spark jobs that split pieces on executors. What is left is one piece when it has
+    at most ``piece_edges`` states and edges; otherwise it is cut into pieces by ``_labels`` (a component
+    lies inside one), the small ones split on executors and each large one loses its root's component;
+    what is left, each piece on its own, goes round again (a root is found in every piece then)."""
     found: list[DataFrame] = []
     rounds = splits = 0
     spark = states.sparkSession
@@ -200,9 +201,10 @@ def _components(states: DataFrame, edges: DataFrame, piece_edges: int) -> tuple[
         ends = lab.select(F.col("fp").alias("dst"), F.col("piece").alias("piece2"))
         inner = _fixed(edges.join(lab.withColumnRenamed("fp", "src"), "src").join(ends, "dst")
                        .where(F.col("piece") == F.col("piece2")).select("src", "dst", "fw", "bw", "piece"))
-        size = lab.groupBy("piece").count().join(inner.groupBy("piece").agg(F.count("*").alias("edges")), "piece", "left")
-        piece = _fixed(lab.join(size, "piece").select(
-            "fp", "fw", "bw", "piece", (F.greatest("count", F.coalesce("edges", F.lit(0))) <= piece_edges).alias("small")))
+        size = lab.groupBy("piece").count() \
+                  .join(inner.groupBy("piece").agg(F.count("*").alias("edges")), "piece", "left")
+        fits = F.greatest("count", F.coalesce("edges", F.lit(0))) <= piece_edges
+        piece = _fixed(lab.join(size, "piece").select("fp", "fw", "bw", "piece", fits.alias("small")))
         small = piece.where("small")
         found.append(_split(small, inner.join(small.select(F.col("fp").alias("src")), "src", "left_semi")))
         splits += 1
@@ -228,8 +230,8 @@ def _components(states: DataFrame, edges: DataFrame, piece_edges: int) -> tuple[
 
 # What is left of the graph is taken to the driver once it has at most this many edges (before trimming,
 # or after any round of it), and split into components there with the local engine's code; a larger
-# core is coloured in Spark. A Spark round costs about a second whatever its size; Tarjan's algorithm
-# on the driver does about a million edges a second.
+# core is cut into pieces in Spark. A Spark job costs a fraction of a second whatever its size; Tarjan's
+# algorithm on the driver does about a million edges a second.
 DRIVER_CORE_EDGES = 2_000_000
 # A piece of the core (all of it, or its states sharing both labels of ``_labels``) with at most this many
 # states and internal edges is split on an executor, with the others of its partition, by the local
