@@ -87,15 +87,21 @@ def check_output_options(max_states: int | None, chart: str | None, time_limit: 
 
 
 def build_engine(name: str, *, master: str | None = None, exact: bool = False, checkpoint: str | None = None,
-                 resume: str | None = None, reductions: Sequence[str] = (), driver_memory: str | None = None) -> Engine:
+                 resume: str | None = None, reductions: Sequence[str] = (), driver_memory: str | None = None,
+                 driver_core_edges: int | None = None) -> Engine:
     """The engine the command line asks for; InputError (one line) for options it cannot take, an
     unreachable master or a checkpoint directory that cannot be written, before any work starts."""
     options: dict[str, Any] = {"exact": exact, "reductions": tuple(reductions)}
-    spark_only = {"--master": master, "--checkpoint": checkpoint, "--resume": resume, "--driver-memory": driver_memory}
+    spark_only = {"--master": master, "--checkpoint": checkpoint, "--resume": resume, "--driver-memory": driver_memory,
+                  "--driver-core-edges": driver_core_edges}
+    if driver_core_edges is not None and driver_core_edges < 0:
+        raise InputError(f"--driver-core-edges must be 0 or more, not {driver_core_edges}")
     if name == "spark":
         options.update(master=master, checkpoint=checkpoint, resume=resume, driver_memory=driver_memory)
+        if driver_core_edges is not None:
+            options["driver_core_edges"] = driver_core_edges
     else:
-        given = [flag for flag, value in spark_only.items() if value]
+        given = [flag for flag, value in spark_only.items() if value not in (None, "")]
         if given:
             raise InputError(f"{given[0]} is for the spark engine (add --engine spark)")
     try:

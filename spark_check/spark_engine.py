@@ -54,7 +54,7 @@ from .level_files import GroupReader, GroupWriter, new_in_partition, visited_bef
 from .portable import Portable, portable
 from .reductions import reduction_named
 from .results import ExplorationResult
-from .spark_liveness import DRIVER_CORE_EDGES, spark_lassos
+from .spark_liveness import DRIVER_CORE_EDGES, PIECE_EDGES, spark_lassos
 from .spark_session import check_master, is_local, ship_code, spark_session
 
 # A level's rows: a state's fingerprint, its parent's and the action from it, and where its pickled
@@ -278,7 +278,9 @@ class SparkEngine(Engine):
     level store in this directory. ``resume``: continue the run checkpointed in this directory.
     ``partitions``: files per level, hence tasks per level (default: twice the default parallelism).
     ``driver_core_edges``: liveness takes what is left of the graph to the driver once it has at most
-    this many edges (spark_check.spark_liveness; 0: trim and colour all of it in Spark).
+    this many edges (spark_check.spark_liveness; 0: trim and colour all of it in Spark). ``piece_edges``:
+    in Spark, a piece of the graph no component crosses is split on an executor once it has at most this
+    many states and edges (0: never, round after round in Spark; for the tests).
     """
 
     name = "spark"
@@ -294,6 +296,7 @@ class SparkEngine(Engine):
         exact: bool = False,
         driver_memory: str | None = None,
         driver_core_edges: int = DRIVER_CORE_EDGES,
+        piece_edges: int = PIECE_EDGES,
     ) -> None:
         if exact:
             raise ValueError("--exact keeps states in one process: it is for the local engine only")
@@ -316,6 +319,7 @@ class SparkEngine(Engine):
         self.reductions = tuple(reductions)
         self.driver_memory = driver_memory
         self.driver_core_edges = driver_core_edges
+        self.piece_edges = piece_edges
         self._session: Any = None
 
     def prepare(self, model: Model, config: Any, properties: Sequence[Property], liveness: Sequence[Any] = ()) -> None:
@@ -374,7 +378,7 @@ class SparkEngine(Engine):
                                  time_limit=time_limit)
             if liveness and outcome.error is None and not outcome.stopped:
                 outcome.lassos, stems = spark_lassos(spark, store, len(run.level_sizes), liveness, outcome.timings,
-                                                     self.driver_core_edges, outcome.cyclic)
+                                                     self.driver_core_edges, outcome.cyclic, self.piece_edges)
                 outcome.liveness_decided = True
                 run.level_of.update(stems)
             seconds = run.seconds()

@@ -379,6 +379,9 @@ def test_json_and_charts(tmp_path):
     (PUBLISHER.format(confirms="true"), ("--bound", "messages=3"), "set each publisher's messages in the setup file"),
     (PUBLISHER.format(confirms="true"), ("--engine", "warp"), "unknown engine 'warp'"),
     (PUBLISHER.format(confirms="true"), ("--master", "local[2]"), "--master is for the spark engine"),
+    (PUBLISHER.format(confirms="true"), ("--driver-core-edges", "0"), "--driver-core-edges is for the spark engine"),
+    (PUBLISHER.format(confirms="true"), ("--engine", "spark", "--driver-core-edges", "-1"),
+     "--driver-core-edges must be 0 or more"),
     (PUBLISHER.format(confirms="true"), ("--max-states", "0"), "--max-states must be positive"),
     (PUBLISHER.format(confirms="true"), ("--reduce", "sym"), "unknown reduction 'sym'; available: por, symmetry"),
 ])

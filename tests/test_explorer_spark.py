@@ -107,8 +107,8 @@ def test_agrees_with_the_local_engine_under_the_reductions(spark, name, reductio
 
 @pytest.mark.parametrize("config", [{}, {"finish_needs_flag": True}])
 def test_liveness_all_in_spark_agrees_with_the_local_engine(spark, config):
-    """The toy of tests/toy_liveness.py with the whole search for fair cycles in Spark (trimming, colouring,
-    judging: ``driver_core_edges`` 0): the same verdict and the same lasso, step for step."""
+    """The toy of tests/toy_liveness.py with the whole search for fair cycles in Spark (``driver_core_edges``
+    0: the graph split on an executor, judged with aggregates): the same verdict and the same lasso."""
     from spark_check.spark_liveness import DRIVER_CORE_EDGES
     from tests.toy_liveness import JOB_DONE, JobConfig, JobModel
 
@@ -120,7 +120,7 @@ def test_liveness_all_in_spark_agrees_with_the_local_engine(spark, config):
     (mine,), (theirs,) = local.properties, distributed.properties
     assert theirs.verdict == mine.verdict == ("holds" if not config else "VIOLATED")
     assert (theirs.trace and theirs.trace.lines()) == (mine.trace and mine.trace.lines())
-    assert distributed.timings["liveness: Spark rounds of trimming and colouring"] > 0
+    assert distributed.timings["liveness: Spark jobs splitting pieces on executors"] > 0
 
 
 @pytest.mark.parametrize("name", ["hazard_unconfirmed_lost", "hazard_confirm_order", "channel_error"])
@@ -150,3 +150,28 @@ def test_a_reduction_that_may_lose_fair_cycles_leaves_unfair_ones_undecided_in_s
     finally:
         spark.reductions, spark.driver_core_edges = (), DRIVER_CORE_EDGES
     assert result.properties[0].verdict == "UNDECIDED" and len(result.notes) == 1
+
+
+@pytest.mark.parametrize("config, piece_edges", [
+    ({}, 1_000_000),                # 60 components, the whole core one piece split on an executor
+    ({"rungs": 8}, 6),              # labelled, cut into pieces; those of more than 6 states or edges in rounds
+    ({"rungs": 5, "every": 0}, 0),  # no fair cycle, every component found round after round (no piece split)
+])
+def test_liveness_all_in_spark_on_many_small_components_agrees_with_the_local_engine(spark, config, piece_edges):
+    """Two ladders of small components in a row (tests/toy_liveness.py), all in Spark (``driver_core_edges``
+    0): the same verdict and the same lasso as the local engine, the tie between the two ladders' first
+    fair rungs (at the same depth) broken the same way."""
+    from spark_check.spark_liveness import DRIVER_CORE_EDGES, PIECE_EDGES
+    from tests.toy_liveness import LADDER_TOP, LadderConfig, LadderModel
+
+    spark.driver_core_edges, spark.piece_edges = 0, piece_edges
+    try:
+        local, distributed = both(spark, LadderModel(), LadderConfig(**config), [], liveness=[LADDER_TOP])
+    finally:
+        spark.driver_core_edges, spark.piece_edges = DRIVER_CORE_EDGES, PIECE_EDGES
+    (mine,), (theirs,) = local.properties, distributed.properties
+    assert theirs.verdict == mine.verdict == ("holds" if config.get("every") == 0 else "VIOLATED")
+    assert (theirs.trace and (theirs.trace.lines(), theirs.trace.final_state)) == (
+        mine.trace and (mine.trace.lines(), mine.trace.final_state))
+    rounds = distributed.timings["liveness: Spark rounds of trimming and colouring"]
+    assert (rounds > 0) == (piece_edges < 1_000_000)

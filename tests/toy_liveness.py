@@ -131,3 +131,73 @@ class UnsureJobModel(JobModel):
 
     def symmetry(self, config: JobConfig) -> Unrenamed:
         return Unrenamed()
+
+
+# --- a ladder: many small components in a row, for the search for fair cycles in Spark ----------------
+
+class Rung(NamedTuple):
+    side: int       # which of the two ladders (two start states, at depth 0 both)
+    rung: int       # the ladder's top, ``rungs``, is the end: the job is done there
+    flag: int       # 0 .. WIDTH-1, turned round by Flip: each rung is a cycle of WIDTH states
+
+
+WIDTH = 3
+
+
+@dataclass(frozen=True)
+class Climb:
+    actor = "worker"
+
+    def __str__(self) -> str:
+        return "climb a rung"
+
+
+@dataclass(frozen=True)
+class LadderConfig:
+    """``rungs`` rungs a ladder, two ladders; on every ``every``-th rung (0: none) climbing needs the
+    flag at its last value, so its cycle is fair (Climb is disabled on it somewhere): a counterexample.
+    Elsewhere Climb is enabled all round the rung's cycle and never taken on it: not fair."""
+
+    name: str = "ladder"
+    rungs: int = 30
+    every: int = 4
+    max_states: int = 10_000
+    deadlock_is_error: bool = False
+
+
+class LadderFairness(NamedTuple):
+    classes: tuple[str, ...] = ("the worker flips", "the worker climbs")
+
+    def class_of(self, action) -> int:
+        return 0 if type(action) is Flip else 1
+
+
+@dataclass(frozen=True)
+class LadderModel:
+    """Two ladders of ``rungs`` components each, in a row (LadderConfig): the many small components a
+    requeue loop makes, and the worst case for colouring (each component reaches all those after it)."""
+
+    def initial_states(self, config: LadderConfig) -> tuple[Rung, ...]:
+        return (Rung(0, 0, 0), Rung(1, 0, 0))
+
+    def enabled(self, state: Rung, config: LadderConfig) -> tuple:
+        if state.rung == config.rungs:
+            return ()
+        needs_flag = config.every and state.rung % config.every == config.every - 1
+        climb = (Climb(),) if not needs_flag or state.flag == WIDTH - 1 else ()
+        return (Flip(),) + climb
+
+    def step(self, state: Rung, action) -> tuple[Rung, tuple]:
+        if type(action) is Flip:
+            return state._replace(flag=(state.flag + 1) % WIDTH), ()
+        return state._replace(rung=state.rung + 1), ()
+
+    def terminal_ok(self, state: Rung, config: LadderConfig) -> bool:
+        return True
+
+    def fairness(self, config: LadderConfig) -> LadderFairness:
+        return LadderFairness()
+
+
+LADDER_TOP = Liveness("ladder_top", ("T-2",), "No fair execution stays below the top of its ladder for ever "
+                      "(the top is an end: nothing is enabled there).", always, always)

@@ -31,6 +31,9 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("--chart", metavar="DIR", help="write a message-sequence chart (SVG) per failing question")
     check.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))} (default local)")
     check.add_argument("--master", metavar="URL", help="spark engine: the Spark master (default local[*])")
+    check.add_argument("--driver-core-edges", type=int, metavar="N",
+                       help="spark engine: the search for fair cycles takes the graph to the driver once at most N "
+                            "edges are left of it (default 2000000; 0: all in Spark)")
     check.add_argument("--bound", action="append", default=[], metavar="NAME=VALUE",
                        help="override a fault's bound (repeatable; NAME=VALUE,NAME=VALUE also works): crashes, closes, "
                             "reconnects, ...; what the programs do (requeue, poll) has no bound")
@@ -54,7 +57,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
     bounds = parse_bounds(args.bound)
     if "messages" in bounds:
         raise InputError("--bound messages: set each publisher's messages in the setup file")
-    engine = build_engine(args.engine, master=args.master, reductions=reductions_of(args.reduce))
+    engine = build_engine(args.engine, master=args.master, reductions=reductions_of(args.reduce),
+                          driver_core_edges=args.driver_core_edges)
     try:
         prepared = prepare(setup, engine, bounds, args.max_states)
     except (ConfigError, ValueError) as e:
