@@ -878,7 +878,8 @@ def BrokerCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
 def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     """basic.ack/nack from the broker for publish ``seq``, or with multiple every unconfirmed one up to
     it (PC-2, PC-3); ``o.ready``: seq's queues took it and its return went out (PC-4, PC-5);
-    ``o.prefix``: the longest ready run of one outcome (broker.confirm_prefix)."""
+    ``o.prefix``: the end of the longest ready run of one outcome (broker.confirm_prefix); ``o.below``: an
+    unconfirmed publish of the channel below seq (a multiple one covers two or more of the run)."""
     c, ch, s = a.conn, a.ch, a.seq
 
     def covered(i, j, k):
@@ -892,7 +893,7 @@ def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     none_waits = z3.ForAll([q, key],
                            z3.Not(z3.And(x.holds_confirm[q, key],
                                          acks(x.message_connection[q, key], x.message_number[q, key]))))
-    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix, x.unconfirmed[c, ch, s]),
+    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s <= o.prefix, o.below, x.unconfirmed[c, ch, s]),
                                                   z3.And(x.unconfirmed[c, ch, s], o.ready)), none_waits)
     after = x.replace(unconfirmed=_lam3(lambda i, j, k: z3.And(x.unconfirmed[i, j, k], z3.Not(covered(i, j, k)))),
                       confirmed=_lam3(lambda i, j, k: z3.Or(x.confirmed[i, j, k], covered(i, j, k))),
@@ -1325,7 +1326,7 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "BrokerTakeFrame": _BROKER_FRAME_ORACLES,
     "BrokerDeliver": {"ready": BOOL, "conn": INT, "ch": INT, "ctag": INT, "key": INT},
     "BrokerCloseOk": {},
-    "BrokerConfirm": {"ready": BOOL, "prefix": INT},
+    "BrokerConfirm": {"ready": BOOL, "prefix": INT, "below": BOOL},
     "BrokerCommitOk": {"written": BOOL},
     "BrokerQueueFail": {"failable": BOOL, "failed": z3.ArraySort(INT, INT, BOOL)},
     "BrokerCrash": {},

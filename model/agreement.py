@@ -186,7 +186,8 @@ def oracles(state, a) -> dict:
         channel = _channel(state, a)
         pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
         return {"ready": bool(pend) and broker.ready_to_confirm(pend[0]),
-                "prefix": broker.confirm_prefix(channel) if channel else 0}
+                "prefix": broker.confirm_prefix(channel) if channel else 0,
+                "below": bool(channel) and any(p.seq < a.seq for p in channel.unconfirmed)}
     if kind is A.BrokerCommitOk:
         channel = _channel(state, a)
         return {"written": bool(channel) and not channel.committing}

@@ -800,16 +800,17 @@ def BrokerDeliver(e: Eff, a, config) -> Transition:
     return Transition(guard, out)
 
 
-def _prefix(e: Eff, b: str) -> z3.ArithRef:
-    """broker.confirm_prefix: the end of the longest run of ready publishes, when it covers two or more
-    (no publish is nacked in the subset, so every ready run has one outcome)."""
+def _in_ready_run(e: Eff, b: str, seq: z3.ArithRef) -> z3.BoolRef:
+    """broker.can_confirm with multiple: ``seq`` is an unconfirmed publish, not the oldest, whose
+    publishes up to it are all ready (no publish is nacked in the subset, so every ready run has one
+    outcome)."""
     rows = e.live(b + "unconf")
-    best, run = _z(0), z3.BoolVal(True)
+    found, run = z3.BoolVal(False), z3.BoolVal(True)
     for i, (present, r) in enumerate(rows):
         run = z3.And(run, present, r[2] == 0)
         if i >= 1:
-            best = z3.If(run, r[0], best)
-    return best
+            found = z3.Or(found, z3.And(run, r[0] == seq))
+    return found
 
 
 def BrokerConfirm(e: Eff, a, config) -> Transition:
@@ -818,7 +819,7 @@ def BrokerConfirm(e: Eff, a, config) -> Transition:
     c, ch, b = a.conn, a.ch, f"b{a.conn}.{a.ch}."
     up = b + "unconf"
     if a.multiple:
-        ready = z3.And(e[up + ".len"] > 0, _prefix(e, b) == a.seq)
+        ready = z3.And(e[up + ".len"] > 0, _in_ready_run(e, b, a.seq))
     else:
         ready = e.any(up, lambda r: z3.And(r[0] == a.seq, r[2] == 0))
     guard = z3.And(_channel_open(e, c, ch), ready)

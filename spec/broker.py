@@ -603,7 +603,8 @@ def ready_to_confirm(pending: Pending) -> bool:
 
 def confirm_prefix(channel) -> int:
     """The largest seq s such that every unconfirmed publish up to s is ready and of one outcome,
-    when that covers two or more publishes (what a multiple=true confirm may cover, PC-3); else 0."""
+    when that covers two or more publishes (a multiple=true confirm may cover any part of it that
+    covers two or more, PC-3: ``can_confirm``); else 0."""
     best = 0
     count = 0
     nack = None
@@ -703,13 +704,17 @@ def can_close_ok(state: State, a) -> bool:
 
 
 def can_confirm(state: State, a) -> bool:
-    """BrokerConfirm: the publish ``seq`` is ready to confirm (PC-5); with multiple, ``seq`` is
-    the end of the longest ready run of one outcome covering two or more publishes (PC-3)."""
+    """BrokerConfirm: the publish ``seq`` is ready to confirm (PC-5); with multiple, ``seq`` is an
+    unconfirmed publish, not the oldest, within the longest ready run of one outcome (PC-3): the
+    broker may confirm part of that run at once. RabbitMQ 3.10.8 does: its channel confirms what its
+    queues have confirmed so far, and a queue may not have confirmed the run's later publishes yet
+    (docs/rabbitmq-3.10.8-observations.md, "A multiple confirm short of the ready run")."""
     channel = _open_channel(state, a.conn, a.ch)
     if channel is None or not channel.unconfirmed:
         return False
     if a.multiple:
-        return a.seq != 0 and a.seq == confirm_prefix(channel)
+        return a.seq != 0 and a.seq != channel.unconfirmed[0].seq and a.seq <= confirm_prefix(channel) and \
+            any(p.seq == a.seq for p in channel.unconfirmed)
     for p in channel.unconfirmed:
         if p.seq == a.seq:
             return ready_to_confirm(p)

@@ -110,8 +110,11 @@ def _tried(state: State, config, evident: bool) -> list:
                 for p in channel.unconfirmed:
                     add(_act(A.BrokerConfirm, c, ch, p.seq, False))
                 prefix = broker.confirm_prefix(channel)
-                if prefix:
-                    add(_act(A.BrokerConfirm, c, ch, prefix, True))
+                if prefix:                      # any part of the ready run that covers two or more (PC-3)
+                    for p in channel.unconfirmed[1:]:
+                        if p.seq > prefix:
+                            break
+                        add(_act(A.BrokerConfirm, c, ch, p.seq, True))
             if not evident or channel.commit_pending:                    # can_commit_ok
                 add(_act(A.BrokerCommitOk, c, ch))
     if broker_up:

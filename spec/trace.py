@@ -379,12 +379,9 @@ def _owed(state, plan: _Plan, pos: tuple):
                 covered = [p for p in channel.unconfirmed if (p.seq <= seq if multiple else p.seq == seq)]
                 synced, fsyncs = _synced(state, [w for p in covered for w in p.waits])
                 channel = synced.conns[c].channels[ch - 1]
-                if multiple:
-                    fine = seq == broker.confirm_prefix(channel)
-                else:
-                    fine = any(p.seq == seq and broker.ready_to_confirm(p) for p in channel.unconfirmed)
-                if fine:
-                    yield synced, fsyncs, A.BrokerConfirm(c, ch, seq, multiple)
+                action = A.BrokerConfirm(c, ch, seq, multiple)
+                if broker.can_confirm(synced, action):
+                    yield synced, fsyncs, action
             elif want[0] == TX_COMMIT_OK and channel.commit_pending:
                 synced, fsyncs = _synced(state, channel.committing)
                 yield synced, fsyncs, A.BrokerCommitOk(c, ch)
