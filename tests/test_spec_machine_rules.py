@@ -438,23 +438,16 @@ def test_a_multiple_confirm_may_cover_part_of_the_ready_run_PC_3():
     broker may send one for part of the run of publishes ready to confirm. RabbitMQ 3.10.8 did, under
     load: ack(2, multiple) while publish 3 was ready too in the spec's eyes (its queue had not confirmed
     it yet; docs/rabbitmq-3.10.8-observations.md). Not for the oldest publish alone, nor past the run."""
-    from collections import deque
-
     from spec import broker, configs
+    from tests.test_proofs_inductive import _reachable
+
+    def three_ready(state) -> bool:
+        channel = state.conns[0].channels[0]
+        return len(channel.unconfirmed) >= 3 and broker.confirm_prefix(channel) == channel.unconfirmed[2].seq
 
     config = configs.get("confirms")          # three publishes on one confirm-mode channel
-    frontier, seen = deque(machine.initial_states(config)), set()
-    while frontier:
-        state = frontier.popleft()
-        if state in seen:
-            continue
-        seen.add(state)
-        channel = state.conns[0].channels[0]
-        if len(channel.unconfirmed) >= 3 and broker.confirm_prefix(channel) == channel.unconfirmed[2].seq:
-            break
-        frontier.extend(machine.step(state, a)[0] for a in machine.enabled(state, config))
-    else:
-        raise AssertionError("no state with three publishes ready to confirm")
+    state = next(s for s in _reachable(config) if three_ready(s))
+    channel = state.conns[0].channels[0]
     first, second, third = (p.seq for p in channel.unconfirmed[:3])
     confirms = {(a.seq, a.multiple) for a in machine.enabled(state, config) if isinstance(a, A.BrokerConfirm)}
     assert {(second, True), (third, True), (first, False), (second, False), (third, False)} <= confirms
