@@ -24,9 +24,11 @@ verify: $(STAMP)
 	$(BIN)/rabbitproof verify $(if $(PART),--part $(PART)) $(ARGS)
 
 ## test: the test suite (spec rules, trace checker, explorer, broker interop, crash and bad-input tests).
-## Some tests run against a real RabbitMQ 3.10.8, installed here when missing.
+## Some tests run against a real RabbitMQ 3.10.8, installed here when missing. JOBS=2 processes share the
+## suite a file at a time (much of it waits on brokers, Spark and sockets); JOBS=0 runs it in this process.
+JOBS ?= 2
 test: $(STAMP) rabbitmq java
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(if $(filter-out 0,$(JOBS)),-n $(JOBS) --dist loadfile,-p no:xdist)
 
 ## explore: explore one configuration (CONFIG=name, ENGINE=local|spark, MASTER=Spark master URL, REDUCE=por|none,
 ## ARGS=extra flags).
