@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 
-.PHONY: setup verify test explore broker bench rabbitmq java clean conformance check docs
+.PHONY: setup verify test explore broker bench rabbitmq java clean conformance check docs fast
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,19 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 setup: $(STAMP)
+
+## fast: compile the spec's hot modules with mypyc into .build/fast (rabbitproof/compiled.py), an optional
+## speed-up whose counts are the pure-Python spec's. FAST=1 on explore, check and bench builds it when spec/
+## changed and uses it (make verify checks the pure-Python spec: CrossHair reads its source).
+FAST ?=
+FAST_BUILD := .build/fast/built-from.json
+$(FAST_BUILD): $(STAMP) $(wildcard spec/*.py)
+	RABBITPROOF_FAST= $(PY) -m rabbitproof.compiled
+fast: $(FAST_BUILD)
+ifeq ($(FAST),1)
+export RABBITPROOF_FAST := 1
+FAST_DEP := $(FAST_BUILD)
+endif
 
 ## verify: explore every standard configuration, check the Z3 model against the spec, prove the
 ## invariants for every size, run CrossHair over the spec's contracts; one summary table.
@@ -36,13 +49,13 @@ CONFIG ?= ack_basics
 ENGINE ?= local
 MASTER ?=
 REDUCE ?= none
-explore: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
+explore: $(STAMP) $(FAST_DEP) $(if $(filter spark,$(ENGINE)),java)
 	$(BIN)/rabbitproof explore $(CONFIG) --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) --reduce $(REDUCE) $(ARGS)
 
 ## check: answer the five delivery questions for your setup file (FILE=examples/work-queue.toml,
 ## ENGINE=local|spark, ARGS=--json --chart DIR ...); exit code 0 all pass, 1 one fails, 2 bad input.
 FILE ?=
-check: $(STAMP) $(if $(filter spark,$(ENGINE)),java)
+check: $(STAMP) $(FAST_DEP) $(if $(filter spark,$(ENGINE)),java)
 	@test -n "$(FILE)" || (echo "make check: name the setup file: make check FILE=examples/work-queue.toml" >&2; exit 2)
 	$(BIN)/rabbitproof check "$(FILE)" --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) $(ARGS)
 
@@ -54,7 +67,7 @@ broker: $(STAMP)
 ## unchanged); trace checker time on long spec-made and RabbitMQ-recorded traces; broker throughput;
 ## conformance steps per second against the in-process core, the impl server and RabbitMQ (ARGS=PART ... for one).
 ## Every target is a call of the one command, `rabbitproof SUBCOMMAND` (docs/reference/cli.md).
-bench: $(STAMP) rabbitmq java
+bench: $(STAMP) $(FAST_DEP) rabbitmq java
 	$(BIN)/rabbitproof bench $(ARGS)
 
 ## conformance: generated programs against any AMQP 0-9-1 broker, judged by the spec (URL=amqp://user:pass@host:port/vhost).
@@ -77,4 +90,4 @@ java:
 	@command -v java >/dev/null 2>&1 || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q default-jre-headless)
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .hypothesis
+	rm -rf $(VENV) out .build .pytest_cache .hypothesis

@@ -30,6 +30,7 @@ from spark_check.engine import Engine
 from spark_check.reductions import build_reduction, parse_reductions, written_for
 from spec import configs, machine
 
+from rabbitproof import compiled
 from rabbitproof.explore.standard import verify
 from rabbitproof.options import add_engine_arguments, build_engine, fail
 
@@ -239,6 +240,11 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         engine = _checked(args)
     except InputError as e:
         return fail("rabbitproof verify", e)
+    if "crosshair" in (args.part or PARTS) and compiled.in_use():
+        engine.close()
+        return fail("rabbitproof verify", f"CrossHair reads the spec's Python source, not the compiled spec: unset "
+                                          f"{compiled.ENV} (it is for explore, check and bench), or name the parts "
+                                          f"to run without crosshair (--part)")
     console = console or Console()
     results = []
     try:

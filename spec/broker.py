@@ -607,7 +607,7 @@ def confirm_prefix(channel) -> int:
     covers two or more, PC-3: ``can_confirm``); else 0."""
     best = 0
     count = 0
-    nack = None
+    nack: bool | None = None
     for p in channel.unconfirmed:
         if not ready_to_confirm(p) or (nack is not None and p.nack != nack):
             break

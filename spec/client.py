@@ -4,6 +4,8 @@ its publish sequence numbers once in confirm mode (PC-1), and answers a channel.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK,
     BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
@@ -74,7 +76,7 @@ def receive(state: State, c: int, ch: int, answer: bool = True) -> tuple[State, 
     conn = Conn(conn.status, conn.broker_closed, conn.published, conn.to_broker, network.pop(conn.to_client, ch),
                 conn.auto, conn.channels, conn.clients)
     state = with_conn(state, c, conn)
-    label = (Wire(c, False, frame),)
+    label: tuple[Wire, ...] = (Wire(c, False, frame),)
     method = frame[0]
     if method in (BASIC_DELIVER, BASIC_GET_OK):
         tag, msg = (frame[3], frame[5]) if method == BASIC_DELIVER else (frame[2], frame[4])
@@ -132,7 +134,7 @@ def client_step(state: State, a) -> tuple[State, tuple]:
         return settle_frame(state, c, ch, (BASIC_NACK, ch, a.tag, a.multiple, a.requeue), a.tag, a.multiple)
     if kind is A.ClientReject:
         return settle_frame(state, c, ch, (BASIC_REJECT, ch, a.tag, a.requeue), a.tag, False)
-    view = client_view(state, c, ch) if ch else None
+    view: Any = client_view(state, c, ch) if ch else None     # None: an action on the connection itself
     if kind is A.ClientConsume:
         view = view._replace(consumers=tuple(sorted(view.consumers + (a.consumer_tag,))))
         return write(state, c, ch, (BASIC_CONSUME, ch, a.queue, a.consumer_tag, a.no_ack, a.exclusive), view)

@@ -120,6 +120,8 @@ def vanish(state: State, c: int) -> State:
     longer owed (``abandoned``)."""
     conn = state.conns[c]
     d = stale_slot(state)
+    if d is None:
+        raise ValueError(f"ClientVanish of connection {c} with no slot free to hold it (its precondition, can_vanish)")
     lost = tuple((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
     n = len(conn.channels)
     fifos = network.empty(n)
@@ -238,7 +240,7 @@ def queue_fail(state: State, c: int, ch: int, seq: int) -> State:
     """BrokerQueueFail: the queues holding an unconfirmed publish drop it; it will be nacked (PC-6)."""
     channel = state.conns[c].channels[ch - 1]
     pending = next(p for p in channel.unconfirmed if p.seq == seq)
-    gone = []
+    gone: list[tuple] = []
     queues = state.queues
     for q, queue in enumerate(queues):
         keep = tuple(e for e in queue.ready if e.msg != pending.msg)

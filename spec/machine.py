@@ -400,7 +400,7 @@ PRECONDITIONS = {
 
 def _broker_wrote(after: State, before: State) -> tuple[State, tuple]:
     """A broker step with the frames it wrote as its labels (those appended to a to_client FIFO)."""
-    labels = []
+    labels: list[Wire] = []
     for c, (new, old) in enumerate(zip(after.conns, before.conns)):
         if new.to_client is not old.to_client and new.status == old.status:
             for new_fifo, old_fifo in zip(new.to_client, old.to_client):

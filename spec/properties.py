@@ -15,6 +15,8 @@ configuration, and a user's run leaves them out unless it names them (``HELPERS`
 """
 from __future__ import annotations
 
+from typing import Any
+
 from . import network
 from .faults import live_copies
 from .frames import (
@@ -146,7 +148,8 @@ def copies_conserved(state: State) -> bool:
     places = set(pairs)
     if len(places) != len(pairs):   # some copy is in two places
         return False
-    fated = stored = None           # built only when some copy is not live
+    fated: set | None = None        # built only when some copy is not live
+    stored: Any = None
     for q, queue in enumerate(state.queues):
         for key in range(1, queue.enqueued + 1):
             pair = (q, key)
@@ -177,7 +180,7 @@ def redelivered_flag_set(state: State) -> bool:
     """A ready copy that was delivered before carries redelivered=true."""
     if not state.delivered:
         return True
-    delivered = None                # built only when a ready copy is not marked redelivered
+    delivered: set | None = None                # built only when a ready copy is not marked redelivered
     for q, queue in enumerate(state.queues):
         for e in queue.ready:
             if not e.redelivered:
@@ -394,7 +397,9 @@ def selects_in_flight(fifo) -> tuple[int, int, int]:
     among them (0: none), how many basic.publish frames are behind it when it is confirm.select (else
     0), and how many are in flight at all (the Z3 model's fields ``fsel``, ``nbh`` and ``npb``)."""
     first = next((i for i, frame in enumerate(fifo) if frame[0] in (CONFIRM_SELECT, TX_SELECT)), None)
-    select = fifo[first][0] if first is not None else 0
+    if first is None:
+        return 0, 0, sum(1 for frame in fifo if frame[0] == BASIC_PUBLISH)
+    select = fifo[first][0]
     behind = sum(1 for frame in fifo[first + 1:] if frame[0] == BASIC_PUBLISH) if select == CONFIRM_SELECT else 0
     return select, behind, sum(1 for frame in fifo if frame[0] == BASIC_PUBLISH)
 
@@ -653,7 +658,7 @@ def stored_copies_in_durable_queues(state: State) -> bool:
 def outstanding_copies_were_delivered(state: State) -> bool:
     """The copy an outstanding or held-back delivery names was delivered (the helper that makes
     copy_keys_issued inductive: a requeued copy's key was issued; proofs/)."""
-    delivered = None
+    delivered: set | None = None
     for conn in state.conns:
         for channel in conn.channels:
             if not channel.unacked and not channel.tx_settles:
@@ -699,7 +704,7 @@ def publishes_in_flight_fresh(state: State) -> bool:
                 if pub[4] in held:
                     return False
                 held.add(pub[4])
-    copies = None
+    copies: set | None = None
     for c, conn in enumerate(state.conns):
         for fifo in conn.to_broker:
             for frame in fifo:
@@ -786,8 +791,8 @@ def unwritten_copies_hold_their_confirm(state: State) -> bool:
     on_disk = {(r[0], r[1]) for r in state.disk}
     skip = _dead_letter_targets(state)
     confirmed = set(state.confirmed_msgs)
-    pending = None
-    unsent = None
+    pending: dict | None = None
+    unsent: Any = None
     for (q, key), (msg, persistent) in live.items():
         queue = queues[q]
         if key > queue.enqueued:
@@ -817,8 +822,8 @@ def lost_copies_stay_unconfirmed(state: State) -> bool:
     queues = state.queues
     skip = _dead_letter_targets(state)
     confirmed = set(state.confirmed_msgs)
-    pending = None
-    unsent = None
+    pending: dict | None = None
+    unsent: Any = None
     for q, key, _, msg, persistent in lost:
         queue = queues[q]
         if key > queue.enqueued:

@@ -10,7 +10,6 @@ and no effect on the modelled system reads them.
 """
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import NamedTuple
 
 from .budgets import SPENT
@@ -171,9 +170,27 @@ class Conn(NamedTuple):
     clients: tuple                  # ClientChannel per channel number 1..n
 
 
-# How much of each budget a run has spent, one counter per spent budget of spec.budgets (configurations
-# cap them: RQ-6), all 0 at the start.
-Used = namedtuple("Used", SPENT, defaults=(0,) * len(SPENT))
+class Used(NamedTuple):
+    """How much of each budget a run has spent, one counter per spent budget of spec.budgets, in its order
+    (configurations cap them: RQ-6), all 0 at the start. Written out field by field so that a type checker
+    (and mypyc, spec/compiled.py) knows them; the check below keeps them the budgets' own."""
+
+    requeues: int = 0
+    closes: int = 0
+    reconnects: int = 0
+    crashes: int = 0
+    channel_errors: int = 0
+    failures: int = 0
+    bad: int = 0
+    qos: int = 0
+    gets: int = 0
+    cancels: int = 0
+    admin: int = 0
+
+
+if Used._fields != SPENT:
+    raise ImportError(f"spec.state.Used counts {Used._fields}, but spec.budgets spends {SPENT}: "
+                      "make them the same, in the same order")
 
 
 class State(NamedTuple):

@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Sequence
 
-from rabbitproof.bench import broker, conformance, engines, recorded_trace, reductions, trace_checker
+from rabbitproof.bench import broker, compiled, conformance, engines, recorded_trace, reductions, trace_checker
 from rabbitproof.options import fail
 
 PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "engines": (engines.main, "distinct states per second of the local and Spark engines"),
+    "compiled": (compiled.main, "the compiled spec (make fast) beside the pure-Python one: the same counts, faster"),
     "reductions": (reductions.main, "full against reduced searches: the same verdicts, fewer states"),
     "trace-checker": (trace_checker.main, "how long the trace checker takes on long spec-made traces"),
     "recorded-trace": (recorded_trace.main, "the trace checker on a long run recorded from a broker"),
@@ -22,6 +23,7 @@ PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
 # What ``rabbitproof bench`` runs without a part (``make bench``): each part with its arguments.
 EVERYTHING: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engines", ("--engines", "local,spark", "--master", "local[2]")),
+    ("compiled", ()),
     ("reductions", ()),
     ("reductions", ("--reduce", "por,symmetry")),
     ("reductions", ("--reduce", "symmetry", "twin_consumers")),
