@@ -9,8 +9,8 @@ built and hashed for every successor. ``SortedSymmetry`` builds one in the commo
 
 1. each publisher of a class gets a key that no renaming changes: its connection with its own message
    ids written relative to it (``n`` for its n-th message), and what the observer records of those
-   messages (its unconfirmed publishes, open transaction and commits, how often each was delivered and
-   processed, which are believed delivered or returned), again without connection numbers;
+   messages (its unconfirmed publishes, open transaction and commits, how often each was processed,
+   which are believed delivered or returned), again without connection numbers;
 2. the publishers of each class are put in the order of their keys (the k-th smallest key to the k-th
    connection of the class), their messages renamed with them;
 3. in that state, each consumer of a class gets its connection and the observer's entries about it
@@ -147,7 +147,7 @@ def publisher_key(watched: Any, p: int) -> tuple:
             tuple((e[1],) + e[2:3] + (relative(e[3]),) for e in ghost.awaiting if e[0] == p),
             tuple((e[1], relative(e[2])) for e in ghost.tx_open if e[0] == p),
             tuple((e[1], e[2], tuple(map(relative, e[3]))) for e in ghost.committing if e[0] == p),
-            tuple((relative(e[0]),) + e[1:] for e in ghost.counts if mine(e[0])),
+            tuple((relative(m), p) for m, p in ghost.counts if mine(m)),
             tuple(relative(m) for m in ghost.believed if mine(m)),
             tuple(relative(m) for m in ghost.returned if mine(m)),
             tuple((relative(m), relative(o)) for m, o in ghost.copies if mine(m)),

@@ -59,7 +59,6 @@ from rabbitproof.check.pure_reads import PureReads
 from rabbitproof.check.set_up_at_once import Fused, SetUpAtOnce
 
 PROCESSED_CAP = 2       # processed twice is the answer to question 2: counting further adds only states
-DELIVERED_CAP = 1       # delivered at least once; how often is the loop question's, judged on cycles
 
 
 class Ghost(NamedTuple):
@@ -72,7 +71,8 @@ class Ghost(NamedTuple):
     believed: tuple         # msgs the publisher believes delivered
     returned: tuple         # msgs that came back to their publisher (RT-3)
     held: tuple             # (conn, ch, tag, msg) manual-mode deliveries a consumer holds
-    counts: tuple           # (msg, delivered, processed), capped at DELIVERED_CAP and PROCESSED_CAP
+    counts: tuple           # (msg, processed) of the messages processed, capped at PROCESSED_CAP; how often a
+                            # message was delivered is no question's (the loop question's is judged on cycles)
     last: tuple             # (conn, ch, publisher, msg): the latest message of each publisher a consumer
                             # saw on the channel it has open now
     disorder: bool          # a consumer received a message after a later one of the same publisher
@@ -257,7 +257,7 @@ def rename_watched(watched: Watched, g: Any) -> Watched:
         redo = tuple((c, of(m)) for c, m in gh.redo)
         state = rename_messages(state, of)
         believed, returned = tuple(sorted(map(of, gh.believed))), tuple(sorted(map(of, gh.returned)))
-        counts = tuple(sorted((of(e[0]),) + e[1:] for e in gh.counts))
+        counts = tuple(sorted((of(m), p) for m, p in gh.counts))
         tx_open = tuple(e[:2] + (of(e[2]),) for e in gh.tx_open)
         committing = tuple(e[:3] + (tuple(sorted(map(of, e[3]))),) for e in gh.committing)
         awaiting = tuple(e[:3] + (of(e[3]),) for e in gh.awaiting)
@@ -346,7 +346,7 @@ def did_work(g: Ghost, state: State, action: ConsumerWork) -> Ghost:
     """The ghost once the consumer has done the work of a delivery it holds: that message is processed."""
     c, ch, tag = action.conn, action.ch, action.tag
     msg = original(g, next(e[3] for e in g.held if e[:3] == (c, ch, tag)))
-    return g._replace(counts=_bump(g.counts, msg, 0, 1), worked=tuple(sorted(g.worked + ((c, ch, tag),))))
+    return g._replace(counts=_bump(g.counts, msg), worked=tuple(sorted(g.worked + ((c, ch, tag),))))
 
 
 def publisher_waits(watched: Watched) -> bool:
@@ -366,14 +366,14 @@ def _still_held(state: State, e: tuple) -> bool:
     return _open(state, e[0], e[1]) and e[2] in state.conns[e[0]].clients[e[1] - 1].held
 
 
-def _bump(counts: tuple, msg: int, delivered: int, processed: int) -> tuple:
-    """counts with msg's delivered and processed raised by the given amounts (capped)."""
-    for i, (m, d, p) in enumerate(counts):
+def _bump(counts: tuple, msg: int) -> tuple:
+    """counts with msg processed once more (capped)."""
+    for i, (m, p) in enumerate(counts):
         if m == msg:
-            entry = (m, min(d + delivered, DELIVERED_CAP), min(p + processed, PROCESSED_CAP))
-            return counts[:i] + (entry,) + counts[i + 1:]
-    entry = (msg, min(delivered, DELIVERED_CAP), min(processed, PROCESSED_CAP))
-    return tuple(sorted(counts + (entry,)))
+            if p >= PROCESSED_CAP:
+                return counts
+            return counts[:i] + ((m, p + 1),) + counts[i + 1:]
+    return tuple(sorted(counts + ((msg, 1),)))
 
 
 def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, works: tuple = (),
@@ -420,7 +420,7 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
         still = set(after.conns[c].clients[ch - 1].held)
         for e in held:
             if e[:2] == (c, ch) and e[2] not in still:
-                counts = _bump(counts, of(e[3]), 0, 1)      # acknowledged: the work was done
+                counts = _bump(counts, of(e[3]))            # acknowledged: the work was done
     elif kind is A.ClientReceive:
         for wire in labels:
             if wire.to_broker:
@@ -430,14 +430,15 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
             if method in (BASIC_DELIVER, BASIC_GET_OK):
                 ch = frame[1]
                 tag, msg = (frame[3], frame[5]) if method == BASIC_DELIVER else (frame[2], frame[4])
-                processed = 0
+                processed = False
                 if before.conns[c].clients[ch - 1].status == C_OPEN:
                     if tag in after.conns[c].clients[ch - 1].held:
                         held = tuple(sorted(held + ((c, ch, tag, msg),)))
                     else:
-                        processed = 1           # automatic acks: received is processed
+                        processed = True        # automatic acks: received is processed
                 msg = of(msg)
-                counts = _bump(counts, msg, 1, processed)
+                if processed:
+                    counts = _bump(counts, msg)
                 publisher = msg // MSG_STRIDE
                 key = (c, ch, publisher)
                 seen = next((e for e in last if e[:3] == key), None)
@@ -545,7 +546,7 @@ def lost_messages(watched: Watched) -> set[int]:
     ghost = watched.ghost
     if not ghost.believed:
         return set()
-    processed = {m for m, _, p in ghost.counts if p}
+    processed = {m for m, _ in ghost.counts}
     unprocessed = [m for m in ghost.believed if m not in processed]
     if not unprocessed:
         return set()
@@ -563,7 +564,7 @@ def believed_never_lost(watched: Watched) -> bool:
 
 
 def processed_at_most_once(watched: Watched) -> bool:
-    return all(p < 2 for _, _, p in watched.ghost.counts)
+    return all(p < 2 for _, p in watched.ghost.counts)
 
 
 def seen_in_publication_order(watched: Watched) -> bool:
@@ -580,7 +581,7 @@ def handed_out_unprocessed(watched: Watched) -> bool:
     channel, delivered and not settled. On a cycle of the graph a message's processed count cannot
     grow (the state comes back), so a fair cycle through such a state hands the message out again
     and again and never processes it: a requeue loop (RQ-6)."""
-    processed = {m: p for m, _, p in watched.ghost.counts}
+    processed = dict(watched.ghost.counts)
     for conn in watched.spec.conns:
         for channel in conn.channels:
             for u in channel.unacked:
