@@ -16,6 +16,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from spec.properties_api import Property
 
 from .liveness import MAX_FAIR_CLASSES, atoms_of
+from .recent_fingerprints import RecentFingerprints
 from .reductions import build_reduction, build_symmetry
 
 
@@ -87,6 +88,8 @@ class Expander:
         if callable(canonical):
             named = self.fingerprint
             self.fingerprint = lambda state: named(canonical(state))
+        if self.fingerprint is not hash and self.fingerprint is not the_state:
+            self.fingerprint = RecentFingerprints(self.fingerprint)    # a state met again is not canonicalised again
         self.liveness = tuple(liveness)
         self.fairness = fairness_of(model, config) if self.liveness else None
         self.undecided: list[int] = list(range(len(self.properties)))
