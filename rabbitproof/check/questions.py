@@ -54,6 +54,7 @@ from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
 from spec.symmetry import Symmetry, automorphisms, message_renaming, rename, rename_messages
 
 from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_ghosts, unspent
+from rabbitproof.check.disk_at_once import DiskAtOnce
 from rabbitproof.check.interchangeable import SortedSymmetry, classes_of
 from rabbitproof.check.pure_reads import PureReads
 from rabbitproof.check.set_up_at_once import Fused, SetUpAtOnce
@@ -204,8 +205,9 @@ class SetupMachine:
     def fused_takes(self, config: Any) -> Fused:
         """The ``por`` reduction of a setup, fused into the step that made them possible: a sheltered
         client's set-up steps (rabbitproof.check.set_up_at_once), then a client's read of a reply that
-        changes nothing but the wire (rabbitproof.check.pure_reads)."""
-        return Fused(SetUpAtOnce(self, config), PureReads(self, config))
+        changes nothing but the wire (rabbitproof.check.pure_reads), then, once no crash is left, the
+        disk's writes (rabbitproof.check.disk_at_once)."""
+        return Fused(SetUpAtOnce(self, config), PureReads(self, config), DiskAtOnce(self, config))
 
     def fairness(self, config: Any) -> "SetupFairness":
         """The fair classes of actions (SetupFairness): what keeps running in an infinite execution."""
