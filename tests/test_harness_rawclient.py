@@ -174,8 +174,9 @@ def test_trace_is_one_ordered_log_across_channels(any_broker, raw_connect, queue
         conn.expect(ch, commands.Channel.OpenOk)
     opened = [(e.direction, e.channel, e.name) for e in conn.trace[7:]]
     assert opened[:3] == [("sent", 1, "Channel.Open"), ("sent", 2, "Channel.Open"), ("sent", 3, "Channel.Open")]
+    # The answers in any order across channels: RabbitMQ runs each channel as its own process and keeps
+    # order within a channel only (spec.network); under load it answered 1, 3, 2.
     assert sorted(opened[3:]) == [("received", c, "Channel.OpenOk") for c in (1, 2, 3)]
-    assert [c for _, c, _ in opened[3:]] == [1, 2, 3]  # RabbitMQ answers in order
     conn.send(1, header.ContentHeader(body_size=1))  # a header with no method before it
     with pytest.raises(ConnectionClosed) as caught:
         conn.expect(1, commands.Basic.QosOk, timeout=5)
