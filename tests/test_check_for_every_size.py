@@ -93,3 +93,27 @@ def test_the_report_and_the_json_say_which_answers_hold_for_every_size():
     assert all(a["for_every_size"] is None for a in answers[1:])
     code, text = run("check", str(EXAMPLES / "auto-ack.toml"), "--no-progress", "--no-advice")
     assert "No invariant proved for every size implies these answers" in " ".join(text.split())
+
+
+def test_a_search_cut_short_still_answers_what_the_proof_implies():
+    """A search stopped before it decided "lost" answers it "cannot happen" where the proved invariants
+    imply it for the setup (they hold in every reachable state), says why, and leaves it undecided
+    elsewhere; what the search found stands."""
+    checked = check_setup(parse_setup(COVERED, "shape.toml"), LocalEngine(reductions=("por", "symmetry")),
+                          max_states=60)
+    assert not checked.result.complete
+    first = checked.answers[0]
+    assert first.key == "lost" and first.verdict == CANNOT and first.by_proof
+    assert all(a.verdict == "undecided" and not a.by_proof for a in checked.answers[2:])
+    unsafe = COVERED.replace("persistent = true", "persistent = false")
+    cut = check_setup(parse_setup(unsafe, "shape.toml"), LocalEngine(reductions=("por", "symmetry")), max_states=60)
+    assert not cut.result.complete and cut.answers[0].verdict != CANNOT and not cut.answers[0].by_proof
+    code, text = run("check", str(EXAMPLES / "confirms-crash.toml"), "--no-progress", "--no-advice",
+                     "--max-states", "60")
+    flat = " ".join(text.split())
+    assert "The search stopped at" in flat and "\"lost: cannot happen\" is proved for any number of messages" in flat
+    code, out = run("check", str(EXAMPLES / "confirms-crash.toml"), "--no-progress", "--no-advice", "--json",
+                    "--max-states", "60")
+    answers = json.loads(out)["answers"]
+    assert answers[0]["answer"] == CANNOT and answers[0]["for_every_size"] == ["copies_conserved",
+                                                                                "confirmed_survives_crash"]

@@ -19,6 +19,7 @@ from spec import actions as A
 from spec.configs import Config, ConfigError
 
 from rabbitproof.check.cycles import ENDLESS
+from rabbitproof.check.for_every_size import proved_for
 from rabbitproof.check.questions import (
     LIVENESS, PROPERTIES, QUESTIONS, ConsumerWork, Question, Republish, SetupMachine,
 )
@@ -44,6 +45,8 @@ class Answer:
     trace: Trace | None
     rules: tuple[str, ...]          # the question's rules, then those of the actions its trace takes
     harmless: str = ""              # why a "can happen" does no harm in this setup (not a failure)
+    by_proof: bool = False          # "cannot happen" from invariants proved for every size, the search cut
+    #                                 short before it could say (rabbitproof.check.for_every_size)
 
     @property
     def verdict(self) -> str:
@@ -155,14 +158,19 @@ def applies(rule: str, setup: Setup) -> bool:
 
 def answer(question: Question, result: ExplorationResult, setup: Setup) -> Answer:
     """What ``result`` says about ``question`` for ``setup``: the rules are the question's and those of
-    its trace's steps, each only where it applies to the setup."""
+    its trace's steps, each only where it applies to the setup. A question the search left undecided
+    (cut short) is answered "cannot happen" where invariants proved for every size imply it for this
+    setup (``for_every_size``): they hold in every reachable state, however far the search got."""
     verdict = next(p for p in result.properties if p.name == question.name)
     trace = verdict.trace
     happens = True if verdict.found else (False if verdict.decided else None)
+    by_proof = happens is None and proved_for(setup, question.key) is not None
+    if by_proof:
+        happens = False
     rules = tuple(r for r in dict.fromkeys(question.rules + rules_of_trace(trace if happens else None))
                   if applies(r, setup))
     return Answer(question.key, question.text, happens, trace if happens else None, rules,
-                  harmless(question.key, setup) if happens else "")
+                  harmless(question.key, setup) if happens else "", by_proof)
 
 
 def harmless(key: str, setup: Setup) -> str:
