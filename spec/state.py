@@ -173,7 +173,7 @@ class Conn(NamedTuple):
 class Used(NamedTuple):
     """How much of each budget a run has spent, one counter per spent budget of spec.budgets, in its order
     (configurations cap them: RQ-6), all 0 at the start. Written out field by field so that a type checker
-    (and mypyc, spec/compiled.py) knows them; the check below keeps them the budgets' own."""
+    (and mypyc: rabbitproof/compiled.py) knows them; the check below keeps them the budgets' own."""
 
     requeues: int = 0
     closes: int = 0
