@@ -132,7 +132,7 @@ def in_use() -> bool:
     return not (machine.__file__ or "").endswith(".py")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main() -> int:
     """`python -m rabbitproof.compiled`: build (`make fast`); exit 1 with the reason when it fails."""
     try:
         out = build()

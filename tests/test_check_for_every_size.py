@@ -99,15 +99,18 @@ def test_a_search_cut_short_still_answers_what_the_proof_implies():
     """A search stopped before it decided "lost" answers it "cannot happen" where the proved invariants
     imply it for the setup (they hold in every reachable state), says why, and leaves it undecided
     elsewhere; what the search found stands."""
-    checked = check_setup(parse_setup(COVERED, "shape.toml"), LocalEngine(reductions=("por", "symmetry")),
+    setup = parse_setup(COVERED, "shape.toml")
+    checked = check_setup(setup, LocalEngine(reductions=("por", "symmetry")),
                           max_states=60)
     assert not checked.result.complete
     first = checked.answers[0]
-    assert first.key == "lost" and first.verdict == CANNOT and first.by_proof
-    assert all(a.verdict == "undecided" and not a.by_proof for a in checked.answers[2:])
+    # An incomplete search never decides "cannot happen" itself: this one is the proof's.
+    assert first.key == "lost" and first.verdict == CANNOT and proved_for(setup, "lost")
+    assert all(a.verdict == "undecided" for a in checked.answers[2:])
     unsafe = COVERED.replace("persistent = true", "persistent = false")
-    cut = check_setup(parse_setup(unsafe, "shape.toml"), LocalEngine(reductions=("por", "symmetry")), max_states=60)
-    assert not cut.result.complete and cut.answers[0].verdict != CANNOT and not cut.answers[0].by_proof
+    unsafe_setup = parse_setup(unsafe, "shape.toml")
+    cut = check_setup(unsafe_setup, LocalEngine(reductions=("por", "symmetry")), max_states=60)
+    assert not cut.result.complete and cut.answers[0].verdict != CANNOT and proved_for(unsafe_setup, "lost") is None
     code, text = run("check", str(EXAMPLES / "confirms-crash.toml"), "--no-progress", "--no-advice",
                      "--max-states", "60")
     flat = " ".join(text.split())

@@ -42,13 +42,13 @@ def imports_compiled(fast: bool) -> bool:
     return done.stdout.strip() == "True"
 
 
-def explore(config: str, fast: bool, extra: Sequence[str] = ()) -> dict[str, Any]:
+def explore(config: str, fast: bool) -> dict[str, Any]:
     """One `rabbitproof explore` run in a process of its own; its JSON result."""
     env = environment(fast)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         done = subprocess.run([sys.executable, "-m", "rabbitproof", "explore", config, "--reduce", "none",
-                               "--no-progress", "--json", str(out), *extra], env=env, capture_output=True, text=True)
+                               "--no-progress", "--json", str(out)], env=env, capture_output=True, text=True)
         if not out.exists():
             raise RuntimeError(f"explore {config} ({'compiled' if fast else 'pure'}) failed:\n{done.stderr[-2000:]}")
         return json.loads(out.read_text())

@@ -45,8 +45,6 @@ class Answer:
     trace: Trace | None
     rules: tuple[str, ...]          # the question's rules, then those of the actions its trace takes
     harmless: str = ""              # why a "can happen" does no harm in this setup (not a failure)
-    by_proof: bool = False          # "cannot happen" from invariants proved for every size, the search cut
-    #                                 short before it could say (rabbitproof.check.for_every_size)
 
     @property
     def verdict(self) -> str:
@@ -164,13 +162,12 @@ def answer(question: Question, result: ExplorationResult, setup: Setup) -> Answe
     verdict = next(p for p in result.properties if p.name == question.name)
     trace = verdict.trace
     happens = True if verdict.found else (False if verdict.decided else None)
-    by_proof = happens is None and proved_for(setup, question.key) is not None
-    if by_proof:
+    if happens is None and proved_for(setup, question.key) is not None:
         happens = False
     rules = tuple(r for r in dict.fromkeys(question.rules + rules_of_trace(trace if happens else None))
                   if applies(r, setup))
     return Answer(question.key, question.text, happens, trace if happens else None, rules,
-                  harmless(question.key, setup) if happens else "", by_proof)
+                  harmless(question.key, setup) if happens else "")
 
 
 def harmless(key: str, setup: Setup) -> str:
