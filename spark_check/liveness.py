@@ -13,8 +13,9 @@ component of the graph restricted to the ``stays`` states
 
 (a cycle through every state and every such edge of the component is then fair; conversely a fair
 accepting cycle lies inside one component, which then satisfies all three). This is exact for weak
-fairness; no unrolling, no bound on the cycle's length. With ``at_end``, a state where nothing is
-enabled and ``stays`` holds is a counterexample too: the execution ends there.
+fairness; no unrolling, no bound on the cycle's length. With ``at_end``, a state where no fair class is
+enabled and ``stays`` holds is a counterexample too: the execution may end there, for what is left (a
+fault, an application's free choice) need never happen. That includes a state where nothing is enabled.
 
 What the engines record, per state: ``enabled`` (a bit per fair class enabled in it) and ``atoms`` (bits
 ``2i`` and ``2i + 1``: ``stays`` and ``recurs`` of liveness property i); per edge, the fair class of its
@@ -182,7 +183,7 @@ class LocalGraph:
             raise RuntimeError("liveness: states expanded out of the order they were found")
         self.enabled.append(enabled)
         self.atoms.append(atoms)
-        self.terminal.append(not targets)
+        self.terminal.append(not enabled)       # no fair step left: the execution may stop here
         ids = self.ids
         self.src.extend([k] * len(targets))
         self.dst.extend([ids[t] for t in targets])
@@ -309,7 +310,7 @@ def local_lassos(liveness: Sequence[Any], src: np.ndarray, dst: np.ndarray, cls:
                  atoms: np.ndarray, terminal: np.ndarray, depth: np.ndarray, fps: Sequence[Any],
                  cyclic: set[int] | None = None) -> dict[int, Lasso]:
     """The counterexample of each liveness property the graph has (property index -> Lasso), states by index
-    ``0..n-1`` (``fps``: their fingerprints, ``depth``: their BFS level, ``terminal``: nothing enabled);
+    ``0..n-1`` (``fps``: their fingerprints, ``depth``: their BFS level, ``terminal``: no fair class enabled);
     ``cyclic`` (when given) gets the index of each property whose ``stays`` states hold a cycle, fair or not
     (what a reduction that may lose fair cycles needs to know: spark_check.reductions)."""
     n = len(fps)

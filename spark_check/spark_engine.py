@@ -183,7 +183,7 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str, Any], batc
                     g_fp.append(fp)
                     g_enabled.append(enabled)
                     g_atoms.append(atoms)
-                    g_terminal.append(not actions)
+                    g_terminal.append(not enabled)     # no fair step left (spark_check.liveness)
                     e_src.extend([fp] * len(successors))
                     e_dst.extend(fingerprint(succ) for succ in successors)
                     e_cls.extend(classes)

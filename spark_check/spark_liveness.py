@@ -1,7 +1,7 @@
 """Fair cycles on the graph the Spark engine holds (spark_check.liveness says what is looked for).
 
 The executors that expand a level write each state's facts (fingerprint, level, fair classes enabled,
-atoms, whether nothing is enabled) and every edge out of it (source, target, fair class) beside the
+atoms, whether no fair class is enabled) and every edge out of it (source, target, fair class) beside the
 level store (``LevelStore.graph_path``). Once the search is complete, for each liveness property, with
 DataFrame operations (no GraphFrames) and the local engine's own code on executors:
 
@@ -26,7 +26,7 @@ DataFrame operations (no GraphFrames) and the local engine's own code on executo
 4. **Judge** each component with aggregates: its internal edges' classes (``bit_or``), the classes
    enabled in all its states (``bit_and``), whether ``recurs`` holds somewhere, its first state in
    (level, fingerprint) order; fair accepting components are candidates, and so, with ``at_end``, are
-   the states where nothing is enabled.
+   the states where no fair class is enabled.
 
 Steps 2 to 4 stop at the first moment what is left has at most ``driver_core_edges`` edges (the
 Spark engine's option and `check`'s ``--driver-core-edges``; two million by default, 0 for all in

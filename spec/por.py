@@ -112,8 +112,10 @@ and since R expands its states in full, its deadlocks are the full graph's.
 Liveness (spec.properties.LIVENESS) is judged on R as follows, for a property whose ``stays`` and
 ``recurs`` read nothing a fused take changes (a take writes nothing to any client: a property of the
 clients' views, such as ``confirms_eventually_answered``, qualifies; tests/test_spec_liveness.py checks
-it on every state of small configurations). *End states* are exact: the full graph's end states are R's
-(above), with the same value of ``stays``. *Cycles* are exact one way only. A cycle of R is a cycle of the
+it on every state of small configurations). *End states* (no fair class enabled: spark_check.liveness)
+are exact: a take is fair (spec.fairness), so an end state has none enabled and is its own normal form,
+reached by R (above); R expands its states in full, so its end states are the full graph's, with the
+same value of ``stays``. *Cycles* are exact one way only. A cycle of R is a cycle of the
 full graph (its edges are real paths, whose inner states differ from R's by takes), and if it is fair in
 R it is fair there too (a class enabled in every state of the full cycle is enabled in R's states, so R
 takes it on an edge, whose first step is that class's). And a cycle of the full graph through ``stays``

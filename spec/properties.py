@@ -1174,6 +1174,6 @@ def waiting_for_confirm(state: State) -> bool:
 LIVENESS["confirms_eventually_answered"] = Liveness(
     "confirms_eventually_answered", ("PC-2", "PC-3", "PC-6"),
     "Every publish a client made in confirm mode is eventually acked or nacked while its channel stays "
-    "open: no fair execution stays for ever (a fair cycle) or ends (nothing more enabled) with a client "
+    "open: no fair execution stays for ever (a fair cycle) or ends (nothing fair left to happen) with a client "
     "waiting for a confirm on a channel it holds open.",
     waiting_for_confirm, waiting_for_confirm, at_end=True)

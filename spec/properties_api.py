@@ -53,8 +53,10 @@ class Liveness:
 
     Fairness is the model's (its ``fairness(config)`` hook names the weakly fair class of each action):
     a cycle in which some fair class is enabled in every state yet never taken is no counterexample.
-    A state where nothing is enabled ends its execution; ``at_end`` says whether such a state where
-    ``stays`` holds is a counterexample too (the execution stops there, for ever)."""
+    A state where no fair class is enabled may end its execution (what is left, a fault or an
+    application's free choice, need never happen; a state where nothing is enabled is one); ``at_end``
+    says whether such a state where ``stays`` holds is a counterexample too (the execution may stop
+    there, for ever)."""
 
     name: str
     rules: tuple[str, ...]

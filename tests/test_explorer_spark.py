@@ -105,7 +105,7 @@ def test_agrees_with_the_local_engine_under_the_reductions(spark, name, reductio
             assert replay(SPEC.model, config, p.trace)
 
 
-@pytest.mark.parametrize("config", [{}, {"finish_needs_flag": True}])
+@pytest.mark.parametrize("config", [{}, {"finish_needs_flag": True}, {"idle": True, "finish_fair": False}])
 def test_liveness_all_in_spark_agrees_with_the_local_engine(spark, config):
     """The toy of tests/toy_liveness.py with the whole search for fair cycles in Spark (``driver_core_edges``
     0: the graph split on an executor, judged with aggregates): the same verdict and the same lasso."""
@@ -120,7 +120,8 @@ def test_liveness_all_in_spark_agrees_with_the_local_engine(spark, config):
     (mine,), (theirs,) = local.properties, distributed.properties
     assert theirs.verdict == mine.verdict == ("holds" if not config else "VIOLATED")
     assert (theirs.trace and theirs.trace.lines()) == (mine.trace and mine.trace.lines())
-    assert distributed.timings["liveness: Spark jobs splitting pieces on executors"] > 0
+    if theirs.trace is None or theirs.trace.cycle_start is not None:     # an end needs no component split
+        assert distributed.timings["liveness: Spark jobs splitting pieces on executors"] > 0
 
 
 @pytest.mark.parametrize("name", ["hazard_unconfirmed_lost", "hazard_confirm_order", "channel_error"])

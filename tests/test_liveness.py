@@ -41,6 +41,12 @@ def test_an_end_where_the_property_stays_false_is_a_counterexample_without_a_cyc
     assert trace.cycle_start is None and trace.steps == ()
 
 
+def test_an_end_is_where_no_fair_step_is_left_not_only_where_nothing_is_enabled():
+    trace = job(idle=True, finish_fair=False).trace
+    assert trace.cycle_start is None and trace.steps == ()
+    assert job(idle=True).verdict == "holds"
+
+
 def test_the_graph_is_kept_only_when_a_liveness_property_is_asked():
     asked = LocalEngine().explore(JobModel(), JobConfig(), [], liveness=[JOB_DONE])
     plain = LocalEngine().explore(JobModel(), JobConfig(), [])

@@ -218,7 +218,7 @@ def test_explore_judges_the_liveness_properties_and_names_them_in_json(tmp_path,
 
 
 @pytest.mark.parametrize("bug, how", [(ConfirmOfFirstDoesNothing, ": a lasso, "),
-                                      (ForgetsFirstPublish, ", in an end state (nothing more can happen): trace")])
+                                      (ForgetsFirstPublish, ", in an end state (nothing fair left to happen): ")])
 def test_verify_fails_on_a_planted_bug_and_prints_the_counterexample(tmp_path, bug, how):
     console = _console()
     config = dataclasses.replace(SPEC.config("confirms"), properties=("delivery_tags_increase",))  # the bug keeps it

@@ -6,7 +6,8 @@ A worker has one job (``done``) and a flag it may flip for ever (``flag``):
 - ``Spin`` (never fair) leaves the state as it is: a loop on one state;
 - ``Finish`` (fair class 1, unless ``finish_fair`` is off) ends the job; it is enabled in both flag
   states, or only when the flag is 1 (``finish_needs_flag``);
-- with ``stuck``, nothing at all is enabled in the start state: the execution ends there.
+- with ``stuck``, nothing at all is enabled in the start state: the execution ends there;
+- with ``idle``, only Finish is enabled in the start state.
 
 The liveness property ``job_done``: no fair execution leaves the job undone for ever. By hand:
 
@@ -17,6 +18,9 @@ The liveness property ``job_done``: no fair execution leaves the job undone for 
 - Finish fair but enabled only when the flag is 1: the Flip cycle passes through flag 0 where Finish is
   disabled, so weak fairness does not force it. Violated (strong fairness would not be).
 - stuck: the start state is an end with the job undone. Violated, by a path that ends (no cycle).
+- idle, Finish not fair: nothing fair is left to happen in the start state, so an execution may stop
+  there (Finish need never happen): an end with the job undone. Violated, by a path that ends. With
+  Finish fair, it must happen: holds.
 """
 from __future__ import annotations
 
@@ -61,6 +65,7 @@ class JobConfig:
     finish_fair: bool = True
     finish_needs_flag: bool = False
     stuck: bool = False
+    idle: bool = False
     max_states: int = 100
     deadlock_is_error: bool = False
 
@@ -87,6 +92,8 @@ class JobModel:
     def enabled(self, state: Job, config: JobConfig) -> tuple:
         if state.done or (config.stuck and state == Job(False, 0)):
             return ()
+        if config.idle and state == Job(False, 0):
+            return (Finish(),)
         finish = (Finish(),) if state.flag or not config.finish_needs_flag else ()
         return (Flip(), Spin()) + finish
 

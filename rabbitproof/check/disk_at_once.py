@@ -34,8 +34,8 @@ a commit-ok still waits for (``Pending.waits``, ``Channel.committing``). D(x) ~ 
 (4) *Liveness.* No cycle of either graph holds an fsync: a write needs a new copy, and each copy takes
     the next key of its queue (``Queue.enqueued`` only grows); a removal needs a write before it. So
     the disk and everything waiting for it are constant around a cycle, a cycle of the full graph is a
-    cycle of normal forms and back, and the fair classes enabled on it are the same. An end state has
-    nothing pending, so it is its own normal form.
+    cycle of normal forms and back, and the fair classes enabled on it are the same. An end state (no fair step
+    enabled) has nothing pending, as the disk's writes are fair, so it is its own normal form.
 
 ``tests/test_check_reductions.py`` holds the examples to the same answers with and without the
 reduction (traces replayed in the full machine), and ``tests/test_check_disk_at_once.py`` checks (2)

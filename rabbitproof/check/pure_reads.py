@@ -33,8 +33,9 @@ Write r for such a read of channel (c, ch) in a state x. It only pops the head o
 (3) *Nothing can tell.* The questions read the observer's ghost and where messages are
     (``live_messages``: copies, deliveries and returns, never a pure reply); the symmetry's renamings
     and the canonical tags treat every channel alike and pure replies carry no tag. So x and F(x) answer
-    every safety question alike; an end state has nothing in flight, so it is in normal form, and R's
-    end states are the full graph's.
+    every safety question alike; an end state (no fair step enabled: spark_check.liveness) has no reply
+    left unread, as a client's reads are fair, so it is in normal form, and R's end states are the full
+    graph's.
 (4) *Liveness.* A fair cycle of the full graph maps to the cycle of its states' normal forms (by (1));
     a reply read by the cycle's client is read in the normal forms at once, and the weakly fair class of
     that client's reads is never kept from firing by it: a cycle on which a pure reply stays unread is

@@ -635,7 +635,7 @@ QUESTIONS: tuple[Question, ...] = (
              ("PC-2", "PC-6", "TX-7"), None,
              Liveness("publisher_answered", ("PC-2", "TX-7"),
                       "No fair execution leaves a publish unconfirmed or a commit unanswered for ever on a "
-                      "channel that stays open (a cycle, or an end where nothing more happens).",
+                      "channel that stays open (a cycle, or an end where nothing fair is left to happen).",
                       publisher_waits, always, at_end=True)),
 )
 PROPERTIES: tuple[Property, ...] = tuple(q.prop for q in QUESTIONS if q.prop is not None)

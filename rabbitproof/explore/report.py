@@ -143,7 +143,7 @@ def verdict_title(p: PropertyResult) -> str:
     """A property's name and verdict, as a trace's title: a liveness counterexample that is no lasso says
     that its execution ends there."""
     ends = p.kind == "liveness" and p.trace is not None and p.trace.cycle_start is None
-    return f"{p.name} {p.verdict}" + (", in an end state (nothing more can happen)" if ends else "")
+    return f"{p.name} {p.verdict}" + (", in an end state (nothing fair left to happen)" if ends else "")
 
 
 def counterexamples(result: ExplorationResult) -> list[tuple[str, Trace]]:
