@@ -120,7 +120,7 @@ def walk(setup_text: str, pick) -> Watched:
     """Run the observed machine from its initial state, taking at each step the first enabled action
     that ``pick`` accepts, until none does."""
     setup = parse_setup(setup_text, "t.toml")
-    machine, config = machine_for(setup), to_config(setup)
+    machine, config = machine_for(setup, beliefs=True), to_config(setup)       # the observer in full
     (state,) = machine.initial_states(config)
     while True:
         action = next((a for a in machine.enabled(state, config) if pick(a, state)), None)

@@ -289,7 +289,7 @@ def test_a_renaming_of_publishers_renames_every_message_id():
     by the consumer and in the ghost: its id (1 * MSG_STRIDE + 1, an int no other field takes) is
     everywhere renamed to the first publisher's, so no int that large is left; renaming twice is no change."""
     setup = parse_setup(TWO_PUBLISHERS, "two-publishers.toml")
-    machine, config = machine_for(setup), to_config(setup)
+    machine, config = machine_for(setup, beliefs=True), to_config(setup)
     (g,) = machine.symmetry(config).renamings
     state = first_watched(machine, config, lambda w: w.spec.conns[1].published and not w.spec.conns[0].published
                           and w.spec.disk and w.spec.conns[2].channels[0].unacked and w.ghost.believed)

@@ -67,15 +67,31 @@ class Checked:
         return tuple(a.key for a in self.answers if a.happens is not False and not (a.happens and a.harmless))
 
 
-def machine_for(setup: Setup) -> SetupMachine:
+def machine_for(setup: Setup, beliefs: bool | None = None) -> SetupMachine:
     """The observed machine of a setup: publishers first, each held to its own message count; the budgets
     its programs spend without end (rabbitproof.check.cycles.ENDLESS, and the channel closes of a
-    consumer that closes its channel on failure)."""
+    consumer that closes its channel on failure).
+
+    ``beliefs``: whether the observer keeps what the publishers believe delivered; by default
+    (``keeps_beliefs``) not where "lost" is proved for every size and no publisher republishes."""
     closing = any(c.on_failure == "close-channel" for c in setup.consumers)
     return SetupMachine(tuple(p.messages for p in setup.publishers) + (0,) * len(setup.consumers), lossy(setup),
                         (False,) * len(setup.publishers) + tuple(c.work == "before-ack" for c in setup.consumers),
                         ENDLESS + (("closes",) if closing else ()), vanishing(setup), erring(setup),
-                        tuple(p.republish for p in setup.publishers) + (0,) * len(setup.consumers))
+                        tuple(p.republish for p in setup.publishers) + (0,) * len(setup.consumers),
+                        keeps_beliefs(setup) if beliefs is None else beliefs)
+
+
+def keeps_beliefs(setup: Setup) -> bool:
+    """Whether the search must keep what the publishers believe delivered (``Ghost.believed`` and
+    ``returned``). Only "lost" reads them, and a republish (to know which message failed). Where "lost"
+    is proved for every size (rabbitproof.check.for_every_size) and no publisher republishes, the search
+    need not look for a lost message: it keeps no beliefs, every other answer is the same (the other
+    fields of the ghost and the programs never read them), and states that differed only by what a
+    publisher believed are one (a quarter fewer states on the issue's 1-message setup).
+    tests/test_check_for_every_size.py searches the covered examples with beliefs kept, to hold the
+    proof's implication to the search."""
+    return proved_for(setup, "lost") is None or any(p.republish for p in setup.publishers)
 
 
 def config_for(setup: Setup, bounds: Mapping[str, Any] | None = None, max_states: int | None = None) -> Config:

@@ -168,6 +168,8 @@ class SetupMachine:
     vanishing: tuple[bool, ...] = ()    # per connection: whether its client may vanish (ClientVanish)
     erring: tuple[bool, ...] = ()       # per connection: whether the broker may close its channel (BrokerChannelError)
     republish: tuple[int, ...] = ()     # per connection: how many times in all its publisher may publish again
+    beliefs: bool = True                # whether the observer keeps what publishers believe delivered (``believed``,
+                                        # ``returned``): not where "lost" is proved for every size (``machine_for``)
 
     def initial_states(self, config: Any) -> tuple[Watched, ...]:
         return tuple(Watched(forget_ghosts(s), NOTHING_YET) for s in machine.initial_states(config))
@@ -191,6 +193,8 @@ class SetupMachine:
             return Watched(watched.spec, did_work(watched.ghost, watched.spec, action)), ()
         after, labels = machine.step(watched.spec, action.plain() if type(action) is Republish else action)
         ghost = observe(watched.ghost, watched.spec, after, action, labels, self.works, self.republish)
+        if not self.beliefs and (ghost.believed or ghost.returned):
+            ghost = ghost._replace(believed=(), returned=())
         return Watched(forget_ghosts(unspent(after, self.endless), action), ghost), labels
 
     def canonical(self, watched: Watched) -> Watched:

@@ -65,10 +65,18 @@ def sure_text(checked: Checked) -> str:
     if not proved:
         return ("No invariant proved for every size implies these answers: \"cannot happen\" holds within "
                 "these bounds.")
-    parts = [f"\"{TITLES[key]}: cannot happen\" holds for any number of messages too: the invariants "
+    parts = [f"\"{TITLES[key]}: cannot happen\" {reach(checked, key)}: the invariants "
              f"{' and '.join(p.invariants)}, proved by Z3 for every size (make verify), imply it when "
              f"{p.shape}, as here" for key, p in proved.items()]
     return "; ".join(parts) + ". Every other \"cannot happen\" holds within these bounds."
+
+
+def reach(checked: Checked, key: str) -> str:
+    """How a proved "cannot happen" stands beside the search: checked by it too, or left to the proof (the
+    search keeps no beliefs where the proof covers "lost": rabbitproof.check.answers.keeps_beliefs)."""
+    if key == "lost" and not checked.machine.beliefs:
+        return "is proved for any number of messages, so the search did not look for it"
+    return "holds for any number of messages too"
 
 
 def swapped_text(checked: Checked) -> str:
