@@ -118,8 +118,15 @@ class LevelStore:
 
     def graph_path(self, kind: str, level: int) -> str:
         """What liveness needs of ``level`` (spark_check.liveness), written by the executors that expand
-        it: ``graph-states`` (each state's facts) and ``graph-edges`` (every edge out of it)."""
+        it: ``graph-states`` (each state's facts) and ``graph-edges`` (every edge out of it); and, under
+        the ``budgets`` reduction, by the deduplication: ``graph-redirect`` (where an edge to a state left
+        out goes, spark_check.subsumption)."""
         return f"{self.local}/graph-{kind}/level={level}"
+
+    def twins_path(self) -> str:
+        """The twins each deduplication partition kept, under the ``budgets`` reduction
+        (spark_check.subsumption): key, spent and fingerprint, laid out as the visited files."""
+        return f"{self.local}/twins"
 
     def visited_path(self) -> str:
         """The visited fingerprints of each deduplication partition (spark_check.level_files)."""
@@ -132,8 +139,9 @@ class LevelStore:
         """Remove levels (and their states and graph) a killed run wrote beyond its last recorded one. The
         graph of ``level`` stays: a resume expands ``level`` again and writes the same facts and edges
         (read back without duplicates)."""
-        self._drop(lambda n: n > level, ("levels", "states", "graph-states", "graph-edges"))
+        self._drop(lambda n: n > level, ("levels", "states", "graph-states", "graph-edges", "graph-redirect"))
         drop_visited_after(self.visited_path(), level)
+        drop_visited_after(self.twins_path(), level)
 
     def drop_states_before(self, level: int) -> None:
         """Remove the states of levels before ``level``, and visited files a later level no longer reads:
@@ -141,6 +149,7 @@ class LevelStore:
         stay)."""
         self._drop(lambda n: n < level, ("states",))
         drop_visited_before(self.visited_path(), level)
+        drop_visited_before(self.twins_path(), level)
 
     def _drop(self, which: Any, kinds: Sequence[str]) -> None:
         local = _local(self.directory)

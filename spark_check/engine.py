@@ -29,6 +29,7 @@ from .assembly import SearchOutcome, assemble
 from .expansion import Expander, PausedCollector, diagnose
 from .liveness import LocalGraph
 from .reductions import reduction_named
+from .subsumption import Twins
 from .results import ExplorationResult, PropertyResult, Trace, TraceStep, disagreements
 
 __all__ = [
@@ -165,6 +166,14 @@ class LocalEngine(Engine):
         cap = config.max_states if max_states is None else max_states
         deadlock_is_error = bool(config.deadlock_is_error)
         fingerprint = expander.fingerprint
+        keyed = expander.keyed
+        twins = Twins() if keyed is not None else None     # the ``budgets`` reduction (spark_check.subsumption)
+        level_twins: list[tuple[Any, Any, tuple]] = []      # this level's new states: (fingerprint, key, spent)
+        pending: list[tuple] = []                           # with twins, graph facts wait for the level's end
+
+        def dropped() -> int:
+            """The states left out as covered by a twin: in the parent map, not among the states found."""
+            return len(twins.redirect) if twins is not None else 0
         expand = expander.expand
         is_always = [p.kind == "always" for p in properties]
         watched = progress is not None or time_limit is not None     # anything to do every PROGRESS_EVERY states
@@ -182,8 +191,12 @@ class LocalEngine(Engine):
                 parent[fp] = fp
                 frontier.append(state)
                 frontier_fps.append(fp)
-                if graph is not None:
+                if twins is not None:
+                    level_twins.append(keyed(state))
+                elif graph is not None:
                     graph.found(fp, 1)
+        if twins is not None:
+            frontier, frontier_fps = self._settle_twins(twins, level_twins, frontier, frontier_fps, graph, pending, 1)
         if len(parent) > cap:
             out.error = too_many_states(cap)
         depth = 1 if frontier else 0
@@ -196,6 +209,7 @@ class LocalEngine(Engine):
                     next_fps: list[Any] = []
                     push_state = next_states.append
                     push_fp = next_fps.append
+                    push_twin = level_twins.append
                     limit = cap - len(parent)
                     for i, (state, fp) in enumerate(zip(frontier, frontier_fps)):
                         decided, actions, successors, deadlocked = expand(state)
@@ -208,7 +222,7 @@ class LocalEngine(Engine):
                                 break
                         if graph is not None:
                             self._record(graph, expander, state, fp, actions, successors, parent, push_state,
-                                         push_fp, depth + 1)
+                                         push_fp, depth + 1, twins, push_twin, pending)
                         if not actions:
                             if deadlocked:
                                 out.deadlocks += 1
@@ -220,13 +234,24 @@ class LocalEngine(Engine):
                             continue
                         count_types(type_counts, map(type, actions))
                         transitions += len(actions)
-                        for succ in successors if graph is None else ():
-                            h = fingerprint(succ)
-                            if h in parent:
-                                continue
-                            parent[h] = fp
-                            push_state(succ)
-                            push_fp(h)
+                        if twins is None:
+                            for succ in successors if graph is None else ():
+                                h = fingerprint(succ)
+                                if h in parent:
+                                    continue
+                                parent[h] = fp
+                                push_state(succ)
+                                push_fp(h)
+                        else:
+                            for succ in successors if graph is None else ():
+                                twin = keyed(succ)
+                                h = twin[0]
+                                if h in parent:         # kept, or left out (twins.redirect): met before
+                                    continue
+                                parent[h] = fp
+                                push_state(succ)
+                                push_fp(h)
+                                push_twin(twin)
                         if len(next_states) > limit:
                             out.error = too_many_states(cap)
                             break
@@ -236,7 +261,10 @@ class LocalEngine(Engine):
                                 out.error = out_of_time(time_limit, depth, len(parent))
                                 break
                             if progress is not None:
-                                progress(len(parent), depth, len(frontier) - i, elapsed)
+                                progress(len(parent) - dropped(), depth, len(frontier) - i, elapsed)
+                    if twins is not None:
+                        next_states, next_fps = self._settle_twins(twins, level_twins, next_states, next_fps, graph,
+                                                                   pending, depth + 1)
                     if next_states and out.error is None and not out.stopped:
                         depth += 1
                     collector.level_done()
@@ -244,7 +272,7 @@ class LocalEngine(Engine):
                     frontier_fps = next_fps
                     elapsed = time.perf_counter() - started
                     if progress is not None:
-                        progress(len(parent), depth, len(frontier), elapsed)
+                        progress(len(parent) - dropped(), depth, len(frontier), elapsed)
                     if time_limit is not None and elapsed > time_limit and frontier and out.error is None:
                         out.error = out_of_time(time_limit, depth, len(parent))
             except KeyboardInterrupt:
@@ -252,7 +280,7 @@ class LocalEngine(Engine):
             except Exception as e:  # noqa: BLE001 - a bug in the model or a predicate, reported with its trace
                 out.error = diagnose(expander, state, e)
                 out.error_fp = fp
-        out.distinct_states = len(parent)
+        out.distinct_states = len(parent) - dropped()
         out.depth = depth
         out.transitions = transitions
         out.coverage = {t.__name__: n for t, n in type_counts.items()}
@@ -260,9 +288,31 @@ class LocalEngine(Engine):
 
     @staticmethod
     def _record(graph: LocalGraph, expander: Expander, state: Any, fp: Any, actions: tuple, successors: list,
-                parent: dict, push_state: Callable, push_fp: Callable, depth: int) -> None:
-        """Expand ``state``'s successors as the search does, keeping its facts and edges in ``graph``."""
+                parent: dict, push_state: Callable, push_fp: Callable, depth: int, twins: Twins | None = None,
+                push_twin: Callable | None = None, pending: list | None = None) -> None:
+        """Expand ``state``'s successors as the search does, keeping its facts and edges in ``graph``. With
+        ``twins`` (the ``budgets`` reduction), an edge that spends a budget is left out of the graph, and
+        the facts wait in ``pending`` for the level's end, where the states kept are known
+        (spark_check.subsumption)."""
         enabled, atoms, classes = expander.facts(state, actions)
+        if twins is not None:
+            keyed = expander.keyed
+            spent = expander.spent_of(state)
+            targets, kept_classes = [], []
+            for succ, cls in zip(successors, classes):
+                twin = keyed(succ)
+                h = twin[0]
+                if twin[2] == spent:
+                    targets.append(h)
+                    kept_classes.append(cls)
+                if h in parent:
+                    continue
+                parent[h] = fp
+                push_state(succ)
+                push_fp(h)
+                push_twin(twin)
+            pending.append((fp, enabled, atoms, kept_classes, targets))
+            return
         fingerprint = expander.fingerprint
         targets = []
         for succ in successors:
@@ -275,6 +325,28 @@ class LocalEngine(Engine):
             push_state(succ)
             push_fp(h)
         graph.expanded(fp, enabled, atoms, classes, targets)
+
+    @staticmethod
+    def _settle_twins(twins: Twins, level_twins: list, states: list, fps: list, graph: LocalGraph | None,
+                      pending: list, depth: int) -> tuple[list, list]:
+        """The ``budgets`` reduction at the end of a level (spark_check.subsumption): the level's new states
+        a twin covers are left out (they stay in the parent map, so that they are not met as new again,
+        and ``twins.redirect`` says where edges to them go); the graph learns the states kept, then the
+        facts and edges of the states expanded at this level. Returns the states kept and their
+        fingerprints, in the order found."""
+        keep = twins.settle_level(level_twins)
+        level_twins.clear()
+        if len(keep) < len(fps):
+            chosen = [(s, h) for s, h in zip(states, fps) if h in keep]
+            states, fps = [s for s, _ in chosen], [h for _, h in chosen]
+        if graph is not None:
+            for h in fps:
+                graph.found(h, depth)
+            target = twins.target
+            for fp, enabled, atoms, classes, targets in pending:
+                graph.expanded(fp, enabled, atoms, classes, [target(t) for t in targets])
+            pending.clear()
+        return states, fps
 
 
 try:  # The C helper behind Counter.update, without update's Python-level dispatch.

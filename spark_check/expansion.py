@@ -17,7 +17,8 @@ from spec.properties_api import Property
 
 from .liveness import MAX_FAIR_CLASSES, atoms_of
 from .recent_fingerprints import RecentFingerprints
-from .reductions import build_reduction, build_symmetry
+from .reductions import build_reduction, build_subsumption, build_symmetry
+from .subsumption import keyed_fingerprint
 
 
 class Expansion(NamedTuple):
@@ -88,7 +89,15 @@ class Expander:
         if callable(canonical):
             named = self.fingerprint
             self.fingerprint = lambda state: named(canonical(state))
-        if self.fingerprint is not hash and self.fingerprint is not the_state:
+        # With ``budgets``, ``keyed(state)`` is (fingerprint, twin key, spent): spark_check.subsumption.
+        self.subsumption = build_subsumption(reductions, model, config)
+        self.keyed: Callable[[Any], tuple[Any, Any, tuple]] | None = None
+        if self.subsumption is not None:
+            keyed = RecentFingerprints(keyed_fingerprint(self.fingerprint, self.subsumption.split, exact))
+            self.keyed = keyed
+            self.spent_of: Callable[[Any], tuple] = lambda state: keyed(state)[2]
+            self.fingerprint = lambda state: keyed(state)[0]
+        elif self.fingerprint is not hash and self.fingerprint is not the_state:
             self.fingerprint = RecentFingerprints(self.fingerprint)    # a state met again is not canonicalised again
         self.liveness = tuple(liveness)
         self.fairness = fairness_of(model, config) if self.liveness else None
@@ -99,7 +108,8 @@ class Expander:
     def keeps_fair_cycles(self) -> bool:
         """Whether every reduction in use keeps fair cycles (spark_check.reductions): then the reduced graph
         has a fair accepting cycle exactly when the full one has; else only a fair one it finds is sure."""
-        return all(getattr(r, "keeps_fair_cycles", False) for r in (self.reduction, self.symmetry) if r is not None)
+        return all(getattr(r, "keeps_fair_cycles", False) for r in (self.reduction, self.symmetry, self.subsumption)
+                   if r is not None)
 
     def _refresh(self) -> None:
         """Rebuild the predicate lists of the per-state check from ``undecided``."""

@@ -7,7 +7,11 @@ A model offers a reduction by giving its hook (as stateright's models give ``Rep
   (the spec's, with its soundness argument: spec.por);
 - ``symmetry``: ``model.symmetry(config)``, an object with ``renamings`` and ``fingerprint_of(exact)``
   naming a state's orbit (the spec's, with its soundness argument: spec.symmetry; `rabbitproof check`'s
-  machine gives its own, rabbitproof.check.questions).
+  machine gives its own, rabbitproof.check.questions);
+- ``budgets``: ``model.subsumption(config)``, an object whose ``split(state)`` returns the state with its
+  budget counters cleared and the counters: a state is not explored when a twin that spent less is
+  (spark_check.subsumption; `rabbitproof check`'s machine offers it, with its soundness argument:
+  rabbitproof.check.spent_budgets).
 
 A liveness property (spark_check.liveness) is judged on the reduced graph too. A reduction object says
 whether it keeps fair cycles (``keeps_fair_cycles``, with its argument in the model): the reduced graph
@@ -25,10 +29,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-REDUCTIONS: tuple[str, ...] = ("por", "symmetry")
+REDUCTIONS: tuple[str, ...] = ("por", "symmetry", "budgets")
 
 # The hook of the model that offers each reduction.
-HOOKS: dict[str, str] = {"por": "fused_takes", "symmetry": "symmetry"}
+HOOKS: dict[str, str] = {"por": "fused_takes", "symmetry": "symmetry", "budgets": "subsumption"}
 
 
 def reduction_named(names: Sequence[str]) -> tuple[str, ...]:
@@ -70,9 +74,17 @@ def build_symmetry(names: Sequence[str], model: Any, config: Any) -> Any:
     return _hook("symmetry", model, config) if "symmetry" in names else None
 
 
+def build_subsumption(names: Sequence[str], model: Any, config: Any) -> Any:
+    """The ``budgets`` reduction of ``config`` when ``names`` ask for it, else None; ValueError (one line)
+    when the model does not offer it."""
+    reduction_named(names)
+    return _hook("budgets", model, config) if "budgets" in names else None
+
+
 def build_reduction(names: Sequence[str], model: Any, config: Any) -> Any:
     """The fused-takes reduction ``names`` ask for on ``model`` and ``config`` (None without ``por``);
     ValueError (one line) when one of ``names`` is not offered by the model."""
     reduction_named(names)
     build_symmetry(names, model, config)
+    build_subsumption(names, model, config)
     return _hook("por", model, config) if "por" in names else None

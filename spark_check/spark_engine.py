@@ -50,18 +50,25 @@ from .assembly import SearchOutcome, assemble
 from .checkpoint import LevelStore, check_same, check_writable, identity, outcome_from, read_progress
 from .engine import Engine, Model, ProgressCallback, interrupted, out_of_time, too_many_states
 from .expansion import diagnose
-from .level_files import GroupReader, GroupWriter, new_in_partition, visited_before, write_visited
+from .level_files import (
+    GroupReader, GroupWriter, columns_before, new_in_partition, visited_before, write_columns, write_visited,
+)
 from .portable import Portable, portable
 from .reductions import reduction_named
 from .results import ExplorationResult
 from .spark_liveness import DRIVER_CORE_EDGES, PIECE_EDGES, spark_lassos
 from .spark_session import check_master, is_local, ship_code, spark_session
+from .subsumption import Twins, pack, unpack
 
 # A level's rows: a state's fingerprint, its parent's and the action from it, and where its pickled
 # state lies: member ``idx`` of group ``grp`` (spark_check.level_files). The expansion of a level yields
 # such rows for the successors new to its task (candidates); the deduplication keeps those new to the run.
 LEVEL_SCHEMA = "fp long, parent long, action int, grp long, idx int"
 LEVEL_COLUMNS = ("fp", "parent", "action", "grp", "idx")
+# Under the ``budgets`` reduction the candidates carry their twin key and spent counters too (packed:
+# spark_check.subsumption), and move to the partition of their key, where all their twins are.
+TWIN_SCHEMA = LEVEL_SCHEMA + ", key long, spent long"
+TWIN_COLUMNS = LEVEL_COLUMNS + ("key", "spent")
 BATCH_ROWS = 4096
 GROUP_STATES = 128      # successors pickled together (rabbitproof.bench.engines: sharing makes each 3-4x cheaper)
 
@@ -105,6 +112,8 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str, Any], batc
     expander.set_undecided(undecided)
     expand = expander.expand
     fingerprint = expander.fingerprint
+    keyed = expander.keyed                  # the ``budgets`` reduction: rows carry key and spent
+    spent_of = expander.spent_of if keyed is not None else None
     dumps, loads = pickle.dumps, pickle.loads
     context = TaskContext.get()
     part = context.partitionId()
@@ -119,8 +128,11 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str, Any], batc
     clock = time.perf_counter
     python = pickling = 0.0         # seconds in this function: all of it, and pickling successors
     task_started, task_cpu = clock(), time.process_time()
-    schema = pa.schema([("fp", pa.int64()), ("parent", pa.int64()), ("action", pa.int32()), ("grp", pa.int64()),
-                        ("idx", pa.int32())])
+    row_types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.int32()] + [pa.int64()] * (2 * (keyed is not None))
+    names = TWIN_COLUMNS if keyed is not None else LEVEL_COLUMNS
+    schema = pa.schema(list(zip(names, row_types)))
+    out_key: list[Any] = []
+    out_spent: list[Any] = []
     out_fp: list[Any] = []
     out_parent: list[Any] = []
     out_action: list[Any] = []
@@ -149,10 +161,8 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str, Any], batc
 
     def output(n: int) -> Any:
         """The first ``n`` rows, taken out (the open group's rows, last, wait for its id)."""
-        columns = (out_fp, out_parent, out_action, out_grp, out_idx)
-        batch = pa.RecordBatch.from_arrays(
-            [pa.array(c[:n], t) for c, t in zip(columns, (pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.int32()))],
-            schema=schema)
+        columns = (out_fp, out_parent, out_action, out_grp, out_idx) + ((out_key, out_spent) if keyed is not None else ())
+        batch = pa.RecordBatch.from_arrays([pa.array(c[:n], t) for c, t in zip(columns, row_types)], schema=schema)
         for column in columns:
             del column[:n]
         return batch
@@ -184,9 +194,18 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str, Any], batc
                     g_enabled.append(enabled)
                     g_atoms.append(atoms)
                     g_terminal.append(not enabled)     # no fair step left (spark_check.liveness)
-                    e_src.extend([fp] * len(successors))
-                    e_dst.extend(fingerprint(succ) for succ in successors)
-                    e_cls.extend(classes)
+                    if keyed is None:
+                        e_src.extend([fp] * len(successors))
+                        e_dst.extend(fingerprint(succ) for succ in successors)
+                        e_cls.extend(classes)
+                    else:                               # an edge that spends a budget is left out
+                        spent = spent_of(state)
+                        for succ, cls in zip(successors, classes):
+                            twin = keyed(succ)
+                            if twin[2] == spent:
+                                e_src.append(fp)
+                                e_dst.append(twin[0])
+                                e_cls.append(cls)
                 if not actions:
                     if deadlocked:
                         deadlocks += 1
@@ -195,10 +214,16 @@ def expand_level(job: tuple[Portable, tuple[int, ...], Any, str, str, Any], batc
                 types.update(map(type, actions))
                 transitions += len(actions)
                 for i, succ in enumerate(successors):
-                    h = fingerprint(succ)
+                    if keyed is None:
+                        h = fingerprint(succ)
+                    else:
+                        h, key, spent_now = keyed(succ)
                     if h in seen:
                         continue
                     seen.add(h)
+                    if keyed is not None:
+                        out_key.append(key)
+                        out_spent.append(pack(spent_now))
                     out_fp.append(h)
                     out_parent.append(fp)
                     out_action.append(i)
@@ -267,6 +292,47 @@ def deduplicate_level(job: tuple[str, int, Any], batches: Iterator[Any]) -> Iter
     types = (pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.int32())
     for begin in range(0, len(keep), 1 << 16):
         take = keep[begin:begin + (1 << 16)]
+        yield pa.RecordBatch.from_arrays([pa.array(c[take], t) for c, t in zip(columns, types)],
+                                         names=list(LEVEL_COLUMNS))
+
+
+def deduplicate_twins(job: tuple[str, str, str | None, int, int, Any], batches: Iterator[Any]) -> Iterator[Any]:
+    """``deduplicate_level`` under the ``budgets`` reduction, on the candidate rows of one key partition
+    (all twins of a key meet there): the first row of each fingerprint the partition has never seen is a
+    new state, and of those, the ones no twin kept before or found at this level covers are kept
+    (``Twins.settle_level``, as the local engine settles a level, so both keep the same states). Every new
+    fingerprint joins the visited ones, so a state left out is not new again; the twins kept join the
+    partition's twins file; where an edge to a state left out goes is written for liveness
+    (``redirect_dir``, when the graph is kept)."""
+    visited_dir, twins_dir, redirect_dir, level, counters, tally = job
+    started = time.perf_counter()
+    context = TaskContext.get()
+    part = context.partitionId()
+    columns = _columns(batches, TWIN_COLUMNS)
+    first, visited = new_in_partition(visited_before(visited_dir, part, level), columns[0])
+    write_visited(visited_dir, part, level, visited)
+    old_keys, old_spent, old_fps = columns_before(twins_dir, part, level, ("key", "spent", "fp"))
+    fps, keys, spent = columns[0][first], columns[5][first], columns[6][first]
+    twins = Twins()
+    near = np.isin(old_keys, keys)
+    for k, sp, f in zip(old_keys[near].tolist(), old_spent[near].tolist(), old_fps[near].tolist()):
+        twins.kept.setdefault(k, []).append((unpack(sp, counters), f))
+    keep = twins.settle_level((f, k, unpack(sp, counters))
+                              for f, k, sp in zip(fps.tolist(), keys.tolist(), spent.tolist()))
+    chosen = np.array([f in keep for f in fps.tolist()], dtype=bool)
+    kept = first[chosen]
+    write_columns(twins_dir, part, level, {"key": np.concatenate([old_keys, keys[chosen]]),
+                                           "spent": np.concatenate([old_spent, spent[chosen]]),
+                                           "fp": np.concatenate([old_fps, fps[chosen]])})
+    if redirect_dir is not None and twins.redirect:
+        _write_parquet(redirect_dir, f"part-{part}-{context.attemptNumber()}.parquet",
+                       {"fp": pa.array(list(twins.redirect), pa.int64()),
+                        "to": pa.array(list(twins.redirect.values()), pa.int64())})
+    tally.add({("deduplicate", part): {"new": len(kept), "left out": len(first) - len(kept),
+                                        "seconds": {"python: deduplicate": time.perf_counter() - started}}})
+    types = (pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.int32())
+    for begin in range(0, len(kept), 1 << 16):
+        take = kept[begin:begin + (1 << 16)]
         yield pa.RecordBatch.from_arrays([pa.array(c[take], t) for c, t in zip(columns, types)],
                                          names=list(LEVEL_COLUMNS))
 
@@ -424,6 +490,10 @@ class _LevelRun:
         # Deduplication partitions: fixed for the whole run (a fingerprint's partition keeps its visited
         # file), so a resumed run takes the number its checkpoint recorded.
         self.partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        # Under the ``budgets`` reduction, how many spent counters a state has (spark_check.subsumption).
+        self.counters: int | None = None
+        if expander.keyed is not None:
+            self.counters = len(expander.keyed(expander.initial_states()[0])[2])
 
     def seconds(self) -> float:
         return self.earlier + time.perf_counter() - self.started
@@ -460,10 +530,10 @@ class _LevelRun:
                     if self.described.liveness else None
                 candidates = rows.repartition(self.partitions, "grp").mapInArrow(
                     partial(expand_level, (self.described, undecided, tally, store.states_path(level),
-                                           store.states_path(level + 1), graph)), LEVEL_SCHEMA)
-                fresh = candidates.repartition(self.partitions, "fp").mapInArrow(
-                    partial(deduplicate_level, (store.visited_path(), level + 1, tally)), LEVEL_SCHEMA)
-                fresh.write.mode("overwrite").parquet(store.level_path(level + 1))
+                                           store.states_path(level + 1), graph)),
+                    LEVEL_SCHEMA if self.counters is None else TWIN_SCHEMA)
+                self._deduplicate(candidates, level + 1, tally).write.mode("overwrite").parquet(
+                    store.level_path(level + 1))
                 clock.lap("level jobs: expand, deduplicate, write level (wall)")
                 counts = tally.value
                 self._merge(out, [c for (stage, _), c in counts.items() if stage == "expand"], level)
@@ -498,6 +568,19 @@ class _LevelRun:
             out.error = interrupted(out.depth, out.distinct_states)
         return out
 
+    def _deduplicate(self, candidates: Any, level: int, tally: Any) -> Any:
+        """The rows of ``level``'s new states, of ``candidates``: those of fingerprints never seen
+        (``deduplicate_level``) or, under the ``budgets`` reduction, of those the twins no other covers
+        (``deduplicate_twins``), in the partition of their fingerprint or key."""
+        store = self.store
+        if self.counters is None:
+            return candidates.repartition(self.partitions, "fp").mapInArrow(
+                partial(deduplicate_level, (store.visited_path(), level, tally)), LEVEL_SCHEMA)
+        redirect = store.graph_path("redirect", level) if self.described.liveness else None
+        return candidates.repartition(self.partitions, "key").mapInArrow(
+            partial(deduplicate_twins, (store.visited_path(), store.twins_path(), redirect, level, self.counters,
+                                        tally)), LEVEL_SCHEMA)
+
     def _write_initial_level(self, cap: int) -> tuple[SearchOutcome, int]:
         """Level 0: the initial states, fingerprinted on the driver (they are few), as one group; their rows
         go through the deduplication like every level's, which starts the visited files."""
@@ -512,10 +595,14 @@ class _LevelRun:
         grp = writer.add(pickle.dumps(list(rows.values()), 5))
         writer.close()
         tally = self.spark.sparkContext.accumulator({}, _TaskCounts())
-        (self.spark.createDataFrame([(fp, fp, -1, grp, i) for i, fp in enumerate(rows)], LEVEL_SCHEMA)
-         .repartition(self.partitions, "fp")
-         .mapInArrow(partial(deduplicate_level, (store.visited_path(), 0, tally)), LEVEL_SCHEMA)
-         .write.mode("overwrite").parquet(store.level_path(0)))
+        if self.counters is None:
+            first = self.spark.createDataFrame([(fp, fp, -1, grp, i) for i, fp in enumerate(rows)], LEVEL_SCHEMA)
+        else:
+            keyed = self.expander.keyed
+            first = self.spark.createDataFrame(
+                [(fp, fp, -1, grp, i, keyed(state)[1], pack(keyed(state)[2])) for i, (fp, state) in enumerate(rows.items())],
+                TWIN_SCHEMA)
+        self._deduplicate(first, 0, tally).write.mode("overwrite").parquet(store.level_path(0))
         if len(rows) > cap:
             out.error = too_many_states(cap)
         self._record(out, 0, finished=out.error is not None)

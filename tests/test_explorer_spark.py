@@ -176,3 +176,23 @@ def test_liveness_all_in_spark_on_many_small_components_agrees_with_the_local_en
         mine.trace and (mine.trace.lines(), mine.trace.final_state))
     rounds = distributed.timings["liveness: Spark rounds of trimming and colouring"]
     assert (rounds > 0) == (piece_edges < 1_000_000)
+
+
+@pytest.mark.parametrize("loops", [False, True])
+def test_the_budgets_reduction_keeps_the_same_twins_and_cycles_in_spark(spark, loops):
+    """tests/test_subsumption.py's toy under ``budgets`` (spark_check.subsumption): the covered twin left
+    out in both engines, the edge to it kept out of the cycles in Spark too (redirected, then left out
+    as one that spends a budget), and a cycle of the covered twin found from the covering one."""
+    from tests.test_subsumption import NEVER_STILL, SpotConfig, SpotModel
+
+    spark.reductions = ("budgets",)
+    try:
+        distributed = spark.explore(SpotModel(), SpotConfig(loops=loops), [], liveness=[NEVER_STILL])
+    finally:
+        spark.reductions = ()
+    local = LocalEngine(reductions=("budgets",)).explore(SpotModel(), SpotConfig(loops=loops), [],
+                                                         liveness=[NEVER_STILL])
+    assert distributed.distinct_states == local.distinct_states == (3 if loops else 2)
+    (mine,), (theirs,) = local.properties, distributed.properties
+    assert theirs.verdict == mine.verdict == ("VIOLATED" if loops else "holds")
+    assert (theirs.trace and theirs.trace.lines()) == (mine.trace and mine.trace.lines())

@@ -178,7 +178,7 @@ def test_two_identical_workers_of_a_setup_are_interchangeable_and_no_answer_chan
     assert machine.symmetry(config).renamings == (Renaming((0, 2, 1), ((1,), (1,), (1,))),)
     full, reduced = full_and_reduced(setup)
     assert reduced.result.distinct_states < full.result.distinct_states
-    assert written_for(machine) == ("por", "symmetry")
+    assert written_for(machine) == ("por", "symmetry", "budgets")
     swapped = "swapping the interchangeable consumers 'worker-1' and 'worker-2'"
     assert swapped in checked_text(reduced) and swapped not in checked_text(full)
 

@@ -26,9 +26,9 @@ from rabbitproof.check.questions import (
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import erring, lossy, to_config, vanishing
 
-# What `rabbitproof check` reduces by default: neither changes an answer (rabbitproof.check.pure_reads,
-# rabbitproof.check.interchangeable).
-DEFAULT_REDUCTIONS = ("por", "symmetry")
+# What `rabbitproof check` reduces by default: none changes an answer (rabbitproof.check.pure_reads and the
+# other parts of ``por``, rabbitproof.check.interchangeable, rabbitproof.check.spent_budgets).
+DEFAULT_REDUCTIONS = ("por", "symmetry", "budgets")
 
 _RULE = re.compile(r"\b(?:DT|AM|ACK|PF|RQ|DS|PC|TX|DU|ER|RT)-\d+\b")
 ACTION_TYPES = (ConsumerWork, Republish) + tuple(c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Action)

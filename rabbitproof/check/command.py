@@ -41,10 +41,11 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("--time-limit", type=float, metavar="SECONDS",
                        help="stop each exploration after this long; what it found stands, the rest is undecided")
     check.add_argument("--reduce", default=",".join(DEFAULT_REDUCTIONS), metavar="NAMES",
-                       help="state-space reductions, none changes an answer (default por,symmetry): por (a "
-                            "client's read of a reply that changes nothing is fused into the step before it), "
+                       help="state-space reductions, none changes an answer (default por,symmetry,budgets): por "
+                            "(a client's read of a reply that changes nothing is fused into the step before it), "
                             "symmetry (consumers with the same settings are interchangeable, and so are "
-                            "publishers with the same settings, their messages renamed with them), or none")
+                            "publishers with the same settings, their messages renamed with them), budgets (a state "
+                            "is skipped where the same state with fewer faults spent is explored), or none")
     check.add_argument("--no-advice", action="store_true", help="do not try the what-if changes")
     add_progress_arguments(check)
 

@@ -58,6 +58,7 @@ from rabbitproof.check.disk_at_once import DiskAtOnce
 from rabbitproof.check.interchangeable import SortedSymmetry, classes_of
 from rabbitproof.check.pure_reads import PureReads
 from rabbitproof.check.set_up_at_once import Fused, SetUpAtOnce
+from rabbitproof.check.spent_budgets import SpentBudgets
 
 PROCESSED_CAP = 2       # processed twice is the answer to question 2: counting further adds only states
 
@@ -212,6 +213,11 @@ class SetupMachine:
         changes nothing but the wire (rabbitproof.check.pure_reads), then, once no crash is left, the
         disk's writes (rabbitproof.check.disk_at_once)."""
         return Fused(SetUpAtOnce(self, config), PureReads(self, config), DiskAtOnce(self, config))
+
+    def subsumption(self, config: Any) -> SpentBudgets:
+        """The ``budgets`` reduction (rabbitproof.check.spent_budgets): a state is not explored when a twin
+        that spent less of the faults' budgets is."""
+        return SpentBudgets()
 
     def fairness(self, config: Any) -> "SetupFairness":
         """The fair classes of actions (SetupFairness): what keeps running in an infinite execution."""
