@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Sequence
 
-from rabbitproof.bench import broker, compiled, conformance, engines, recorded_trace, reductions, trace_checker
+from rabbitproof.bench import broker, check, compiled, conformance, engines, recorded_trace, reductions, trace_checker
 from rabbitproof.options import fail
 
 PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
@@ -18,6 +18,7 @@ PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "recorded-trace": (recorded_trace.main, "the trace checker on a long run recorded from a broker"),
     "broker": (broker.main, "our broker's throughput beside RabbitMQ 3.10.8's"),
     "conformance": (conformance.main, "conformance steps per second against each target"),
+    "check": (check.main, "rabbitproof check on issue 23's setup (1 and 2 messages a publisher), each engine, timed"),
 }
 
 # What ``rabbitproof bench`` runs without a part (``make bench``): each part with its arguments.
