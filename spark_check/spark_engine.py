@@ -316,7 +316,7 @@ def deduplicate_twins(job: tuple[str, str, str | None, int, int, Any], batches: 
     twins = Twins()
     near = np.isin(old_keys, keys)
     for k, sp, f in zip(old_keys[near].tolist(), old_spent[near].tolist(), old_fps[near].tolist()):
-        twins.kept.setdefault(k, []).append((unpack(sp, counters), f))
+        twins.kept[k] = twins.kept.get(k, ()) + (unpack(sp, counters), f)
     keep = twins.settle_level((f, k, unpack(sp, counters))
                               for f, k, sp in zip(fps.tolist(), keys.tolist(), spent.tolist()))
     chosen = np.array([f in keep for f in fps.tolist()], dtype=bool)

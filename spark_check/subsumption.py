@@ -59,8 +59,11 @@ def keyed_fingerprint(fingerprint: Callable[[Any], Any], split: Callable[[Any], 
     """``state -> (fingerprint, twin key, spent)``: the key is ``fingerprint`` of the state with its budget
     counters cleared, and the state's own fingerprint is that of (key, spent) (64 bits, or the pair itself
     when ``exact``)."""
+    interned: dict[tuple, tuple] = {}     # a search meets few distinct counters: one tuple each, shared
+
     def keyed(state: Any) -> tuple[Any, Any, tuple]:
         rest, spent = split(state)
+        spent = interned.setdefault(spent, spent)
         key = fingerprint(rest)
         return ((key, spent) if exact else hash((key, spent))), key, spent
     return keyed
@@ -70,7 +73,9 @@ class Twins:
     """What the local engine knows of the twins it has kept, and where the states it left out went."""
 
     def __init__(self) -> None:
-        self.kept: dict[Any, list[tuple[tuple, Any]]] = {}     # twin key -> [(spent, fingerprint)] kept
+        # twin key -> (spent, fingerprint, spent, fingerprint, ...) of the twins kept: one flat tuple a key
+        # (most keys have one twin), the spent tuples shared (``keyed_fingerprint``).
+        self.kept: dict[Any, tuple] = {}
         self.redirect: dict[Any, Any] = {}                     # fingerprint left out -> the covering twin's
 
     def settle_level(self, candidates: Iterable[tuple[Any, Any, tuple]]) -> set[Any]:
@@ -82,7 +87,8 @@ class Twins:
             by_key.setdefault(key, []).append((spent, fp))
         keep: set[Any] = set()
         for key, new in by_key.items():
-            old = self.kept.get(key, [])
+            flat = self.kept.get(key, ())
+            old = list(zip(flat[::2], flat[1::2]))
             every = old + new
             kept_here = [(spent, fp) for spent, fp in new if not any(below(s, spent) for s, _ in every)]
             if len(kept_here) < len(new):
@@ -90,7 +96,8 @@ class Twins:
                 for spent, fp in new:
                     if any(below(s, spent) for s, _ in every):
                         self.redirect[fp] = min((s, f) for s, f in covering if below(s, spent))[1]
-            self.kept[key] = old + kept_here
+            if kept_here:
+                self.kept[key] = flat + tuple(x for pair in kept_here for x in pair)
             keep.update(fp for _, fp in kept_here)
         return keep
 

@@ -387,7 +387,7 @@ def test_json_and_charts(tmp_path):
     (PUBLISHER.format(confirms="true"), ("--engine", "spark", "--driver-core-edges", "-1"),
      "--driver-core-edges must be 0 or more"),
     (PUBLISHER.format(confirms="true"), ("--max-states", "0"), "--max-states must be positive"),
-    (PUBLISHER.format(confirms="true"), ("--reduce", "sym"), "unknown reduction 'sym'; available: por, symmetry"),
+    (PUBLISHER.format(confirms="true"), ("--reduce", "sym"), "unknown reduction 'sym'; available: por, symmetry, budgets"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, message):
     path = tmp_path / "t.toml"

@@ -169,7 +169,7 @@ def test_engine_interface():
 
 
 def test_unknown_reductions_are_refused_by_both_engines():
-    with pytest.raises(ValueError, match="unknown reduction 'sym'; available: por, symmetry"):
+    with pytest.raises(ValueError, match="unknown reduction 'sym'; available: por, symmetry, budgets"):
         LocalEngine(reductions=["sym"])
     with pytest.raises(ValueError, match="unknown reduction 'symmetric'"):
         engine_named("spark", reductions=["symmetric"])

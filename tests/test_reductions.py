@@ -99,7 +99,7 @@ def test_names_are_checked_and_por_is_for_models_that_offer_it():
 def test_the_command_lines_refuse_a_bad_reduction_in_one_line(capsys):
     assert cli.main(["explore", "ack_basics", "--reduce", "sym", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "rabbitproof explore: error: --reduce: unknown reduction 'sym'; available: por, symmetry"
+    assert err == "rabbitproof explore: error: --reduce: unknown reduction 'sym'; available: por, symmetry, budgets"
     assert cli.main(["verify", "--part", "explore", "--config", "ack_basics", "--reduce", "sym"]) == 2
     assert "unknown reduction 'sym'" in capsys.readouterr().err
 
