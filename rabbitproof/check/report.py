@@ -45,7 +45,9 @@ def checked_text(checked: Checked) -> str:
             f"\"{TITLES[key]}: cannot happen\" is proved for any number of messages: the invariants "
             f"{' and '.join(p.invariants)}, proved by Z3 for every size (make verify), imply it when {p.shape}, "
             "as here" for key, p in proved.items()) + "."
-    return (f"Checked: every one of {r.distinct_states:,} reachable states (depth {r.depth}){swapped_text(checked)}, "
+    counted = (f"{r.distinct_states:,} reachable states (depth {r.depth}), which stand for every reachable one"
+               if r.reductions else f"every one of {r.distinct_states:,} reachable states (depth {r.depth})")
+    return (f"Checked: {counted}{swapped_text(checked)}{covered_text(checked)}, "
             f"for {bounds_text(checked)}. {ASSUMED}. {sure_text(checked)}")
 
 
@@ -98,6 +100,15 @@ def swapped_text(checked: Checked) -> str:
     if consumers:
         parts.append(f"the interchangeable consumers {' and '.join(consumers)}")
     return f", counting once the states that differ only by swapping {', or '.join(parts)}"
+
+
+def covered_text(checked: Checked) -> str:
+    """Under the budgets reduction, in a setup with faults: that a state is left out where a twin that
+    spent fewer faults is explored (rabbitproof.check.spent_budgets); empty otherwise."""
+    if "budgets" not in checked.result.reductions or not any(vars(checked.setup.faults).values()):
+        return ""
+    return (", leaving out each state whose twin with fewer faults spent is explored (it can do all that "
+            "state can)")
 
 
 def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], charts: dict[str, Path]) -> None:
