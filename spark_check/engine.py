@@ -108,6 +108,13 @@ def interrupted(depth: int, states: int) -> str:
     return f"interrupted at depth {depth} after {states:,} distinct states"
 
 
+def cut_short(error: str | None) -> bool:
+    """Whether a search stopped by its state cap or its time limit (not by Ctrl-C, which wants out at
+    once): what it expanded is still searched for fair cycles and ends, which are counterexamples
+    whether the search finished or not (spark_check.liveness)."""
+    return bool(error) and error.startswith(("more than ", "time limit of "))
+
+
 def stopped_short(error: str | None) -> bool:
     """Whether an exploration's error only says it stopped before the end (a state cap, a time limit, an
     interruption), so that what it decided stands; not a failure of the model."""
@@ -147,10 +154,10 @@ class LocalEngine(Engine):
         graph = LocalGraph() if liveness else None
         outcome, parent = self._search(expander, config, properties, max_states, stop_on_violation, progress,
                                        started, time_limit, graph)
-        if graph is not None and outcome.error is None and not outcome.stopped:
+        if graph is not None and not outcome.stopped and (outcome.error is None or cut_short(outcome.error)):
             searched = time.perf_counter()
             outcome.lassos = graph.lassos(liveness, outcome.cyclic)
-            outcome.liveness_decided = True
+            outcome.liveness_decided = outcome.error is None      # cut short: only what it found counts
             outcome.timings["liveness: fair cycles (wall)"] = time.perf_counter() - searched
             outcome.timings["liveness: graph kept (MB)"] = graph.nbytes() / 1e6
         seconds = time.perf_counter() - started

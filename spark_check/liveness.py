@@ -196,10 +196,17 @@ class LocalGraph:
 
     def lassos(self, liveness: Sequence[Any], cyclic: set[int] | None = None) -> dict[int, Lasso]:
         """The counterexample of each liveness property (index -> Lasso), on the whole explored graph;
-        ``cyclic`` (when given) gets the index of each property whose ``stays`` states hold a cycle."""
+        ``cyclic`` (when given) gets the index of each property whose ``stays`` states hold a cycle. On the
+        graph of a search cut short, among the states expanded: a fair cycle or an end found there is one
+        of the full graph (each of its states is expanded, its fair classes known), and finding none
+        decides nothing."""
         n = len(self.enabled)
-        return local_lassos(liveness, np.frombuffer(self.src, dtype=np.int64), np.frombuffer(self.dst, dtype=np.int64),
-                            np.frombuffer(self.cls, dtype=np.int8).astype(np.int64),
+        src, dst = np.frombuffer(self.src, dtype=np.int64), np.frombuffer(self.dst, dtype=np.int64)
+        cls = np.frombuffer(self.cls, dtype=np.int8).astype(np.int64)
+        if len(self.fps) > n:           # a search cut short: only the expanded states and the edges between them
+            inside = dst < n
+            src, dst, cls = src[inside], dst[inside], cls[inside]
+        return local_lassos(liveness, src, dst, cls,
                             np.frombuffer(self.enabled, dtype=np.int64), np.frombuffer(self.atoms, dtype=np.int64),
                             np.frombuffer(bytes(self.terminal), dtype=np.bool_),
                             np.frombuffer(self.depth, dtype=np.int32)[:n], self.fps[:n], cyclic)

@@ -48,7 +48,7 @@ from spec.properties_api import Property
 
 from .assembly import SearchOutcome, assemble
 from .checkpoint import LevelStore, check_same, check_writable, identity, outcome_from, read_progress
-from .engine import Engine, Model, ProgressCallback, interrupted, out_of_time, too_many_states
+from .engine import Engine, Model, ProgressCallback, cut_short, interrupted, out_of_time, too_many_states
 from .expansion import diagnose
 from .level_files import (
     GroupReader, GroupWriter, columns_before, new_in_partition, visited_before, write_columns, write_visited,
@@ -442,10 +442,10 @@ class SparkEngine(Engine):
                             properties, started)
             outcome = run.search(config, max_states, stop_on_violation, progress, resume=bool(self.resume),
                                  time_limit=time_limit)
-            if liveness and outcome.error is None and not outcome.stopped:
+            if liveness and not outcome.stopped and (outcome.error is None or cut_short(outcome.error)):
                 outcome.lassos, stems = spark_lassos(spark, store, len(run.level_sizes), liveness, outcome.timings,
                                                      self.driver_core_edges, outcome.cyclic, self.piece_edges)
-                outcome.liveness_decided = True
+                outcome.liveness_decided = outcome.error is None      # cut short: only what it found counts
                 run.level_of.update(stems)
             seconds = run.seconds()
             result = assemble(self.name, expander, outcome, run.parent_lookup(), seconds=seconds,

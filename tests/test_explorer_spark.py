@@ -196,3 +196,15 @@ def test_the_budgets_reduction_keeps_the_same_twins_and_cycles_in_spark(spark, l
     (mine,), (theirs,) = local.properties, distributed.properties
     assert theirs.verdict == mine.verdict == ("VIOLATED" if loops else "holds")
     assert (theirs.trace and theirs.trace.lines()) == (mine.trace and mine.trace.lines())
+
+
+def test_a_fair_cycle_among_the_states_a_search_cut_short_expanded_is_found_in_spark_too(spark):
+    """As tests/test_liveness.py: cut short at 3 states, the Flip cycle among the expanded states fails the
+    property on both engines."""
+    from tests.toy_liveness import JOB_DONE, JobConfig, JobModel
+
+    local, distributed = both(spark, JobModel(), JobConfig(finish_fair=False), [], liveness=[JOB_DONE], max_states=3)
+    assert not distributed.complete and not local.complete
+    (mine,), (theirs,) = local.properties, distributed.properties
+    assert theirs.verdict == mine.verdict == "VIOLATED"
+    assert theirs.trace.lines() == mine.trace.lines()

@@ -59,6 +59,16 @@ def test_a_search_cut_short_leaves_liveness_undecided():
     assert result.properties[0].verdict == "UNDECIDED"
 
 
+def test_a_fair_cycle_among_the_states_a_search_cut_short_expanded_is_a_counterexample():
+    """Cut short at 3 states, the search has expanded (False, 0) and (False, 1), between which Flip goes
+    round: a fair cycle of the full graph whatever lies beyond, so the property fails."""
+    result = LocalEngine().explore(JobModel(), JobConfig(finish_fair=False), [], liveness=[JOB_DONE], max_states=3)
+    assert not result.complete and result.error.startswith("more than 3 distinct states")
+    (verdict,) = result.properties
+    assert verdict.verdict == "VIOLATED" and verdict.trace.cycle_start == 0
+    assert [s.action for s in verdict.trace.steps] == ["flip the flag", "flip the flag"]
+
+
 def test_components_peel_what_lies_on_no_cycle():
     # 0 -> 1 <-> 2 -> 3, and 3 -> 3: components {1, 2} and {3}; 0 is alone.
     src, dst = np.array([0, 1, 2, 2, 3]), np.array([1, 2, 1, 3, 3])
