@@ -123,11 +123,6 @@ class LevelStore:
         out goes, spark_check.subsumption)."""
         return f"{self.local}/graph-{kind}/level={level}"
 
-    def twins_path(self) -> str:
-        """The twins each deduplication partition kept, under the ``budgets`` reduction
-        (spark_check.subsumption): key, spent and fingerprint, laid out as the visited files."""
-        return f"{self.local}/twins"
-
     def visited_path(self) -> str:
         """The visited fingerprints of each deduplication partition (spark_check.level_files)."""
         return f"{self.local}/visited"
@@ -141,7 +136,6 @@ class LevelStore:
         (read back without duplicates)."""
         self._drop(lambda n: n > level, ("levels", "states", "graph-states", "graph-edges", "graph-redirect"))
         drop_visited_after(self.visited_path(), level)
-        drop_visited_after(self.twins_path(), level)
 
     def drop_states_before(self, level: int) -> None:
         """Remove the states of levels before ``level``, and visited files a later level no longer reads:
@@ -149,7 +143,6 @@ class LevelStore:
         stay)."""
         self._drop(lambda n: n < level, ("states",))
         drop_visited_before(self.visited_path(), level)
-        drop_visited_before(self.twins_path(), level)
 
     def _drop(self, which: Any, kinds: Sequence[str]) -> None:
         local = _local(self.directory)

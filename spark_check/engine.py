@@ -174,7 +174,7 @@ class LocalEngine(Engine):
         deadlock_is_error = bool(config.deadlock_is_error)
         fingerprint = expander.fingerprint
         keyed = expander.keyed
-        twins = Twins() if keyed is not None else None     # the ``budgets`` reduction (spark_check.subsumption)
+        twins = Twins(self.exact) if keyed is not None else None     # ``budgets`` (spark_check.subsumption)
         level_twins: list[tuple[Any, Any, tuple]] = []      # this level's new states: (fingerprint, key, spent)
         pending: list[tuple] = []                           # with twins, graph facts wait for the level's end
 
@@ -203,7 +203,8 @@ class LocalEngine(Engine):
                 elif graph is not None:
                     graph.found(fp, 1)
         if twins is not None:
-            frontier, frontier_fps = self._settle_twins(twins, level_twins, frontier, frontier_fps, graph, pending, 1)
+            frontier, frontier_fps = self._settle_twins(twins, level_twins, frontier, frontier_fps, graph, pending, 1,
+                                                        parent)
         if len(parent) > cap:
             out.error = too_many_states(cap)
         depth = 1 if frontier else 0
@@ -271,7 +272,7 @@ class LocalEngine(Engine):
                                 progress(len(parent) - dropped(), depth, len(frontier) - i, elapsed)
                     if twins is not None:
                         next_states, next_fps = self._settle_twins(twins, level_twins, next_states, next_fps, graph,
-                                                                   pending, depth + 1)
+                                                                   pending, depth + 1, parent)
                     if next_states and out.error is None and not out.stopped:
                         depth += 1
                     collector.level_done()
@@ -335,13 +336,13 @@ class LocalEngine(Engine):
 
     @staticmethod
     def _settle_twins(twins: Twins, level_twins: list, states: list, fps: list, graph: LocalGraph | None,
-                      pending: list, depth: int) -> tuple[list, list]:
+                      pending: list, depth: int, parent: dict) -> tuple[list, list]:
         """The ``budgets`` reduction at the end of a level (spark_check.subsumption): the level's new states
         a twin covers are left out (they stay in the parent map, so that they are not met as new again,
         and ``twins.redirect`` says where edges to them go); the graph learns the states kept, then the
         facts and edges of the states expanded at this level. Returns the states kept and their
         fingerprints, in the order found."""
-        keep = twins.settle_level(level_twins)
+        keep = twins.settle_level(level_twins, parent)      # every state found so far, this level's too
         level_twins.clear()
         if len(keep) < len(fps):
             chosen = [(s, h) for s, h in zip(states, fps) if h in keep]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -107,35 +107,23 @@ def _visited_levels(directory: Path) -> list[int]:
 
 def visited_before(visited_dir: str, part: int, level: int) -> np.ndarray:
     """The sorted fingerprints partition ``part`` had seen before ``level`` (empty at the start)."""
-    return columns_before(visited_dir, part, level, ("fp",))[0]
-
-
-def columns_before(root: str, part: int, level: int, names: Sequence[str]) -> list[np.ndarray]:
-    """The int64 columns ``names`` partition ``part`` wrote last before ``level`` under ``root`` (the
-    visited fingerprints, or the twins kept: spark_check.subsumption); empty at the start."""
-    directory = Path(root) / f"part-{part}"
+    directory = Path(visited_dir) / f"part-{part}"
     earlier = [n for n in _visited_levels(directory) if n < level]
     if not earlier:
-        return [np.zeros(0, dtype=np.int64) for _ in names]
+        return np.zeros(0, dtype=np.int64)
     import pyarrow.parquet as pq
 
-    table = pq.read_table(directory / f"level={earlier[-1]}.parquet")
-    return [table.column(name).to_numpy() for name in names]
+    return pq.read_table(directory / f"level={earlier[-1]}.parquet").column("fp").to_numpy()
 
 
 def write_visited(visited_dir: str, part: int, level: int, fingerprints: np.ndarray) -> None:
-    write_columns(visited_dir, part, level, {"fp": fingerprints})
-
-
-def write_columns(root: str, part: int, level: int, columns: dict[str, np.ndarray]) -> None:
-    """Partition ``part``'s int64 columns as of ``level``, under ``root``, written whole or not at all."""
-    directory = Path(root) / f"part-{part}"
+    directory = Path(visited_dir) / f"part-{part}"
     directory.mkdir(parents=True, exist_ok=True)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     tmp = directory / f"level={level}.parquet.tmp"
-    pq.write_table(pa.table({k: pa.array(v, pa.int64()) for k, v in columns.items()}), tmp, compression="lz4")
+    pq.write_table(pa.table({"fp": pa.array(fingerprints, pa.int64())}), tmp, compression="lz4")
     os.replace(tmp, directory / f"level={level}.parquet")
 
 

@@ -50,9 +50,7 @@ from .assembly import SearchOutcome, assemble
 from .checkpoint import LevelStore, check_same, check_writable, identity, outcome_from, read_progress
 from .engine import Engine, Model, ProgressCallback, cut_short, interrupted, out_of_time, too_many_states
 from .expansion import diagnose
-from .level_files import (
-    GroupReader, GroupWriter, columns_before, new_in_partition, visited_before, write_columns, write_visited,
-)
+from .level_files import GroupReader, GroupWriter, new_in_partition, visited_before, write_visited
 from .portable import Portable, portable
 from .reductions import reduction_named
 from .results import ExplorationResult
@@ -296,34 +294,27 @@ def deduplicate_level(job: tuple[str, int, Any], batches: Iterator[Any]) -> Iter
                                          names=list(LEVEL_COLUMNS))
 
 
-def deduplicate_twins(job: tuple[str, str, str | None, int, int, Any], batches: Iterator[Any]) -> Iterator[Any]:
+def deduplicate_twins(job: tuple[str, str | None, int, int, Any], batches: Iterator[Any]) -> Iterator[Any]:
     """``deduplicate_level`` under the ``budgets`` reduction, on the candidate rows of one key partition
     (all twins of a key meet there): the first row of each fingerprint the partition has never seen is a
-    new state, and of those, the ones no twin kept before or found at this level covers are kept
-    (``Twins.settle_level``, as the local engine settles a level, so both keep the same states). Every new
-    fingerprint joins the visited ones, so a state left out is not new again; the twins kept join the
-    partition's twins file; where an edge to a state left out goes is written for liveness
-    (``redirect_dir``, when the graph is kept)."""
-    visited_dir, twins_dir, redirect_dir, level, counters, tally = job
+    new state, and of those, the ones with no twin that spent less among the partition's fingerprints
+    (this level's included) are kept (``Twins.settle_level``, as the local engine settles a level, so
+    both keep the same states). Every new fingerprint joins the visited ones, so a state left out is not
+    new again; where an edge to a state left out goes is written for liveness (``redirect_dir``, when the
+    graph is kept)."""
+    visited_dir, redirect_dir, level, counters, tally = job
     started = time.perf_counter()
     context = TaskContext.get()
     part = context.partitionId()
     columns = _columns(batches, TWIN_COLUMNS)
     first, visited = new_in_partition(visited_before(visited_dir, part, level), columns[0])
     write_visited(visited_dir, part, level, visited)
-    old_keys, old_spent, old_fps = columns_before(twins_dir, part, level, ("key", "spent", "fp"))
     fps, keys, spent = columns[0][first], columns[5][first], columns[6][first]
     twins = Twins()
-    near = np.isin(old_keys, keys)
-    for k, sp, f in zip(old_keys[near].tolist(), old_spent[near].tolist(), old_fps[near].tolist()):
-        twins.kept[k] = twins.kept.get(k, ()) + (unpack(sp, counters), f)
-    keep = twins.settle_level((f, k, unpack(sp, counters))
-                              for f, k, sp in zip(fps.tolist(), keys.tolist(), spent.tolist()))
-    chosen = np.array([f in keep for f in fps.tolist()], dtype=bool)
-    kept = first[chosen]
-    write_columns(twins_dir, part, level, {"key": np.concatenate([old_keys, keys[chosen]]),
-                                           "spent": np.concatenate([old_spent, spent[chosen]]),
-                                           "fp": np.concatenate([old_fps, fps[chosen]])})
+    keep = twins.settle_level(((f, k, unpack(sp, counters)) for f, k, sp in zip(fps.tolist(), keys.tolist(),
+                                                                               spent.tolist())),
+                              SortedFingerprints(visited))
+    kept = first[np.array([f in keep for f in fps.tolist()], dtype=bool)] if len(first) else first
     if redirect_dir is not None and twins.redirect:
         _write_parquet(redirect_dir, f"part-{part}-{context.attemptNumber()}.parquet",
                        {"fp": pa.array(list(twins.redirect), pa.int64()),
@@ -335,6 +326,18 @@ def deduplicate_twins(job: tuple[str, str, str | None, int, int, Any], batches: 
         take = kept[begin:begin + (1 << 16)]
         yield pa.RecordBatch.from_arrays([pa.array(c[take], t) for c, t in zip(columns, types)],
                                          names=list(LEVEL_COLUMNS))
+
+
+class SortedFingerprints:
+    """``fp in ...`` for a sorted int64 array of fingerprints (a partition's visited ones)."""
+
+    def __init__(self, fps: np.ndarray) -> None:
+        self.fps = fps
+
+    def __contains__(self, fp: object) -> bool:
+        fps = self.fps
+        at = int(np.searchsorted(fps, fp))
+        return at < len(fps) and int(fps[at]) == fp
 
 
 class SparkEngine(Engine):
@@ -578,8 +581,7 @@ class _LevelRun:
                 partial(deduplicate_level, (store.visited_path(), level, tally)), LEVEL_SCHEMA)
         redirect = store.graph_path("redirect", level) if self.described.liveness else None
         return candidates.repartition(self.partitions, "key").mapInArrow(
-            partial(deduplicate_twins, (store.visited_path(), store.twins_path(), redirect, level, self.counters,
-                                        tally)), LEVEL_SCHEMA)
+            partial(deduplicate_twins, (store.visited_path(), redirect, level, self.counters, tally)), LEVEL_SCHEMA)
 
     def _write_initial_level(self, cap: int) -> tuple[SearchOutcome, int]:
         """Level 0: the initial states, fingerprinted on the driver (they are few), as one group; their rows

@@ -26,12 +26,8 @@ What the engines do with it, the same way in each, so that they keep the same st
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
-
-
-def below(low: Sequence[int], high: Sequence[int]) -> bool:
-    """Whether ``low`` covers ``high``: no component larger, and not the same."""
-    return low != high and all(a <= b for a, b in zip(low, high))
+import itertools
+from typing import Any, Callable, Container, Iterable, Sequence
 
 
 SPENT_BITS = 5          # the Spark engine packs ``spent`` into a 64-bit int: 5 bits a counter, 12 counters
@@ -54,51 +50,65 @@ def unpack(packed: int, n: int) -> tuple[int, ...]:
     return tuple((packed >> (SPENT_BITS * i)) & mask for i in range(n))
 
 
+def fingerprint_of(key: Any, spent: tuple, exact: bool = False) -> Any:
+    """The fingerprint of the twin of key ``key`` that spent ``spent`` (64 bits, or the pair itself when
+    ``exact``): what ``keyed_fingerprint`` gives that state."""
+    return (key, spent) if exact else hash((key, spent))
+
+
 def keyed_fingerprint(fingerprint: Callable[[Any], Any], split: Callable[[Any], tuple[Any, tuple]],
                       exact: bool) -> Callable[[Any], tuple[Any, Any, tuple]]:
     """``state -> (fingerprint, twin key, spent)``: the key is ``fingerprint`` of the state with its budget
-    counters cleared, and the state's own fingerprint is that of (key, spent) (64 bits, or the pair itself
-    when ``exact``)."""
+    counters cleared, and the state's own fingerprint is that of (key, spent) (``fingerprint_of``)."""
     interned: dict[tuple, tuple] = {}     # a search meets few distinct counters: one tuple each, shared
 
     def keyed(state: Any) -> tuple[Any, Any, tuple]:
         rest, spent = split(state)
         spent = interned.setdefault(spent, spent)
         key = fingerprint(rest)
-        return ((key, spent) if exact else hash((key, spent))), key, spent
+        return fingerprint_of(key, spent, exact), key, spent
     return keyed
 
 
+def lower(spent: tuple) -> tuple[tuple, ...]:
+    """Every counter tuple below ``spent`` (no component larger, not equal), in lexicographic order."""
+    return tuple(s for s in itertools.product(*(range(v + 1) for v in spent)) if s != spent)
+
+
 class Twins:
-    """What the local engine knows of the twins it has kept, and where the states it left out went."""
+    """Where the states a search left out went (``redirect``), and the settling of a level's new states.
 
-    def __init__(self) -> None:
-        # twin key -> (spent, fingerprint, spent, fingerprint, ...) of the twins kept: one flat tuple a key
-        # (most keys have one twin), the spent tuples shared (``keyed_fingerprint``).
-        self.kept: dict[Any, tuple] = {}
-        self.redirect: dict[Any, Any] = {}                     # fingerprint left out -> the covering twin's
+    No table of twins is kept: a state's twins are found by their fingerprints, ``fingerprint_of(key, s)``
+    for each ``s`` below its counters (few: most counters are 0 or 1), looked up among the fingerprints
+    the search knows (every state found so far, kept or left out, and the level's new ones)."""
 
-    def settle_level(self, candidates: Iterable[tuple[Any, Any, tuple]]) -> set[Any]:
-        """Of a level's new states (fingerprint, key, spent), the fingerprints to keep: those no twin of
-        this level or a kept one covers; the others are left out, each redirected to its covering twin
-        kept with the smallest ``spent``."""
-        by_key: dict[Any, list[tuple[tuple, Any]]] = {}
-        for fp, key, spent in candidates:
-            by_key.setdefault(key, []).append((spent, fp))
+    def __init__(self, exact: bool = False) -> None:
+        self.exact = exact
+        self.redirect: dict[Any, Any] = {}                 # fingerprint left out -> the covering twin's
+        self._lower: dict[tuple, tuple[tuple, ...]] = {}
+
+    def settle_level(self, candidates: Iterable[tuple[Any, Any, tuple]], known: Container[Any]) -> set[Any]:
+        """Of a level's new states (fingerprint, key, spent), the fingerprints to keep: those with no twin
+        that spent less among ``known`` (the fingerprints found so far, this level's included). The
+        others are left out, each redirected to the first such twin in lexicographic order of its
+        counters, which is always kept (a twin covering it would come before it).
+
+        The same as keeping the twins no twin kept before or found at this level covers: a state left out
+        earlier that covers a new one is itself covered by a kept one, which covers the new one too. So
+        the states kept do not depend on the order the level was found in."""
         keep: set[Any] = set()
-        for key, new in by_key.items():
-            flat = self.kept.get(key, ())
-            old = list(zip(flat[::2], flat[1::2]))
-            every = old + new
-            kept_here = [(spent, fp) for spent, fp in new if not any(below(s, spent) for s, _ in every)]
-            if len(kept_here) < len(new):
-                covering = old + kept_here
-                for spent, fp in new:
-                    if any(below(s, spent) for s, _ in every):
-                        self.redirect[fp] = min((s, f) for s, f in covering if below(s, spent))[1]
-            if kept_here:
-                self.kept[key] = flat + tuple(x for pair in kept_here for x in pair)
-            keep.update(fp for _, fp in kept_here)
+        exact = self.exact
+        for fp, key, spent in candidates:
+            below = self._lower.get(spent)
+            if below is None:
+                below = self._lower[spent] = lower(spent)
+            for s in below:
+                twin = fingerprint_of(key, s, exact)
+                if twin in known:
+                    self.redirect[fp] = twin
+                    break
+            else:
+                keep.add(fp)
         return keep
 
     def target(self, fp: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import pytest
 
 from spark_check.engine import LocalEngine
-from spark_check.subsumption import Twins, below
+from spark_check.subsumption import Twins, fingerprint_of, lower
 from spec.properties_api import Liveness
 
 
@@ -131,19 +131,27 @@ def test_a_model_without_the_hook_is_refused():
 
 
 def test_the_twins_kept_do_not_depend_on_the_order_they_were_found_in():
-    level = [(f"s{k}{i}{j}", k, (i, j)) for k in range(3) for i in range(3) for j in range(2)]
-    older = [(f"old{k}", k, (1, 1)) for k in range(2)]
+    """A level of twins of three keys, spent (i, j) for i < 3, j < 2, beside states found before with
+    (1, 1): the twins with (0, 0) are kept, every other one goes to its first covering twin in
+    lexicographic order, which is kept, whatever the order of the level."""
+    older = [(fingerprint_of(k, (1, 1)), k, (1, 1)) for k in range(2)]
+    level = [(fingerprint_of(k, (i, j)), k, (i, j)) for k in range(3) for i in range(3) for j in range(2)]
+    level = [c for c in level if c[0] not in {o[0] for o in older}]
     results = []
     for seed in range(5):
         twins = Twins()
-        twins.settle_level(older)
+        known = {fp for fp, _, _ in older + level}
         shuffled = level[:]
         random.Random(seed).shuffle(shuffled)
-        keep = twins.settle_level(shuffled)
-        results.append((keep, dict(twins.redirect)))
+        results.append((twins.settle_level(shuffled, known), dict(twins.redirect)))
     assert all(r == results[0] for r in results)
     keep, redirect = results[0]
-    assert keep == {"s000", "s100", "s200"}                   # (0, 0) of each key; "old0", "old1" cover none
-    assert redirect["s211"] == "s200" and redirect["s011"] == "s000"
-    assert all(below(twin_spent, spent) for fp, key, spent in level if fp in redirect
-               for twin_spent in [next(s for f, k, s in level + older if f == redirect[fp])])
+    assert keep == {fingerprint_of(k, (0, 0)) for k in range(3)}
+    assert redirect[fingerprint_of(2, (2, 1))] == fingerprint_of(2, (0, 0))
+    assert all(target in keep for target in redirect.values())
+    assert lower((1, 2)) == ((0, 0), (0, 1), (0, 2), (1, 0), (1, 1))
+
+
+def test_a_twin_is_found_by_its_fingerprint_exact_or_hashed():
+    assert fingerprint_of("k", (0, 1), exact=True) == ("k", (0, 1))
+    assert fingerprint_of(7, (0, 1)) == hash((7, (0, 1)))
