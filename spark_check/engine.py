@@ -266,13 +266,15 @@ class LocalEngine(Engine):
                         if watched and not (i + 1) % PROGRESS_EVERY:
                             elapsed = time.perf_counter() - started
                             if time_limit is not None and elapsed > time_limit:
-                                out.error = out_of_time(time_limit, depth, len(parent))
+                                out.error = out_of_time(time_limit, depth, len(parent) - dropped())
                                 break
                             if progress is not None:
                                 progress(len(parent) - dropped(), depth, len(frontier) - i, elapsed)
                     if twins is not None:
                         next_states, next_fps = self._settle_twins(twins, level_twins, next_states, next_fps, graph,
                                                                    pending, depth + 1, parent)
+                        if out.error is not None and out.error.startswith("time limit of "):    # the states kept
+                            out.error = out_of_time(time_limit, depth, len(parent) - dropped())
                     if next_states and out.error is None and not out.stopped:
                         depth += 1
                     collector.level_done()
@@ -282,9 +284,9 @@ class LocalEngine(Engine):
                     if progress is not None:
                         progress(len(parent) - dropped(), depth, len(frontier), elapsed)
                     if time_limit is not None and elapsed > time_limit and frontier and out.error is None:
-                        out.error = out_of_time(time_limit, depth, len(parent))
+                        out.error = out_of_time(time_limit, depth, len(parent) - dropped())
             except KeyboardInterrupt:
-                out.error = interrupted(depth, len(parent))
+                out.error = interrupted(depth, len(parent) - dropped())
             except Exception as e:  # noqa: BLE001 - a bug in the model or a predicate, reported with its trace
                 out.error = diagnose(expander, state, e)
                 out.error_fp = fp
