@@ -287,6 +287,12 @@ def deduplicate_level(job: tuple[str, int, Any], batches: Iterator[Any]) -> Iter
     write_visited(visited_dir, part, level, visited)
     tally.add({("deduplicate", part): {"new": len(keep),
                                         "seconds": {"python: deduplicate": time.perf_counter() - started}}})
+    yield from _level_rows(columns, keep)
+
+
+def _level_rows(columns: Sequence[Any], keep: np.ndarray) -> Iterator[Any]:
+    """The rows ``keep`` of a task's candidate ``columns`` (the level's first five), as Arrow batches of
+    the next level."""
     types = (pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.int32())
     for begin in range(0, len(keep), 1 << 16):
         take = keep[begin:begin + (1 << 16)]
@@ -321,11 +327,7 @@ def deduplicate_twins(job: tuple[str, str | None, int, int, Any], batches: Itera
                         "to": pa.array(list(twins.redirect.values()), pa.int64())})
     tally.add({("deduplicate", part): {"new": len(kept), "left out": len(first) - len(kept),
                                         "seconds": {"python: deduplicate": time.perf_counter() - started}}})
-    types = (pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.int32())
-    for begin in range(0, len(kept), 1 << 16):
-        take = kept[begin:begin + (1 << 16)]
-        yield pa.RecordBatch.from_arrays([pa.array(c[take], t) for c, t in zip(columns, types)],
-                                         names=list(LEVEL_COLUMNS))
+    yield from _level_rows(columns, kept)
 
 
 class SortedFingerprints:
