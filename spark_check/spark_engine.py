@@ -463,6 +463,13 @@ class SparkEngine(Engine):
                 shutil.rmtree(directory, ignore_errors=True)
 
 
+def next_level_seconds(took: float, expanded: int, size: int) -> float:
+    """How long expanding a level of ``size`` states should take, at the pace of the level of ``expanded``
+    states that took ``took`` seconds: a level is checked against the time limit before it starts, not
+    only after (a deep level takes minutes, and a search asked to stop at 300 s should not run to 600)."""
+    return took * size / max(expanded, 1)
+
+
 class _Clock:
     """Adds the seconds since the last lap to ``timings[name]`` (where a level's wall time goes)."""
 
@@ -524,6 +531,7 @@ class _LevelRun:
                 return out
         try:
             while True:
+                began, expanding = self.seconds(), self.level_sizes[level]
                 undecided = tuple(i for i in range(len(self.is_always)) if i not in out.decided_at)
                 tally = spark.sparkContext.accumulator({}, _TaskCounts())
                 clock = _Clock(out.timings)
@@ -562,6 +570,10 @@ class _LevelRun:
                     out.error = too_many_states(cap)
                 elif time_limit is not None and self.seconds() > time_limit:
                     out.error = out_of_time(time_limit, out.depth, out.distinct_states)
+                elif time_limit is not None and (ahead := next_level_seconds(self.seconds() - began, expanding, size)) \
+                        + self.seconds() > time_limit:
+                    out.error = out_of_time(time_limit, out.depth, out.distinct_states) + \
+                        f" (the next level, of {size:,} states, would end past it: about {ahead:.0f} s at this pace)"
                 self._record(out, level, finished=out.error is not None)
                 store.drop_states_before(level)        # recorded: only this level's states are read again
                 clock.lap("level bookkeeping: record (wall)")

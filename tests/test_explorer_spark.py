@@ -208,3 +208,12 @@ def test_a_fair_cycle_among_the_states_a_search_cut_short_expanded_is_found_in_s
     (mine,), (theirs,) = local.properties, distributed.properties
     assert theirs.verdict == mine.verdict == "VIOLATED"
     assert theirs.trace.lines() == mine.trace.lines()
+
+
+def test_a_level_that_would_end_past_the_time_limit_is_not_started():
+    """The Spark engine checks its time limit between levels, and a deep level takes minutes: it also
+    stops before a level that, at the pace of the last one, would end past the limit."""
+    from spark_check.spark_engine import next_level_seconds
+
+    assert next_level_seconds(100.0, 200_000, 250_000) == pytest.approx(125.0)
+    assert next_level_seconds(2.0, 0, 10) == pytest.approx(20.0)       # an empty level: no division by zero
