@@ -9,7 +9,7 @@ from typing import NamedTuple
 import pytest
 
 from spark_check.engine import LocalEngine
-from spark_check.subsumption import Twins, fingerprint_of, lower
+from spark_check.subsumption import Twins, fingerprint_of, lower, pack, unpack
 from spec.properties_api import Liveness
 
 
@@ -155,3 +155,12 @@ def test_the_twins_kept_do_not_depend_on_the_order_they_were_found_in():
 def test_a_twin_is_found_by_its_fingerprint_exact_or_hashed():
     assert fingerprint_of("k", (0, 1), exact=True) == ("k", (0, 1))
     assert fingerprint_of(7, (0, 1)) == hash((7, (0, 1)))
+
+
+def test_the_counters_the_spark_engine_packs_come_back_whole_and_too_large_ones_are_refused():
+    spent = (0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 31)
+    assert unpack(pack(spent), len(spent)) == spent
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        pack((32,))
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        pack((0,) * 13)
