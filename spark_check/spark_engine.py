@@ -320,7 +320,7 @@ def deduplicate_twins(job: tuple[str, str | None, int, int, Any], batches: Itera
     keep = twins.settle_level(((f, k, unpack(sp, counters)) for f, k, sp in zip(fps.tolist(), keys.tolist(),
                                                                                spent.tolist())),
                               SortedFingerprints(visited))
-    kept = first[np.array([f in keep for f in fps.tolist()], dtype=bool)] if len(first) else first
+    kept = first[np.array([f in keep for f in fps.tolist()], dtype=bool)]
     if redirect_dir is not None and twins.redirect:
         _write_parquet(redirect_dir, f"part-{part}-{context.attemptNumber()}.parquet",
                        {"fp": pa.array(list(twins.redirect), pa.int64()),
@@ -616,7 +616,8 @@ class _LevelRun:
         else:
             keyed = self.expander.keyed
             first = self.spark.createDataFrame(
-                [(fp, fp, -1, grp, i, keyed(state)[1], pack(keyed(state)[2])) for i, (fp, state) in enumerate(rows.items())],
+                [(fp, fp, -1, grp, i, key, pack(spent)) for i, (fp, state) in enumerate(rows.items())
+                 for _, key, spent in (keyed(state),)],
                 TWIN_SCHEMA)
         self._deduplicate(first, 0, tally).write.mode("overwrite").parquet(store.level_path(0))
         if len(rows) > cap:
