@@ -10,6 +10,7 @@ Python 3.11+ with pyspark and pyarrow, not a copy of the project.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import io
 import os
@@ -58,7 +59,10 @@ def is_local(master: str | None) -> bool:
 
 
 def code_archive(packages: Iterable[str], folder: str) -> str:
-    """A zip of the named top-level packages (their .py files), written in ``folder``; its path."""
+    """A zip of the named top-level packages (their .py files), written in ``folder``; its path. The name
+    carries a digest of the contents: Spark keeps a file it was sent under its name and refuses another
+    of that name, so a session that later needs more packages (a model from another package) ships a
+    second archive beside the first."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
         for name in sorted(set(packages)):
@@ -72,9 +76,10 @@ def code_archive(packages: Iterable[str], folder: str) -> str:
                     z.write(path, str(Path(name) / path.relative_to(root)))
             elif origin.suffix == ".py":
                 z.write(origin, origin.name)
-    path = os.path.join(folder, "rabbitproof-code.zip")
+    data = buffer.getvalue()
+    path = os.path.join(folder, f"rabbitproof-code-{hashlib.sha256(data).hexdigest()[:12]}.zip")
     with open(path, "wb") as f:
-        f.write(buffer.getvalue())
+        f.write(data)
     return path
 
 

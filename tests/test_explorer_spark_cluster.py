@@ -88,4 +88,4 @@ def test_explores_on_a_standalone_master_and_worker(standalone):
         local.distinct_states, local.depth, local.transitions) == (157, 14, result["transitions"])
     assert [(p["name"], p["verdict"]) for p in result["properties"]] == [(p.name, p.verdict) for p in local.properties]
     # The application ran on the worker, whose executor fetched the project's code.
-    assert list((tmp_path / "work").glob("app-*/*/rabbitproof-code.zip"))
+    assert list((tmp_path / "work").glob("app-*/*/rabbitproof-code-*.zip"))
