@@ -228,6 +228,37 @@ def put(t: tuple, i: int, value) -> tuple:
 _new = tuple.__new__
 
 
+def _quick_replace(cls: type):
+    """A ``_replace`` for the NamedTuple ``cls`` that gives what the standard one gives, faster: one
+    field by slicing, several into a list, each looked up by name in a table made once (the standard
+    one pops every field from the keywords and checks the length). A name that is not a field is the
+    same ValueError. Installed below on every state class, so that every ``_replace`` of the spec,
+    readable as it is, runs at the speed of the hand-built tuples above (about 10% of a search of
+    ``medium``: docs/results.md)."""
+    index = {name: i for i, name in enumerate(cls._fields)}     # type: ignore[attr-defined]
+
+    def _replace(self, /, **changes):
+        if len(changes) == 1:
+            for name, value in changes.items():
+                i = index.get(name)
+                if i is not None:
+                    return _new(type(self), self[:i] + (value,) + self[i + 1:])
+        values = list(self)
+        for name, value in changes.items():
+            i = index.get(name)
+            if i is None:
+                raise ValueError(f"Got unexpected field names: {[n for n in changes if n not in index]!r}")
+            values[i] = value
+        return _new(type(self), values)
+
+    _replace.__doc__ = f"Return a new {cls.__name__} object replacing specified fields with new values"
+    return _replace
+
+
+for _cls in (Entry, Queue, Unacked, Consumer, Pending, Channel, ClientChannel, Conn, Used, State):
+    setattr(_cls, "_replace", _quick_replace(_cls))
+
+
 def with_conns(state: State, conns: tuple) -> State:
     """State with its conns (field 1) replaced."""
     return _new(State, (state[0], conns) + state[2:])

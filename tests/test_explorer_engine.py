@@ -243,3 +243,34 @@ def test_a_time_limit_stops_the_search_and_keeps_what_it_decided():
     for p in cut.properties:                        # nothing is decided that the full search decides otherwise
         if p.decided:
             assert p.passed == prop(full, p.name).passed
+
+
+def test_the_collector_is_back_after_a_search_and_frees_a_cycle_a_model_made():
+    """The engine pauses the cyclic collector and freezes each level's objects (spark_check.expansion,
+    PausedCollector): after the search the collector is on again, nothing stays frozen, and a cycle the
+    model made during the search is freed by the next collection."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    made: list = []
+
+    model = types.SimpleNamespace(**{name: getattr(toy, name) for name in ("initial_states", "enabled", "terminal_ok")})
+
+    def step(state, action):
+        node = Node()
+        node.me = node                  # a cycle: only the collector frees it
+        made.append(weakref.ref(node))
+        return toy.step(state, action)
+
+    model.step = step
+    config = toy.CONFIGS["nocrash"]
+    was_on, frozen = gc.isenabled(), gc.get_freeze_count()
+    result = LocalEngine().explore(model, config, [toy.REGISTRY[n] for n in config.properties])
+    assert result.error is None and result.distinct_states == 6**2
+    assert gc.isenabled() == was_on and gc.get_freeze_count() == frozen
+    assert made and any(ref() is not None for ref in made)     # reference counting alone frees none
+    gc.collect()
+    assert all(ref() is None for ref in made)
