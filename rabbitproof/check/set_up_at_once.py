@@ -85,6 +85,13 @@ class SetUpAtOnce:
                            for c in range(n))
         # Connections whose own role closes a channel or the connection are never sheltered.
         self.closing = tuple(any(r.close or r.close_connection for _, r in self.roles[c]) for c in range(n))
+        # What each channel's set-up needs, worked out once for ``wants`` (it runs for every connection of
+        # every successor): (ch, the modes it selects, the queues it declares as a mask of ``view.setup``'s
+        # bits, whether it sets its prefetch, (c, ch), the consumer tags it starts).
+        self.needs = tuple(tuple((ch, tuple(m for m, on in ((MODE_CONFIRM, role.confirm), (MODE_TX, role.tx)) if on),
+                                  sum(1 << q for q in set(role.declare)), bool(role.qos), (c, ch),
+                                  tuple(range(1, len(role.consume) + 1)))
+                                 for ch, role in self.roles[c]) for c in range(n))
 
     def sheltered(self, state: Any, c: int) -> bool:
         """Whether nothing but a lost connection or a crash can happen to connection c before its next step."""
@@ -103,18 +110,20 @@ class SetUpAtOnce:
             return state.broker_up
         if conn.status != CONN_UP:
             return False
-        for ch, role in self.roles[c]:
+        for ch, modes, declares, qos, at, tags in self.needs[c]:
             view = conn.clients[ch - 1]
             if view.status != C_OPEN or conn.channels[ch - 1].status != CH_OPEN:
                 continue                    # closed, or the broker's close is on its way to the client
-            if role.confirm and view.mode != MODE_CONFIRM or role.tx and view.mode != MODE_TX:
+            for mode in modes:
+                if view.mode != mode:
+                    return True
+            if view.setup & declares != declares:
                 return True
-            if any(not view.setup & (1 << q) for q in role.declare):
+            if qos and at not in ghost.prepared:
                 return True
-            if role.qos and (c, ch) not in ghost.prepared:
-                return True
-            if any(i not in view.consumers for i in range(1, len(role.consume) + 1)):
-                return True
+            for tag in tags:
+                if tag not in view.consumers:
+                    return True
         return False
 
     def next_step(self, watched: Any, c: int) -> Any:
