@@ -233,8 +233,8 @@ def _quick_replace(cls: type):
     field by slicing, several into a list, each looked up by name in a table made once (the standard
     one pops every field from the keywords and checks the length). A name that is not a field is the
     same ValueError. Installed below on every state class, so that every ``_replace`` of the spec,
-    readable as it is, runs at the speed of the hand-built tuples above (about 10% of a search of
-    ``medium``: docs/results.md)."""
+    readable as it is, runs near the speed of the hand-built tuples above (with the engine's freezing of
+    each level, 1.06x to 1.14x on a search of ``medium``: docs/results.md)."""
     index = {name: i for i, name in enumerate(cls._fields)}     # type: ignore[attr-defined]
 
     def _replace(self, /, **changes):

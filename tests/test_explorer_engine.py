@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import subprocess
 import sys
 import types
+import weakref
 from pathlib import Path
 
 import pytest
@@ -249,9 +251,6 @@ def test_the_collector_is_back_after_a_search_and_frees_a_cycle_a_model_made():
     """The engine pauses the cyclic collector and freezes each level's objects (spark_check.expansion,
     PausedCollector): after the search the collector is on again, nothing stays frozen, and a cycle the
     model made during the search is freed by the next collection."""
-    import gc
-    import weakref
-
     class Node:
         pass
 
