@@ -17,11 +17,11 @@ What the engines do with it, the same way in each, so that they keep the same st
   level was expanded (``settle_level``). A state left out is never expanded; a later successor equal
   to it is left out again.
 - **Edges.** An edge to a state left out goes to its first covering twin in lexicographic order of
-  the counters, which is always kept (``redirect``). Such an edge is not a step of the model (the twin is not the step's target), so the
-  graph kept for liveness leaves out every edge that spends a budget (``spent`` differs at its two
-  ends): on a cycle of the remaining edges ``spent`` never grows, and a redirect would make it fall, so
-  every cycle the liveness search can see is made of real steps, and every cycle of the model is
-  there, as a budget only grows and no cycle of the model spends one. Traces follow the parents of kept
+  the counters, which is always kept (``redirect``). Such an edge is not a step of the model (the twin
+  is not the step's target), so the graph kept for liveness leaves out every edge that spends a budget
+  (``spent`` differs at its two ends): on a cycle of the remaining edges ``spent`` never grows, and a
+  redirect would make it fall, so every cycle the liveness search can see is made of real steps, and
+  every cycle of the model is there, as a budget only grows and no cycle of the model spends one. Traces follow the parents of kept
   states, each a real step.
 """
 from __future__ import annotations
