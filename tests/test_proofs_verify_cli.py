@@ -1,8 +1,17 @@
-"""`rabbitproof verify`: bad names are one error line and exit code 2, before any work."""
+"""`rabbitproof verify`: bad names are one error line and exit code 2, before any work; parts run side
+by side print as they would one after another."""
 from __future__ import annotations
 
+import argparse
+import io
+import re
 import subprocess
 import sys
+
+import pytest
+from rich.console import Console
+
+from rabbitproof import verify
 
 
 def _run(*args):
@@ -24,3 +33,35 @@ def test_one_part_runs_and_prints_the_summary():
     r = _run("--part", "proofs", "--invariant", "confirm_and_tx_exclusive", "--action", "BrokerConfirm")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "make verify" in r.stdout and "proofs" in r.stdout and "verify: PASS" in r.stdout
+
+
+def _shape(text):
+    """The output with its figures and the padding they set taken out: which tables, rows and verdicts."""
+    return re.sub(r"[\s━─┃│┏┓┗┛┡┩┣┫╇╈┳┻╋└┘┌┐]+", " ", re.sub(r"[\d.,]+", "#", text.split("verify: PASS in")[0]))
+
+
+def test_parts_run_side_by_side_print_as_one_after_another_would():
+    chosen = ["--part", "proofs", "--invariant", "confirm_and_tx_exclusive", "--action", "BrokerConfirm",
+              "--part", "explore", "--config", "ack_basics"]
+    alone, together = _run(*chosen, "--jobs", "1"), _run(*chosen, "--jobs", "2")
+    for r in (alone, together):
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.index("inductive proofs") < r.stdout.index("ack_basics") < r.stdout.index("make verify")
+    assert _shape(alone.stdout) == _shape(together.stdout)
+    assert "2 parts at a time" in together.stdout and "at a time" not in alone.stdout
+
+
+def test_a_bad_number_of_jobs_is_refused_before_any_work():
+    r = _run("--part", "proofs", "--jobs", "0")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == "rabbitproof verify: error: --jobs must be 1 or more, not 0"
+
+
+def test_a_part_that_raises_in_its_process_raises_in_verify():
+    args = argparse.Namespace(hazard=["no_such_hazard"], invariant=["confirm_and_tx_exclusive"],
+                              action=["BrokerConfirm"], config=[], update_manifest=False, engine="local",
+                              master=None, reduce="written")
+    console = Console(file=io.StringIO(), width=120)
+    with pytest.raises(KeyError, match="no_such_hazard"):
+        verify._run_in_processes(args, ["proofs", "bmc"], console, 2, False)
+    assert "inductive proofs" in console.file.getvalue()      # the part before it printed all the same
