@@ -18,6 +18,7 @@ import io
 import multiprocessing
 import os
 import random
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -332,6 +333,10 @@ def _run_in_processes(args: argparse.Namespace, parts: Sequence[str], console: C
     failed: list[BaseException | None] = [None] * len(parts)
     printed = 0
     started = time.perf_counter()
+    # The status line takes over sys.stdout while it shows (rich's Live), printing what is written there
+    # above itself, on stderr: the right place only when the output goes to the terminal too.
+    out = console.file
+    write = (lambda text: sys.stdout.write(text)) if progress and console.is_terminal else out.write
     status = Console(stderr=True).status("verify") if progress else nullcontext()
     with multiprocessing.get_context("spawn").Pool(jobs) as pool, status:      # leaving it stops the workers
         running = {i: pool.apply_async(part_in_process, (parts[i], args, console.width, console.is_terminal,
@@ -348,8 +353,7 @@ def _run_in_processes(args: argparse.Namespace, parts: Sequence[str], console: C
             while printed < len(parts) and (outputs[printed] is not None or failed[printed] is not None):
                 if failed[printed] is not None:
                     raise failed[printed]
-                console.file.write(outputs[printed] or "")
-                console.file.flush()
+                write(outputs[printed] or "")
                 printed += 1
             if printed < len(parts):
                 if progress:
