@@ -18,6 +18,7 @@ import io
 import multiprocessing
 import os
 import random
+import signal
 import sys
 import time
 from contextlib import nullcontext
@@ -280,14 +281,19 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     progress = Console(stderr=True).is_terminal and not args.no_progress
     jobs = min(jobs_of(args), len(parts))
     started = time.perf_counter()
-    if jobs > 1:
-        engine.close()          # each process builds its own
-        results = _run_in_processes(args, parts, console, jobs, progress)
-    else:
-        try:
-            results = [run_part(part, args, console, engine, progress) for part in parts]
-        finally:
-            engine.close()
+    try:
+        if jobs > 1:
+            engine.close()          # each process builds its own
+            results = _run_in_processes(args, parts, console, jobs, progress)
+        else:
+            try:
+                results = [run_part(part, args, console, engine, progress) for part in parts]
+            finally:
+                engine.close()
+    except KeyboardInterrupt:
+        console.print(Text(f"verify: interrupted after {time.perf_counter() - started:.0f} s; nothing is judged",
+                           "bold red"))
+        return 130
     print_summary(console, results)
     ok = all(r.ok for r in results)
     took = f" in {time.perf_counter() - started:.0f} s" + (f", {jobs} parts at a time" if jobs > 1 else "")
@@ -338,7 +344,9 @@ def _run_in_processes(args: argparse.Namespace, parts: Sequence[str], console: C
     out = console.file
     write = (lambda text: sys.stdout.write(text)) if progress and console.is_terminal else out.write
     status = Console(stderr=True).status("verify") if progress else nullcontext()
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool, status:      # leaving it stops the workers
+    # Leaving the pool stops its workers; they leave Ctrl-C to this process, which stops them so.
+    with multiprocessing.get_context("spawn").Pool(jobs, initializer=signal.signal,
+                                                    initargs=(signal.SIGINT, signal.SIG_IGN)) as pool, status:
         running = {i: pool.apply_async(part_in_process, (parts[i], args, console.width, console.is_terminal,
                                                          console.color_system))
                    for i in sorted(range(len(parts)), key=lambda i: LONGEST_FIRST.index(parts[i]))}

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from rich.console import Console
@@ -65,3 +68,23 @@ def test_a_part_that_raises_in_its_process_raises_in_verify():
     with pytest.raises(KeyError, match="no_such_hazard"):
         verify._run_in_processes(args, ["proofs", "bmc"], console, 2, False)
     assert "inductive proofs" in console.file.getvalue()      # the part before it printed all the same
+
+
+def test_ctrl_c_stops_every_part_and_says_so():
+    proc = subprocess.Popen([sys.executable, "-m", "rabbitproof", "verify", "--part", "proofs", "--part", "bmc",
+                             "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(8)                       # both parts under way in their processes
+    assert proc.poll() is None
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends the whole group
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "verify: interrupted after" in out and "verify: PASS" not in out and err == ""
+    deadline = time.monotonic() + 20            # no part left running (once the system has reaped them)
+    while True:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "a part is still running after verify was interrupted"
+        time.sleep(0.2)
