@@ -30,7 +30,8 @@ FAST_DEP := $(FAST_BUILD)
 endif
 
 ## verify: explore every standard configuration, check the Z3 model against the spec, prove the
-## invariants for every size, run CrossHair over the spec's contracts; one summary table.
+## invariants for every size, run CrossHair over the spec's contracts; one summary table. The parts run two at
+## a time on two cores or more (ARGS=--jobs=1: one after another).
 ## PART=explore|agreement|proofs|bmc|crosshair runs one part; ARGS=--update-manifest rewrites the pinned counts.
 PART ?=
 verify: $(STAMP)
