@@ -22,6 +22,12 @@ TITLES = {"lost": "lost", "twice": "processed twice", "order": "out of order", "
           "waits": "waits for ever"}
 
 
+# Said when a search stops: what the tutorial's "When a setup is too large" shows (docs/tutorial/check-your-setup.md).
+SMALLER = ("A smaller setup answers sooner: fewer publishers, consumers, messages or faults, the same settings "
+           "otherwise; a message lost, processed twice or seen out of order there can be here too "
+           "(docs/tutorial/check-your-setup.md, \"When a setup is too large\").")
+
+
 def bounds_text(checked: Checked) -> str:
     """What was checked, in words: messages per publisher, faults, what repeats without bound."""
     setup = checked.setup
@@ -39,12 +45,12 @@ def checked_text(checked: Checked) -> str:
         text = (f"The search stopped at {r.distinct_states:,} states ({r.error}): the questions it had not "
                 "answered yet are undecided")
         proved = proved_answers(checked)
-        if not proved:
-            return text + "."
-        return text + ", but " + "; ".join(
-            f"\"{TITLES[key]}: cannot happen\" is proved for any number of messages: the invariants "
-            f"{' and '.join(p.invariants)}, proved by Z3 for every size (make verify), imply it when {p.shape}, "
-            "as here" for key, p in proved.items()) + "."
+        if proved:
+            text += ", but " + "; ".join(
+                f"\"{TITLES[key]}: cannot happen\" is proved for any number of messages: the invariants "
+                f"{' and '.join(p.invariants)}, proved by Z3 for every size (make verify), imply it when {p.shape}, "
+                "as here" for key, p in proved.items())
+        return text + ". " + SMALLER
     counted = (f"{r.distinct_states:,} reachable states (depth {r.depth}), which stand for every reachable one"
                if r.reductions else f"every one of {r.distinct_states:,} reachable states (depth {r.depth})")
     return (f"Checked: {counted}{swapped_text(checked)}{covered_text(checked)}, "
