@@ -342,7 +342,11 @@ def _run_in_processes(args: argparse.Namespace, parts: Sequence[str], console: C
     # The status line takes over sys.stdout while it shows (rich's Live), printing what is written there
     # above itself, on stderr: the right place only when the output goes to the terminal too.
     out = console.file
-    write = (lambda text: sys.stdout.write(text)) if progress and console.is_terminal else out.write
+
+    def write(text: str) -> None:
+        target = sys.stdout if progress and console.is_terminal else out
+        target.write(text)
+        target.flush()              # a report is seen when its part is done, in a log file too
     status = Console(stderr=True).status("verify") if progress else nullcontext()
     # Leaving the pool stops its workers; they leave Ctrl-C to this process, which stops them so.
     with multiprocessing.get_context("spawn").Pool(jobs, initializer=signal.signal,
