@@ -22,6 +22,8 @@ import time
 from collections import deque
 from pathlib import Path
 
+from rabbitproof.brokers.ports import lasting_ports
+
 READY_LINE = re.compile(rb"rabbitproof broker listening on (?P<host>[^\s:]+):(?P<port>\d+)")
 
 
@@ -58,7 +60,7 @@ class ImplBroker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir = Path(tempfile.mkdtemp(prefix="rabbitproof-impl-log-"))
         self.host = host
-        self.port = port
+        self.port = port or lasting_ports(1, host)[0]      # kept across restarts (ports.lasting_ports)
         self.user, self.password = user if user is not None else ("guest", "guest")
         self._user_arg = user
         self.startup_timeout = startup_timeout

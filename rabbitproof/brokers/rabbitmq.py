@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rabbitproof.brokers.ports import free_ports, wait_until_listening
+from rabbitproof.brokers.ports import lasting_ports, wait_until_listening
 
 RABBITMQ_BIN = Path(os.environ.get("RABBITPROOF_RABBITMQ_BIN", "/usr/lib/rabbitmq/bin"))
 RABBITMQ_VERSION = "3.10.8"
@@ -69,7 +69,7 @@ class RabbitMQNode:
         self.root = Path(tempfile.mkdtemp(prefix="rabbitproof-rmq-")) if root is None else Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.host = host
-        self.port, self.dist_port = free_ports(2, host)
+        self.port, self.dist_port = lasting_ports(2, host)
         self.nodename = f"rabbitproof-{os.getpid()}-{secrets.token_hex(3)}@localhost"
         self.startup_timeout = startup_timeout
         self.user, self.password = "guest", "guest"
