@@ -562,6 +562,10 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                    # settles at most the consumer deliveries outstanding; basic.qos counts every one).
                    z3.Implies(m == BASIC_QOS, z3.And(o.count >= 0, o.nout >= x.consumer_outstanding[c, ch])),
                    z3.Implies(settle_frame, z3.And(0 <= o.nset, o.nset <= x.consumer_outstanding[c, ch])),
+                   # DU-4, ER-2: a declare is answered from the queue's flags (broker._queue_declare)
+                   z3.Implies(z3.And(m == QUEUE_DECLARE, taken),
+                              o.verdict == z3.If(_declare_refused(x, c, o.queue, o.durable, o.exclusive),
+                                                 CHANNEL_ERR, OK)),
                    _taken_in_turn(x, c, ch, m, o))
     x = x.replace(frames_to_broker=z3.Store(x.frames_to_broker, c, ch, x.frames_to_broker[c, ch] - 1),
                   **{name: z3.Store(getattr(x, name), c, ch, o[f"{name}_left"]) for name in _TO_BROKER},
@@ -791,6 +795,16 @@ def _qos(x: Z3State, c, ch, count, global_, nout) -> Z3State:
                                        z3.If(had, x.qos_uncounted[c, ch], x.consumer_held_back[c, ch])),
                      qos_excess=put(x.qos_excess, z3.If(count < total, total, 0)),
                      prefetch=z3.Store(x.prefetch, c, ch, z3.If(global_, x.prefetch[c, ch], count)))
+
+
+def _declare_refused(x: Z3State, c, q, durable, exclusive) -> z3.BoolRef:
+    """A queue.declare of a queue that exists with other flags, refused as RabbitMQ 3.10.8 refuses it
+    (broker._queue_declare): another connection's exclusive queue, or another exclusive flag (405); then,
+    for a queue that is not exclusive, another durable flag (406)."""
+    owner = x.queue_owner[q]
+    return z3.And(x.queue_exists[q],
+                  z3.Or(z3.And(owner != 0, owner != c + 1), z3.Xor(owner != 0, exclusive),
+                        z3.And(owner == 0, z3.Xor(x.queue_durable[q], durable))))
 
 
 def _declare(x: Z3State, c, q, durable, exclusive) -> Z3State:

@@ -14,7 +14,8 @@ from .frames import (
     NO_ROUTE, NOT_ALLOWED, NOT_FOUND, NOT_IMPLEMENTED, PRECONDITION_FAILED, QUEUE_BIND, QUEUE_BIND_OK,
     QUEUE_DECLARE, QUEUE_DECLARE_OK, QUEUE_DELETE, QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK,
     R_COMMIT_PENDING, R_CONFIRM_TO_TX, R_EXCLUSIVE_USE, R_EXPECTED_OPEN, R_IMMEDIATE, R_IN_USE,
-    R_LOCKED, R_NO_EXCHANGE, R_NO_QUEUE, R_NOT_EMPTY, R_NOT_TX, R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
+    R_INEQUIVALENT_DURABLE, R_INEQUIVALENT_TRANSIENT, R_LOCKED, R_NO_EXCHANGE, R_NO_QUEUE, R_NOT_EMPTY, R_NOT_TX,
+    R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
     R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG, RESOURCE_LOCKED,
     TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK,
 )
@@ -464,12 +465,19 @@ def _tx_rollback(state, c, ch, channel, frame):
 
 def _queue_declare(state, c, ch, channel, frame):
     """queue.declare: creates the queue if missing (never transactional: TX-11); an exclusive queue
-    belongs to this connection and its durable flag is ignored (DU-4)."""
+    belongs to this connection and its durable flag is ignored (DU-4). A queue that exists is declared
+    again only with its own flags, as RabbitMQ 3.10.8 checks them (each of the 12 pairs of flags
+    recorded): another connection's exclusive queue, or an exclusive flag other than the queue's, is
+    405 RESOURCE_LOCKED, checked first; then, for a queue that is not exclusive, another durable flag
+    is 406 `inequivalent arg 'durable'` (an exclusive queue's durable flag is never compared)."""
     q, durable, exclusive = frame[2], frame[3], frame[4]
     queue = state.queues[q]
     if queue.exists:
-        if queue.owner and queue.owner != c + 1:
+        if queue.owner and queue.owner != c + 1 or bool(queue.owner) != bool(exclusive):
             return channel_error(state, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
+        if not queue.owner and bool(queue.durable) != bool(durable):
+            reason = R_INEQUIVALENT_DURABLE if durable else R_INEQUIVALENT_TRANSIENT
+            return channel_error(state, c, ch, PRECONDITION_FAILED, reason, q)
     else:
         state = with_queue(state, q, queue._replace(       # a new queue: older keys were another's
             exists=True, durable=bool(durable) and not exclusive, owner=c + 1 if exclusive else 0,

@@ -52,10 +52,9 @@ from . import actions as A
 from . import broker, faults, machine, network, storage
 from .budgets import SPENT
 from .frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH,
-    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_ERROR, CHANNEL_OPEN,
-    CONFIRM_SELECT, CONNECTION_CLOSE, PRECONDITION_FAILED, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE,
-    R_EXPECTED_OPEN, R_INEQUIVALENT_DURABLE, R_INEQUIVALENT_TRANSIENT, R_LOCKED, RESOURCE_LOCKED, TX_COMMIT,
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
+    BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_ERROR, CHANNEL_OPEN, CONFIRM_SELECT,
+    CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, R_EXPECTED_OPEN, TX_COMMIT,
     TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
 )
 from .state import (
@@ -762,7 +761,6 @@ def _taken_as_rabbitmq_may(state, action, plan: _Plan):
     yield from _taken_before_numbering(state, action)
     yield from _close_ok_overtaken(state, action)
     yield from _resumed_before_requeue(state, action)
-    yield from _declared_inequivalent(state, action)
     yield from _deleted_before_enqueued(state, action, plan)
 
 
@@ -811,29 +809,6 @@ def _resumed_before_requeue(state, action):
                 st = with_queue(st, q, queue._replace(ready=queue.ready[:i] + (e,) + queue.ready[i:]))
             yield st
         frontier = nxt
-
-
-def _declared_inequivalent(state, action):
-    """A queue.declare of an existing queue with other flags, as RabbitMQ 3.10.8 refuses it (the spec
-    answers declare-ok, keeping the queue as it is): an exclusive flag that does not match the queue's
-    is 405 RESOURCE_LOCKED, checked first; then, for a queue that is not exclusive, another durable flag
-    is 406 `inequivalent arg 'durable'` (an exclusive queue's durable flag is never compared). Measured
-    on a private RabbitMQ 3.10.8, each of the 12 pairs of flags declared twice on one connection."""
-    c, ch = action.conn, action.ch
-    conn = state.conns[c]
-    fifo = conn.to_broker[ch]
-    if not fifo or fifo[0][0] != QUEUE_DECLARE or conn.broker_closed or conn.channels[ch - 1].status != CH_OPEN:
-        return
-    _, _, q, durable, exclusive = fifo[0]
-    queue = state.queues[q]
-    if not queue.exists or queue.owner not in (0, c + 1):
-        return                                      # created, or another's: the spec's answer stands
-    popped = with_conn(state, c, conn_to_broker(conn, network.pop(conn.to_broker, ch)))
-    if bool(queue.owner) != bool(exclusive):
-        yield broker.channel_error(popped, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
-    elif not queue.owner and bool(queue.durable) != bool(durable):
-        reason = R_INEQUIVALENT_DURABLE if durable else R_INEQUIVALENT_TRANSIENT
-        yield broker.channel_error(popped, c, ch, PRECONDITION_FAILED, reason, q)
 
 
 def _deleted_before_enqueued(state, action, plan: _Plan):

@@ -16,8 +16,8 @@ from model.state import abstract
 from spec import actions as A
 from spec import broker, client, configs, machine
 from spec.frames import (
-    BASIC_ACK, BASIC_CONSUME, BASIC_DELIVER, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_REJECT, QUEUE_DECLARE,
-    TX_COMMIT, TX_ROLLBACK,
+    BASIC_ACK, BASIC_CONSUME, BASIC_DELIVER, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_REJECT, CHANNEL_CLOSE,
+    PRECONDITION_FAILED, QUEUE_DECLARE, QUEUE_DECLARE_OK, RESOURCE_LOCKED, TX_COMMIT, TX_ROLLBACK,
 )
 from spec.state import MODE_CONFIRM, MODE_TX
 from tests.fixtures.model_plants import keeping, replacing, requeue_to_tail
@@ -191,6 +191,31 @@ def test_a_wrong_declare_is_caught(monkeypatch):
     state, action = _first_state_where(configs.get("routing"), takes_exclusive_declare)
     _caught(monkeypatch, state, action, A.BrokerTakeFrame, declare_ignores_exclusive)
 
+
+
+def test_an_inequivalent_redeclare_is_refused_by_both_DU_4_ER_2(monkeypatch):
+    """DU-4, ER-2: the Z3 model answers a declare of an existing queue from its flags as the spec does
+    (broker._queue_declare): each flag that differs is refused, the same flags are declare-ok; a model
+    that answers every declare with declare-ok disagrees with the spec."""
+    config = configs.get("routing")
+    start = machine.initial_states(config)[0]
+    transient = next(q for q, queue in enumerate(start.queues) if queue.exists and not queue.durable and
+                     not queue.owner)
+    answers = {}
+    for durable, exclusive in ((False, False), (True, False), (False, True)):
+        state = machine.step(start, A.ClientDeclareQueue(0, 1, transient, durable, exclusive))[0]
+        action = A.BrokerTakeFrame(0, 1)
+        assert Checker().check(state, action, True).ok
+        answers[durable, exclusive] = machine.step(state, action)[0].conns[0].to_client[1][-1][:3]
+    assert answers[False, False] == (QUEUE_DECLARE_OK, 1, transient)
+    assert answers[True, False] == (CHANNEL_CLOSE, 1, PRECONDITION_FAILED)
+    assert answers[False, True] == (CHANNEL_CLOSE, 1, RESOURCE_LOCKED)
+    state = machine.step(start, A.ClientDeclareQueue(0, 1, transient, True, False))[0]
+
+    def declare_always_ok(x, a, o):
+        return M.BrokerTakeFrame(x, a, M.Terms({**o, "durable": x.queue_durable[o.queue]}))
+    _caught(monkeypatch, state, A.BrokerTakeFrame(0, 1), A.BrokerTakeFrame, declare_always_ok,
+            problem="relation does not hold for the spec's successor")
 
 
 def test_a_wrong_requeue_is_caught(monkeypatch):
