@@ -180,6 +180,15 @@ def _fewer(x: Z3State, c, ch, dk) -> z3.ArrayRef:
                                        x.consumer_deliveries[i, j, k]))
 
 
+def _resumes_first(x: Z3State, c, ch, volume_after: z3.ArrayRef) -> z3.BoolRef:
+    """spec.interleavings.resumes_first: channel (c, ch), outside tx mode, has a global limit
+    that its volume reached before a settlement and is below after it (``volume_after``): the requeue
+    reaches its queues behind the limiter's resume (PF-2, PF-3)."""
+    limit = x.global_limit[c, ch]
+    return z3.And(limit != 0, x.channel_mode[c, ch] != MODE_TX, x.volume[c, ch] >= limit,
+                  volume_after[c, ch] < limit)
+
+
 def _count_off(x: Z3State, c, ch, n):
     """broker.released with broker.count_off: a global limit's volume takes ``n`` consumer deliveries
     off, a volume of 0 stays 0 (PF-3); without a global limit nothing changes."""
@@ -277,14 +286,27 @@ def is_head(x: Z3State, q, key) -> z3.BoolRef:
     return z3.And(x.ready[q, key], z3.ForAll([j], z3.Not(x.ahead_in_queue[q, j, key])))
 
 
-def _emptied(x: Z3State, which: Callable) -> dict:
-    """The ready copies of the queues ``which(q)`` names are gone (queue.purge, queue.delete)."""
-    return {"ready": _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(which(q)))),
-            "ahead_in_queue": _lam_qab(lambda q, a, b: z3.And(x.ahead_in_queue[q, a, b], z3.Not(which(q)))),
-            "redelivered": _lam_qk(lambda q, key: z3.And(x.redelivered[q, key], z3.Not(which(q)))),
+def is_next(x: Z3State, q, key) -> z3.BoolRef:
+    """Copy ``key`` is the one a delivery from queue q takes (storage.next_ready): ready and not away, and
+    no ready copy that is not away is ahead of it; the head when no copy is away."""
+    j = z3.Int("j_")
+    return z3.And(x.ready[q, key], z3.Not(x.away[q, key]),
+                  z3.ForAll([j], z3.Not(z3.And(x.ahead_in_queue[q, j, key], z3.Not(x.away[q, j])))))
+
+
+def _emptied(x: Z3State, which: Callable, keep_away: bool = False) -> dict:
+    """The ready copies of the queues ``which(q)`` names are gone (queue.purge, queue.delete); with
+    ``keep_away``, but those away behind a resume, which reach the queue after (a purge: spec.interleavings)."""
+    def gone(q, key):
+        return z3.And(which(q), z3.Not(x.away[q, key])) if keep_away else which(q)
+    return {"ready": _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(gone(q, key)))),
+            "ahead_in_queue": _lam_qab(lambda q, a, b: z3.And(x.ahead_in_queue[q, a, b], z3.Not(gone(q, a)),
+                                                              z3.Not(gone(q, b)))),
+            "redelivered": _lam_qk(lambda q, key: z3.And(x.redelivered[q, key], z3.Not(gone(q, key)))),
+            "away": _lam_qk(lambda q, key: z3.And(x.away[q, key], z3.Not(gone(q, key)))),
             # they hold up no confirm any more (storage.forget_waits)
             "holds_confirm": _lam_qk(lambda q, key: z3.And(x.holds_confirm[q, key],
-                                                           z3.Not(z3.And(x.ready[q, key], which(q)))))}
+                                                           z3.Not(z3.And(x.ready[q, key], gone(q, key)))))}
 
 
 def _named_by(x: Z3State, c, ch, which: Callable) -> Callable:
@@ -293,10 +315,11 @@ def _named_by(x: Z3State, c, ch, which: Callable) -> Callable:
     return lambda q, key: z3.Exists([t], z3.And(which(t), x.tag_queue[c, ch, t] == q, x.tag_key[c, ch, t] == key))
 
 
-def _requeue(x: Z3State, back: Callable) -> Z3State:
+def _requeue(x: Z3State, back: Callable, away=False) -> Z3State:
     """storage.requeue: the copies ``back(q, key)`` names are ready again at their place, marked
-    redelivered (RQ-1, RQ-2, RQ-6); a copy whose queue no longer exists, or was deleted and declared
-    again since (storage.orphaned: its key is not above ``born``), is gone instead."""
+    redelivered (RQ-1, RQ-2, RQ-6), and away when ``away`` holds (behind a resume: spec.interleavings); a
+    copy whose queue no longer exists, or was deleted and declared again since (storage.orphaned: its key
+    is not above ``born``), is gone instead."""
     def b(q, key):
         return z3.And(x.queue_exists[q], x.born[q] < key, back(q, key))
 
@@ -311,6 +334,7 @@ def _requeue(x: Z3State, back: Callable) -> Z3State:
                      z3.And(ready(q, i), ready(q, j), i < j))
     return x.replace(ready=_lam_qk(ready), ahead_in_queue=_lam_qab(ahead),
                      redelivered=_lam_qk(lambda q, key: z3.Or(x.redelivered[q, key], b(q, key))),
+                     away=_lam_qk(lambda q, key: z3.If(b(q, key), away, x.away[q, key])),
                      holds_confirm=_lam_qk(lambda q, key: z3.And(x.holds_confirm[q, key], z3.Not(orphaned(q, key)))))
 
 
@@ -338,6 +362,7 @@ def _enqueue(x: Z3State, added, msg_c: Callable, msg_n: Callable, persistent: Ca
         return z3.Or(x.ahead_in_queue[q, i, j], z3.And(new(q, j), z3.Or(x.ready[q, i], z3.And(new(q, i), i < j))))
     return x.replace(ready=_lam_qk(lambda q, key: z3.Or(x.ready[q, key], new(q, key))), ahead_in_queue=_lam_qab(ahead),
                      redelivered=_lam_qk(lambda q, key: z3.And(x.redelivered[q, key], z3.Not(new(q, key)))),
+                     away=_lam_qk(lambda q, key: z3.And(x.away[q, key], z3.Not(new(q, key)))),
                      enqueued=z3.Lambda([q], x.enqueued[q] + n(q)),
                      message_connection=put(x.message_connection, msg_c), message_number=put(x.message_number, msg_n),
                      persistent=put(x.persistent, persistent), holds_confirm=put(x.holds_confirm, holds))
@@ -487,6 +512,7 @@ def _hand_over(x: Z3State, c, ch, no_ack, by_consumer, q, key, ctag=0) -> Z3Stat
                                                z3.If(manual, ch, x.named_by_channel[q, key])),
                      named_by_tag=z3.Store(x.named_by_tag, q, key, z3.If(manual, tag, x.named_by_tag[q, key])),
                      ready=z3.Store(x.ready, q, key, False), redelivered=z3.Store(x.redelivered, q, key, False),
+                     away=z3.Store(x.away, q, key, False),
                      ahead_in_queue=_ahead_of_kept(x, lambda i, j: z3.Not(z3.And(i == q, j == key))),
                      ever_delivered=z3.Store(x.ever_delivered, q, key, True),
                      auto_in_flight_on=z3.Store(x.auto_in_flight_on, q, key,
@@ -554,8 +580,10 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                             z3.And(o.cc[q, key] == c, x.tx_held_by_channel[c, o.cm[q, key]] == ch)))
     guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.channels_per_connection, x.frames_to_broker[c, ch] > 0,
                    z3.Implies(ch == 0, other_channels_quiet),
+                   # a get, purge or delete behind the channel's own requeue waits for it (spec.interleavings)
+                   z3.Not(z3.And(z3.Or(m == BASIC_GET, m == QUEUE_PURGE, m == QUEUE_DELETE), o.waits_for_requeue)),
                    z3.Implies(ch == 0, m == CONNECTION_CLOSE),        # only connection.close travels on channel 0
-                   z3.Implies(z3.And(m == BASIC_GET, o.got), is_head(x, o.queue, o.key)),   # the head
+                   z3.Implies(z3.And(m == BASIC_GET, o.got), is_next(x, o.queue, o.key)),   # the head
                    # a publish carries a message in flight
                    z3.Implies(m == BASIC_PUBLISH, x.publish_in_flight[c, o.n]),
                    # What the counting oracles are (the frame's prefetch_count is unsigned; a settlement
@@ -627,7 +655,8 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
             consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, x.consumer_outstanding[c, ch] - o.nset),
             consumer_deliveries=_fewer(x, c, ch, o.dk),
             volume=_count_off(x, c, ch, o.nset)),                                           # PF-3
-            _named_by(x, c, ch, lambda t: z3.And(settled(t), kind == SETTLE_REQUEUE)))),
+            _named_by(x, c, ch, lambda t: z3.And(settled(t), kind == SETTLE_REQUEUE)),
+            _resumes_first(x, c, ch, _count_off(x, c, ch, o.nset)))),                    # spec.interleavings
         (z3.And(m == BASIC_QOS, o.size != 0), conn_err),
         (m == BASIC_QOS, _qos(x, c, ch, o.count, o.global_, o.nout)),                    # PF-2
         (z3.And(m == BASIC_CONSUME, x.consumers[c, ch, o.ctag]), conn_err),                   # a reused consumer tag
@@ -647,7 +676,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                                       in_round_robin=z3.Store(x.in_round_robin, c, ch, o.ctag,
                                                               z3.And(x.in_round_robin[c, ch, o.ctag],
                                                                      z3.Not(x.consumers[c, ch, o.ctag]))))),
-        (m == QUEUE_PURGE, x.replace(**_emptied(x, lambda q: q == o.queue))),
+        (m == QUEUE_PURGE, x.replace(**_emptied(x, lambda q: q == o.queue, keep_away=True))),
         (m == QUEUE_DECLARE, _declare(x, c, o.queue, o.durable, o.exclusive)),          # DU-4
         (m == QUEUE_DELETE, _delete_queue(x, o.queue, o.cancelled)),
         (z3.And(m == BASIC_GET, o.got), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False), o.queue, o.key)),
@@ -658,7 +687,8 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                                                 consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, 0),
                                                 consumer_deliveries=_fewer(x, c, ch, o.dk),
                                                 volume=_count_off(x, c, ch, x.consumer_outstanding[c, ch])),
-                                      _named_by(x, c, ch, lambda t: x.outstanding[c, ch, t]))),
+                                      _named_by(x, c, ch, lambda t: x.outstanding[c, ch, t]),
+                                      _resumes_first(x, c, ch, _count_off(x, c, ch, x.consumer_outstanding[c, ch])))),
         (m == CONFIRM_SELECT, _ite(mode == MODE_TX, ch_err,                              # PC-8
                                    x.replace(channel_mode=z3.Store(x.channel_mode, c, ch, MODE_CONFIRM)))),
         (m == TX_SELECT,
@@ -857,7 +887,7 @@ def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
     (broker.next_consumer), and has room (``has_room``); the copy (``o.key``, the queue's head: ready,
     no ready copy ahead of it) takes the channel's next tag."""
     c, ch, k = o.conn, o.ch, o.ctag
-    return Transition(z3.And(x.broker_up, o.ready, _channel_open(x, c, ch), is_head(x, a.queue, o.key),
+    return Transition(z3.And(x.broker_up, o.ready, _channel_open(x, c, ch), is_next(x, a.queue, o.key),
                              x.consumers[c, ch, k], has_room(x, c, ch, k)),
                       _send(_hand_over(x, c, ch, x.consumer_no_ack[c, ch, k], z3.BoolVal(True), a.queue, o.key, k),
                             c, ch))
@@ -887,6 +917,13 @@ def BrokerCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
     guard = z3.And(_broker_end_open(x, c), 1 <= ch, ch <= x.channels_per_connection,
                    x.channel_status[c, ch] == CH_ENDING)
     return Transition(guard, _forget(_send(reset_channel(x, c, ch, CH_CLOSED), c, ch, close_ok=True)))
+
+
+def BrokerRequeue(x: Z3State, a: Terms, o: Terms) -> Transition:
+    """The queues take the requeue that waited behind a resume (spec.interleavings): no copy is away."""
+    q, key = z3.Ints("q_ key_")
+    return Transition(z3.And(x.broker_up, z3.Exists([q, key], x.away[q, key])),
+                      x.replace(away=_lam_qk(lambda q, key: z3.BoolVal(False))))
 
 
 def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
@@ -997,7 +1034,8 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       in_round_robin=z3.Lambda([i, j, k], z3.BoolVal(False)),
                       ready=z3.Lambda([i, j], z3.BoolVal(False)),
                       ahead_in_queue=z3.Lambda([i, j, k], z3.BoolVal(False)),
-                      redelivered=z3.Lambda([i, j], z3.BoolVal(False)), tag_queue=z3.Lambda([i, j, k], z3.IntVal(-1)),
+                      redelivered=z3.Lambda([i, j], z3.BoolVal(False)), away=z3.Lambda([i, j], z3.BoolVal(False)),
+                      tag_queue=z3.Lambda([i, j, k], z3.IntVal(-1)),
                       tag_key=z3.Lambda([i, j, k], z3.IntVal(0)), tx_settle_kind=z3.Lambda([i, j, k], z3.IntVal(-1)),
                       named_by_connection=z3.Lambda([i, j], z3.IntVal(-1)),
                       named_by_channel=z3.Lambda([i, j], z3.IntVal(-1)),
@@ -1322,6 +1360,7 @@ def ClientConnectionClose(x: Z3State, a: Terms, o: Terms) -> Transition:
 # ---------------------------------------------------------------- the table
 
 _BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "verdict": INT, "settled": BOOL,
+                         "waits_for_requeue": BOOL,
                          "size": INT, "requeue": BOOL, "waits": BOOL, "tag": INT, "multiple": BOOL,
                          "no_ack": BOOL, "got": BOOL, "keeps": BOOL, "kept": z3.ArraySort(INT, BOOL),
                          "ctag": INT, "cancelled": z3.ArraySort(INT, INT, INT, BOOL),
@@ -1340,6 +1379,7 @@ ORACLES: dict[str, dict[str, z3.SortRef]] = {
     "BrokerTakeFrame": _BROKER_FRAME_ORACLES,
     "BrokerDeliver": {"ready": BOOL, "conn": INT, "ch": INT, "ctag": INT, "key": INT},
     "BrokerCloseOk": {},
+    "BrokerRequeue": {},
     "BrokerConfirm": {"ready": BOOL, "prefix": INT, "below": BOOL},
     "BrokerCommitOk": {"written": BOOL},
     "BrokerQueueFail": {"failable": BOOL, "failed": z3.ArraySort(INT, INT, BOOL)},

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import z3
 
 from spec import actions as A
-from spec import broker, client, faults, machine
+from spec import broker, client, faults, interleavings, machine, storage
 from spec.frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH,
     BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE,
@@ -65,7 +65,7 @@ def _kept(channel) -> frozenset:
 def _frame_oracles(state, a) -> dict:
     """What BrokerTakeFrame reads outside the family: the frame, and the broker's answer to it."""
     out = {"method": 0, "immediate": False, "exchange": 0, "verdict": OK, "settled": False, "size": 0,
-           "requeue": False, "waits": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
+           "requeue": False, "waits": False, "waits_for_requeue": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
            "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
            "exclusive": False, "answered": False, "key": 0, "added": {}, "n": 0, "routed": frozenset(),
            "count": 0, "global_": False, "nout": 0, "nset": 0, "dk": {}, "volume_after_commit": 0, "cc": {}, "cm": {},
@@ -117,6 +117,7 @@ def _frame_oracles(state, a) -> dict:
             out["volume_after_commit"] = machine.step(state, a)[0].conns[a.conn].channels[a.ch - 1].volume
     if m == BASIC_QOS and channel is not None:
         out["nout"] = len(channel.unacked)
+    out["waits_for_requeue"] = interleavings.frame_waits(state, a.conn, a.ch)
     if m not in (BASIC_ACK, BASIC_NACK, BASIC_REJECT, TX_COMMIT) and channel is not None and \
             machine.precondition(state, a):
         # Queue errors (NOT_FOUND, RESOURCE_LOCKED, if-unused, exclusive use, a reused consumer tag):
@@ -128,7 +129,8 @@ def _frame_oracles(state, a) -> dict:
         if m == BASIC_GET:                                              # DS-1: a copy is handed over
             out["got"] = BASIC_GET_OK in methods
             if out["got"]:
-                out["key"] = state.queues[frame[2]].ready[0].key
+                queue = state.queues[frame[2]]
+                out["key"] = queue.ready[storage.next_ready(queue)].key
         elif m == QUEUE_DELETE and out["verdict"] == OK:                # its consumers are cancelled
             q = frame[2]
             if q < len(state.queues) and state.queues[q].exists:
@@ -181,7 +183,7 @@ def oracles(state, a) -> dict:
         ready = broker.can_deliver(state, a)
         c, ch, consumer = broker.next_consumer(state, a.queue) if ready else (0, 0, None)
         return {"ready": ready, "conn": c, "ch": ch, "ctag": consumer.tag if consumer else 0,
-                "key": state.queues[a.queue].ready[0].key if ready else 0}
+                "key": state.queues[a.queue].ready[storage.next_ready(state.queues[a.queue])].key if ready else 0}
     if kind is A.BrokerConfirm:
         channel = _channel(state, a)
         pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
@@ -228,7 +230,7 @@ def oracles(state, a) -> dict:
             if auto is not None:
                 out.update(auto=True, aq=auto[2], ak=auto[3])
         return out
-    if kind in (A.BrokerCloseOk, A.BrokerCrash, A.BrokerRestart, A.BrokerDetect):
+    if kind in (A.BrokerCloseOk, A.BrokerCrash, A.BrokerRestart, A.BrokerDetect, A.BrokerRequeue):
         return {}
     return {"may": machine.precondition(state, a)}
 

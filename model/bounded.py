@@ -919,6 +919,7 @@ def _never(e: Eff, a, config) -> Transition:
 
 # Actions the bounded family has no relation for (outside SUBSET): they never fire in a search.
 NOT_MODELLED = ("ClientConnect", "ClientTxRollback", "BrokerCloseOk", "BrokerQueueFail", "ClientVanish", "BrokerDetect",
+                "BrokerRequeue",
                 "BrokerChannelError",
                 "ClientCancel", "ClientGet", "ClientNack", "ClientRecover", "ClientDeclareQueue", "ClientBindQueue",
                 "ClientPurgeQueue", "ClientDeleteQueue", "ClientChannelClose", "ClientChannelOpen",

@@ -171,6 +171,9 @@ FIELDS: tuple[Field, ...] = (
     Field("ahead_in_queue", PER_COPY_PAIR, BOOL, False,
           "both copies are ready in the queue, the first ahead of the second (RQ-1)"),
     Field("redelivered", PER_COPY, BOOL, False, "the ready copy is marked redelivered (RQ-2)"),
+    Field("away", PER_COPY, BOOL, False,
+          "the ready copy was requeued behind its channel's limiter's resume and its queue has not taken the "
+          "requeue yet: no delivery takes it (spec.interleavings)"),
     Field("ever_delivered", PER_COPY, BOOL, False, "the copy was delivered at least once (ghost, RQ-2)"),
     Field("enqueued", PER_QUEUE, INT, 0, "copies ever enqueued in the queue; the next key is enqueued + 1"),
     Field("born", PER_QUEUE, INT, 0,
@@ -407,6 +410,8 @@ def project(state) -> dict:
             values["redelivered"][(q, e.key)] = e.redelivered
             for later in queue.ready[i + 1:]:
                 values["ahead_in_queue"][(q, e.key, later.key)] = True
+        for key, _, _ in queue.away:
+            values["away"][(q, key)] = True
         for c, ch, k in queue.ring:
             values["in_round_robin"][(c, ch, k)] = True
     for q, key in state.delivered:

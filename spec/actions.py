@@ -311,6 +311,15 @@ class BrokerDeliver(Action):
 
 
 @dataclass(frozen=True)
+class BrokerRequeue(Action):
+    """The queues take the requeue a channel sent before its limiter's resume overtook it: the copies it
+    requeued, at their places, can be delivered again (RQ-1, PF-2; spec.interleavings)."""
+
+    def __str__(self) -> str:
+        return "the queues take the requeue that waited behind the resume"
+
+
+@dataclass(frozen=True)
 class BrokerConfirm(Action):
     """A publisher confirm (basic.ack or basic.nack) on a confirm-mode channel (PC-2, PC-3, PC-7)."""
 

@@ -25,11 +25,10 @@ from .state import (
     MODE_CONFIRM, MODE_TX, NEW_CHANNEL, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE, Consumer, Pending, State,
     Unacked, add_sorted, conn_channels, conn_to_broker, conn_to_client, put, with_conn,
 )
-from . import network
+from . import interleavings, network
 from .storage import (
     add_fates, close_channel, close_connection, delete_queue, drop_consumer, enqueue, finish_close, forget_waits,
-    settle,
-    with_channel, with_queue,
+    next_ready, present, settle, with_channel, with_queue,
 )
 
 
@@ -196,8 +195,10 @@ def _settle_frame(state, c, ch, channel, tag, multiple, kind):
     if channel.mode == MODE_TX:
         return with_channel(state, c, ch, channel._replace(
             unacked=rest, tx_settles=channel.tx_settles + tuple((kind, u) for u in settled)))
-    state = with_channel(state, c, ch, released(channel._replace(unacked=rest), settled))
-    return settle(state, settled, kind)
+    after = released(channel._replace(unacked=rest), settled)
+    state = with_channel(state, c, ch, after)
+    away_by = (c, ch) if kind == SETTLE_REQUEUE and interleavings.resumes_first(channel, after) else ()
+    return settle(state, settled, kind, away_by)
 
 
 def released(channel, settled):
@@ -343,13 +344,14 @@ def _get(state, c, ch, channel, frame):
     if refused is not None:
         return refused
     queue = state.queues[q]
-    if not queue.ready:
+    i = next_ready(queue)               # copies away behind a resume are not there yet (spec.interleavings)
+    if i < 0:
         return send(state, c, (BASIC_GET_EMPTY, ch))
-    entry = queue.ready[0]
-    state = with_queue(state, q, queue._replace(ready=queue.ready[1:]))
+    entry = queue.ready[i]
+    state = with_queue(state, q, queue._replace(ready=queue.ready[:i] + queue.ready[i + 1:]))
     state = hand_over(state, c, ch, q, entry, no_ack, 0)
     tag = state.conns[c].channels[ch - 1].next_tag - 1
-    return send(state, c, (BASIC_GET_OK, ch, tag, entry.redelivered, entry.msg, len(queue.ready) - 1))
+    return send(state, c, (BASIC_GET_OK, ch, tag, entry.redelivered, entry.msg, len(queue.ready) - len(queue.away) - 1))
 
 
 def hand_over(state: State, c: int, ch: int, q: int, entry, no_ack: bool, consumer: int) -> State:
@@ -384,8 +386,9 @@ def _recover(state, c, ch, channel, frame):
     """basic.recover: requeue=true requeues every outstanding delivery (RQ-5); requeue=false is 540."""
     if not frame[2]:
         return connection_error(state, c, NOT_IMPLEMENTED, R_RECOVER_NO_REQUEUE, 0)
-    state = with_channel(state, c, ch, released(channel._replace(unacked=()), channel.unacked))
-    state = settle(state, channel.unacked, SETTLE_REQUEUE)
+    after = released(channel._replace(unacked=()), channel.unacked)
+    state = with_channel(state, c, ch, after)
+    state = settle(state, channel.unacked, SETTLE_REQUEUE, (c, ch) if interleavings.resumes_first(channel, after) else ())
     return send(state, c, (BASIC_RECOVER_OK, ch))
 
 
@@ -502,10 +505,12 @@ def _queue_purge(state, c, ch, channel, frame):
     if refused is not None:
         return refused
     queue = state.queues[q]
-    state = with_queue(state, q, queue._replace(ready=()))
-    state = add_fates(state, ((q, e.key, FATE_PURGED, e.msg, e.persistent) for e in queue.ready))
-    state = forget_waits(state, ((q, e.key) for e in queue.ready))
-    return send(state, c, (QUEUE_PURGE_OK, ch, len(queue.ready)))
+    purged = present(queue)             # copies away behind a resume come back after (spec.interleavings)
+    left = tuple(e for e in queue.ready if e not in purged) if queue.away else ()
+    state = with_queue(state, q, queue._replace(ready=left))
+    state = add_fates(state, ((q, e.key, FATE_PURGED, e.msg, e.persistent) for e in purged))
+    state = forget_waits(state, ((q, e.key) for e in purged))
+    return send(state, c, (QUEUE_PURGE_OK, ch, len(purged)))
 
 
 def _queue_delete(state, c, ch, channel, frame):
@@ -519,11 +524,12 @@ def _queue_delete(state, c, ch, channel, frame):
     queue = state.queues[q]
     if queue.owner and queue.owner != c + 1:
         return channel_error(state, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
-    if if_empty and queue.ready:                            # RabbitMQ checks if_empty first
+    count = len(queue.ready) - len(queue.away)              # copies away behind a resume are lost with it
+    if if_empty and count:                                  # RabbitMQ checks if_empty first
         return channel_error(state, c, ch, PRECONDITION_FAILED, R_NOT_EMPTY, q)
     if if_unused and queue.ring:
         return channel_error(state, c, ch, PRECONDITION_FAILED, R_IN_USE, q)
-    state = send(delete_queue(state, q), c, (QUEUE_DELETE_OK, ch, len(queue.ready)))
+    state = send(delete_queue(state, q), c, (QUEUE_DELETE_OK, ch, count))
     for c2, ch2, tag in queue.ring:
         state = with_channel(state, c2, ch2, without_consumer(state.conns[c2].channels[ch2 - 1], tag))
         state = send(state, c2, (BASIC_CANCEL, ch2, tag))
@@ -592,12 +598,14 @@ def next_consumer(state: State, q: int):
 
 
 def deliver(state: State, q: int) -> State:
-    """BrokerDeliver: the head of queue q to the next consumer with room, which moves to the back (DS-1)."""
+    """BrokerDeliver: the head of queue q to the next consumer with room, which moves to the back (DS-1);
+    the head but for copies away behind a resume (spec.interleavings, ``storage.next_ready``)."""
     c, ch, consumer = next_consumer(state, q)
     queue = state.queues[q]
-    entry = queue.ready[0]
+    i = next_ready(queue)
+    entry = queue.ready[i]
     ring = tuple(r for r in queue.ring if r != (c, ch, consumer.tag)) + ((c, ch, consumer.tag),)
-    state = with_queue(state, q, queue._replace(ready=queue.ready[1:], ring=ring))
+    state = with_queue(state, q, queue._replace(ready=queue.ready[:i] + queue.ready[i + 1:], ring=ring))
     tag = state.conns[c].channels[ch - 1].next_tag
     state = hand_over(state, c, ch, q, entry, consumer.no_ack, consumer.tag)
     return send(state, c, (BASIC_DELIVER, ch, consumer.tag, tag, entry.redelivered, entry.msg))
@@ -689,11 +697,15 @@ def can_take_frame(state: State, a) -> bool:
     """BrokerTakeFrame: a frame is in flight on that channel and may be taken now (``spec.network``).
     While the channel's commit-ok is owed (TX-7) the frame may wait for it or be taken first: a
     channel.close then closes the channel and the commit-ok never comes, any other frame is a
-    connection error (``take_frame``); RabbitMQ 3.10.8 does both."""
+    connection error (``take_frame``); RabbitMQ 3.10.8 does both. A basic.get, purge or delete of a queue
+    in which the channel's own requeue waits behind a resume reaches the queue behind it, so it waits too
+    (spec.interleavings)."""
     if not _open_broker_end(state, a.conn):
         return False
     conn = state.conns[a.conn]
-    return 0 <= a.ch < len(conn.to_broker) and network.can_move(conn.to_broker, a.ch)
+    if not (0 <= a.ch < len(conn.to_broker) and network.can_move(conn.to_broker, a.ch)):
+        return False
+    return not (interleavings.requeue_waits(state) and interleavings.frame_waits(state, a.conn, a.ch))
 
 
 def can_deliver(state: State, a) -> bool:
@@ -701,7 +713,7 @@ def can_deliver(state: State, a) -> bool:
     if not state.broker_up or not 0 <= a.queue < len(state.queues):
         return False
     queue = state.queues[a.queue]
-    return bool(queue.ready and queue.ring) and next_consumer(state, a.queue) is not None
+    return bool(queue.ready and queue.ring) and next_ready(queue) >= 0 and next_consumer(state, a.queue) is not None
 
 
 def can_close_ok(state: State, a) -> bool:

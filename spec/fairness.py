@@ -11,7 +11,8 @@ The weakly fair classes, each a promise that the part of the system behind it ke
   keeps answering its commits and channel closes (``BrokerCommitOk``, ``BrokerCloseOk``), per channel;
 - the broker keeps delivering from each queue to a consumer with room (``BrokerDeliver``), per queue;
 - the disk keeps writing what is pending (``DiskFsync``), a crashed broker restarts (``BrokerRestart``),
-  and the broker notices a client that vanished (``BrokerDetect``, a heartbeat timeout): one class each;
+  the broker notices a client that vanished (``BrokerDetect``, a heartbeat timeout), and the queues take
+  a requeue that waited behind a resume (``BrokerRequeue``, spec.interleavings): one class each;
 - the network delivers and the clients keep reading (``ClientReceive``), per connection and channel number.
 
 Nothing else is fair. Faults (a crash, a lost or vanished connection, a queue refusing a message, a
@@ -46,6 +47,7 @@ _SINGLE = (
     (A.DiskFsync, "the disk writes what is pending"),
     (A.BrokerRestart, "the broker restarts after a crash"),
     (A.BrokerDetect, "the broker notices a client that vanished (a heartbeat timeout)"),
+    (A.BrokerRequeue, "the queues take a requeue that waited behind a resume"),
 )
 ASSUMED = ("judged under weak fairness: the broker keeps taking frames, confirming, answering, delivering to "
            "consumers with room and writing to disk, the network delivers and the clients keep reading; faults "

@@ -202,7 +202,8 @@ def crash(state: State) -> State:
         lost.extend((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
     for c, conn in enumerate(state.conns):
         state = free_stale(state, c) if conn.status == CONN_GONE else reset_connection(state, c, CONN_DOWN)
-    queues = tuple(queue._replace(ready=(), ring=(), exists=queue.exists and queue.durable, owner=0, exclusive=())
+    queues = tuple(queue._replace(ready=(), ring=(), exists=queue.exists and queue.durable, owner=0, exclusive=(),
+                                  away=())
                    for queue in state.queues)
     state = state._replace(broker_up=False, queues=queues, bindings=tuple(
         b for b in state.bindings if queues[b].exists))

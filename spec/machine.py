@@ -16,7 +16,7 @@ This is the interface every engine uses (spark_check, the trace checker, the Z3 
 from __future__ import annotations
 
 from . import actions as A
-from . import broker, client, faults, network
+from . import broker, client, faults, interleavings, network
 from .fairness import Fairness, weakly_fair
 from .frames import Wire
 from .por import FusedTakes
@@ -102,6 +102,8 @@ def _tried(state: State, config, evident: bool) -> list:
     for q, queue in enumerate(state.queues):
         if not evident or broker_up and queue.ready and queue.ring:      # can_deliver
             add(_act(A.BrokerDeliver, q))
+    if not evident or broker_up and interleavings.requeue_waits(state):   # can_requeue
+        add(_act(A.BrokerRequeue))
     for c, conn in enumerate(conns):
         for ch, channel in enumerate(conn.channels, start=1):
             if not evident or channel.status == CH_ENDING:               # can_close_ok
@@ -188,8 +190,9 @@ def _client_actions(out, state, config, c, ch, view, role, messages_left) -> Non
             for mandatory in role.mandatory:
                 for persistent in role.persistent:
                     out.append(_act(A.ClientPublish, c, ch, exchange, routing_key, mandatory, persistent))
+    consumes = not role.qos_first or used.qos >= config.qos
     for i, (q, no_ack) in enumerate(role.consume, start=1):
-        if i not in view.consumers:
+        if consumes and i not in view.consumers:
             out.append(_act(A.ClientConsume, c, ch, q, i, no_ack, role.exclusive))
     if role.cancel and used.cancels < config.cancels:
         for tag in view.consumers:
@@ -339,6 +342,7 @@ def step(state: State, action) -> tuple[State, tuple]:
 EFFECTS = {
     A.BrokerTakeFrame: lambda s, a: _broker_wrote(broker.take_frame(s, a.conn, a.ch), s),
     A.BrokerDeliver: lambda s, a: _broker_wrote(broker.deliver(s, a.queue), s),
+    A.BrokerRequeue: lambda s, a: (interleavings.take_requeue(s), ()),
     A.BrokerConfirm: lambda s, a: _broker_wrote(broker.confirm(s, a.conn, a.ch, a.seq, a.multiple), s),
     A.BrokerCommitOk: lambda s, a: _broker_wrote(broker.commit_ok(s, a.conn, a.ch), s),
     A.BrokerCloseOk: lambda s, a: _broker_wrote(broker.close_ok(s, a.conn, a.ch), s),
@@ -361,6 +365,7 @@ EFFECTS = {
 PRECONDITIONS = {
     A.BrokerTakeFrame: broker.can_take_frame,
     A.BrokerDeliver: broker.can_deliver,
+    A.BrokerRequeue: interleavings.can_requeue,
     A.BrokerConfirm: broker.can_confirm,
     A.BrokerCommitOk: broker.can_commit_ok,
     A.BrokerCloseOk: broker.can_close_ok,

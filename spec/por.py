@@ -146,7 +146,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import actions, broker
+from . import actions, broker, interleavings
 from .frames import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, DEFAULT_EXCHANGE, FANOUT_EXCHANGE
 from .state import CH_OPEN, MODE_NONE
 
@@ -238,8 +238,8 @@ class FusedTakes:
 
     def settle(self, state: Any) -> tuple[Any, tuple[tuple[Any, tuple[Any, ...]], ...]]:
         """``F(state)`` and the (action, frames) steps taken to reach it (none when nothing is fusable)."""
-        if not self.channels or not self.quiet(state):
-            return state, ()
+        if not self.channels or not self.quiet(state) or interleavings.requeue_waits(state):
+            return state, ()            # no take while a requeue waits (spec.interleavings); fused takes never requeue
         steps: list[tuple[Any, tuple[Any, ...]]] = []
         fusable = self.fusable
         progress = True

@@ -38,6 +38,7 @@ class Role:
     reject: tuple[bool, ...] = ()                 # requeue values used with basic.reject
     bad_ack: bool = False                         # acks of tags that are not outstanding (ACK-4, ACK-7)
     qos: tuple[tuple[int, bool], ...] = ()        # (prefetch_count, global)
+    qos_first: bool = False                       # consumes only once the qos budget is spent (qos, then consume)
     recover: tuple[bool, ...] = ()                # requeue values used with basic.recover
     mode_errors: bool = False                     # confirm.select on tx, tx.select on confirm, commit on none
     declare: tuple[int, ...] = ()                 # queues this channel declares

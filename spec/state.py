@@ -74,6 +74,8 @@ class Queue(NamedTuple):
     exclusive: tuple                # (conn, ch, consumer_tag) of its exclusive consumer; () for none
     born: int = 0                   # copies enqueued before it was last declared: keys up to it were
     #                                 copies of a queue of this name since deleted (``storage.orphaned``)
+    away: tuple = ()                # (key, conn, ch) of ready copies channel (conn, ch) requeued behind its limiter's
+    #                                 resume, sorted: the queue has not taken the requeue yet (spec.interleavings)
 
 
 class Unacked(NamedTuple):

@@ -11,6 +11,26 @@ from .state import (
 )
 
 
+def next_ready(queue: Queue) -> int:
+    """The index in ``queue.ready`` of the copy a delivery or a basic.get takes: the first that is not away
+    (spec.interleavings), or -1 when every ready copy is away or none is ready (DS-1, RQ-1)."""
+    if not queue.away:
+        return 0 if queue.ready else -1
+    away = {key for key, _, _ in queue.away}
+    for i, entry in enumerate(queue.ready):
+        if entry.key not in away:
+            return i
+    return -1
+
+
+def present(queue: Queue) -> tuple:
+    """The ready copies the queue's process holds: all but those away behind a resume (spec.interleavings)."""
+    if not queue.away:
+        return queue.ready
+    away = {key for key, _, _ in queue.away}
+    return tuple(e for e in queue.ready if e.key not in away)
+
+
 def with_channel(state: State, c: int, ch: int, channel) -> State:
     """State with broker channel (c, ch) replaced."""
     conn = state.conns[c]
@@ -28,7 +48,7 @@ def enqueue(state: State, q: int, msg: int, persistent: bool) -> tuple[State, in
     key = queue.enqueued + 1
     queue = Queue(queue.exists, queue.durable, queue.owner, queue.dead_letter,
                   queue.ready + (Entry(key, msg, False, bool(persistent)),), key, queue.ring, queue.exclusive,
-                  queue.born)
+                  queue.born, queue.away)
     return with_queue(state, q, queue), key
 
 
@@ -99,9 +119,10 @@ def orphaned(queue: Queue, key: int) -> bool:
     return not queue.exists or key <= queue.born
 
 
-def requeue(state: State, unacked) -> State:
+def requeue(state: State, unacked, away_by: tuple = ()) -> State:
     """Put copies back at their original place among the ready ones, marked redelivered (RQ-1, RQ-2, RQ-6);
-    a copy whose queue was deleted is gone with it."""
+    a copy whose queue was deleted is gone with it. ``away_by``: the channel (conn, ch) whose requeue reaches
+    the queues behind its limiter's resume, so the copies are away until a queue takes it (spec.interleavings)."""
     events = state.events
     queues = state.queues
     gone = []
@@ -115,6 +136,8 @@ def requeue(state: State, unacked) -> State:
         ready = queue.ready
         entry = Entry(u.key, u.msg, True, u.persistent)
         i = requeue_position(tuple(e.key for e in ready), u.key)
+        if away_by:
+            queue = queue._replace(away=tuple(sorted(queue.away + ((u.key,) + away_by,))))
         queues = put(queues, u.queue, queue._replace(ready=ready[:i] + (entry,) + ready[i:]))
     state = state._replace(queues=queues, events=events)
     if gone:
@@ -122,14 +145,15 @@ def requeue(state: State, unacked) -> State:
     return state
 
 
-def settle(state: State, unacked, kind: int) -> State:
-    """Apply a settlement to outstanding copies: ack removes them (ACK-1), requeue puts them back (ACK-6),
-    drop dead-letters them when their queue has a dead-letter queue, else drops them (ACK-6)."""
+def settle(state: State, unacked, kind: int, away_by: tuple = ()) -> State:
+    """Apply a settlement to outstanding copies: ack removes them (ACK-1), requeue puts them back (ACK-6;
+    ``away_by`` as in ``requeue``), drop dead-letters them when their queue has a dead-letter queue, else
+    drops them (ACK-6)."""
     if kind == SETTLE_ACK:
         state = add_fates(state, ((u.queue, u.key, FATE_ACKED, u.msg, u.persistent) for u in unacked))
         return forget_waits(state, ((u.queue, u.key) for u in unacked))
     if kind != SETTLE_DROP:
-        return requeue(state, unacked)
+        return requeue(state, unacked, away_by)
     fates = []
     for u in unacked:
         source = state.queues[u.queue]
@@ -199,7 +223,8 @@ def delete_queue(state: State, q: int) -> State:
     so its records leave the disk with it. Its consumers are not told here."""
     queue = state.queues[q]
     gone = tuple((q, e.key, FATE_QUEUE_DELETED, e.msg, e.persistent) for e in queue.ready)
-    state = with_queue(state, q, queue._replace(exists=False, durable=False, ready=(), ring=(), owner=0, exclusive=()))
+    state = with_queue(state, q, queue._replace(exists=False, durable=False, ready=(), ring=(), owner=0, exclusive=(),
+                                                away=()))
     state = state._replace(bindings=tuple(b for b in state.bindings if b != q),
                            disk=tuple(r for r in state.disk if r[0] != q))
     state = add_fates(state, gone)

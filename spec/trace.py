@@ -39,7 +39,9 @@ The search is exact, and made to scale by never trying what the observations alr
   by, and without the disk once no crash can come (``_canonical``).
 
 Where RabbitMQ 3.10.8's processes (the connection's reader, each channel, each queue) give outcomes the
-spec's single step has not, the checker tries them too, as other outcomes of a take
+spec's single step has not, they are steps of the machine where they have been moved there
+(``spec.interleavings``: the queue taking its limiter's resume before a requeue), which the checker
+takes as any other; the others it still tries itself, as other outcomes of a take
 (``_taken_as_rabbitmq_may``) or a step of their own (``_closed_before_the_connection``); each was
 observed on RabbitMQ and is listed in docs/reference/differences.md ("Modelled in trace checking only").
 A ``("quiet",)`` observation, the end of a program, requires quiescence (``quiescent``).
@@ -49,7 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import actions as A
-from . import broker, faults, machine, network, storage
+from . import broker, faults, interleavings, machine, network, storage
 from .budgets import SPENT
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
@@ -64,12 +66,12 @@ from .state import (
 from .storage import with_channel, with_queue
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)
 
-INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
+INTERNAL = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerRequeue, A.BrokerConfirm, A.BrokerCommitOk,
             A.BrokerCloseOk, A.DiskFsync, A.BrokerQueueFail, A.BrokerCrash, A.BrokerRestart, A.BrokerDetect,
             A.BrokerChannelError)
 
 # Internal steps the checker takes from ``machine.enabled``; fsync, crash and restart it makes itself.
-_FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerConfirm, A.BrokerCommitOk,
+_FREE = (A.BrokerTakeFrame, A.BrokerDeliver, A.BrokerRequeue, A.BrokerConfirm, A.BrokerCommitOk,
          A.BrokerCloseOk, A.BrokerQueueFail, A.BrokerDetect, A.BrokerChannelError)
 # Broker frames written by a step of their own (a confirm) that no other step depends on: never sent
 # when the client does not read them. A basic.return is written by the take of its publish or commit,
@@ -261,7 +263,7 @@ def quiescent(state, c: int) -> bool:
     the broker has noticed every connection its client dropped (``faults.detect``): a program ends with
     a round trip, and a client of the suite drops a connection by closing its socket, which a broker
     notices at once; so one that keeps a dropped connection's deliveries for ever is caught too."""
-    if not state.broker_up:
+    if not state.broker_up or interleavings.requeue_waits(state):
         return False
     if any(state.conns[c].to_client):
         return False
@@ -515,14 +517,15 @@ def _deliveries(state, q: int, doubt: frozenset, plan: _Plan, pos: tuple):
         return []
     out = []
     while True:
-        ready = state.queues[q].ready
-        if not ready:
+        queue = state.queues[q]
+        i = storage.next_ready(queue)
+        if i < 0:
             return out
         if want is None:
             out.append((state, doubt))
-        elif ready[0].msg == want[5]:
+        elif queue.ready[i].msg == want[5]:
             return [(state, doubt)]
-        head = next((d for d in doubt if d[0] == q and d[1] == ready[0].key), None)
+        head = next((d for d in doubt if d[0] == q and d[1] == queue.ready[i].key), None)
         if head is None:
             return out
         state, doubt = faults.drop_recovered(state, *head), doubt - {head}
@@ -760,55 +763,7 @@ def _taken_as_rabbitmq_may(state, action, plan: _Plan):
     the explorer keeps the spec's single outcome)."""
     yield from _taken_before_numbering(state, action)
     yield from _close_ok_overtaken(state, action)
-    yield from _resumed_before_requeue(state, action)
     yield from _deleted_before_enqueued(state, action, plan)
-
-
-def _resumed_before_requeue(state, action):
-    """A requeue (basic.nack or basic.reject with requeue, basic.recover) on a channel whose global limit
-    it frees: RabbitMQ 3.10.8's queue process handles the limiter's `resume` before the channel's
-    `requeue` when both wait in its mailbox (gen_server2 priorities), so the freed places may first go to
-    messages behind the requeued ones; then the requeued ones are back at their places (RQ-1). Each
-    outcome is the spec's take with some deliveries of the requeued copies' queues made while those
-    copies were away (seen in CI: docs/reference/differences.md)."""
-    c, ch = action.conn, action.ch
-    conn = state.conns[c]
-    fifo = conn.to_broker[ch]
-    if not fifo or fifo[0][0] not in (BASIC_NACK, BASIC_REJECT, BASIC_RECOVER) or conn.broker_closed:
-        return
-    channel = conn.channels[ch - 1]
-    if channel.status != CH_OPEN or channel.mode == MODE_TX or not channel.global_limit or \
-            channel.volume < channel.global_limit:
-        return                                      # no global limit waiting to resume
-    taken, _ = machine.step(state, action)
-    after = taken.conns[c].channels[ch - 1]
-    if after.status != CH_OPEN or after.volume >= after.global_limit:
-        return
-    left = {u.tag for u in after.unacked}
-    requeued = {(u.queue, u.key) for u in channel.unacked if u.tag not in left}
-    away = tuple((q, e) for q, queue in enumerate(taken.queues) for e in queue.ready if (q, e.key) in requeued)
-    if not away:
-        return
-    queues = {q for q, _ in away}
-    start = taken
-    for q, e in away:
-        queue = start.queues[q]
-        start = with_queue(start, q, queue._replace(ready=tuple(x for x in queue.ready if x.key != e.key)))
-    frontier = [start]
-    while frontier:
-        nxt = []
-        for st in frontier:
-            for q in sorted(queues):
-                if st.queues[q].ready and broker.next_consumer(st, q) is not None:
-                    nxt.append(machine.step(st, A.BrokerDeliver(q))[0])
-        for st in nxt:
-            for q, e in away:
-                queue = st.queues[q]
-                keys = tuple(x.key for x in queue.ready)
-                i = storage.requeue_position(keys, e.key)
-                st = with_queue(st, q, queue._replace(ready=queue.ready[:i] + (e,) + queue.ready[i:]))
-            yield st
-        frontier = nxt
 
 
 def _deleted_before_enqueued(state, action, plan: _Plan):

@@ -110,7 +110,7 @@ def test_without_errors_a_write_also_ends_at_each_commit_TX_7():
 
 
 def test_a_program_that_requeues_keeps_its_global_prefetch_RQ_1():
-    """The global limit's resume before a requeue is modelled (spec/trace.py, `_resumed_before_requeue`)."""
+    """The global limit's resume before a requeue is modelled (spec/interleavings.py, `BrokerRequeue`)."""
     program = P.Program(steps=(P.Step(0, (P.Qos(1, 3, global_=True), P.Qos(2, 1))), P.Step(0, (P.Recover(1),))))
     assert writes(P.safe_for_rabbitmq(program)) == writes(program)
 
