@@ -6,8 +6,8 @@ An observation is what one connection's client saw, in order: ``("sent", frame)`
 ``("connect",)`` (it connected again) or ``("quiet",)`` (after a last round trip on each channel the
 client waited until nothing more came: the end of a program is quiescence, so the broker must owe
 nothing there, ``quiescent``). Frames are the spec's tuples (``spec.frames``);
-``spec.trace_text`` reads traces written by hand, ``spec.recorded`` turns frames recorded from a real
-broker into observations.
+``spec.trace_text`` reads traces written by hand, ``rabbitproof.recording.observations`` turns frames
+recorded from a real broker into observations.
 
 The checker searches the product of spec states and positions in each connection's observations:
 unobserved steps (the broker taking frames, delivering, confirming, fsync, crash and restart, a queue
@@ -550,14 +550,14 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
     """Whether some execution of the spec under ``config`` produces these per-connection observations.
 
     ``order``, when known, is the real-time order of the observations across connections: one
-    connection index per observation (a recording's timestamps give it, ``spec.recorded``). A client's
-    write happens before the broker can read it, so the real run took its writes, connects and lost
-    connections in that order, and the search tries only that interleaving of them (the broker's own
-    steps still go anywhere between them). A read is the exception: the time a client parses a frame
-    is no earlier than the spec's ``ClientReceive`` of it, which can be any time after the broker
-    wrote it: the bytes may wait in the client's socket buffer, even past a broker crash that ends the
-    connection (DU-2: a frame written before the crash still reaches the client). So a read may be
-    taken ahead of its place in the order (``_Order``)."""
+    connection index per observation (a recording's timestamps give it,
+    ``rabbitproof.recording.observations``). A client's write happens before the broker can read it, so the
+    real run took its writes, connects and lost connections in that order, and the search tries only that
+    interleaving of them (the broker's own steps still go anywhere between them). A read is the exception:
+    the time a client parses a frame is no earlier than the spec's ``ClientReceive`` of it, which can be
+    any time after the broker wrote it: the bytes may wait in the client's socket buffer, even past a
+    broker crash that ends the connection (DU-2: a frame written before the crash still reaches the
+    client). So a read may be taken ahead of its place in the order (``_Order``)."""
     for c in sorted(observations):
         if not 0 <= c < config.connections:
             raise ValueError(f"observations name connection c{c}, the configuration has {config.connections}")

@@ -3,9 +3,9 @@ started again on the same SQLite store, a private RabbitMQ 3.10.8 node has its b
 and is started again on the same Mnesia directory (neither flushes anything: what was not on disk is
 lost, which the DU rules allow for what was never confirmed). The clients find their connections ended
 and connect again; the recording shows the ended connections, from which the spec places the crash
-(spec/recorded.py). Each program crashes at least once: restarts cost the impl server a fraction of
-a second and RabbitMQ several seconds, so the budgets are small (`make bench` runs more, and times the
-restarts). Each target here is a broker of its own, since the shared ones must not be killed.
+(rabbitproof/recording/observations.py). Each program crashes at least once: restarts cost the impl server
+a fraction of a second and RabbitMQ several seconds, so the budgets are small (`make bench` runs more, and
+times the restarts). Each target here is a broker of its own, since the shared ones must not be killed.
 
 Two kinds of program: general programs (programs.programs, with at least one crash at a drawn place)
 and focused ones made of the episodes that end in a crash (programs.CRASH_EPISODES: confirmed

@@ -10,7 +10,8 @@ from pamqp import commands
 from model import actions as M
 from proofs.inductive import COUNTEREXAMPLE, HELPERS, INVARIANTS, PROVED, prove_step
 from spec import actions as A
-from spec import configs, faults, machine, recorded
+from spec import configs, faults, machine
+from rabbitproof.recording import observations
 from spec.frames import BASIC_ACK, BASIC_DELIVER, CHANNEL_CLOSE
 from spec.properties import get
 from spec.state import CH_CLOSING, CONN_DOWN, CONN_GONE
@@ -98,7 +99,7 @@ def test_rabbitmq_serves_the_reconnected_consumer_first_and_gives_the_held_messa
     got = [(bytes(e.body), e.method.redelivered) for e in new if isinstance(e.method, commands.Basic.Deliver)]
     assert got == [(b"s2", False), (b"s3", False), (b"s1", True)]
     assert slots[0][0][-1].kind == "eof"                     # the broker closed the silent connection
-    run_ = recorded.from_recording(slots)
+    run_ = observations.from_recording(slots)
     assert run_.config.vanishes == 1 and run_.check().ok
     at_once = replace(run_, config=replace(run_.config, vanishes=0))
     verdict = at_once.check()

@@ -22,7 +22,8 @@ import pytest
 from pamqp import commands
 
 from spark_check.engine import LocalEngine
-from spec import broker, configs, machine, properties, recorded
+from spec import broker, configs, machine, properties
+from rabbitproof.recording import observations
 from spec.frames import BASIC_DELIVER, TX_COMMIT_OK
 from spec.properties_api import Property
 from spec.state import MODE_TX
@@ -239,7 +240,7 @@ def test_recorded_run_is_a_trace_the_spec_accepts_TX_3_PF_3(name, kind, request,
     """On RabbitMQ, and on impl, which counted a commit's settlements off one frame at a time, stopped
     its count at 0 and wrote the deliveries a commit freed before its commit-ok (all three rejected)."""
     broker_ = request.getfixturevalue("rabbitmq_node" if kind == "rabbitmq" else "impl_broker_module")
-    run = recorded.from_recording(RECORDED[name](broker_, queue_name))
+    run = observations.from_recording(RECORDED[name](broker_, queue_name))
     verdict = run.check()
     assert verdict.ok, verdict.explain() + "\n" + run.text()
     # What the run must show for the trace to say anything: the deliveries the limits allowed.

@@ -1,13 +1,14 @@
 """Recorded runs judged by the spec: the scenarios of rabbitproof/recording/scenarios.py (one or more per rule
 family) run with the raw client against RabbitMQ 3.10.8 and against impl, and every recording must be
-a trace the spec accepts (``spec.recorded``). The table of recorded traces in docs/reference/differences.md comes from here.
-Also: the adapter's own rules (names, derived configuration, refusals)."""
-from __future__ import annotations
+a trace the spec accepts (``rabbitproof.recording.observations``). The table of recorded traces in
+docs/reference/differences.md comes from here. Also: the adapter's own rules (names, derived configuration,
+refusals).""" from __future__ import annotations
 
 import pytest
 from pamqp import commands
 
-from spec import recorded, trace
+from spec import trace
+from rabbitproof.recording import observations
 from spec.frames import BASIC_PUBLISH, MSG_STRIDE
 
 from rabbitproof.recording import scenarios
@@ -33,7 +34,7 @@ def test_recorded_scenario_is_a_trace_the_spec_accepts(name, kind, broker_for, q
     family, scenario, restartable = scenarios.SCENARIOS[name]
     broker = broker_for(kind, restartable)
     slots = scenario(broker, queue_name)
-    run = recorded.from_recording(slots)
+    run = observations.from_recording(slots)
     assert run.size() >= 8, run.text()
     verdict = run.check()
     assert verdict.ok, f"{family}: {verdict.explain()}\n{run.text()}"
@@ -58,7 +59,7 @@ def test_names_and_configuration_are_derived_from_the_recording():
                                                   routing_key="jobs"), channel=2, body=b"x"),
         entry("received", None, kind="eof", channel=0),
     ]
-    run = recorded.from_recording([[log], [[], []]])
+    run = observations.from_recording([[log], [[], []]])
     assert run.queues == {"jobs": 0} and run.consumer_tags == {"amq.ctag-1": 1}
     assert run.messages == {b"x": 1}
     sent = run.observations[0][4][1]
@@ -79,24 +80,24 @@ def test_names_and_configuration_are_derived_from_the_recording():
 def test_what_the_model_cannot_say_is_refused_with_the_command_named(method, why):
     log = [entry("sent", method)]
     if why is None:
-        assert recorded.from_recording([[log]]).size() == 1
+        assert observations.from_recording([[log]]).size() == 1
         return
-    with pytest.raises(recorded.Unsupported, match=why) as error:
-        recorded.from_recording([[log]])
+    with pytest.raises(observations.Unsupported, match=why) as error:
+        observations.from_recording([[log]])
     assert "c0, command 1 (sent " in str(error.value)
 
 
 def test_a_reply_text_the_spec_does_not_render_is_refused():
     log = [entry("received", commands.Channel.Close(reply_code=406, reply_text="PRECONDITION_FAILED - odd",
                                                     class_id=0, method_id=0))]
-    with pytest.raises(recorded.Unsupported, match="not one the spec renders"):
-        recorded.from_recording([[log]])
+    with pytest.raises(observations.Unsupported, match="not one the spec renders"):
+        observations.from_recording([[log]])
 
 
 def test_a_delivery_of_a_body_never_published_is_refused():
     log = [entry("received", commands.Basic.GetOk(delivery_tag=1, message_count=0), body=b"?")]
-    with pytest.raises(recorded.Unsupported, match="no publish of the recording carried"):
-        recorded.from_recording([[log]])
+    with pytest.raises(observations.Unsupported, match="no publish of the recording carried"):
+        observations.from_recording([[log]])
 
 
 def test_a_recorded_trace_the_broker_got_wrong_is_rejected():
@@ -112,7 +113,7 @@ def test_a_recorded_trace_the_broker_got_wrong_is_rejected():
         entry("sent", commands.Basic.Get(queue="w")),
         entry("received", commands.Basic.GetOk(delivery_tag=2, redelivered=True, message_count=0), body=b"m"),
     ]
-    verdict = recorded.check_recording([[log]])
+    verdict = observations.check_recording([[log]])
     assert verdict.status == trace.REJECTED and verdict.index == 9, verdict.explain()
 
 
@@ -141,7 +142,7 @@ def test_a_recording_gives_the_real_time_order():
         e.at = 1.0 + 2 * i          # a at 1, 3; b at 2, 4
     for i, e in enumerate(b):
         e.at = 2.0 + 2 * i
-    run = recorded.from_recording([[a], [b]])
+    run = observations.from_recording([[a], [b]])
     assert run.order == (0, 1, 0, 1)
     assert run.check().ok
 
@@ -167,11 +168,11 @@ def consume_closed_before_its_consume_ok(published_to: str) -> list:
 
 
 def test_a_server_chosen_tag_whose_consume_ok_was_dropped_is_read_from_its_deliveries_DS_1():
-    run = recorded.from_recording([[consume_closed_before_its_consume_ok("a")]], judge_texts=False)
+    run = observations.from_recording([[consume_closed_before_its_consume_ok("a")]], judge_texts=False)
     assert run.consumer_tags == {"amq.ctag-x": 1}
     assert run.check().ok, run.check().explain()
     # A delivery of a message published to another queue is not this consumer's: rejected there.
-    wrong = recorded.check_recording([[consume_closed_before_its_consume_ok("b")]], judge_texts=False)
+    wrong = observations.check_recording([[consume_closed_before_its_consume_ok("b")]], judge_texts=False)
     assert wrong.status == trace.REJECTED and wrong.index == 10, wrong.explain()
 
 
@@ -212,12 +213,12 @@ def pipelined_behind_commit(properties=None, commit_ok_first: bool = False) -> l
 
 @pytest.mark.parametrize("properties", [persistent(), None], ids=["persistent", "transient"])
 def test_a_method_pipelined_behind_a_pending_commit_may_close_the_connection_TX_7(properties):
-    verdict = recorded.check_recording([[pipelined_behind_commit(properties)]])
+    verdict = observations.check_recording([[pipelined_behind_commit(properties)]])
     assert verdict.ok, verdict.explain()
 
 
 def test_no_504_once_the_commit_ok_went_out_TX_7():
-    verdict = recorded.check_recording([[pipelined_behind_commit(persistent(), commit_ok_first=True)]])
+    verdict = observations.check_recording([[pipelined_behind_commit(persistent(), commit_ok_first=True)]])
     assert verdict.status == trace.REJECTED and verdict.index == 10, verdict.explain()
 
 
@@ -228,7 +229,7 @@ def test_no_504_behind_a_commit_that_enqueued_nothing_TX_7():
         entry("received", commands.Connection.Close(reply_code=504, reply_text=PENDING_504, class_id=0,
                                                     method_id=0), channel=0),
     ]
-    verdict = recorded.check_recording([[log]])
+    verdict = observations.check_recording([[log]])
     assert verdict.status == trace.REJECTED and verdict.index == 8, verdict.explain()
 
 
@@ -243,9 +244,9 @@ def closed_behind_commit(commit_ok: bool) -> list:
 
 
 def test_a_channel_closed_behind_a_pending_commit_never_gets_its_commit_ok_TX_7():
-    verdict = recorded.check_recording([[closed_behind_commit(commit_ok=False)]])
+    verdict = observations.check_recording([[closed_behind_commit(commit_ok=False)]])
     assert verdict.ok, verdict.explain()
-    late = recorded.check_recording([[closed_behind_commit(commit_ok=True)]])
+    late = observations.check_recording([[closed_behind_commit(commit_ok=True)]])
     assert late.status == trace.REJECTED and late.index == 10, late.explain()
 
 
@@ -280,7 +281,7 @@ def consumer_on_the_committing_channel(commit_ok_first: bool) -> list:
 
 @pytest.mark.parametrize("commit_ok_first", [False, True], ids=["rabbitmq-order", "commit-ok-first"])
 def test_committed_messages_may_reach_a_consumer_of_the_channel_before_commit_ok_TX_7(commit_ok_first):
-    verdict = recorded.check_recording([[consumer_on_the_committing_channel(commit_ok_first)]])
+    verdict = observations.check_recording([[consumer_on_the_committing_channel(commit_ok_first)]])
     assert verdict.ok, verdict.explain()
 
 
@@ -306,12 +307,12 @@ def settled_before_numbered(tag_known: bool, read_first: bool = False) -> list:
 
 
 def test_a_settlement_may_reach_the_channel_before_the_delivery_it_names_is_numbered_DT_1():
-    rabbitmq = recorded.check_recording([[settled_before_numbered(tag_known=False)]])
+    rabbitmq = observations.check_recording([[settled_before_numbered(tag_known=False)]])
     assert rabbitmq.ok, rabbitmq.explain()
-    spec_order = recorded.check_recording([[settled_before_numbered(tag_known=True)]])
+    spec_order = observations.check_recording([[settled_before_numbered(tag_known=True)]])
     assert spec_order.ok, spec_order.explain()
     # A tag the client has read is the channel's: refusing its settlement is ACK-4 broken.
-    refused = recorded.check_recording([[settled_before_numbered(tag_known=False, read_first=True)]])
+    refused = observations.check_recording([[settled_before_numbered(tag_known=False, read_first=True)]])
     assert refused.status == trace.REJECTED and refused.index == 9, refused.explain()
 
 
@@ -330,9 +331,9 @@ def got_before_numbered(get_ok_tag: int) -> list:
 
 
 def test_a_get_ok_may_be_numbered_before_a_delivery_dispatched_earlier_DT_1():
-    verdict = recorded.check_recording([[got_before_numbered(1)]])
+    verdict = observations.check_recording([[got_before_numbered(1)]])
     assert verdict.ok, verdict.explain()
-    wrong = recorded.check_recording([[got_before_numbered(2)]])
+    wrong = observations.check_recording([[got_before_numbered(2)]])
     assert wrong.status == trace.REJECTED and wrong.index == 9, wrong.explain()
 
 

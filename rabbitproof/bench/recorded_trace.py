@@ -6,9 +6,9 @@ The run is the issue's target: a publisher in confirm mode publishes persistent 
 queue one at a time (``--batch``), waiting for their confirms; a consumer connection with two channels (prefetch 10
 each) acknowledges each delivery with multiple=true (which also covers any earlier one); the broker is killed (SIGKILL) half-way and
 restarted, and both clients connect again and go on until every message is confirmed and drained. The
-recording (raw client, every frame) goes through ``spec.recorded``; the checker is timed on prefixes of
-the trace cut at whole steps near each asked size, and on the whole trace. Wall-clock times on this
-machine; compare within one run.
+recording (raw client, every frame) goes through ``rabbitproof.recording.observations``; the checker is
+timed on prefixes of the trace cut at whole steps near each asked size, and on the whole trace. Wall-clock
+times on this machine; compare within one run.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from pamqp import commands
 from rich.console import Console
 from rich.table import Table
 
-from spec import recorded, trace
+from spec import trace
+from rabbitproof.recording import observations
 
 from rabbitproof.brokers import make_broker
 from rabbitproof.recording.rawclient import ConnectionLost, RawConnection, persistent
@@ -101,13 +102,13 @@ def record(broker, messages: int, batch: int = 4) -> list:
     return [pub_logs, con_logs]
 
 
-def cut(slots: list, size: int) -> recorded.Recorded:
+def cut(slots: list, size: int) -> observations.Recorded:
     """The recording up to the moment its trace holds about ``size`` observations (every client's
     log cut at one instant, so what was received was sent before it)."""
     times = sorted(e.at for slot in slots for log in slot for e in log)
 
-    def upto(t: float) -> recorded.Recorded:
-        return recorded.from_recording([[[e for e in log if e.at <= t] for log in slot
+    def upto(t: float) -> observations.Recorded:
+        return observations.from_recording([[[e for e in log if e.at <= t] for log in slot
                                          if log and log[0].at <= t] or [[]] for slot in slots])
 
     low, high = 0, len(times) - 1
@@ -153,7 +154,7 @@ def main(argv=None) -> int:
             broker.close()
     if args.save:
         args.save.write_bytes(pickle.dumps(slots))
-    run = recorded.from_recording(slots)
+    run = observations.from_recording(slots)
     table = Table(title=f"trace checker on a recorded {args.broker} run ({run.size()} observations)")
     for column in ("observations", "verdict", "search nodes", "seconds"):
         table.add_column(column, justify="right")

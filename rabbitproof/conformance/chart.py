@@ -7,7 +7,8 @@ explain, and lines of what the spec allowed there; reconnections and the quiet m
 connection lost is a red line across its lifeline."""
 from __future__ import annotations
 
-from spec import recorded, trace
+from spec import trace
+from rabbitproof.recording import observations
 from spec.frames import frame_text
 
 from rabbitproof.explore.chart import Arrow, Chart, render_svg
@@ -15,7 +16,7 @@ from rabbitproof.explore.chart import Arrow, Chart, render_svg
 MAX_COLUMN = 640            # pixels between lifelines at most: frame labels longer than that are cut
 
 
-def recording_chart(title: str, recording: recorded.Recorded, verdict: trace.Verdict) -> Chart:
+def recording_chart(title: str, recording: observations.Recorded, verdict: trace.Verdict) -> Chart:
     """Lay out ``recording`` with ``verdict``'s rejection marked (if it is one)."""
     chart = Chart(title)
     for c in sorted(recording.observations):
@@ -56,6 +57,6 @@ def recording_chart(title: str, recording: recorded.Recorded, verdict: trace.Ver
     return chart
 
 
-def recording_svg(title: str, recording: recorded.Recorded, verdict: trace.Verdict) -> str:
+def recording_svg(title: str, recording: observations.Recorded, verdict: trace.Verdict) -> str:
     """The chart of a recorded run as a self-contained SVG document."""
     return render_svg(recording_chart(title, recording, verdict))

@@ -36,7 +36,7 @@ from hypothesis import seed as hypothesis_seed
 from rich.console import Console
 from rich.table import Table
 
-from spec import recorded
+from rabbitproof.recording import observations
 
 from rabbitproof.brokers.commanded import CommandedBroker, CommandFailed
 from rabbitproof.conformance import programs as P
@@ -128,7 +128,7 @@ def outcome(program: P.Program, target: TcpTarget, judge_texts: bool) -> Outcome
         return Outcome("error", run_.steps, run_.seconds, problem, crashes=run_.crashes)
     try:
         verdict = judge(run_, judge_texts=judge_texts)
-    except recorded.Unsupported as error:
+    except observations.Unsupported as error:
         return Outcome("unsupported", run_.steps, run_.seconds, str(error), crashes=run_.crashes)
     return Outcome(verdict.status, run_.steps, run_.seconds, verdict.verdict.explain(), verdict.recording.text(),
                    run_.crashes, verdict)

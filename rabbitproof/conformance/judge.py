@@ -1,10 +1,11 @@
-"""The spec as judge: a run's recording goes to spec/recorded.py and spec/trace.py, which accept it,
-reject it (naming the first observation no execution of the spec explains) or give up."""
+"""The spec as judge: a run's recording goes to rabbitproof/recording/observations.py and spec/trace.py,
+which accept it, reject it (naming the first observation no execution of the spec explains) or give up."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spec import recorded, trace
+from spec import trace
+from rabbitproof.recording import observations
 
 from rabbitproof.conformance.programs import Program
 from rabbitproof.conformance.targets import Run
@@ -16,7 +17,7 @@ MAX_NODES = 400_000         # spec states searched per trace before the checker 
 class Judgement:
     run: Run
     verdict: trace.Verdict
-    recording: recorded.Recorded
+    recording: observations.Recorded
 
     @property
     def ok(self) -> bool:
@@ -42,11 +43,11 @@ class Judgement:
 
 
 def judge(run: Run, max_nodes: int = MAX_NODES, judge_texts: bool = True) -> Judgement:
-    """The spec's verdict on what running a program recorded. Raises recorded.Unsupported when the
+    """The spec's verdict on what running a program recorded. Raises observations.Unsupported when the
     recording holds what the model cannot say (a generator bug, against RabbitMQ and our broker:
     programs stay inside the model). ``judge_texts``: reply texts must be RabbitMQ 3.10.8's (our broker
     writes them too); without it only reply codes and fields are judged."""
-    rec = recorded.from_recording(run.slots, judge_texts=judge_texts)
+    rec = observations.from_recording(run.slots, judge_texts=judge_texts)
     return Judgement(run, rec.check(max_nodes), rec)
 
 

@@ -12,8 +12,8 @@ connects again after a connection ends. So every step starts with channels 1 and
 stays productive after an error. Every value has a repr that is valid Python: a failing program prints
 as a script (`from rabbitproof.conformance.programs import *`).
 
-Generated programs stay inside what the spec can say (spec/recorded.py): queues are declared with
-one set of flags per program (and, by `Redeclare`, with others, which RabbitMQ refuses), without
+Generated programs stay inside what the spec can say (rabbitproof/recording/observations.py): queues are
+declared with one set of flags per program (and, by `Redeclare`, with others, which RabbitMQ refuses), without
 arguments, auto-delete or passive; exchanges are the default
 one, `amq.fanout` and one that does not exist.
 """

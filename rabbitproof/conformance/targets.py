@@ -1,7 +1,7 @@
 """Targets a program runs against, and the runner that records what each connection saw.
 
 Three kinds of target, one recording format (the raw client's `command_log()`, one list of TCP
-connections per slot, as spec/recorded.py reads it):
+connections per slot, as rabbitproof/recording/observations.py reads it):
 - `InProcessTarget`: the `impl` core driven in this process, sans-IO, through `CoreConnection`, a raw
   client whose socket is the core itself. Durable writes go to a real `impl.store.Store`; a batch is
   committed only when the client finds nothing more to read, so a crash (`Crash`) right after a step's

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from spec import configs, recorded, trace
+from spec import configs, trace
+from rabbitproof.recording import observations
 
 from rabbitproof.options import EXIT_FAILED, EXIT_OK, fail
 from rabbitproof.recording.file import RecordingError, load
@@ -58,10 +59,10 @@ def run(args: argparse.Namespace, out: Console) -> int:
             if args.config:
                 raise ValueError("--config is for a .trace text; a recording's configuration is derived from it")
             slots, existing = load(path)
-            found = recorded.from_recording(slots, existing)
+            found = observations.from_recording(slots, existing)
             text = found.text()
             verdict = found.check(args.max_nodes)
-    except (RecordingError, recorded.Unsupported, ValueError) as e:
+    except (RecordingError, observations.Unsupported, ValueError) as e:
         return fail(PROG, e)
     if args.json:
         out.file.write(json.dumps({"file": str(path), "status": verdict.status, "explanation": verdict.explain()},

@@ -1,6 +1,6 @@
 """Recorded scenarios: short client programs, one or more per rule family of SEMANTICS.md, run with the
 raw client against a broker; each returns its recording (slots of command logs) for
-``spec.recorded`` to turn into a trace the spec judges.
+``rabbitproof.recording.observations`` to turn into a trace the spec judges.
 
 Every step is one TCP write followed by reading until the broker has been quiet for a moment, so the
 recording holds every frame the broker sent, in the order it arrived. Queue names are the caller's,

@@ -5,7 +5,8 @@ sequence of TCP connections a client made one after another in it (after a crash
 connection it connects again), and each of those is the list of commands that connection sent and
 received, in order: what ``rabbitproof.recording.rawclient.RawConnection.command_log()`` returns. Entries
 are read by duck typing (``direction``, ``kind``, ``channel``, ``method``, ``properties``, ``body``,
-with pamqp's method objects and their field names), so the spec stays free of dependencies.
+with pamqp's method objects and their field names). It speaks pamqp's names and RabbitMQ's, so it lives
+beside the recording format (``rabbitproof.recording``), not in the spec, which stays free of them.
 
 The real names become the model's (``from_recording``): queues are numbered in the order they are
 first named, consumer tags too (a server-chosen tag is read from its consume-ok), messages are named
@@ -23,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import trace
-from .configs import Config
-from .frames import (
+from spec import trace
+from spec.configs import Config
+from spec.frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CANCEL_OK, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_DELIVER,
     BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_QOS_OK,
     BASIC_RECOVER, BASIC_RECOVER_OK, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
@@ -35,8 +36,8 @@ from .frames import (
     QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK, R_ANY, R_NORMAL, REPLY_SUCCESS, TX_COMMIT, TX_COMMIT_OK,
     TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK, queue_name,
 )
-from .roles import QueueSpec
-from .trace_text import reply_reason
+from spec.roles import QueueSpec
+from spec.trace_text import reply_reason
 
 FANOUT_NAME = "amq.fanout"          # RabbitMQ declares it in every vhost: the model's fanout exchange
 
