@@ -28,6 +28,7 @@ from .state import (
 )
 
 BAD_TAG = 1000      # a delivery tag no configuration ever issues (ACK-4: "never issued")
+ACTIONS = A.all_actions()   # the machine's action classes, for the engines (spark_check.bundle.action_types_of)
 
 _made: dict = {}    # (action class, args) -> the action
 

@@ -31,8 +31,7 @@ from rabbitproof.check.setup_model import erring, lossy, to_config, vanishing
 DEFAULT_REDUCTIONS = ("por", "symmetry", "budgets")
 
 _RULE = re.compile(r"\b(?:DT|AM|ACK|PF|RQ|DS|PC|TX|DU|ER|RT)-\d+\b")
-ACTION_TYPES = (ConsumerWork, Republish) + tuple(c for c in vars(A).values() if isinstance(c, type) and issubclass(c, A.Action)
-                                       and c is not A.Action and c is not A.ClientAction)
+ACTION_TYPES = (ConsumerWork, Republish) + A.all_actions()
 
 
 @dataclass(frozen=True)

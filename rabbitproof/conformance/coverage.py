@@ -42,7 +42,8 @@ LEADS_TO = {
     "ClientChannelOpen": (P.CloseChannel,), "ClientConnectionClose": (P.CloseConnection,),
     "ClientConnect": (P.CloseConnection,), "ClientChannelCloseOk": (P.Redeclare, P.Ack, P.Nack),
     "ClientReceive": (P.Get,), "BrokerTakeFrame": (P.Publish,), "BrokerCloseOk": (P.CloseChannel,),
-    "BrokerDeliver": (P.Consume,), "BrokerConfirm": (P.ConfirmSelect, P.Publish),
+    "BrokerDeliver": (P.Consume,), "BrokerRequeue": (P.Qos, P.Nack, P.Reject, P.Recover),
+    "BrokerConfirm": (P.ConfirmSelect, P.Publish),
     "BrokerCommitOk": (P.TxSelect, P.TxCommit), "DiskFsync": (P.ConfirmSelect, P.TxCommit, P.Publish),
 }
 BOOST = 4                   # the weight of an op kind that leads to an action not yet exercised, times this
