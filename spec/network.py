@@ -23,7 +23,11 @@ process does, which the spec's atomic steps cannot: ``read_from`` lets the trace
   (measured with one write each: consume + get: get-empty first, 30 of 30; consume + qos: qos-ok first,
   100 of 100; consume + a 406, + channel.close, + a 530: no consume-ok, 30 of 30 each). A
   basic.cancel-ok goes the same way (cancel + get: get-empty first; cancel + a 406, + channel.close,
-  + connection.close: no cancel-ok; 30 of 30 each). The queue's
+  + connection.close: no cancel-ok; 30 of 30 each). So does the basic.cancel a deleted queue sends its
+  consumers (DS-1): another channel's queue.delete reaches the consumer's channel as a message in its
+  mailbox, behind the methods waiting there (this channel's delete of another queue sent in the same
+  write as the other channel's delete: this channel's delete-ok, then the cancel of the first queue's
+  consumer; seen once in 1,000 generated programs against RabbitMQ 3.10.8). The queue's
   deliveries to the consumer follow its consume-ok, unless the channel closed first: a closing channel
   drops the consume-ok but still writes the deliveries (consume of a queue with a ready message +
   channel.close: the delivery, then close-ok).
@@ -42,13 +46,13 @@ process does, which the spec's atomic steps cannot: ``read_from`` lets the trace
 from __future__ import annotations
 
 from .frames import (
-    BASIC_CANCEL_OK, BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, R_ANY,
+    BASIC_CANCEL, BASIC_CANCEL_OK, BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CONNECTION_CLOSE, R_ANY,
 )
 
 _CLOSES = (CHANNEL_CLOSE, CONNECTION_CLOSE)
 # Replies the queue process sends through the channel's mailbox: later frames overtake them, and a close
 # of their channel or connection drops them (module docstring).
-QUEUE_REPLIES = (BASIC_CONSUME_OK, BASIC_CANCEL_OK)
+QUEUE_REPLIES = (BASIC_CONSUME_OK, BASIC_CANCEL_OK, BASIC_CANCEL)
 
 
 def same_frame(written: tuple, read: tuple) -> bool:

@@ -2,7 +2,8 @@
 family) run with the raw client against RabbitMQ 3.10.8 and against impl, and every recording must be
 a trace the spec accepts (``rabbitproof.recording.observations``). The table of recorded traces in
 docs/reference/differences.md comes from here. Also: the adapter's own rules (names, derived configuration,
-refusals).""" from __future__ import annotations
+refusals)."""
+from __future__ import annotations
 
 import pytest
 from pamqp import commands

@@ -398,3 +398,27 @@ def test_a_delete_may_reach_the_queue_before_a_publish_routed_to_it_from_another
     accepted(deleted_behind_a_publish(2, 0))
     # A channel's own publish reaches the queue before its delete.
     rejected_at(deleted_behind_a_publish(1, 0).replace("message_count=0)", "message_count=0)  # REJECTED"))
+
+
+def test_a_deleted_queues_cancel_reaches_its_consumers_channel_through_its_mailbox_DS_1():
+    """RabbitMQ 3.10.8 (seen once in 1,000 generated programs): channel 2 consumes q0 and q1; in one write
+    channel 2 deletes q1 and channel 1 deletes q0. Channel 2 answers its own delete before it handles q0's
+    message that its consumer is gone, so its delete-ok comes before the cancel of q0's consumer, though
+    q0 was deleted first (spec.network.read_from). Its own queue's cancel still follows its delete-ok."""
+    text = f"""
+    {consume(queue='q0')}
+    {consume(ctag=2, queue='q1')}
+    c0 sent queue.delete(ch=2, queue=q1, if_unused=False, if_empty=False)
+    c0 sent queue.delete(ch=1, queue=q0, if_unused=False, if_empty=False)
+    c0 received queue.delete-ok(ch=1, message_count=0)
+    c0 received queue.delete-ok(ch=2, message_count=0)
+    c0 received basic.cancel(ch=2, consumer_tag=1)
+    c0 received basic.cancel(ch=2, consumer_tag=2)
+    """
+    two = cfg(queues=(QueueSpec(durable=True), QueueSpec(durable=True)))
+    accepted(text, two)
+    rejected_at(text.replace(
+        "c0 received queue.delete-ok(ch=2, message_count=0)\n    c0 received basic.cancel(ch=2, consumer_tag=1)\n"
+        "    c0 received basic.cancel(ch=2, consumer_tag=2)",
+        "c0 received basic.cancel(ch=2, consumer_tag=2)  # REJECTED\n    c0 received queue.delete-ok(ch=2, message_count=0)"),
+        config=two)
