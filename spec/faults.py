@@ -145,11 +145,15 @@ def abandoned(channel: Channel) -> Channel:
 
 def rename_connection(state: State, c: int, d: int) -> State:
     """The queues' references to connection c (its consumers in round-robins and as exclusive
-    consumers, its exclusive queues) made to slot d."""
+    consumers, its exclusive queues, its channels' requeues that copies away wait for) made to slot d."""
     def moved(consumer: tuple) -> tuple:
         return (d,) + consumer[1:] if consumer and consumer[0] == c else consumer
+
+    def away(a: tuple) -> tuple:
+        return (a[0], d, a[2]) if a[1] == c else a
     queues = tuple(queue._replace(ring=tuple(moved(r) for r in queue.ring), exclusive=moved(queue.exclusive),
-                                  owner=d + 1 if queue.owner == c + 1 else queue.owner)
+                                  owner=d + 1 if queue.owner == c + 1 else queue.owner,
+                                  away=tuple(sorted(away(a) for a in queue.away)) if queue.away else ())
                    for queue in state.queues)
     return state._replace(queues=queues)
 

@@ -19,8 +19,8 @@ states compare ids of one publisher only may rename publishers too, their messag
 ``State.conns``; in each connection the per-channel FIFOs both ways (and the channel number each frame
 carries, ``frame[1]``), the channel of each automatic-mode delivery in flight (``Conn.auto``, kept in its
 order), the broker's channels and the client's views; in each queue the consumers' ring entries
-``(conn, ch, tag)`` (kept in round-robin order), the exclusive consumer, and the exclusive owner
-(connection + 1). Nothing else names one (budgets, fates, the disk and every ghost are keyed by queue,
+``(conn, ch, tag)`` (kept in round-robin order), the exclusive consumer, the exclusive owner
+(connection + 1), and the channel whose requeue a copy away waits for (``Queue.away``, kept sorted). Nothing else names one (budgets, fates, the disk and every ghost are keyed by queue,
 copy and message; consumer tags are the role's position, the same on every channel). The slots past
 the configuration's connections, which hold vanished connections until the broker notices
 (``faults.vanish``), are fixed: a vanished connection keeps no link to the slot it came from, and a
@@ -141,8 +141,13 @@ def rename(state: Any, g: Renaming) -> Any:
         c, ch, tag = e
         return (g.conns[c], g.channels[c][ch - 1], tag) if c < n else e
 
+    def away(a: tuple) -> tuple:        # (key, conn, ch): a copy that channel requeued behind a resume
+        key, c, ch = a
+        return (key, g.conns[c], g.channels[c][ch - 1]) if c < n else a
+
     queues = tuple(q._replace(ring=tuple(entry(e) for e in q.ring), exclusive=entry(q.exclusive) if q.exclusive else (),
-                              owner=g.conns[q.owner - 1] + 1 if 0 < q.owner <= n else q.owner)
+                              owner=g.conns[q.owner - 1] + 1 if 0 < q.owner <= n else q.owner,
+                              away=tuple(sorted(away(a) for a in q.away)) if q.away else ())
                    for q in state.queues)
     return state._replace(conns=tuple(conns), queues=queues)
 

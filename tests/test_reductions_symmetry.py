@@ -358,3 +358,13 @@ def test_classes_are_found_only_for_a_group_of_whole_permutations():
     cycle = Renaming((1, 2, 0), (one,) * 3)
     assert classes_of((cycle,), 3) is None          # a rotation alone is not every permutation of the three
     assert classes_of((Renaming((0, 1), ((1, 2), (2, 1))),), 2) is None      # channels renamed
+
+
+def test_workers_whose_requeues_wait_behind_a_resume_stay_interchangeable():
+    """Two identical workers under a channel-wide limit that requeue on failure: the copies away behind a
+    resume name the requeueing channel (spec.interleavings), which a renaming renames too; every fact holds
+    on every reachable state and no answer changes."""
+    setup = parse_setup(TWO_WORKERS.replace("prefetch = 1", 'prefetch = 1\nprefetch_scope = "channel"\n'
+                                            'on_failure = "nack-requeue"'), "two-workers.toml")
+    full, reduced = full_and_reduced(setup)
+    assert reduced.result.distinct_states < full.result.distinct_states

@@ -13,10 +13,11 @@ from rabbitproof.check.questions import QUESTIONS
 from rabbitproof.check.setup_file import read_setup
 from spark_check.engine import LocalEngine
 from spec import actions as A
-from spec import configs, interleavings, machine
+from spec import configs, faults, interleavings, machine
 from spec.frames import BASIC_GET, BASIC_GET_OK, QUEUE_DELETE, QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK
 from spec.properties import get
 from spec.roles import QueueSpec, Role
+from spec.symmetry import Renaming, rename
 from tests.fixtures.model_plants import disagreements
 from tests.test_spec_trace_methods import get as get_line
 from tests.test_spec_trace_queue import consume, deliver, qos
@@ -66,6 +67,18 @@ def test_copies_away_are_at_their_places_and_taken_by_no_delivery_RQ_1():
     back = machine.step(state, A.BrokerRequeue())[0]
     assert back.queues[0].away == () and back.queues[0].ready == queue.ready
     assert A.BrokerRequeue() in machine.enabled(state, HAZARD) and A.BrokerRequeue() not in machine.enabled(back, HAZARD)
+
+
+def test_a_renaming_and_a_vanish_move_the_channel_a_copy_away_waits_for():
+    """Copies away name the channel whose requeue they wait for: a renaming of channels (spec.symmetry)
+    renames it, and a vanish moves it with its connection to the slot (faults.rename_connection), so that
+    the channel's own basic.get still waits for its requeue (``frame_waits``)."""
+    state = next(s for s in reachable(HAZARD) if s.queues[0].away)
+    assert [(c, ch) for _, c, ch in state.queues[0].away] == [(0, 2)]
+    swapped = rename(state, Renaming((0,), ((2, 1),)))
+    assert [(c, ch) for _, c, ch in swapped.queues[0].away] == [(0, 1)]
+    moved = faults.rename_connection(state, 0, 1)
+    assert [(c, ch) for _, c, ch in moved.queues[0].away] == [(1, 2)]
 
 
 # A consumer under a channel-wide limit of 1 on channel 2 requeues m0.1 while m0.2 waits and may get from
