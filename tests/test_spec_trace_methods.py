@@ -422,3 +422,30 @@ def test_a_deleted_queues_cancel_reaches_its_consumers_channel_through_its_mailb
         "    c0 received basic.cancel(ch=2, consumer_tag=2)",
         "c0 received basic.cancel(ch=2, consumer_tag=2)  # REJECTED\n    c0 received queue.delete-ok(ch=2, message_count=0)"),
         config=two)
+
+
+def test_a_connection_error_may_end_the_connection_before_a_channel_open_ok_ER_1():
+    """RabbitMQ 3.10.8 writes a channel's frames through that channel's writer and a connection error's
+    connection.close through the connection's: channel.open + a qos with prefetch_size (540) in one write got
+    the connection.close without the open-ok in 2 of 150 runs (spec.network.end_of_connection). A client's own
+    connection.close still comes after every reply on its channels."""
+    fresh = cfg(channels_open=False, connections=1, channels=1)
+    error = """
+    c0 sent channel.open(ch=1)
+    c0 sent basic.qos(ch=1, prefetch_count=0, global=False, prefetch_size=1000)
+    OPEN_OK
+    c0 received connection.close(ch=0, reply_code=540, text='NOT_IMPLEMENTED - prefetch_size!=0 (1000)')
+    """
+    accepted(error.replace("OPEN_OK", "c0 received channel.open-ok(ch=1)"), fresh)
+    accepted(error.replace("OPEN_OK", ""), fresh)
+    accepted("""
+    c0 sent channel.open(ch=1)
+    c0 sent connection.close(ch=0, reply_code=200, text='OK')
+    c0 received channel.open-ok(ch=1)
+    c0 received connection.close-ok(ch=0)
+    """, fresh)
+    rejected_at("""
+    c0 sent channel.open(ch=1)
+    c0 sent connection.close(ch=0, reply_code=200, text='OK')
+    c0 received connection.close-ok(ch=0)  # REJECTED
+    """, config=fresh)
