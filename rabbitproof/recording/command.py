@@ -53,8 +53,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
         return fail(PROG, f"--max-nodes must be positive, not {args.max_nodes}")
     try:
         if path.suffix == ".trace":
-            observations, config, text = _text_trace(path, args.config)
-            verdict = trace.check(observations, config, max_nodes=args.max_nodes)
+            observed, config, text = _text_trace(path, args.config)
+            verdict = trace.check(observed, config, max_nodes=args.max_nodes)
         else:
             if args.config:
                 raise ValueError("--config is for a .trace text; a recording's configuration is derived from it")
