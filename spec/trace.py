@@ -61,7 +61,7 @@ from .frames import (
 )
 from .state import (
     CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_DOWN, CONN_GONE, CONN_UP, FATE_LOST_CRASH, FATE_QUEUE_DELETED,
-    MODE_TX, conn_to_broker, conn_to_client, with_conn,
+    conn_to_broker, conn_to_client, with_conn,
 )
 from .storage import with_channel, with_queue
 from .trace_text import parse, parse_frame  # noqa: F401  (the trace language, re-exported)

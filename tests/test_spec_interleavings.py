@@ -20,8 +20,9 @@ from spec.roles import QueueSpec, Role
 from spec.symmetry import Renaming, rename
 from tests.fixtures.model_plants import disagreements
 from tests.test_spec_trace_methods import get as get_line
-from tests.test_spec_trace_queue import consume, deliver, qos
-from tests.test_spec_tracekit import accepted, cfg, pub, rejected_at
+from tests.test_spec_trace_prefetch_global import window_race
+from tests.test_spec_trace_queue import deliver
+from tests.test_spec_tracekit import accepted, cfg, rejected_at
 
 HAZARD = configs.get("hazard_resume_before_requeue")
 
@@ -135,32 +136,15 @@ def test_the_trace_checker_accepts_the_race_from_the_machines_steps_RQ_1_PF_2():
     """The recorded race is accepted, and its explanation takes the machine's step (no outcome of the
     trace checker's own); a broker that loses the requeued message, or sends it back first under a
     per-consumer limit only, is still rejected (tests/test_spec_trace_prefetch_global.py has those)."""
-    text = f"""
-    {pub(1)}
-    {pub(2)}
-    {qos(1, True)}
-    {consume()}
-    {deliver(1, 'm0.1')}
-    c0 sent basic.nack(ch=2, delivery_tag=1, multiple=False, requeue=True)
-    {deliver(2, 'm0.2')}
-    c0 sent basic.ack(ch=2, delivery_tag=2, multiple=False)
-    {deliver(3, 'm0.1', redelivered=True)}
-    """
-    verdict = accepted(text)
+    verdict = accepted(window_race(global_=True))
     assert A.BrokerRequeue() in verdict.path
 
 
 def test_the_requeueing_channels_get_finds_its_copy_back_RQ_1():
     """The channel's own basic.get behind its requeue reaches the queue after it: it gets m0.1 back
     (RabbitMQ's channel sends both to the queue in order), never m0.2 ahead of it."""
-    head = f"""
-    {pub(1)}
-    {pub(2)}
-    {qos(1, True)}
-    {consume()}
-    {deliver(1, 'm0.1')}
-    c0 sent basic.nack(ch=2, delivery_tag=1, multiple=False, requeue=True)
-    """
+    race = window_race(global_=True)
+    head = race[:race.index(deliver(2, "m0.2"))]               # up to the nack
     base = cfg(queues=(QueueSpec(durable=True),))
     accepted(head + f"{get_line(2, 2, 'm0.1', 1, redelivered=True)}\n", base)
     rejected_at(head + f"{get_line(2, 2, 'm0.2', 1)}  # REJECTED\n", config=base)
