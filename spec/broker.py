@@ -351,7 +351,8 @@ def _get(state, c, ch, channel, frame):
     state = with_queue(state, q, queue._replace(ready=queue.ready[:i] + queue.ready[i + 1:]))
     state = hand_over(state, c, ch, q, entry, no_ack, 0)
     tag = state.conns[c].channels[ch - 1].next_tag - 1
-    return send(state, c, (BASIC_GET_OK, ch, tag, entry.redelivered, entry.msg, len(queue.ready) - len(queue.away) - 1))
+    left = len(queue.ready) - len(queue.away) - 1
+    return send(state, c, (BASIC_GET_OK, ch, tag, entry.redelivered, entry.msg, left))
 
 
 def hand_over(state: State, c: int, ch: int, q: int, entry, no_ack: bool, consumer: int) -> State:
@@ -388,7 +389,8 @@ def _recover(state, c, ch, channel, frame):
         return connection_error(state, c, NOT_IMPLEMENTED, R_RECOVER_NO_REQUEUE, 0)
     after = released(channel._replace(unacked=()), channel.unacked)
     state = with_channel(state, c, ch, after)
-    state = settle(state, channel.unacked, SETTLE_REQUEUE, (c, ch) if interleavings.resumes_first(channel, after) else ())
+    away_by = (c, ch) if interleavings.resumes_first(channel, after) else ()
+    state = settle(state, channel.unacked, SETTLE_REQUEUE, away_by)
     return send(state, c, (BASIC_RECOVER_OK, ch))
 
 
