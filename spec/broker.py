@@ -526,6 +526,9 @@ def _queue_delete(state, c, ch, channel, frame):
     queue = state.queues[q]
     if queue.owner and queue.owner != c + 1:
         return channel_error(state, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
+    if queue.sending:           # the queue's process sends it before it takes the delete (PF-3, ``deliver``)
+        state = number(state, q)
+        queue = state.queues[q]
     count = len(queue.ready) - len(queue.away)              # copies away behind a resume are lost with it
     if if_empty and count:                                  # RabbitMQ checks if_empty first
         return channel_error(state, c, ch, PRECONDITION_FAILED, R_NOT_EMPTY, q)
@@ -601,16 +604,49 @@ def next_consumer(state: State, q: int):
 
 def deliver(state: State, q: int) -> State:
     """BrokerDeliver: the head of queue q to the next consumer with room, which moves to the back (DS-1);
-    the head but for copies away behind a resume (spec.interleavings, ``storage.next_ready``)."""
-    c, ch, consumer = next_consumer(state, q)
+    the head but for copies away behind a resume (spec.interleavings, ``storage.next_ready``).
+
+    To an automatic-mode consumer on a channel with a global limit it takes two of these steps (PF-3),
+    as in RabbitMQ 3.10.8: the queue's process asks the channel's limiter (rabbit_limiter:can_send,
+    which counts nothing for a consumer that needs no ack but says no once the limit is reached),
+    fetches the head and sends it to the channel process (rabbit_queue_consumers:deliver_to_consumer),
+    which numbers it when it handles that message (rabbit_channel:handle_deliver). The first step is
+    the limiter's yes: the head leaves the queue and is on its way (``Queue.sending``); the second, the
+    queue's next one (``number``), is the channel numbering it. In between, another queue of the
+    channel may deliver to a manual-mode consumer and reach the limit, and the channel then numbers
+    that delivery first, the one admitted before it after it (seen on a private RabbitMQ 3.10.8: after
+    an ack freed the one place of qos(1, global), a manual consumer got the next message and then an
+    automatic-mode consumer of another queue got one, in 5 of 50 runs). The queue does nothing else
+    until it has sent it (one process): at most one such delivery per queue. A manual-mode delivery
+    needs no such split: the limiter counts it when it admits it, so however the channel orders
+    deliveries admitted together, each finds the count below the limit."""
     queue = state.queues[q]
+    if queue.sending:
+        return number(state, q)
+    c, ch, consumer = next_consumer(state, q)
     i = next_ready(queue)
     entry = queue.ready[i]
     ring = tuple(r for r in queue.ring if r != (c, ch, consumer.tag)) + ((c, ch, consumer.tag),)
     state = with_queue(state, q, queue._replace(ready=queue.ready[:i] + queue.ready[i + 1:], ring=ring))
+    if consumer.no_ack and state.conns[c].channels[ch - 1].global_limit and state.conns[c].status != CONN_GONE:
+        state = with_queue(state, q, state.queues[q]._replace(sending=(c, ch, consumer.tag, entry)))
+        state = forget_waits(state, ((q, entry.key),))
+        return state._replace(delivered=add_sorted(state.delivered, (q, entry.key)))
     tag = state.conns[c].channels[ch - 1].next_tag
     state = hand_over(state, c, ch, q, entry, consumer.no_ack, consumer.tag)
     return send(state, c, (BASIC_DELIVER, ch, consumer.tag, tag, entry.redelivered, entry.msg))
+
+
+def number(state: State, q: int) -> State:
+    """The channel numbers the automatic-mode delivery queue q was sending it (``deliver``'s second
+    step): it takes the channel's next tag and goes out (AM-2, DT-1), whether or not its consumer has
+    been cancelled since (rabbit_channel writes what its queues send)."""
+    queue = state.queues[q]
+    c, ch, ctag, entry = queue.sending
+    state = with_queue(state, q, queue._replace(sending=()))
+    tag = state.conns[c].channels[ch - 1].next_tag
+    state = hand_over(state, c, ch, q, entry, True, ctag)
+    return send(state, c, (BASIC_DELIVER, ch, ctag, tag, entry.redelivered, entry.msg))
 
 
 def ready_to_confirm(pending: Pending) -> bool:
@@ -711,10 +747,15 @@ def can_take_frame(state: State, a) -> bool:
 
 
 def can_deliver(state: State, a) -> bool:
-    """BrokerDeliver: the queue has a ready copy and some consumer has room for it (DS-1, PF-3)."""
+    """BrokerDeliver: the queue has a ready copy and some consumer has room for it (DS-1, PF-3), or it
+    is sending a delivery its channel has not numbered yet (PF-3: ``deliver``), which that open
+    channel numbers next."""
     if not state.broker_up or not 0 <= a.queue < len(state.queues):
         return False
     queue = state.queues[a.queue]
+    if queue.sending:
+        c, ch = queue.sending[0], queue.sending[1]
+        return not state.conns[c].broker_closed and state.conns[c].channels[ch - 1].status == CH_OPEN
     return bool(queue.ready and queue.ring) and next_ready(queue) >= 0 and next_consumer(state, a.queue) is not None
 
 

@@ -145,7 +145,8 @@ def abandoned(channel: Channel) -> Channel:
 
 def rename_connection(state: State, c: int, d: int) -> State:
     """The queues' references to connection c (its consumers in round-robins and as exclusive
-    consumers, its exclusive queues, its channels' requeues that copies away wait for) made to slot d."""
+    consumers, its exclusive queues, its channels' requeues that copies away wait for, a delivery on its way
+    to one of its channels) made to slot d."""
     def moved(consumer: tuple) -> tuple:
         return (d,) + consumer[1:] if consumer and consumer[0] == c else consumer
 
@@ -153,7 +154,8 @@ def rename_connection(state: State, c: int, d: int) -> State:
         return (a[0], d, a[2]) if a[1] == c else a
     queues = tuple(queue._replace(ring=tuple(moved(r) for r in queue.ring), exclusive=moved(queue.exclusive),
                                   owner=d + 1 if queue.owner == c + 1 else queue.owner,
-                                  away=tuple(sorted(away(a) for a in queue.away)) if queue.away else ())
+                                  away=tuple(sorted(away(a) for a in queue.away)) if queue.away else (),
+                                  sending=moved(queue.sending))
                    for queue in state.queues)
     return state._replace(queues=queues)
 
@@ -204,11 +206,14 @@ def crash(state: State) -> State:
     lost = [(q, k, FATE_LOST_CRASH) + live[(q, k)] for q, k in gone]
     for conn in state.conns:
         lost.extend((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
+    for q, queue in enumerate(state.queues):        # sent to a channel that has not numbered it (PF-3)
+        if queue.sending:
+            e = queue.sending[3]
+            lost.append((q, e.key, FATE_LOST_AUTOACK, e.msg, e.persistent))
     for c, conn in enumerate(state.conns):
         state = free_stale(state, c) if conn.status == CONN_GONE else reset_connection(state, c, CONN_DOWN)
     queues = tuple(queue._replace(ready=(), ring=(), exists=queue.exists and queue.durable, owner=0, exclusive=(),
-                                  away=())
-                   for queue in state.queues)
+                                  away=(), sending=()) for queue in state.queues)
     state = state._replace(broker_up=False, queues=queues, bindings=tuple(
         b for b in state.bindings if queues[b].exists))
     return add_fates(state, lost)

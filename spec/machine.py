@@ -101,7 +101,7 @@ def _tried(state: State, config, evident: bool) -> list:
             if not evident or open_end and fifo:                        # can_take_frame
                 add(_act(A.BrokerTakeFrame, c, ch))
     for q, queue in enumerate(state.queues):
-        if not evident or broker_up and queue.ready and queue.ring:      # can_deliver
+        if not evident or broker_up and (queue.ready and queue.ring or queue.sending):      # can_deliver
             add(_act(A.BrokerDeliver, q))
     if not evident or broker_up and interleavings.requeue_waits(state):   # can_requeue
         add(_act(A.BrokerRequeue))

@@ -137,6 +137,8 @@ def copies_conserved(state: State) -> bool:
     for q, queue in enumerate(state.queues):
         for e in queue.ready:
             pairs.append((q, e.key))
+        if queue.sending:           # on its way to its channel in automatic mode (broker.deliver)
+            pairs.append((q, queue.sending[3].key))
     for conn in state.conns:
         for a in conn.auto:
             pairs.append((a[2], a[3]))
@@ -311,12 +313,13 @@ def live_copies_unfated(state: State) -> bool:
     has no fate but of an earlier life (``State.revived``) and is not in flight in automatic mode;
     and every copy gone in this life has a key its queue issued (at most its count). The helper that
     makes the second half of tx_effects_invisible inductive (proofs/)."""
-    if not state.fates and not any(conn.auto for conn in state.conns):
+    if not state.fates and not any(conn.auto for conn in state.conns) and not any(q.sending for q in state.queues):
         return True
     fated = {(f[0], f[1]) for f in state.fates}
     fated.difference_update(state.revived)
     for conn in state.conns:
         fated.update((d[2], d[3]) for d in conn.auto)
+    fated.update((q, queue.sending[3].key) for q, queue in enumerate(state.queues) if queue.sending)
     queues = state.queues
     if any(key > queues[q].enqueued for q, key in fated):
         return False
@@ -683,6 +686,8 @@ def copy_messages(state: State) -> set:
     out.update(r[2] for r in state.disk)
     for queue in state.queues:
         out.update(e.msg for e in queue.ready)
+        if queue.sending:
+            out.add(queue.sending[3].msg)
     for conn in state.conns:
         out.update(d[4] for d in conn.auto)
         for channel in conn.channels:

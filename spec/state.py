@@ -76,6 +76,9 @@ class Queue(NamedTuple):
     #                                 copies of a queue of this name since deleted (``storage.orphaned``)
     away: tuple = ()                # (key, conn, ch) of ready copies channel (conn, ch) requeued behind its limiter's
     #                                 resume, sorted: the queue has not taken the requeue yet (spec.interleavings)
+    sending: tuple = ()             # (conn, ch, consumer_tag, Entry): its head, which the global limiter of that
+    #                                 channel admitted for an automatic-mode consumer of it, on its way to the
+    #                                 channel, which has not numbered it yet; () for none (PF-3, ``broker.deliver``)
 
 
 class Unacked(NamedTuple):

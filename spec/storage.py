@@ -6,8 +6,8 @@ from __future__ import annotations
 from . import network
 from .state import (
     CH_CLOSED, CLOSED_CHANNEL, EV_CHANNEL_REQUEUE, EV_REQUEUE_TWICE, FATE_ACKED, FATE_DEAD_LETTERED,
-    FATE_DROPPED, FATE_QUEUE_DELETED, SETTLE_ACK, SETTLE_DROP, Entry, Queue, State, conn_channels, put,
-    with_conn, with_conns, with_fates, with_queues,
+    FATE_DROPPED, FATE_LOST_AUTOACK, FATE_QUEUE_DELETED, SETTLE_ACK, SETTLE_DROP, Entry, Queue, State,
+    conn_channels, put, with_conn, with_conns, with_fates, with_queues,
 )
 
 
@@ -48,7 +48,7 @@ def enqueue(state: State, q: int, msg: int, persistent: bool) -> tuple[State, in
     key = queue.enqueued + 1
     queue = Queue(queue.exists, queue.durable, queue.owner, queue.dead_letter,
                   queue.ready + (Entry(key, msg, False, bool(persistent)),), key, queue.ring, queue.exclusive,
-                  queue.born, queue.away)
+                  queue.born, queue.away, queue.sending)
     return with_queue(state, q, queue), key
 
 
@@ -175,6 +175,7 @@ def close_channel(state: State, c: int, ch: int, status: int) -> State:
     deliveries its consumers took and those of queues it consumes from, and keeps a basic.get
     delivery of any other queue until it is gone (``finish_close``)."""
     channel = state.conns[c].channels[ch - 1]
+    state = lose_sent(state, lambda q, to: to[:2] == (c, ch))
     queues = state.queues
     consumed = set()
     for consumer in channel.consumers:
@@ -190,6 +191,20 @@ def close_channel(state: State, c: int, ch: int, status: int) -> State:
         state = state._replace(events=state.events | EV_CHANNEL_REQUEUE)
         state = requeue(state, outstanding)
     return state
+
+
+def lose_sent(state: State, which) -> State:
+    """The automatic-mode deliveries queues were sending (``Queue.sending``) that ``which(queue, sending)``
+    picks, lost on their way (AM-2): RabbitMQ's queue discarded the message when it fetched it for a
+    consumer that needs no ack, and a channel process that stops first never writes it."""
+    lost = []
+    queues = state.queues
+    for q, queue in enumerate(queues):
+        if queue.sending and which(q, queue.sending):
+            e = queue.sending[3]
+            lost.append((q, e.key, FATE_LOST_AUTOACK, e.msg, e.persistent))
+            queues = put(queues, q, queue._replace(sending=()))
+    return add_fates(state._replace(queues=queues), lost) if lost else state
 
 
 def finish_close(state: State, c: int, ch: int) -> State:
@@ -220,7 +235,9 @@ def drop_consumer(queue: Queue, consumer: tuple) -> Queue:
 
 def delete_queue(state: State, q: int) -> State:
     """Queue q is deleted with its ready copies (DU-4, queue.delete); the deletion is durable at once,
-    so its records leave the disk with it. Its consumers are not told here."""
+    so its records leave the disk with it. Its consumers are not told here. A delivery it was still
+    sending (``Queue.sending``) went out first (``broker._queue_delete``) or was lost with its channel."""
+    state = lose_sent(state, lambda q2, to: q2 == q) if state.queues[q].sending else state
     queue = state.queues[q]
     gone = tuple((q, e.key, FATE_QUEUE_DELETED, e.msg, e.persistent) for e in queue.ready)
     state = with_queue(state, q, queue._replace(exists=False, durable=False, ready=(), ring=(), owner=0, exclusive=(),

@@ -20,11 +20,12 @@ states compare ids of one publisher only may rename publishers too, their messag
 carries, ``frame[1]``), the channel of each automatic-mode delivery in flight (``Conn.auto``, kept in its
 order), the broker's channels and the client's views; in each queue the consumers' ring entries
 ``(conn, ch, tag)`` (kept in round-robin order), the exclusive consumer, the exclusive owner
-(connection + 1), and the channel whose requeue a copy away waits for (``Queue.away``, kept sorted). Nothing else names one (budgets, fates, the disk and every ghost are keyed by queue,
-copy and message; consumer tags are the role's position, the same on every channel). The slots past
-the configuration's connections, which hold vanished connections until the broker notices
-(``faults.vanish``), are fixed: a vanished connection keeps no link to the slot it came from, and a
-vanish takes the first free slot whichever connection vanishes.
+(connection + 1), the channel whose requeue a copy away waits for (``Queue.away``, kept sorted), and the
+channel of a delivery on its way to one (``Queue.sending``). Nothing else names one (budgets, fates, the
+disk and every ghost are keyed by queue, copy and message; consumer tags are the role's position, the
+same on every channel). The slots past the configuration's connections, which hold vanished connections
+until the broker notices (``faults.vanish``), are fixed: a vanished connection keeps no link to the slot
+it came from, and a vanish takes the first free slot whichever connection vanishes.
 
 How it reduces, and why no verdict changes
 ------------------------------------------
@@ -145,9 +146,13 @@ def rename(state: Any, g: Renaming) -> Any:
         key, c, ch = a
         return (key, g.conns[c], g.channels[c][ch - 1]) if c < n else a
 
+    def sending(s: tuple) -> tuple:       # (conn, ch, consumer tag, Entry) on its way to that channel
+        return entry(s[:3]) + s[3:] if s else s
+
     queues = tuple(q._replace(ring=tuple(entry(e) for e in q.ring), exclusive=entry(q.exclusive) if q.exclusive else (),
                               owner=g.conns[q.owner - 1] + 1 if 0 < q.owner <= n else q.owner,
-                              away=tuple(sorted(away(a) for a in q.away)) if q.away else ())
+                              away=tuple(sorted(away(a) for a in q.away)) if q.away else (),
+                              sending=sending(q.sending))
                    for q in state.queues)
     return state._replace(conns=tuple(conns), queues=queues)
 
@@ -178,6 +183,8 @@ def rename_messages(state: Any, of: Callable[[int], int]) -> Any:
     conns = tuple(conn_messages(conn, of) for conn in state.conns)
     queues = tuple(q if not q.ready else _with(q, _READY, tuple(_with(e, _ENTRY_MSG, of(e[_ENTRY_MSG]))
                                                                 for e in q.ready)) for q in state.queues)
+    queues = tuple(q if not q.sending else _with(q, _SENDING, q.sending[:3] + (
+        _with(q.sending[3], _ENTRY_MSG, of(q.sending[3][_ENTRY_MSG])),)) for q in queues)
     fields = list(state)
     fields[_CONNS], fields[_QUEUES] = conns, queues
     if state.disk:
@@ -236,7 +243,7 @@ _UNACKED, _UNCONFIRMED, _TX_PUBS, _TX_SETTLES = (Channel._fields.index(name) for
                                                 ("unacked", "unconfirmed", "tx_pubs", "tx_settles"))
 _LAST_MSG = ClientChannel._fields.index("last_msg")
 _UNACKED_MSG, _PENDING_MSG, _ENTRY_MSG = (t._fields.index("msg") for t in (Unacked, Pending, Entry))
-_READY = Queue._fields.index("ready")
+_READY, _SENDING = Queue._fields.index("ready"), Queue._fields.index("sending")
 _CONNS, _QUEUES, _DISK, _FATES, _CONFIRMED = (State._fields.index(name) for name in
                                               ("conns", "queues", "disk", "fates", "confirmed_msgs"))
 _new = tuple.__new__

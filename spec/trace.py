@@ -279,7 +279,8 @@ def quiescent(state, c: int) -> bool:
                 return False
             if channel.status == CH_OPEN and (channel.unconfirmed or channel.commit_pending):
                 return False
-    return all(not queue.ready or broker.next_consumer(state, q) is None for q, queue in enumerate(state.queues))
+    return all(not queue.sending and (not queue.ready or broker.next_consumer(state, q) is None)
+               for q, queue in enumerate(state.queues))
 
 
 def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
@@ -420,6 +421,13 @@ def _crash(state, doubt: frozenset):
                        if p and state.queues[q].durable and (q, k) not in on_disk]
             if records:
                 state = state._replace(disk=tuple(sorted(set(state.disk).union(records))))
+    sending = [(q, queue.sending[3]) for q, queue in enumerate(state.queues) if queue.sending]
+    if sending:                             # so did those on their way to their channel (PF-3)
+        on_disk = {(q, k) for q, k, _ in state.disk}
+        records = [(q, e.key, e.msg) for q, e in sending
+                   if e.persistent and state.queues[q].durable and (q, e.key) not in on_disk]
+        if records:
+            state = state._replace(disk=tuple(sorted(set(state.disk).union(records))))
     pending = faults.pending_disk(state)
     fsyncs = []
     for q, k, m, write in pending:
@@ -510,9 +518,12 @@ def _deliveries(state, q: int, doubt: frozenset, plan: _Plan, pos: tuple):
     reads a delivery next, only the i that brings its message to the head is kept (the rest would not
     fit), and none when it reads something else first. Dropping copies changes neither the consumers
     nor their room, so the delivery stays enabled while the queue has a copy (``machine.enabled``)."""
-    c, ch, _ = broker.next_consumer(state, q)
-    # A vanished connection's consumer (``faults.vanish``) reads nothing: what it is sent is lost.
-    want = None if c >= len(pos) else plan.next_read(c, pos[c], ch, state.conns[c].to_client[ch])
+    c, ch, consumer = broker.next_consumer(state, q)
+    # A vanished connection's consumer (``faults.vanish``) reads nothing: what it is sent is lost. The first
+    # step of a delivery to an automatic-mode consumer under a global limit writes nothing yet (PF-3).
+    first_of_two = consumer.no_ack and state.conns[c].channels[ch - 1].global_limit and \
+        state.conns[c].status != CONN_GONE
+    want = None if c >= len(pos) or first_of_two else plan.next_read(c, pos[c], ch, state.conns[c].to_client[ch])
     if want is not None and want[0] != BASIC_DELIVER:
         return []
     out = []
@@ -724,7 +735,7 @@ def _push_internal(stack, state, pos, doubt, config, plan: _Plan | None) -> None
             stack.append((nstate, pos, _settle_doubt(state, nstate, None, doubt), ()))
     for action in reversed(machine.enabled(state, config)):
         kind = type(action)
-        if kind is A.BrokerDeliver and doubt:
+        if kind is A.BrokerDeliver and doubt and not state.queues[action.queue].sending:
             for before, left in _deliveries(state, action.queue, doubt, plan, pos):
                 nstate, _ = machine.step(before, action)
                 if plan.fits(state, nstate, pos):
