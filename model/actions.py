@@ -84,8 +84,9 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
     A channel that is only closing (CH_CLOSING, CH_ENDING) keeps the outstanding or held-back
     deliveries ``kept`` names (basic.get deliveries of queues it did not consume from, RQ-4), and its
     next tag if it keeps any (``kept`` is then (keeps, tags): whether it keeps one, and which). Closing
-    (any status but CH_OPEN), it leaves its consumers' round-robins and requeues every outstanding or
-    held-back delivery it does not keep (RQ-4); opening a closed channel discards nothing it could hold."""
+    (any status but CH_OPEN), it leaves its consumers' round-robins, requeues every outstanding or
+    held-back delivery it does not keep (RQ-4) and loses the automatic-mode delivery a queue was sending
+    it (storage.lose_sent, AM-2); opening a closed channel discards nothing it could hold."""
     if kept is None:
         outstanding, next_tag = _no_tags(x.outstanding, c, ch), z3.Store(x.next_tag, c, ch, 1)
     else:
@@ -112,7 +113,8 @@ def reset_channel(x: Z3State, c, ch, status, kept=None) -> Z3State:
         return y
     keep = (lambda t: z3.And(kept[0], kept[1][t])) if kept is not None else (lambda t: z3.BoolVal(False))
     y = y.replace(in_round_robin=_lam3(lambda i, j, k: z3.And(x.in_round_robin[i, j, k],
-                                                              z3.Not(z3.And(i == c, j == ch, x.consumers[i, j, k])))))
+                                                              z3.Not(z3.And(i == c, j == ch, x.consumers[i, j, k])))),
+                  **_lose_sent(x, lambda q: z3.And(x.sending_connection[q] == c, x.sending_channel[q] == ch)))
     return _requeue(y,
                     _named_by(x, c, ch,
                               lambda t: z3.And(z3.Or(x.outstanding[c, ch, t], x.tx_settled[c, ch, t]),
@@ -129,6 +131,15 @@ def _release_twice(x: Z3State, c, ch) -> z3.ArrayRef:
     (publishes_in_flight_fresh, proved): the spec reaches a second hold of one message only from a
     state with one, where this and the spec agree."""
     return _lam2(lambda i, n: z3.And(x.tx_held_twice[i, n], z3.Not(z3.And(i == c, x.tx_held_by_channel[i, n] == ch))))
+
+
+def _lose_sent(x: Z3State, which: Callable) -> dict:
+    """storage.lose_sent: the automatic-mode deliveries the queues ``which(q)`` names were sending
+    (``sending_key``, PF-3) are lost on their way (AM-2: their fate is sure, so the ghost
+    ``gone_this_life`` already has them); those queues send nothing now."""
+    def lost(q):
+        return z3.And(x.sending_key[q] != 0, which(q))
+    return {name: z3.Lambda([_Q], z3.If(lost(_Q), DEFAULTS[name], getattr(x, name)[_Q])) for name in _SENDING}
 
 
 def _drop_pending(x: Z3State, mine: Callable) -> dict:
@@ -149,6 +160,9 @@ def _no_tags(arr: z3.ArrayRef, c, ch) -> z3.ArrayRef:
     """A per-tag array with channel (c, ch) emptied."""
     return _lam3(lambda i, j, k: z3.And(arr[i, j, k], z3.Or(i != c, j != ch)))
 
+
+# The delivery a queue is sending (model.state), cleared to "none" together.
+_SENDING = ("sending_key", "sending_connection", "sending_channel", "sending_consumer")
 
 _CHANNEL_COUNTS = ("prefetch", "global_limit", "volume", "qos_excess", "qos_uncounted", "consumer_outstanding",
                    "consumer_held_back")
@@ -205,8 +219,9 @@ _VIEW_COUNTS = ("view_mode", "view_publish_count", "multiple_confirm_in_flight",
 
 
 def close_connection(x: Z3State, c) -> Z3State:
-    """storage.close_connection: every channel of c that is not closed is closed, the broker's end is
-    closed, and frames in flight to the broker are dropped."""
+    """storage.close_connection: every channel of c that is not closed is closed (what a queue was
+    sending one of them is lost: storage.lose_sent), the broker's end is closed, and frames in flight to
+    the broker are dropped; then c's exclusive queues are deleted (what they were sending is lost too)."""
     def mine(i, j):
         return z3.And(i == c, x.channel_status[i, j] != CH_CLOSED)
     j, t = z3.Ints("j_ t_")
@@ -243,14 +258,17 @@ def close_connection(x: Z3State, c) -> Z3State:
                                                                 arr[i, j])) for name in ("first_select_to_broker",
                                                                                          "publishes_behind_select",
                                                                                          "publishes_to_broker")},
-        publish_in_flight_twice=_lam2(lambda i, n: z3.And(x.publish_in_flight_twice[i, n], i != c)))
+        publish_in_flight_twice=_lam2(lambda i, n: z3.And(x.publish_in_flight_twice[i, n], i != c)),
+        **_lose_sent(x, lambda q: z3.And(x.sending_connection[q] == c, mine(c, x.sending_channel[q]))))
     y = _requeue(y, back)
     return y.replace(**_delete_queues(y, lambda q: y.queue_owner[q] == c + 1))
 
 
 def _delete_queues(x: Z3State, which: Callable) -> dict:
     """storage.delete_queue for every existing queue q that ``which(q)`` names: it no longer exists,
-    is not durable and has no owner (DU-4)."""
+    is not durable and has no owner (DU-4); a delivery it was still sending is lost (storage.lose_sent:
+    a queue.delete has the channel number it first, ``BrokerTakeFrame``; the delete of a closing
+    connection's exclusive queue does not)."""
     q = z3.Int("q_")
 
     def gone(i):
@@ -258,7 +276,8 @@ def _delete_queues(x: Z3State, which: Callable) -> dict:
     return {"queue_exists": z3.Lambda([q], z3.And(x.queue_exists[q], z3.Not(gone(q)))),
             "queue_durable": z3.Lambda([q], z3.And(x.queue_durable[q], z3.Not(gone(q)))),
             "queue_owner": z3.Lambda([q], z3.If(gone(q), 0, x.queue_owner[q])),
-            **_emptied(x, gone), "on_disk": _lam_qk(lambda i, key: z3.And(x.on_disk[i, key], z3.Not(gone(i))))}
+            **_emptied(x, gone), "on_disk": _lam_qk(lambda i, key: z3.And(x.on_disk[i, key], z3.Not(gone(i)))),
+            **_lose_sent(x, gone)}
 
 
 # ---------------------------------------------------------------- copies (spec.storage)
@@ -395,7 +414,11 @@ def _connection_error(x: Z3State, c) -> Z3State:
 def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3State:
     """faults.reset_connection: nothing in flight either way, the broker's end open, the client's view
     ``status``, every channel of c clean, open (channels 1..channels_per_connection) when
-    ``channels_open`` else closed."""
+    ``channels_open`` else closed. A delivery a queue was sending one of c's channels is lost with them
+    (storage.lose_sent). In the spec none is left by then (c's channels were closed first, which lost
+    it, or it moved with a vanished client; sent_to_open_channels), so this changes nothing there; it
+    keeps the relation within that helper from any state (ClientConnect's oracle ``down`` says nothing
+    of c's channels)."""
     def chan(i, j):
         return i == c
     status = z3.If(channels_open, CH_OPEN, CH_CLOSED)
@@ -438,7 +461,8 @@ def reset_connection(x: Z3State, c, channels_open, conn_status=CONN_DOWN) -> Z3S
         view_confirmed=_lam3(lambda i, j, t: z3.And(x.view_confirmed[i, j, t], i != c)),
         single_confirms_in_flight=_lam3(lambda i, j, t: z3.And(x.single_confirms_in_flight[i, j, t], i != c)),
         auto_in_flight_on=_lam_qk(lambda q, key: z3.If(x.auto_in_flight_on[q, key] == c + 1, 0,
-                                                       x.auto_in_flight_on[q, key])))   # lost in flight (AM-2)
+                                                       x.auto_in_flight_on[q, key])),   # lost in flight (AM-2)
+        **_lose_sent(x, lambda q: x.sending_connection[q] == c))
 
 
 # What a client writes, for the flags of the frames in flight to the broker (spec.properties.opens_in_flight).
@@ -619,6 +643,11 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     settle = z3.Or(m == BASIC_ACK, m == BASIC_NACK, m == BASIC_REJECT)
     settled = _settled(x, c, ch, o.tag, z3.And(m != BASIC_REJECT, o.multiple))
     kind = z3.If(m == BASIC_ACK, SETTLE_ACK, z3.If(o.requeue, SETTLE_REQUEUE, SETTLE_DROP))
+    # queue.delete of a queue that is sending a delivery (PF-3): once the owner check passes, the channel
+    # numbers it first, whatever the if-empty and if-unused checks then answer (broker._queue_delete).
+    owner = x.queue_owner[o.queue]
+    numbers = z3.And(x.queue_exists[o.queue], z3.Or(owner == 0, owner == c + 1), x.sending_key[o.queue] != 0)
+    deleting = _ite(numbers, _number(x, o.queue), x)
     on_open = _cases(
         x,
         (z3.And(x.commit_pending[c, ch], m != CHANNEL_CLOSE), conn_err),                        # TX-7: 504
@@ -661,6 +690,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
         (m == BASIC_QOS, _qos(x, c, ch, o.count, o.global_, o.nout)),                    # PF-2
         (z3.And(m == BASIC_CONSUME, x.consumers[c, ch, o.ctag]), conn_err),                   # a reused consumer tag
         (z3.And(m == BASIC_CONSUME, o.verdict == CONNECTION_ERR), conn_err),
+        (z3.And(m == QUEUE_DELETE, o.verdict == CHANNEL_ERR), reset_channel(deleting, c, ch, CH_CLOSING, kept)),
         (z3.And(z3.Or(m == BASIC_CONSUME, m == BASIC_GET, m == QUEUE_BIND, m == QUEUE_PURGE,
                       m == QUEUE_DECLARE, m == QUEUE_DELETE), o.verdict == CHANNEL_ERR), ch_err),
         (m == BASIC_CONSUME, x.replace(consumers=z3.Store(x.consumers, c, ch, o.ctag, True),        # DS-1
@@ -678,7 +708,7 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                                                                      z3.Not(x.consumers[c, ch, o.ctag]))))),
         (m == QUEUE_PURGE, x.replace(**_emptied(x, lambda q: q == o.queue, keep_away=True))),
         (m == QUEUE_DECLARE, _declare(x, c, o.queue, o.durable, o.exclusive)),          # DU-4
-        (m == QUEUE_DELETE, _delete_queue(x, o.queue, o.cancelled)),
+        (m == QUEUE_DELETE, _delete_queue(deleting, o.queue, o.cancelled)),
         (z3.And(m == BASIC_GET, o.got), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False), o.queue, o.key)),
         (z3.And(m == BASIC_RECOVER, z3.Not(o.requeue)), conn_err),                       # RQ-5
         (m == BASIC_RECOVER, _requeue(x.replace(outstanding=_no_tags(x.outstanding, c, ch),    # RQ-5: all requeued
@@ -885,12 +915,62 @@ def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The head of a queue to a consumer with room (``o.ready``: the queue has a copy and a consumer
     room, DS-1, PF-3); the consumer ``o.ctag`` is on channel (``o.conn``, ``o.ch``), which is open
     (broker.next_consumer), and has room (``has_room``); the copy (``o.key``, the queue's head: ready,
-    no ready copy ahead of it) takes the channel's next tag."""
+    no ready copy ahead of it) takes the channel's next tag.
+
+    To an automatic-mode consumer on a channel with a global limit (of a client that has not vanished)
+    it takes two of these steps (broker.deliver, PF-3): the first, the limiter's yes, takes the copy out
+    of the queue onto its way to the channel (``_start_sending``: no tag yet, nothing written); the
+    second, the queue's next step whatever else it holds, is the channel numbering it (``_number``),
+    enabled while that channel is open at the broker (broker.can_deliver). The second reads no oracle:
+    the delivery is the queue's ``sending_*`` fields."""
+    q = a.queue
     c, ch, k = o.conn, o.ch, o.ctag
-    return Transition(z3.And(x.broker_up, o.ready, _channel_open(x, c, ch), is_next(x, a.queue, o.key),
-                             x.consumers[c, ch, k], has_room(x, c, ch, k)),
-                      _send(_hand_over(x, c, ch, x.consumer_no_ack[c, ch, k], z3.BoolVal(True), a.queue, o.key, k),
-                            c, ch))
+    sending = x.sending_key[q] != 0
+    starts = z3.And(x.broker_up, o.ready, _channel_open(x, c, ch), is_next(x, q, o.key),
+                    x.consumers[c, ch, k], has_room(x, c, ch, k))
+    admitted = z3.And(x.consumer_no_ack[c, ch, k], x.global_limit[c, ch] != 0, z3.Not(_gone(x, c)))
+    delivers = _ite(admitted, _start_sending(x, q, o.key, c, ch, k),
+                    _send(_hand_over(x, c, ch, x.consumer_no_ack[c, ch, k], z3.BoolVal(True), q, o.key, k), c, ch))
+    return Transition(z3.If(sending, _channel_open(x, x.sending_connection[q], x.sending_channel[q]), starts),
+                      _ite(sending, _number(x, q), delivers))
+
+
+def _start_sending(x: Z3State, q, key, c, ch, k) -> Z3State:
+    """broker.deliver's first step to automatic-mode consumer k of channel (c, ch) under its global
+    limit (PF-3): the ready copy ``key`` leaves queue q (as in ``_hand_over``: delivered, RQ-2) and is on
+    its way to the channel (``sending_*``); it holds up no confirm any more (storage.forget_waits). It has
+    no tag yet, and nothing is written; it is no longer live, so ``gone_in_this_life`` marks it gone
+    (its fate is sure: AM-2)."""
+    return x.replace(ready=z3.Store(x.ready, q, key, False), redelivered=z3.Store(x.redelivered, q, key, False),
+                     away=z3.Store(x.away, q, key, False),
+                     ahead_in_queue=_ahead_of_kept(x, lambda i, j: z3.Not(z3.And(i == q, j == key))),
+                     ever_delivered=z3.Store(x.ever_delivered, q, key, True),
+                     holds_confirm=z3.Store(x.holds_confirm, q, key, False),
+                     sending_key=z3.Store(x.sending_key, q, key),
+                     sending_connection=z3.Store(x.sending_connection, q, c),
+                     sending_channel=z3.Store(x.sending_channel, q, ch),
+                     sending_consumer=z3.Store(x.sending_consumer, q, k))
+
+
+def _number(x: Z3State, q) -> Z3State:
+    """broker.number, broker.deliver's second step: the channel numbers the delivery queue q was sending
+    it with its next tag and writes basic.deliver (DT-1), whether or not the consumer was cancelled
+    since; the copy is in flight in automatic mode (AM-2), or lost as it is written to a vanished client
+    (``_hand_over`` in automatic mode, but for what the first step did already: the copy left the queue,
+    was marked delivered and holds up no confirm). The queue sends nothing after. The frame is written
+    while the channel is open, which it always is (sent_to_open_channels, proved): so a queue.delete's
+    numbering, which no guard asks it of, keeps closed_channel_is_silent and down_connection_is_silent
+    without them."""
+    c, ch, key = x.sending_connection[q], x.sending_channel[q], x.sending_key[q]
+    tag = x.next_tag[c, ch]
+    out = z3.Not(_gone(x, c))
+    y = x.replace(**{name: z3.Store(getattr(x, name), q, DEFAULTS[name]) for name in _SENDING},
+                  next_tag=z3.Store(x.next_tag, c, ch, tag + 1),
+                  deliveries_to_client=z3.Store(x.deliveries_to_client, c, ch, tag,
+                                                z3.Or(x.deliveries_to_client[c, ch, tag], out)),
+                  auto_in_flight_on=z3.Store(x.auto_in_flight_on, q, key,
+                                             z3.If(out, c + 1, x.auto_in_flight_on[q, key])))
+    return _ite(x.channel_status[c, ch] == CH_OPEN, _send(y, c, ch), y)
 
 
 def _send(x: Z3State, c, ch, close_ok: bool = False) -> Z3State:
@@ -1052,7 +1132,9 @@ def BrokerCrash(x: Z3State, a: Terms, o: Terms) -> Transition:
                       unconfirmed_publish_channel=z3.Lambda([i, j], z3.IntVal(0)),
                       unconfirmed_publish_seq=z3.Lambda([i, j], z3.IntVal(0)), lost_in_crash=lost,
                       auto_in_flight_on=z3.Lambda([i, j], z3.IntVal(0)),
-                      gone_this_life=gone_now)
+                      gone_this_life=gone_now,
+                      # lost on their way (AM-2): their fate is sure, gone in this life already
+                      **{name: z3.K(INT, z3.IntVal(DEFAULTS[name])) for name in _SENDING})
     return Transition(x.broker_up, after)
 
 
@@ -1109,9 +1191,10 @@ def ClientVanish(x: Z3State, a: Terms, o: Terms) -> Transition:
 def _held_elsewhere(x: Z3State, c, d) -> Z3State:
     """faults.vanish's move: the broker's channels of c, as ``faults.abandoned`` leaves them (an open
     transaction rolled back: its held-back settlements outstanding again, TX-3; no publish numbered,
-    no confirm, commit-ok or frame in flight), are slot d's; the queues' round-robins, exclusive owners
-    and the copies' ghost inverses name d for c. Slot d's client is gone and its broker end open; everything else of d is a
-    clean channel's (what a free slot holds: ``free_slots_clean``)."""
+    no confirm, commit-ok or frame in flight), are slot d's; the queues' round-robins, exclusive owners,
+    the deliveries they are sending (faults.rename_connection) and the copies' ghost inverses name d for
+    c. Slot d's client is gone and its broker end open; everything else of d is a clean channel's (what a
+    free slot holds: ``free_slots_clean``)."""
     def at_d(arr: z3.ArrayRef, arity: int, value: Callable) -> z3.ArrayRef:
         if arity == 2:
             return _lam2(lambda i, j: z3.If(i == d, value(j), arr[i, j]))
@@ -1138,7 +1221,8 @@ def _held_elsewhere(x: Z3State, c, d) -> Z3State:
         connection_close_to_client=z3.Store(x.connection_close_to_client, d, False),
         queue_owner=z3.Lambda([_Q], z3.If(x.queue_owner[_Q] == c + 1, d + 1, x.queue_owner[_Q])),
         named_by_connection=_lam_qk(lambda q, key: z3.If(x.named_by_connection[q, key] == c, d,
-                                                         x.named_by_connection[q, key])))
+                                                         x.named_by_connection[q, key])),
+        sending_connection=z3.Lambda([_Q], z3.If(x.sending_connection[_Q] == c, d, x.sending_connection[_Q])))
     # c's consumers are d's now: none is left in a round-robin under c.
     return y.replace(in_round_robin=_lam3(lambda i, j, k: z3.And(y.in_round_robin[i, j, k], i != c)))
 
@@ -1422,7 +1506,9 @@ def oracle_sorts(cls: type) -> dict[str, z3.SortRef]:
 
 def _live(x: Z3State, q, key) -> z3.BoolRef:
     """Copy (q, key) is live: ready, or named by the outstanding or held-back tag its ghost inverse
-    gives (copies_conserved makes that the only tag that can name it)."""
+    gives (copies_conserved makes that the only tag that can name it). A copy in automatic mode, in
+    flight or on its way to its channel (``sending_key``), is not: the spec counts it as a live place
+    (copies_conserved) whose fate is sure, gone in this life (live_copies_unfated)."""
     c, ch, t = x.named_by_connection[q, key], x.named_by_channel[q, key], x.named_by_tag[q, key]
     return z3.Or(x.ready[q, key],
                  z3.And(z3.Or(x.outstanding[c, ch, t], x.tx_settled[c, ch, t]), x.tag_queue[c, ch, t] == q,
@@ -1434,8 +1520,10 @@ def gone_in_this_life(relation: Callable[[Z3State, Terms, Terms], Transition]) -
     Outside a crash (which keeps the copies on disk for the restart: ``BrokerCrash``) and the restart
     (``BrokerRestart``), the spec records a fate (``storage.add_fates``) for every copy that stops being
     live (ack, reject or nack without requeue, dead-lettering, purge, queue.delete, a requeue into a
-    deleted queue, a queue failure), or hands it over in automatic mode (its fate is sure: AM-2), and
-    for no other copy but those already in flight in automatic mode."""
+    deleted queue, a queue failure), or hands it over in automatic mode, or admits it for an
+    automatic-mode consumer under a global limit (on its way to the channel: ``sending_key``; its fate is
+    sure either way: AM-2), and for no other copy but those already in flight or on their way in
+    automatic mode."""
     def with_fates(x: Z3State, a: Terms, o: Terms) -> Transition:
         t = relation(x, a, o)
         y = t.after

@@ -15,7 +15,9 @@ One relation per spec action, with the same name, its guard (the configuration's
 ``spec.machine.candidates`` makes it, and the spec's precondition) beside its effect. The family covers
 a subset of the semantics (``SUBSET``): one queue q0 reached through the default exchange, no
 mandatory or immediate publish, acks and rejects of single tags outside transactions, no error path
-(an unknown tag, a mode switch, a closed channel). Each guard also requires its step to stay inside
+(an unknown tag, a mode switch, a closed channel), and no delivery to an automatic-mode consumer on a
+channel with a global limit (the spec makes it two steps, ``Queue.sending``: no hazard's configuration
+has one, ``proofs.bmc.HAZARD_CONFIGS``). Each guard also requires its step to stay inside
 that subset, so the relation is an under-approximation of the spec: every execution Z3 finds is one
 the spec has (``proofs.bmc`` replays it through ``spec.machine.step`` to show it), and a behaviour
 outside the subset is missing rather than wrong. Actions with no relation here (``NOT_MODELLED``)
@@ -41,7 +43,9 @@ from spec.state import (
 )
 
 SUBSET = ("one queue (q0), reached through the default exchange; publishes neither mandatory nor immediate; "
-          "acks and rejects of one tag outside transactions; no error path, channel close or reconnect")
+          "acks and rejects of one tag outside transactions; no error path, channel close or reconnect; "
+          "no delivery to an automatic-mode consumer on a channel with a global limit (two steps in the spec, "
+          "broker.deliver)")
 FATES = {FATE_ACKED: "acked", FATE_AUTO: "auto", FATE_LOST_CRASH: "lost_crash", FATE_LOST_AUTOACK: "lost_auto"}
 W = 5                   # fields per frame slot: the method and four fields (``frame_slot``)
 # Every field is a small bit-vector: the encoding's values (statuses, counts, tags, keys, message codes)
@@ -129,6 +133,8 @@ def project(state, shape: Shape) -> dict[str, int]:
     holds something the family cannot (a frame outside the subset, more than a capacity allows)."""
     out: dict[str, int] = {n: 0 for n in names(shape)}
     queue = state.queues[0]
+    if queue.sending:
+        raise OutsideSubset("a delivery on its way to a channel with a global limit (Queue.sending)")
     out.update({"up": int(state.broker_up), "q.exists": int(queue.exists), "q.durable": int(queue.durable),
                 "q.enq": queue.enqueued, "u.requeues": state.used.requeues, "u.reconnects": state.used.reconnects,
                 "u.crashes": state.used.crashes, "u.qos": state.used.qos, "ngroups": len(state.tx_groups)})
@@ -761,9 +767,20 @@ def _room(e: Eff, c: int, ch: int, t: int) -> z3.BoolRef:
     return z3.And(z3.Not(blocked), z3.Or(_b(e[f"{b}noack{t}"]), limit == 0, mine < limit))
 
 
+def _admits_in_two_steps(config, c: int, ch: int) -> bool:
+    """Whether channel (c, ch) may have an automatic-mode consumer and a global limit at once (its role
+    consumes with no_ack and sends basic.qos with global and a count), where broker.deliver takes two
+    steps (``Queue.sending``): only then does the guard need to leave such a delivery out."""
+    role = config.roles.get((c, ch))
+    return role is not None and any(no_ack for _, no_ack in role.consume) and \
+        any(count and global_ for count, global_ in role.qos)
+
+
 def BrokerDeliver(e: Eff, a, config) -> Transition:
     """The head of q0 to the first consumer of the ring with room, which moves to the back (broker.deliver,
-    DS-1); the copy is outstanding (manual mode, AM-3) or in flight in automatic mode (AM-2)."""
+    DS-1); the copy is outstanding (manual mode, AM-3) or in flight in automatic mode (AM-2). Not to an
+    automatic-mode consumer on a channel with a global limit: the spec takes two steps there
+    (``Queue.sending``), outside the subset."""
     ring = e.live("q.ring")
     consumers = [(c, ch, t) for c, ch in e.shape.channels() for t in range(1, e.shape.ctags + 1)]
 
@@ -788,6 +805,8 @@ def BrokerDeliver(e: Eff, a, config) -> Transition:
         d.need(tag <= e.shape.tags)
         d[b + "next_tag"] = tag + 1
         noack = _b(d[f"{b}noack{t}"])
+        if _admits_in_two_steps(config, c, ch):                      # two steps in the spec: outside the subset
+            d.need(z3.Not(z3.And(noack, _b(d[b + "glimit"]))))
         d.push(f"c{c}.auto", (ch, tag, key), noack)
         _forget_waits(d, key, noack)
         d.push(b + "unacked", (tag, key, red, t), z3.Not(noack))

@@ -176,6 +176,17 @@ def closed_channel_is_silent(x: Z3State, c, ch, t) -> z3.BoolRef:
                                                       x.channel_status[c, ch] != CH_CLOSED)))))
 
 
+def sent_to_open_channels(x: Z3State, c, ch, t) -> z3.BoolRef:
+    """Helper: no queue is sending a delivery (``sending_key``, PF-3) to a channel that is not open, or
+    of a connection whose broker end is closed: closing the channel or the connection loses it
+    (storage.lose_sent), a vanish moves it with the channel, and a slot made new has none. What makes
+    two of the model's choices exact: the numbering a queue.delete asks for writes its frame only while
+    the channel is open (``model.actions._number``), and a slot reset loses what was on its way to it
+    (``reset_connection``). (The third index is a queue.)"""
+    sent_here = z3.And(x.sending_key[t] != 0, x.sending_connection[t] == c, x.sending_channel[t] == ch)
+    return z3.Implies(sent_here, z3.And(x.channel_status[c, ch] == CH_OPEN, z3.Not(x.broker_end_closed[c])))
+
+
 def exclusive_queue_has_owner(x: Z3State, c, ch, q) -> z3.BoolRef:
     """DU-4: an existing queue owned by connection c (owner c + 1) is not durable, and c is open: the
     broker has not closed its end and its client is not down. (``q`` ranges over queues.)"""
@@ -214,10 +225,13 @@ def queue_in_publication_order(x: Z3State, q, a, b) -> z3.BoolRef:
 
 def copy_keys_issued(x: Z3State, q, key, _) -> z3.BoolRef:
     """Helper: a queue's keys are issued 1, 2, 3, ...: a ready, delivered or stored copy has a key
-    between 1 and the number of copies the queue took; only a ready copy has a redelivered flag."""
+    between 1 and the number of copies the queue took, the one it is sending (a delivered one: the spec
+    lists it in ``delivered``) too; only a ready copy has a redelivered flag."""
+    sending = x.sending_key[q]
     return z3.And(x.enqueued[q] >= 0,
                   z3.Implies(z3.Or(x.ready[q, key], x.ever_delivered[q, key], x.on_disk[q, key]),
                              z3.And(1 <= key, key <= x.enqueued[q])),
+                  z3.Implies(sending != 0, z3.And(1 <= sending, sending <= x.enqueued[q])),
                   z3.Implies(x.redelivered[q, key], x.ready[q, key]))
 
 
@@ -232,21 +246,39 @@ def copies_conserved(x: Z3State, c, ch, t) -> z3.BoolRef:
     outstanding or held-back tag t of channel (c, ch) names is not ready, and its ghost inverse gives
     back this tag, so no two tags name one copy (one quantifier, where "no other tag names it" would
     nest a second); while the broker is down no tag is live (a restart makes disk copies ready); and a
-    copy in flight in automatic mode is in no other live place (``automatic_copies_in_one_place``). The
-    second half (``copies_accounted_for``). (For those two the first two indices are a queue and a key.)"""
+    copy in flight in automatic mode is in no other live place (``automatic_copies_in_one_place``), nor
+    one on its way to its channel (``sending_copies_in_one_place``). The second half
+    (``copies_accounted_for``). (For those three the first two indices are a queue and a key.)"""
     return z3.And(copies_in_one_place(x, c, ch, t), automatic_copies_in_one_place(x, c, ch, t),
-                  copies_accounted_for(x, c, ch, t))
+                  sending_copies_in_one_place(x, c, ch, t), copies_accounted_for(x, c, ch, t))
 
 
 def automatic_copies_in_one_place(x: Z3State, q, key, _) -> z3.BoolRef:
     """copies_conserved's first half for the automatic-mode deliveries in flight (AM-2): such a copy
-    is not ready, and no live tag names it (the tag its ghost inverse gives does not: with the first
-    half, then none does); it was delivered, and the broker is up (a crash loses them). (The indices
-    are a queue and a key.)"""
+    is not ready, no live tag names it (the tag its ghost inverse gives does not: with the first half,
+    then none does), and it is not the one its queue is sending (``sending_key``: that one is in flight
+    only once its channel numbers it); it was delivered, and the broker is up (a crash loses them).
+    (The indices are a queue and a key.)"""
     c, ch, t = x.named_by_connection[q, key], x.named_by_channel[q, key], x.named_by_tag[q, key]
     named = z3.And(z3.Or(x.outstanding[c, ch, t], x.tx_settled[c, ch, t]), x.tag_queue[c, ch, t] == q,
                    x.tag_key[c, ch, t] == key)
     return z3.Implies(x.auto_in_flight_on[q, key] != 0,
+                      z3.And(x.broker_up, x.ever_delivered[q, key], z3.Not(x.ready[q, key]), z3.Not(named),
+                             z3.Not(z3.And(key != 0, x.sending_key[q] == key))))
+
+
+def sending_copies_in_one_place(x: Z3State, q, key, _) -> z3.BoolRef:
+    """copies_conserved's first half for the delivery a queue is sending (``sending_key``, PF-3: the
+    spec counts it as a live place, ``Queue.sending``): that copy is not ready and no live tag names it
+    (the tag its ghost inverse gives does not; that it is not in flight in automatic mode too is
+    ``automatic_copies_in_one_place``'s); it was delivered (``copy_keys_issued``: so its key was issued,
+    and no copy enqueued later takes it), and the broker is up (a crash loses it). (The indices are a
+    queue and a key: the copy is named by its index, guarded by ``sending_key``, so that a proof meets it
+    where it meets the copy.)"""
+    c, ch, t = x.named_by_connection[q, key], x.named_by_channel[q, key], x.named_by_tag[q, key]
+    named = z3.And(z3.Or(x.outstanding[c, ch, t], x.tx_settled[c, ch, t]), x.tag_queue[c, ch, t] == q,
+                   x.tag_key[c, ch, t] == key)
+    return z3.Implies(z3.And(key != 0, x.sending_key[q] == key),
                       z3.And(x.broker_up, x.ever_delivered[q, key], z3.Not(x.ready[q, key]), z3.Not(named)))
 
 
@@ -474,7 +506,8 @@ INVARIANTS: dict[str, Invariant] = {
     "copies_conserved": Invariant(
         "copies_conserved", copies_conserved,
         "all of it: every copy a queue took is live, gone with a fate, or on disk while the broker is down; "
-        "no copy is in two live places (ready, outstanding or held back, in flight in automatic mode)",
+        "no copy is in two live places (ready, outstanding or held back, in flight in automatic mode, on its way "
+        "to its channel in automatic mode)",
         helpers=("held_back_tags_issued", "outstanding_copies_were_delivered", "copy_keys_issued",
                  "stored_copies_in_durable_queues", "down_broker_holds_only_disk", "live_copies_unfated")),
     "down_broker_holds_only_disk": Invariant(
@@ -523,6 +556,7 @@ HELPERS: dict[str, Invariant] = {
     "down_connection_is_silent": Invariant(
         "down_connection_is_silent", down_connection_is_silent, "all of it (helper)",
         helpers=("closed_channel_is_silent",)),
+    "sent_to_open_channels": Invariant("sent_to_open_channels", sent_to_open_channels, "all of it (helper)"),
     "close_sent_only_when_closed": Invariant(
         "close_sent_only_when_closed", close_sent_only_when_closed, "all of it (helper)"),
     "stored_copies_in_durable_queues": Invariant(
@@ -586,6 +620,7 @@ def init(x: Z3State) -> z3.BoolRef:
                    + [x.consumer_deliveries[c, ch, s] == 0, x.consumer_limit[c, ch, s] == 0])
     per_index = z3.And(z3.Or(z3.Not(x.broker_end_closed[c]), x.client_connection_status[c] == CONN_GONE),
                        z3.Not(x.connection_close_to_client[c]), x.queue_owner[c] == 0,
+                       x.sending_key[c] == 0,                       # (a queue): sending nothing
                        x.enqueued[c] == 0, x.born[c] == 0,
                        x.published[c] == 0, z3.Implies(x.queue_durable[c], x.queue_exists[c]))
     return z3.And(x.broker_up, x.channels_per_connection >= 1, z3.ForAll([c], per_index), z3.ForAll([c, ch], clean),

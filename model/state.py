@@ -19,8 +19,10 @@
   their order in the queue (which ready copy is ahead of which), the
   copies ever delivered (ghost), the copies on disk, how many each queue ever took, which consumers
   are in a queue's round-robin, the copy each outstanding or held-back tag names (with how a
-  held-back settlement will settle it), and the copies in flight in automatic mode with the
-  connection they travel on, for any number of copies, keys and requeues;
+  held-back settlement will settle it), the copies in flight in automatic mode with the
+  connection they travel on, and the automatic-mode delivery each queue is sending to a channel that
+  has not numbered it yet (``Queue.sending``, PF-3: at most one per queue), for any number of copies,
+  keys and requeues;
 - *messages*: per connection how many messages its client published, and per message (connection,
   n) whether a basic.publish of it is in flight to the broker (and whether two are), which channel's
   open transaction holds it back (and whether it is held back twice), and whether any queue ever
@@ -30,8 +32,8 @@
   channel and number of its unconfirmed publish still to be acked, and per queue whether it is a
   dead-letter target (confirmed_only_when_on_disk), and per copy whether a crash lost it (ghost: a
   ``FATE_LOST_CRASH`` record, confirmed_survives_crash) and whether it is gone in this life (ghost:
-  a fate not of an earlier life, ``State.revived``, or in flight in automatic mode, whose fate is
-  sure; tx_effects_invisible).
+  a fate not of an earlier life, ``State.revived``, or in flight or on its way to its channel in
+  automatic mode, whose fate is sure; tx_effects_invisible).
 
 Every field is declared once, in ``FIELDS``: its name, what each of its indices is (connection,
 channel, publish number, delivery tag, consumer tag, queue, key, message number), the sort of its
@@ -227,7 +229,19 @@ FIELDS: tuple[Field, ...] = (
           "(conn.auto, AM-2); 0: none"),
     Field("gone_this_life", PER_COPY, BOOL, False,
           "the copy is gone in this life: a fate since the last restart that recovered it (not in "
-          "``revived``), or in flight in automatic mode (ghost, TX-3)"),
+          "``revived``), or in flight in automatic mode, or on its way to its channel in automatic mode "
+          "(``sending_key``; ghost, TX-3)"),
+    # The delivery a queue is sending (spec.state.Queue.sending, broker.deliver): an automatic-mode
+    # delivery under a global limit is two steps, the limiter's yes and the channel numbering it (PF-3).
+    Field("sending_key", PER_QUEUE, INT, 0,
+          "the key of the queue's copy that the global limiter of a channel admitted for an automatic-mode "
+          "consumer of it and that the channel has not numbered yet: it left the queue and is on its way "
+          "(PF-3, AM-2); 0: none"),
+    Field("sending_connection", PER_QUEUE, INT, -1, "the connection of the channel it is on its way to (-1: none)"),
+    Field("sending_channel", PER_QUEUE, INT, 0, "that channel (0: none)"),
+    Field("sending_consumer", PER_QUEUE, INT, 0,
+          "the consumer tag it goes to, on that channel (0: none; the channel writes it even if the consumer "
+          "was cancelled since)"),
 )
 
 NAMES = tuple(f.name for f in FIELDS)
@@ -443,6 +457,9 @@ def project(state) -> dict:
             carried += [(u.queue, u.key, u.msg, u.persistent) for _, u in channel.tx_settles]
     for q, queue in enumerate(state.queues):
         carried += [(q, e.key, e.msg, e.persistent) for e in queue.ready]
+        if queue.sending:
+            e = queue.sending[3]
+            carried.append((q, e.key, e.msg, e.persistent))
         if queue.dead_letter:
             values["dead_letter_target"][(queue.dead_letter - 1,)] = True
     for q, key, msg, persistent in carried:
@@ -472,6 +489,12 @@ def project(state) -> dict:
         for d in conn.auto:
             values["gone_this_life"][(d[2], d[3])] = True
             values["auto_in_flight_on"][(d[2], d[3])] = c + 1
+    for q, queue in enumerate(state.queues):
+        if queue.sending:           # on its way to its channel in automatic mode: its fate is sure (AM-2)
+            c, ch, ctag, e = queue.sending
+            values["gone_this_life"][(q, e.key)] = True
+            values["sending_key"][(q,)], values["sending_connection"][(q,)] = e.key, c
+            values["sending_channel"][(q,)], values["sending_consumer"][(q,)] = ch, ctag
     values["broker_up"] = state.broker_up
     values["channels_per_connection"] = len(state.conns[0].channels) if state.conns else 0
     return values

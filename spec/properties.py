@@ -535,6 +535,21 @@ def closed_channel_is_silent(state: State) -> bool:
     return True
 
 
+@always("PF-3", "AM-2", helper=True)
+def sent_to_open_channels(state: State) -> bool:
+    """No queue is sending a delivery (``Queue.sending``: admitted by a global limit for an automatic-mode
+    consumer, not numbered yet) to a channel that is not open, or of a connection the broker has closed:
+    closing the channel or the connection loses it (``storage.lose_sent``), a vanish moves it with the
+    channel (the helper that makes two choices of the Z3 model exact: a queue.delete's numbering writes
+    only to an open channel, a slot made new loses what was on its way to it; proofs/)."""
+    for queue in state.queues:
+        if queue.sending:
+            conn = state.conns[queue.sending[0]]
+            if conn.broker_closed or conn.channels[queue.sending[1] - 1].status != CH_OPEN:
+                return False
+    return True
+
+
 @always("DU-4")
 def exclusive_queue_has_owner(state: State) -> bool:
     """An exclusive queue exists only while the connection that declared it is open, and is never durable."""

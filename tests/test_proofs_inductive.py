@@ -396,8 +396,10 @@ def test_copies_conserved_needs_its_helpers():
 
 
 
-# copies_conserved's first half for the automatic-mode deliveries in flight, on its own.
+# copies_conserved's first half for the automatic-mode deliveries in flight, on its own; and for the one a
+# queue is sending, whence the channel numbering it puts a copy in flight (PF-3, model.actions._number).
 AUTO_PLACE = Invariant("automatic_copies_in_one_place", MI.automatic_copies_in_one_place, "fixture")
+SENDING_PLACE = Invariant("sending_copies_in_one_place", MI.sending_copies_in_one_place, "fixture")
 
 
 def test_an_automatic_hand_over_that_leaves_its_copy_ready_is_refuted(monkeypatch):
@@ -406,7 +408,7 @@ def test_an_automatic_hand_over_that_leaves_its_copy_ready_is_refuted(monkeypatc
     def deliver_keeps_ready(x, a, o):
         t = M.BrokerDeliver(x, a, o)
         return M.Transition(t.guard, t.after.replace(ready=z3.Store(t.after.ready, a.queue, o.key, True)))
-    helpers = [ONE_PLACE]
+    helpers = [ONE_PLACE, SENDING_PLACE]
     assert prove_step(AUTO_PLACE, A.BrokerDeliver, helpers).status == PROVED
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_keeps_ready)
     outcome = prove_step(AUTO_PLACE, A.BrokerDeliver, helpers)
