@@ -155,25 +155,9 @@ def test_check_answers_out_of_order_for_one_consumer_with_a_channel_wide_limit(t
     two confirmed persistent messages. RabbitMQ can give it 1, 2, 1: out of order can happen, by the step
     of the queue taking the requeue late; with a per-consumer limit it cannot."""
     setup = tmp_path / "global-requeue.toml"
-    text = """
-[queues.jobs]
-durable = true
-
-[[publishers]]
-name = "web"
-queue = "jobs"
-confirms = true
-persistent = true
-messages = 2
-
-[[consumers]]
-name = "worker"
-queue = "jobs"
-acks = "manual"
-prefetch = 1
-prefetch_scope = "SCOPE"
-on_failure = "nack-requeue"
-"""
+    example = (Path(__file__).resolve().parents[1] / "examples" / "requeue-on-failure.toml").read_text()
+    assert "prefetch = 2\n" in example and 'on_failure = "nack-requeue"' in example
+    text = example.replace("prefetch = 2\n", 'prefetch = 1\nprefetch_scope = "SCOPE"\n')
     setup.write_text(text.replace("SCOPE", "channel"))
     result = check_setup(read_setup(setup), LocalEngine(reductions=("symmetry",)))
     verdicts = {q.key: a for q, a in zip(QUESTIONS, result.answers)}
