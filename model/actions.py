@@ -5,8 +5,8 @@ action's precondition (``spec.machine.PRECONDITIONS``), and its effect on the st
 Each relation is a function ``(x, a, o) -> Transition``: ``x`` the state before, ``a`` the action's
 fields as Z3 terms, ``o`` its oracles: the facts of the spec state outside this family that the guard
 or the effect reads (which frame is taken, whether a tag is outstanding, whether the client's view
-lets it send). ``ORACLES`` lists them per action; the agreement check (``model.agreement``) reads them
-from the concrete state, the proofs leave them free, so a proof holds whatever they are. The state
+lets it send), declared per action in ``model.oracles``; the agreement check (``model.agreement``) reads
+them from the concrete state, the proofs leave them free, so a proof holds whatever they are. The state
 after is a function of (x, a, o): every relation is deterministic, as ``spec.machine.step`` is.
 """
 from __future__ import annotations
@@ -28,10 +28,10 @@ from spec.state import (
     CONN_GONE, CONN_UP, MODE_CONFIRM, MODE_NONE, MODE_TX, SETTLE_ACK, SETTLE_DROP, SETTLE_REQUEUE,
 )
 
+from . import oracles
+from .oracles import CHANNEL_ERR, CONNECTION_ERR, OK
 from .state import ARITY, BOOL, CONNECTION, DEFAULTS, FIELDS, INT, MESSAGE, Z3State
 
-# The broker's answer to a frame where it depends on state outside this family (ER-1).
-OK, CHANNEL_ERR, CONNECTION_ERR = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -557,26 +557,13 @@ def _drop_tags(arr: z3.ArrayRef, c, ch, gone: Callable) -> z3.ArrayRef:
 
 
 def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """The broker takes the oldest frame of channel ch (``o.method`` and its fields are oracles) and acts
-    on it (broker.take_frame); errors that depend on queues or tags are ``o.verdict``. The frame's
-    fields: ``o.tag``, ``o.multiple`` (a settlement), ``o.no_ack`` (basic.get, basic.consume); ``o.got``: a basic.get
-    found a ready copy; ``o.keeps``, ``o.kept``: what a closing channel keeps (storage.close_channel);
-    ``o.ctag``: the consumer tag of basic.consume or basic.cancel; ``o.cancelled``: the consumers
-    (conn, ch, tag) a queue.delete cancels (the deleted queue's), each told with basic.cancel;
-    ``o.queue``, ``o.durable``, ``o.exclusive``: the queue a queue.declare or queue.delete names and
-    the declare's flags (and the queue of basic.get and queue.purge); ``o.answered``: a frame went out
-    on this channel (an answer, a channel.close); ``o.key``: the key of the copy a basic.get takes (the
-    head of its queue); ``o.requeue``: a nack or reject requeues (or basic.recover's flag);
-    ``o.added``: how many new copies each queue takes (publishes, dead-lettered copies); ``o.n``: the
-    message (c, n) a basic.publish carries, one in flight; ``o.routed``: which messages (c, n) a queue
-    took a first copy of (the publish's, a commit's publishes). The prefetch oracles: ``o.count``,
-    ``o.global_``: basic.qos's fields; ``o.nout``: the channel's outstanding deliveries, basic.get ones
-    included (where a global limit set from none starts its volume); ``o.nset``: how many consumer
-    deliveries a settlement settles; ``o.dk``: per consumer tag, how many of its deliveries a
-    settlement, basic.recover or tx.commit settles; ``o.volume_after_commit``: the volume after a commit's runs. The
-    guard ties the counts to the counters (a settlement settles at most the consumer deliveries
-    outstanding), and the effects keep them within what the spec can do (``_fewer``, ``_count_off``)."""
+    """The broker takes the oldest frame of channel ch and acts on it (broker.take_frame). The frame (its
+    method and fields), the broker's answer where queues or tags decide it (``o.verdict``) and the counts
+    a settlement or basic.qos takes off or sets are oracles (``model.oracles``). The guard ties the counts
+    to the counters (a settlement settles at most the consumer deliveries outstanding), and the effects
+    keep them within what the spec can do (``_fewer``, ``_count_off``)."""
     c, ch, m = a.conn, a.ch, o.method
+    n, consumer, settled_count = o.message_number, o.consumer_tag, o.consumer_deliveries_settled
     k = z3.Int("k_")
     settle_frame = z3.Or(m == BASIC_ACK, m == BASIC_NACK, m == BASIC_REJECT)
     other_channels_quiet = z3.ForAll([k],
@@ -584,10 +571,11 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                                                 x.frames_to_broker[c, k] == 0))
     # Which steps enqueue into a queue that is no dead-letter target (RT-1, TX-2): a publish taken on an
     # open channel outside tx mode, its copies carrying the frame's message, and a commit, its copies
-    # carrying messages the committing channel held back (``o.cc``, ``o.cm``: the new copies' messages).
-    # As for the counting oracles, the effect keeps ``o.added`` and ``o.cp`` within what the spec does:
-    # no copy into such a queue from any other step, and a commit's copy there is persistent only if
-    # its message is one the channel held back (agreement checks both on every step).
+    # carrying messages the committing channel held back (``o.new_copy_message_connection``,
+    # ``o.new_copy_message_number``). As for the counting oracles, the effect keeps ``o.copies_added`` and
+    # ``o.new_copy_persistent`` within what the spec does: no copy into such a queue from any other step,
+    # and a commit's copy there is persistent only if its message is one the channel held back
+    # (agreement checks both on every step).
     pub = m == BASIC_PUBLISH
     taken = z3.And(x.channel_status[c, ch] == CH_OPEN, z3.Not(x.commit_pending[c, ch]))
     publishes = z3.And(taken, pub, z3.Not(o.immediate),
@@ -596,24 +584,26 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
     commits = z3.And(taken, m == TX_COMMIT, x.channel_mode[c, ch] == MODE_TX)
     enqueues = z3.Or(z3.And(publishes, x.channel_mode[c, ch] != MODE_TX), commits)
     nq = z3.Int("nq_")
-    added = z3.Lambda([nq], z3.If(z3.Or(x.dead_letter_target[nq], enqueues), o.added[nq], 0))
+    added = z3.Lambda([nq], z3.If(z3.Or(x.dead_letter_target[nq], enqueues), o.copies_added[nq], 0))
 
     def persistent(q, key):
-        return z3.And(o.cp[q, key],
+        return z3.And(o.new_copy_persistent[q, key],
                       z3.Or(pub, x.dead_letter_target[q],
-                            z3.And(o.cc[q, key] == c, x.tx_held_by_channel[c, o.cm[q, key]] == ch)))
+                            z3.And(o.new_copy_message_connection[q, key] == c,
+                                   x.tx_held_by_channel[c, o.new_copy_message_number[q, key]] == ch)))
     guard = z3.And(_broker_end_open(x, c), 0 <= ch, ch <= x.channels_per_connection, x.frames_to_broker[c, ch] > 0,
                    z3.Implies(ch == 0, other_channels_quiet),
                    # a get, purge or delete behind the channel's own requeue waits for it (spec.interleavings)
                    z3.Not(z3.And(z3.Or(m == BASIC_GET, m == QUEUE_PURGE, m == QUEUE_DELETE), o.waits_for_requeue)),
                    z3.Implies(ch == 0, m == CONNECTION_CLOSE),        # only connection.close travels on channel 0
-                   z3.Implies(z3.And(m == BASIC_GET, o.got), is_next(x, o.queue, o.key)),   # the head
+                   z3.Implies(z3.And(m == BASIC_GET, o.get_ok), is_next(x, o.queue, o.copy_key)),   # the head
                    # a publish carries a message in flight
-                   z3.Implies(m == BASIC_PUBLISH, x.publish_in_flight[c, o.n]),
+                   z3.Implies(m == BASIC_PUBLISH, x.publish_in_flight[c, o.message_number]),
                    # What the counting oracles are (the frame's prefetch_count is unsigned; a settlement
                    # settles at most the consumer deliveries outstanding; basic.qos counts every one).
-                   z3.Implies(m == BASIC_QOS, z3.And(o.count >= 0, o.nout >= x.consumer_outstanding[c, ch])),
-                   z3.Implies(settle_frame, z3.And(0 <= o.nset, o.nset <= x.consumer_outstanding[c, ch])),
+                   z3.Implies(m == BASIC_QOS, z3.And(o.prefetch_count >= 0,
+                                                     o.outstanding_count >= x.consumer_outstanding[c, ch])),
+                   z3.Implies(settle_frame, z3.And(0 <= settled_count, settled_count <= x.consumer_outstanding[c, ch])),
                    # DU-4, ER-2: a declare is answered from the queue's flags (broker._queue_declare)
                    z3.Implies(z3.And(m == QUEUE_DECLARE, taken),
                               o.verdict == z3.If(_declare_refused(x, c, o.queue, o.durable, o.exclusive),
@@ -623,22 +613,23 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                   **{name: z3.Store(getattr(x, name), c, ch, o[f"{name}_left"]) for name in _TO_BROKER},
                   first_select_to_broker=z3.Store(x.first_select_to_broker, c, ch, o.first_select_to_broker_left),
                   publishes_behind_select=z3.Store(x.publishes_behind_select, c, ch,
-                                                   z3.If(z3.Or(m == CONFIRM_SELECT, m == TX_SELECT), o.behind_left,
+                                                   z3.If(z3.Or(m == CONFIRM_SELECT, m == TX_SELECT),
+                                                         o.publishes_behind_select_left,
                                                          x.publishes_behind_select[c, ch])),
                   publishes_to_broker=z3.Store(x.publishes_to_broker, c, ch,
                                                x.publishes_to_broker[c, ch] - z3.If(m == BASIC_PUBLISH, 1, 0)),
                   # A publish taken: its message stays in flight if a second frame carried it (exact up to
                   # two frames; the spec reaches three only through two, which publishes_in_flight_fresh rules out).
-                  publish_in_flight=z3.Store(x.publish_in_flight, c, o.n,
-                                             z3.And(x.publish_in_flight[c, o.n],
-                                                    z3.Or(m != BASIC_PUBLISH, x.publish_in_flight_twice[c, o.n]))),
-                  publish_in_flight_twice=z3.Store(x.publish_in_flight_twice, c, o.n,
-                                                   z3.And(x.publish_in_flight_twice[c, o.n], m != BASIC_PUBLISH)))
+                  publish_in_flight=z3.Store(x.publish_in_flight, c, n,
+                                             z3.And(x.publish_in_flight[c, n],
+                                                    z3.Or(m != BASIC_PUBLISH, x.publish_in_flight_twice[c, n]))),
+                  publish_in_flight_twice=z3.Store(x.publish_in_flight_twice, c, n,
+                                                   z3.And(x.publish_in_flight_twice[c, n], m != BASIC_PUBLISH)))
     # RT-1: queues take copies
-    taken_by_queue = z3.Store(x.taken_by_queue, c, o.n, z3.Or(x.taken_by_queue[c, o.n], o.routed[o.n]))
+    taken_by_queue = z3.Store(x.taken_by_queue, c, n, z3.Or(x.taken_by_queue[c, n], o.routed_messages[n]))
     mode, status = x.channel_mode[c, ch], x.channel_status[c, ch]
     conn_err = _connection_error(x, c)
-    kept = (o.keeps, o.kept)
+    kept = (o.keeps_any, o.kept_tags)
     ch_err = reset_channel(x, c, ch, CH_CLOSING, kept)
     settle = z3.Or(m == BASIC_ACK, m == BASIC_NACK, m == BASIC_REJECT)
     settled = _settled(x, c, ch, o.tag, z3.And(m != BASIC_REJECT, o.multiple))
@@ -657,21 +648,21 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
         (z3.And(m == BASIC_PUBLISH, o.exchange != DEFAULT_EXCHANGE, o.exchange != FANOUT_EXCHANGE), ch_err),  # PC-9
         (z3.And(m == BASIC_PUBLISH, mode == MODE_TX), x.replace(                         # TX-2
             tx_holds_back=z3.Store(x.tx_holds_back, c, ch, True),
-            tx_held_by_channel=z3.Store(x.tx_held_by_channel, c, o.n, ch),
-            tx_held_twice=z3.Store(x.tx_held_twice, c, o.n,
-                                   z3.Or(x.tx_held_twice[c, o.n], x.tx_held_by_channel[c, o.n] != 0)))),
+            tx_held_by_channel=z3.Store(x.tx_held_by_channel, c, n, ch),
+            tx_held_twice=z3.Store(x.tx_held_twice, c, n,
+                                   z3.Or(x.tx_held_twice[c, n], x.tx_held_by_channel[c, n] != 0)))),
         (z3.And(m == BASIC_PUBLISH, mode == MODE_CONFIRM), x.replace(                    # PC-1
             publish_seq=z3.Store(x.publish_seq, c, ch, x.publish_seq[c, ch] + 1),
             unconfirmed=z3.Store(x.unconfirmed, c, ch, x.publish_seq[c, ch] + 1, True), taken_by_queue=taken_by_queue,
-            unconfirmed_publish_channel=z3.Store(x.unconfirmed_publish_channel, c, o.n, ch),
-            unconfirmed_publish_seq=z3.Store(x.unconfirmed_publish_seq, c, o.n, x.publish_seq[c, ch] + 1))),
+            unconfirmed_publish_channel=z3.Store(x.unconfirmed_publish_channel, c, n, ch),
+            unconfirmed_publish_seq=z3.Store(x.unconfirmed_publish_seq, c, n, x.publish_seq[c, ch] + 1))),
         (m == BASIC_PUBLISH, x.replace(taken_by_queue=taken_by_queue)),
         (z3.And(settle, o.verdict == CHANNEL_ERR), ch_err),                              # ACK-4
         (z3.And(settle, mode == MODE_TX), x.replace(                                     # TX-3
             tx_holds_back=z3.Store(x.tx_holds_back, c, ch, z3.Or(x.tx_holds_back[c, ch], o.settled)),
             # still counted (PF-3)
-            consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, x.consumer_outstanding[c, ch] - o.nset),
-            consumer_held_back=z3.Store(x.consumer_held_back, c, ch, x.consumer_held_back[c, ch] + o.nset),
+            consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, x.consumer_outstanding[c, ch] - settled_count),
+            consumer_held_back=z3.Store(x.consumer_held_back, c, ch, x.consumer_held_back[c, ch] + settled_count),
             outstanding=_lam3(lambda i, j, t: z3.And(x.outstanding[i, j, t],
                                                      z3.Not(z3.And(i == c, j == ch, settled(t))))),
             tx_settled=_lam3(lambda i, j, t: z3.Or(x.tx_settled[i, j, t], z3.And(i == c, j == ch, settled(t)))),
@@ -681,41 +672,41 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
             outstanding=_drop_tags(x.outstanding, c, ch, settled),
             delivered_to_consumer=_drop_tags(x.delivered_to_consumer, c, ch, settled),
             holds_confirm=_unhold(x, _named_by(x, c, ch, lambda t: z3.And(settled(t), kind != SETTLE_REQUEUE))),
-            consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, x.consumer_outstanding[c, ch] - o.nset),
-            consumer_deliveries=_fewer(x, c, ch, o.dk),
-            volume=_count_off(x, c, ch, o.nset)),                                           # PF-3
+            consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, x.consumer_outstanding[c, ch] - settled_count),
+            consumer_deliveries=_fewer(x, c, ch, o.settled_per_consumer),
+            volume=_count_off(x, c, ch, settled_count)),                                 # PF-3
             _named_by(x, c, ch, lambda t: z3.And(settled(t), kind == SETTLE_REQUEUE)),
-            _resumes_first(x, c, ch, _count_off(x, c, ch, o.nset)))),                    # spec.interleavings
-        (z3.And(m == BASIC_QOS, o.size != 0), conn_err),
-        (m == BASIC_QOS, _qos(x, c, ch, o.count, o.global_, o.nout)),                    # PF-2
-        (z3.And(m == BASIC_CONSUME, x.consumers[c, ch, o.ctag]), conn_err),                   # a reused consumer tag
+            _resumes_first(x, c, ch, _count_off(x, c, ch, settled_count)))),             # spec.interleavings
+        (z3.And(m == BASIC_QOS, o.prefetch_size != 0), conn_err),
+        (m == BASIC_QOS, _qos(x, c, ch, o.prefetch_count, o.global_, o.outstanding_count)),  # PF-2
+        (z3.And(m == BASIC_CONSUME, x.consumers[c, ch, consumer]), conn_err),              # a reused consumer tag
         (z3.And(m == BASIC_CONSUME, o.verdict == CONNECTION_ERR), conn_err),
         (z3.And(m == QUEUE_DELETE, o.verdict == CHANNEL_ERR), reset_channel(deleting, c, ch, CH_CLOSING, kept)),
         (z3.And(z3.Or(m == BASIC_CONSUME, m == BASIC_GET, m == QUEUE_BIND, m == QUEUE_PURGE,
                       m == QUEUE_DECLARE, m == QUEUE_DELETE), o.verdict == CHANNEL_ERR), ch_err),
-        (m == BASIC_CONSUME, x.replace(consumers=z3.Store(x.consumers, c, ch, o.ctag, True),        # DS-1
-                                       in_round_robin=z3.Store(x.in_round_robin, c, ch, o.ctag, True),
-                                       consumer_no_ack=z3.Store(x.consumer_no_ack, c, ch, o.ctag, o.no_ack),
+        (m == BASIC_CONSUME, x.replace(consumers=z3.Store(x.consumers, c, ch, consumer, True),        # DS-1
+                                       in_round_robin=z3.Store(x.in_round_robin, c, ch, consumer, True),
+                                       consumer_no_ack=z3.Store(x.consumer_no_ack, c, ch, consumer, o.no_ack),
                                        # PF-2: the limit now
-                                       consumer_limit=z3.Store(x.consumer_limit, c, ch, o.ctag, x.prefetch[c, ch]))),
-        (m == BASIC_CANCEL, x.replace(consumers=z3.Store(x.consumers, c, ch, o.ctag, False),
+                                       consumer_limit=z3.Store(x.consumer_limit, c, ch, consumer, x.prefetch[c, ch]))),
+        (m == BASIC_CANCEL, x.replace(consumers=z3.Store(x.consumers, c, ch, consumer, False),
                                       # its deliveries become a former consumer's (-tag): no tag counts them
-                                      consumer_deliveries=z3.Store(x.consumer_deliveries, c, ch, o.ctag, 0),
-                                      consumer_no_ack=z3.Store(x.consumer_no_ack, c, ch, o.ctag, False),
-                                      consumer_limit=z3.Store(x.consumer_limit, c, ch, o.ctag, 0),
-                                      in_round_robin=z3.Store(x.in_round_robin, c, ch, o.ctag,
-                                                              z3.And(x.in_round_robin[c, ch, o.ctag],
-                                                                     z3.Not(x.consumers[c, ch, o.ctag]))))),
+                                      consumer_deliveries=z3.Store(x.consumer_deliveries, c, ch, consumer, 0),
+                                      consumer_no_ack=z3.Store(x.consumer_no_ack, c, ch, consumer, False),
+                                      consumer_limit=z3.Store(x.consumer_limit, c, ch, consumer, 0),
+                                      in_round_robin=z3.Store(x.in_round_robin, c, ch, consumer,
+                                                              z3.And(x.in_round_robin[c, ch, consumer],
+                                                                     z3.Not(x.consumers[c, ch, consumer]))))),
         (m == QUEUE_PURGE, x.replace(**_emptied(x, lambda q: q == o.queue, keep_away=True))),
         (m == QUEUE_DECLARE, _declare(x, c, o.queue, o.durable, o.exclusive)),          # DU-4
-        (m == QUEUE_DELETE, _delete_queue(deleting, o.queue, o.cancelled)),
-        (z3.And(m == BASIC_GET, o.got), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False), o.queue, o.key)),
+        (m == QUEUE_DELETE, _delete_queue(deleting, o.queue, o.cancelled_consumers)),
+        (z3.And(m == BASIC_GET, o.get_ok), _hand_over(x, c, ch, o.no_ack, z3.BoolVal(False), o.queue, o.copy_key)),
         (z3.And(m == BASIC_RECOVER, z3.Not(o.requeue)), conn_err),                       # RQ-5
         (m == BASIC_RECOVER, _requeue(x.replace(outstanding=_no_tags(x.outstanding, c, ch),    # RQ-5: all requeued
                                                 delivered_to_consumer=_drop_tags(x.delivered_to_consumer, c, ch,
                                                                                  lambda t: x.outstanding[c, ch, t]),
                                                 consumer_outstanding=z3.Store(x.consumer_outstanding, c, ch, 0),
-                                                consumer_deliveries=_fewer(x, c, ch, o.dk),
+                                                consumer_deliveries=_fewer(x, c, ch, o.settled_per_consumer),
                                                 volume=_count_off(x, c, ch, x.consumer_outstanding[c, ch])),
                                       _named_by(x, c, ch, lambda t: x.outstanding[c, ch, t]),
                                       _resumes_first(x, c, ch, _count_off(x, c, ch, x.consumer_outstanding[c, ch])))),
@@ -725,11 +716,12 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
          _ite(mode == MODE_CONFIRM, ch_err, x.replace(channel_mode=z3.Store(x.channel_mode, c, ch, MODE_TX)))),
         (m == TX_COMMIT, _ite(mode != MODE_TX, ch_err, _requeue(x.replace(                # TX-10, TX-7, TX-3
             tx_holds_back=z3.Store(x.tx_holds_back, c, ch, False),
-            commit_pending=z3.Store(x.commit_pending, c, ch, o.waits),
+            commit_pending=z3.Store(x.commit_pending, c, ch, o.commit_waits),
             tx_held_by_channel=_release(x.tx_held_by_channel, c, ch),
             tx_held_twice=_release_twice(x, c, ch),                   # TX-2: enqueued now
             taken_by_queue=_lam2(lambda i, n: z3.Or(x.taken_by_queue[i, n],
-                                                    z3.And(i == c, x.tx_held_by_channel[i, n] == ch, o.routed[n]))),
+                                                    z3.And(i == c, x.tx_held_by_channel[i, n] == ch,
+                                                           o.routed_messages[n]))),
             tx_settled=_no_tags(x.tx_settled, c, ch),
             delivered_to_consumer=_drop_tags(x.delivered_to_consumer, c, ch, lambda t: x.tx_settled[c, ch, t]),
             holds_confirm=_unhold(x,
@@ -738,7 +730,8 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                                                              x.tx_settle_kind[c, ch, t] != SETTLE_REQUEUE))),
             # PF-3: the held-back ones are counted off, one run of a kind at a time (broker.commit_runs):
             # the volume after is an oracle, no lower than every run taking its whole count off.
-            consumer_held_back=z3.Store(x.consumer_held_back, c, ch, 0), consumer_deliveries=_fewer(x, c, ch, o.dk),
+            consumer_held_back=z3.Store(x.consumer_held_back, c, ch, 0),
+            consumer_deliveries=_fewer(x, c, ch, o.settled_per_consumer),
             volume=z3.Store(x.volume, c, ch, z3.If(x.global_limit[c, ch] != 0,
                                                    _bounded(o.volume_after_commit,
                                                             x.volume[c, ch] - x.consumer_held_back[c, ch],
@@ -760,9 +753,9 @@ def BrokerTakeFrame(x: Z3State, a: Terms, o: Terms) -> Transition:
                         (m == CHANNEL_CLOSE_OK, reset_channel(x, c, ch, CH_CLOSED)))              # ER-1
     after = _cases(on_closing, (m == CONNECTION_CLOSE, conn_err), (status == CH_OPEN, on_open),
                    (status == CH_CLOSED, on_closed))
-    after = _enqueue(after, added, lambda q, key: z3.If(pub, c, o.cc[q, key]),           # RT-1, ACK-6
-                     lambda q, key: z3.If(pub, o.n, o.cm[q, key]), persistent,
-                     lambda q, key: z3.And(confirm_pub, o.cp[q, key], x.queue_durable[q]))
+    after = _enqueue(after, added, lambda q, key: z3.If(pub, c, o.new_copy_message_connection[q, key]),  # RT-1, ACK-6
+                     lambda q, key: z3.If(pub, n, o.new_copy_message_number[q, key]), persistent,
+                     lambda q, key: z3.And(confirm_pub, o.new_copy_persistent[q, key], x.queue_durable[q]))
     # ER-1: what went out on this channel. A channel error sends channel.close (the channel was open
     # and is closing now); a channel that was closing answers only with close-ok; anything else follows
     # the last channel.close in flight, if there is one.
@@ -811,16 +804,18 @@ def _taken_in_turn(x: Z3State, c, ch, m, o: Terms) -> z3.BoolRef:
         z3.Implies(select, z3.And(x.first_select_to_broker[c, ch] == m,
                                   z3.Implies(m == CONFIRM_SELECT,
                                              x.publishes_behind_select[c, ch] == x.publishes_to_broker[c, ch]),
-                                  0 <= o.behind_left, o.behind_left <= x.publishes_to_broker[c, ch],
+                                  0 <= o.publishes_behind_select_left,
+                                  o.publishes_behind_select_left <= x.publishes_to_broker[c, ch],
                                   z3.Or(o.first_select_to_broker_left == 0,
                                         o.first_select_to_broker_left == CONFIRM_SELECT,
                                         o.first_select_to_broker_left == TX_SELECT),
-                                  z3.Implies(o.first_select_to_broker_left != CONFIRM_SELECT, o.behind_left == 0))),
+                                  z3.Implies(o.first_select_to_broker_left != CONFIRM_SELECT,
+                                             o.publishes_behind_select_left == 0))),
         z3.Implies(z3.Not(select), o.first_select_to_broker_left == x.first_select_to_broker[c, ch]),
         # a basic.publish taken is ahead of every select, so not among those behind the first
         z3.Implies(m == BASIC_PUBLISH, x.publishes_behind_select[c, ch] < x.publishes_to_broker[c, ch]),
         z3.Implies(z3.Not(left["other_frames_to_broker"]),
-                   z3.And(o.first_select_to_broker_left == 0, o.behind_left == 0,
+                   z3.And(o.first_select_to_broker_left == 0, o.publishes_behind_select_left == 0,
                           x.publishes_to_broker[c, ch] == z3.If(m == BASIC_PUBLISH, 1, 0))),
         z3.Implies(m == CHANNEL_OPEN, z3.And(
             opening, z3.Not(ahead), left["other_frames_to_broker"] == other, none_behind,
@@ -912,9 +907,9 @@ def has_room(x: Z3State, c, ch, k) -> z3.BoolRef:
 
 
 def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """The head of a queue to a consumer with room (``o.ready``: the queue has a copy and a consumer
-    room, DS-1, PF-3); the consumer ``o.ctag`` is on channel (``o.conn``, ``o.ch``), which is open
-    (broker.next_consumer), and has room (``has_room``); the copy (``o.key``, the queue's head: ready,
+    """The head of a queue to a consumer with room (``o.can_deliver``: the queue has a copy and a consumer
+    room, DS-1, PF-3); the consumer ``o.consumer_tag`` is on channel (``o.conn``, ``o.ch``), which is open
+    (broker.next_consumer), and has room (``has_room``); the copy (``o.copy_key``, the queue's head: ready,
     no ready copy ahead of it) takes the channel's next tag.
 
     To an automatic-mode consumer on a channel with a global limit (of a client that has not vanished)
@@ -924,13 +919,13 @@ def BrokerDeliver(x: Z3State, a: Terms, o: Terms) -> Transition:
     enabled while that channel is open at the broker (broker.can_deliver). The second reads no oracle:
     the delivery is the queue's ``sending_*`` fields."""
     q = a.queue
-    c, ch, k = o.conn, o.ch, o.ctag
+    c, ch, k = o.conn, o.ch, o.consumer_tag
     sending = x.sending_key[q] != 0
-    starts = z3.And(x.broker_up, o.ready, _channel_open(x, c, ch), is_next(x, q, o.key),
+    starts = z3.And(x.broker_up, o.can_deliver, _channel_open(x, c, ch), is_next(x, q, o.copy_key),
                     x.consumers[c, ch, k], has_room(x, c, ch, k))
     admitted = z3.And(x.consumer_no_ack[c, ch, k], x.global_limit[c, ch] != 0, z3.Not(_gone(x, c)))
-    delivers = _ite(admitted, _start_sending(x, q, o.key, c, ch, k),
-                    _send(_hand_over(x, c, ch, x.consumer_no_ack[c, ch, k], z3.BoolVal(True), q, o.key, k), c, ch))
+    delivers = _ite(admitted, _start_sending(x, q, o.copy_key, c, ch, k),
+                    _send(_hand_over(x, c, ch, x.consumer_no_ack[c, ch, k], z3.BoolVal(True), q, o.copy_key, k), c, ch))
     return Transition(z3.If(sending, _channel_open(x, x.sending_connection[q], x.sending_channel[q]), starts),
                       _ite(sending, _number(x, q), delivers))
 
@@ -1008,9 +1003,10 @@ def BrokerRequeue(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     """basic.ack/nack from the broker for publish ``seq``, or with multiple every unconfirmed one up to
-    it (PC-2, PC-3); ``o.ready``: seq's queues took it and its return went out (PC-4, PC-5);
-    ``o.prefix``: the end of the longest ready run of one outcome (broker.confirm_prefix); ``o.below``: an
-    unconfirmed publish of the channel below seq (a multiple one covers two or more of the run)."""
+    it (PC-2, PC-3); ``o.ready_to_confirm``: seq's queues took it and its return went out (PC-4, PC-5);
+    ``o.confirm_prefix``: the end of the longest ready run of one outcome (broker.confirm_prefix);
+    ``o.unconfirmed_below``: an unconfirmed publish of the channel is below seq (a multiple one covers two
+    or more of the run)."""
     c, ch, s = a.conn, a.ch, a.seq
 
     def covered(i, j, k):
@@ -1024,8 +1020,9 @@ def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     none_waits = z3.ForAll([q, key],
                            z3.Not(z3.And(x.holds_confirm[q, key],
                                          acks(x.message_connection[q, key], x.message_number[q, key]))))
-    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s <= o.prefix, o.below, x.unconfirmed[c, ch, s]),
-                                                  z3.And(x.unconfirmed[c, ch, s], o.ready)), none_waits)
+    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s <= o.confirm_prefix, o.unconfirmed_below,
+                                                                     x.unconfirmed[c, ch, s]),
+                                                  z3.And(x.unconfirmed[c, ch, s], o.ready_to_confirm)), none_waits)
     after = x.replace(unconfirmed=_lam3(lambda i, j, k: z3.And(x.unconfirmed[i, j, k], z3.Not(covered(i, j, k)))),
                       confirmed=_lam3(lambda i, j, k: z3.Or(x.confirmed[i, j, k], covered(i, j, k))),
                       message_acked=_lam2(lambda i, n: z3.Or(x.message_acked[i, n], acks(i, n))),
@@ -1052,14 +1049,15 @@ def BrokerCommitOk(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 def BrokerQueueFail(x: Z3State, a: Terms, o: Terms) -> Transition:
     """A queue fails to take unconfirmed publish ``seq`` (``o.failable``: a queue holds a copy), PC-6:
-    the ready copies of its message (``o.failed``) are gone. It will be nacked: the confirm still comes."""
+    the ready copies of its message (``o.failed_copies``) are gone. It will be nacked: the confirm still comes."""
     c, ch = a.conn, a.ch
-    gone = _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(o.failed[q, key])))
+    gone = _lam_qk(lambda q, key: z3.And(x.ready[q, key], z3.Not(o.failed_copies[q, key])))
 
     def nacked(i, n):                   # the publish's message: it will be nacked, nothing waits for it
         return z3.And(i == c, x.unconfirmed_publish_channel[i, n] == ch, x.unconfirmed_publish_seq[i, n] == a.seq)
-    after = x.replace(ready=gone, ahead_in_queue=_ahead_of_kept(x, lambda q, key: z3.Not(o.failed[q, key])),
-                      redelivered=_lam_qk(lambda q, key: z3.And(x.redelivered[q, key], z3.Not(o.failed[q, key]))),
+    after = x.replace(ready=gone, ahead_in_queue=_ahead_of_kept(x, lambda q, key: z3.Not(o.failed_copies[q, key])),
+                      redelivered=_lam_qk(lambda q, key: z3.And(x.redelivered[q, key],
+                                                                z3.Not(o.failed_copies[q, key]))),
                       unconfirmed_publish_channel=_lam2(lambda i, n: z3.If(nacked(i, n), 0,
                                                                            x.unconfirmed_publish_channel[i, n])),
                       unconfirmed_publish_seq=_lam2(lambda i, n: z3.If(nacked(i, n), 0,
@@ -1178,10 +1176,10 @@ def NetworkLoss(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 def ClientVanish(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The client of connection c vanishes (faults.vanish): its client is up or closing, the broker holds
-    c open, and slot ``o.slot`` is free to hold it (a vanished connection's slot that the broker
+    c open, and slot ``o.free_slot`` is free to hold it (a vanished connection's slot that the broker
     closed). What the broker holds of c moves to that slot (``_held_elsewhere``); c is down, nothing in
     flight."""
-    c, d = a.conn, o.slot
+    c, d = a.conn, o.free_slot
     status = x.client_connection_status
     guard = z3.And(x.broker_up, z3.Or(status[c] == CONN_UP, status[c] == CONN_CLOSING),
                    z3.Not(x.broker_end_closed[c]), c >= 0, d >= 0, status[d] == CONN_GONE, x.broker_end_closed[d])
@@ -1238,12 +1236,12 @@ def BrokerDetect(x: Z3State, a: Terms, o: Terms) -> Transition:
 def BrokerChannelError(x: Z3State, a: Terms, o: Terms) -> Transition:
     """The broker closes open channel (c, ch) of a client's connection with a channel error
     (faults.channel_error, broker.channel_error, ER-1): the channel is closing, keeping the basic.get
-    deliveries ``o.kept`` names (``o.keeps``: it keeps some) until close-ok and requeueing the rest
+    deliveries ``o.kept_tags`` names (``o.keeps_any``: it keeps some) until close-ok and requeueing the rest
     (RQ-4); channel.close goes out, with nothing behind it."""
     c, ch = a.conn, a.ch
     guard = z3.And(_channel_open(x, c, ch), z3.Not(_gone(x, c)), x.view_status[c, ch] == C_OPEN,
                    z3.Not(x.open_to_broker[c, ch]))
-    y = reset_channel(x, c, ch, CH_CLOSING, (o.keeps, o.kept))
+    y = reset_channel(x, c, ch, CH_CLOSING, (o.keeps_any, o.kept_tags))
     return Transition(guard, _forget(y.replace(
         frames_to_client=z3.Store(y.frames_to_client, c, ch, True),
         channel_close_to_client=z3.Store(y.channel_close_to_client, c, ch, True),
@@ -1263,7 +1261,7 @@ def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
     one follows it on that channel): a connection.close or close-ok ends the connection; a
     channel.close is answered with close-ok when ``answer`` (``o.close_left``: another channel.close
     is still in flight on that channel after it); an automatic-mode delivery read
-    (``o.auto``: of copy (``o.aq``, ``o.ak``), in flight on this connection) is in flight no more."""
+    (``o.auto``: of copy (``o.auto_queue``, ``o.auto_key``), in flight on this connection) is in flight no more."""
     c, ch, m = a.conn, a.ch, o.method
     closes = z3.Or(m == CONNECTION_CLOSE, m == CONNECTION_CLOSE_OK)
     reads_ok = m == CHANNEL_OPEN_OK
@@ -1283,7 +1281,7 @@ def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
     highest_multiple = x.multiple_confirm_in_flight[c, ch]
     guard = z3.And(o.readable, x.frames_to_client[c, ch], z3.Implies(closes, x.connection_close_to_client[c]),
                    z3.Implies(m == CHANNEL_CLOSE, x.channel_close_to_client[c, ch]), z3.Implies(o.close_left, o.more),
-                   z3.Implies(o.auto, z3.And(delivery, x.auto_in_flight_on[o.aq, o.ak] == c + 1)),
+                   z3.Implies(o.auto, z3.And(delivery, x.auto_in_flight_on[o.auto_queue, o.auto_key] == c + 1)),
                    z3.Implies(reads_ok, z3.And(x.open_ok_to_client[c, ch], z3.Not(x.older_frames_ahead[c, ch]))),
                    z3.Implies(o.older_frames_ahead_left, z3.And(x.older_frames_ahead[c, ch], o.more)),
                    z3.Implies(current, z3.And(x.deliveries_to_client[c, ch, o.tag], least)),
@@ -1303,7 +1301,8 @@ def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
                                                    z3.If(reads_close, o.close_left, x.channel_close_to_client[c, ch])),
                   sent_after_close=z3.Store(x.sent_after_close, c, ch,
                                             z3.And(x.sent_after_close[c, ch], z3.Implies(reads_close, o.close_left))),
-                  auto_in_flight_on=z3.If(o.auto, z3.Store(x.auto_in_flight_on, o.aq, o.ak, 0), x.auto_in_flight_on),
+                  auto_in_flight_on=z3.If(o.auto, z3.Store(x.auto_in_flight_on, o.auto_queue, o.auto_key, 0),
+                                          x.auto_in_flight_on),
                   open_ok_to_client=z3.Store(x.open_ok_to_client, c, ch,
                                              z3.And(x.open_ok_to_client[c, ch], z3.Not(reads_ok), o.more)),
                   older_frames_ahead=z3.Store(x.older_frames_ahead, c, ch, o.older_frames_ahead_left),
@@ -1340,10 +1339,10 @@ def ClientReceive(x: Z3State, a: Terms, o: Terms) -> Transition:
 def _client_writes(x: Z3State, a: Terms, o: Terms, views=(C_OPEN,), kind: str = OTHER_FRAME) -> Transition:
     """A client method on a channel: its precondition is the connection up (``client_connection_status``),
     the client's view of the channel in one of ``views`` (open, for every method but channel.open and
-    close-ok: spec.client), and ``o.may``, the rest of the view (a consumer it started); it writes one frame."""
+    close-ok: spec.client), and ``o.may_send``, the rest of the view (a consumer it started); it writes one frame."""
     c, ch = a.conn, a.ch
     view = x.view_status[c, ch]
-    guard = z3.And(x.client_connection_status[c] == CONN_UP, o.may, 1 <= ch, ch <= x.channels_per_connection,
+    guard = z3.And(x.client_connection_status[c] == CONN_UP, o.may_send, 1 <= ch, ch <= x.channels_per_connection,
                    z3.Or([view == v for v in views]))
     return Transition(guard, _write(x, c, ch, kind))
 
@@ -1434,56 +1433,16 @@ def ClientChannelCloseOk(x: Z3State, a: Terms, o: Terms) -> Transition:
 
 
 def ClientConnectionClose(x: Z3State, a: Terms, o: Terms) -> Transition:
-    """connection.close from the client (``o.may``: the connection is up): it is closing, one frame on channel 0."""
+    """connection.close from the client (``o.may_send``: the connection is up): it is closing, one frame on
+    channel 0."""
     c = a.conn
-    t = Transition(z3.And(x.client_connection_status[c] == CONN_UP, o.may, a.ch == 0), _write(x, c, a.ch, OTHER_FRAME))
+    t = Transition(z3.And(x.client_connection_status[c] == CONN_UP, o.may_send, a.ch == 0),
+                   _write(x, c, a.ch, OTHER_FRAME))
     return Transition(t.guard,
                       t.after.replace(client_connection_status=z3.Store(x.client_connection_status, c, CONN_CLOSING)))
 
 
 # ---------------------------------------------------------------- the table
-
-_BROKER_FRAME_ORACLES = {"method": INT, "immediate": BOOL, "exchange": INT, "verdict": INT, "settled": BOOL,
-                         "waits_for_requeue": BOOL,
-                         "size": INT, "requeue": BOOL, "waits": BOOL, "tag": INT, "multiple": BOOL,
-                         "no_ack": BOOL, "got": BOOL, "keeps": BOOL, "kept": z3.ArraySort(INT, BOOL),
-                         "ctag": INT, "cancelled": z3.ArraySort(INT, INT, INT, BOOL),
-                         "queue": INT, "durable": BOOL, "exclusive": BOOL, "answered": BOOL, "key": INT,
-                         "added": z3.ArraySort(INT, INT), "n": INT, "routed": z3.ArraySort(INT, BOOL),
-                         "count": INT, "global_": BOOL, "nout": INT, "nset": INT, "dk": z3.ArraySort(INT, INT),
-                         "volume_after_commit": INT, "cc": z3.ArraySort(INT, INT, INT),
-                         "cm": z3.ArraySort(INT, INT, INT),
-                         "cp": z3.ArraySort(INT, INT, BOOL),
-                         "open_to_broker_left": BOOL, "frame_ahead_of_open_left": BOOL, "frame_behind_open_left": BOOL,
-                         "other_frames_to_broker_left": BOOL,
-                         "first_select_to_broker_left": INT, "behind_left": INT}
-
-# Oracles per action: facts outside this family that its guard or effect reads.
-ORACLES: dict[str, dict[str, z3.SortRef]] = {
-    "BrokerTakeFrame": _BROKER_FRAME_ORACLES,
-    "BrokerDeliver": {"ready": BOOL, "conn": INT, "ch": INT, "ctag": INT, "key": INT},
-    "BrokerCloseOk": {},
-    "BrokerRequeue": {},
-    "BrokerConfirm": {"ready": BOOL, "prefix": INT, "below": BOOL},
-    "BrokerCommitOk": {"written": BOOL},
-    "BrokerQueueFail": {"failable": BOOL, "failed": z3.ArraySort(INT, INT, BOOL)},
-    "BrokerCrash": {},
-    "BrokerRestart": {},
-    "DiskFsync": {"pending": BOOL},
-    "NetworkLoss": {"connected": BOOL},
-    "ClientVanish": {"slot": INT},
-    "BrokerDetect": {},
-    "BrokerChannelError": {"keeps": BOOL, "kept": z3.ArraySort(INT, BOOL)},
-    "ClientConnect": {"down": BOOL},
-    "ClientReceive": {"readable": BOOL, "method": INT, "more": BOOL, "close_left": BOOL, "auto": BOOL, "aq": INT,
-                      "ak": INT, "tag": INT, "older_frames_ahead_left": BOOL, "multiple": BOOL,
-                      "multiple_confirm_in_flight_left": INT},
-}
-
-
-def _sort_of(value) -> z3.SortRef:
-    return BOOL if isinstance(value, bool) else INT
-
 
 def action_classes() -> tuple[type, ...]:
     """Every concrete spec action class (``spec.actions.all_actions``, where they are listed)."""
@@ -1497,11 +1456,6 @@ def param_sorts(cls: type) -> dict[str, z3.SortRef]:
     for f in dataclasses.fields(cls):
         out[f.name] = BOOL if f.type in ("bool", bool) else INT
     return out
-
-
-def oracle_sorts(cls: type) -> dict[str, z3.SortRef]:
-    """The oracle inputs of an action class's relation."""
-    return ORACLES.get(cls.__name__, {"may": BOOL})
 
 
 def _live(x: Z3State, q, key) -> z3.BoolRef:
@@ -1544,7 +1498,7 @@ RELATIONS: dict[type, Callable[[Z3State, Terms, Terms], Transition]] = {
 def symbolic(cls: type, prefix: str) -> tuple[Terms, Terms]:
     """Fresh Z3 constants for an action's fields and its oracles."""
     a = Terms({n: z3.Const(f"{prefix}.{n}", s) for n, s in param_sorts(cls).items()})
-    o = Terms({n: z3.Const(f"{prefix}.o.{n}", s) for n, s in oracle_sorts(cls).items()})
+    o = Terms({n: z3.Const(f"{prefix}.o.{n}", s) for n, s in oracles.sorts(cls).items()})
     return a, o
 
 

@@ -26,7 +26,8 @@ from spec.properties import (
 )
 from spec.state import CONN_DOWN, MODE_TX
 
-from .actions import CHANNEL_ERR, CONNECTION_ERR, OK, RELATIONS, concrete, symbolic
+from .actions import RELATIONS, concrete, symbolic
+from .oracles import CHANNEL_ERR, CONNECTION_ERR, OK, values
 from .state import abstract, fresh, message, same
 
 
@@ -64,14 +65,7 @@ def _kept(channel) -> frozenset:
 
 def _frame_oracles(state, a) -> dict:
     """What BrokerTakeFrame reads outside the family: the frame, and the broker's answer to it."""
-    out = {"method": 0, "immediate": False, "exchange": 0, "verdict": OK, "settled": False, "size": 0,
-           "requeue": False, "waits": False, "waits_for_requeue": False, "tag": 0, "multiple": False, "no_ack": False, "got": False,
-           "keeps": False, "kept": frozenset(), "ctag": 0, "cancelled": frozenset(), "queue": 0, "durable": False,
-           "exclusive": False, "answered": False, "key": 0, "added": {}, "n": 0, "routed": frozenset(),
-           "count": 0, "global_": False, "nout": 0, "nset": 0, "dk": {}, "volume_after_commit": 0, "cc": {}, "cm": {},
-           "cp": frozenset(), "open_to_broker_left": False, "frame_ahead_of_open_left": False,
-           "frame_behind_open_left": False, "other_frames_to_broker_left": False,
-           "first_select_to_broker_left": 0, "behind_left": 0}
+    out = values(A.BrokerTakeFrame)
     conn = state.conns[a.conn] if 0 <= a.conn < len(state.conns) else None
     if conn is None or not 0 <= a.ch < len(conn.to_broker) or not conn.to_broker[a.ch]:
         return out
@@ -79,13 +73,14 @@ def _frame_oracles(state, a) -> dict:
     # The flags of the frames behind the one taken (model.actions._taken_in_turn).
     (out["open_to_broker_left"], out["frame_ahead_of_open_left"], out["frame_behind_open_left"],
      out["other_frames_to_broker_left"]) = opens_in_flight(conn.to_broker[a.ch][1:])
-    out["first_select_to_broker_left"], out["behind_left"], _ = selects_in_flight(conn.to_broker[a.ch][1:])
+    out["first_select_to_broker_left"], out["publishes_behind_select_left"], _ = \
+        selects_in_flight(conn.to_broker[a.ch][1:])
     m = out["method"] = frame[0]
     if m == BASIC_PUBLISH:
         out["exchange"], out["immediate"] = frame[2], bool(frame[7])
-        out["n"] = message(frame[6])[1]
+        out["message_number"] = message(frame[6])[1]
     elif m == BASIC_QOS:
-        out["count"], out["global_"], out["size"] = frame[2], bool(frame[3]), frame[4]
+        out["prefetch_count"], out["global_"], out["prefetch_size"] = frame[2], bool(frame[3]), frame[4]
     elif m == BASIC_RECOVER:
         out["requeue"] = bool(frame[2])
     elif m == BASIC_NACK:
@@ -94,8 +89,8 @@ def _frame_oracles(state, a) -> dict:
         out["requeue"] = bool(frame[3])
     channel = conn.channels[a.ch - 1] if a.ch else None
     if channel is not None:
-        out["kept"] = _kept(channel)
-        out["keeps"] = bool(out["kept"])
+        out["kept_tags"] = _kept(channel)
+        out["keeps_any"] = bool(out["kept_tags"])
     if m in (BASIC_ACK, BASIC_NACK, BASIC_REJECT) and channel is not None:
         multiple = bool(frame[3]) if m != BASIC_REJECT else False
         out["tag"], out["multiple"] = frame[2], multiple
@@ -104,19 +99,19 @@ def _frame_oracles(state, a) -> dict:
         if collected is None:
             out["verdict"] = CHANNEL_ERR
         else:                                                           # what the counters take off (PF-3)
-            out["nset"], out["dk"] = _consumer_counts(collected[0])
+            out["consumer_deliveries_settled"], out["settled_per_consumer"] = _consumer_counts(collected[0])
     elif m == TX_COMMIT and channel is not None and channel.mode == MODE_TX:
         # TX-7: the commit-ok is a step of its own when one of its publishes reaches a queue (what
         # broker._tx_commit computes).
-        out["waits"] = any(broker.route(state, exchange, key) for exchange, key, _, _, _ in channel.tx_pubs)
+        out["commit_waits"] = any(broker.route(state, exchange, key) for exchange, key, _, _, _ in channel.tx_pubs)
     elif m == BASIC_RECOVER and channel is not None:
-        out["dk"] = _consumer_counts(channel.unacked)[1]
+        out["settled_per_consumer"] = _consumer_counts(channel.unacked)[1]
     if m == TX_COMMIT and channel is not None and channel.mode == MODE_TX:
-        out["dk"] = _consumer_counts([u for _, u in channel.tx_settles])[1]
+        out["settled_per_consumer"] = _consumer_counts([u for _, u in channel.tx_settles])[1]
         if machine.precondition(state, a):        # the volume after the commit's runs (broker.commit_runs)
             out["volume_after_commit"] = machine.step(state, a)[0].conns[a.conn].channels[a.ch - 1].volume
     if m == BASIC_QOS and channel is not None:
-        out["nout"] = len(channel.unacked)
+        out["outstanding_count"] = len(channel.unacked)
     out["waits_for_requeue"] = interleavings.frame_waits(state, a.conn, a.ch)
     if m not in (BASIC_ACK, BASIC_NACK, BASIC_REJECT, TX_COMMIT) and channel is not None and \
             machine.precondition(state, a):
@@ -127,18 +122,18 @@ def _frame_oracles(state, a) -> dict:
         out["verdict"] = CONNECTION_ERR if CONNECTION_CLOSE in methods else \
             CHANNEL_ERR if CHANNEL_CLOSE in methods else OK
         if m == BASIC_GET:                                              # DS-1: a copy is handed over
-            out["got"] = BASIC_GET_OK in methods
-            if out["got"]:
+            out["get_ok"] = BASIC_GET_OK in methods
+            if out["get_ok"]:
                 queue = state.queues[frame[2]]
-                out["key"] = queue.ready[storage.next_ready(queue)].key
+                out["copy_key"] = queue.ready[storage.next_ready(queue)].key
         elif m == QUEUE_DELETE and out["verdict"] == OK:                # its consumers are cancelled
             q = frame[2]
             if q < len(state.queues) and state.queues[q].exists:
-                out["cancelled"] = frozenset(state.queues[q].ring)
+                out["cancelled_consumers"] = frozenset(state.queues[q].ring)
     if m == BASIC_GET:
         out["no_ack"] = bool(frame[3])
     if m in (BASIC_CONSUME, BASIC_CANCEL):
-        out["ctag"] = frame[3] if m == BASIC_CONSUME else frame[2]
+        out["consumer_tag"] = frame[3] if m == BASIC_CONSUME else frame[2]
     if m == BASIC_CONSUME:
         out["no_ack"] = bool(frame[4])
     if m in (QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, BASIC_GET):
@@ -150,17 +145,17 @@ def _frame_oracles(state, a) -> dict:
         # how many copies each queue took (publishes, dead-lettered copies: RT-1, ACK-6).
         succ = machine.step(state, a)[0]
         out["answered"] = len(succ.conns[a.conn].to_client[a.ch]) > len(conn.to_client[a.ch])
-        out["added"] = {q: after.enqueued - before.enqueued for q, (before, after) in
+        out["copies_added"] = {q: after.enqueued - before.enqueued for q, (before, after) in
                         enumerate(zip(state.queues, succ.queues)) if after.enqueued != before.enqueued}
         # The new copies' messages and persistent flags (they are ready in the successor).
         new = [(q, e) for q, (before, after) in enumerate(zip(state.queues, succ.queues))
                for e in after.ready if e.key > before.enqueued]
-        out["cc"] = {(q, e.key): message(e.msg)[0] for q, e in new}
-        out["cm"] = {(q, e.key): message(e.msg)[1] for q, e in new}
-        out["cp"] = frozenset((q, e.key) for q, e in new if e.persistent)
+        out["new_copy_message_connection"] = {(q, e.key): message(e.msg)[0] for q, e in new}
+        out["new_copy_message_number"] = {(q, e.key): message(e.msg)[1] for q, e in new}
+        out["new_copy_persistent"] = frozenset((q, e.key) for q, e in new if e.persistent)
         # Which of this connection's messages a queue took a first copy of (RT-1, TX-2).
         if m in (BASIC_PUBLISH, TX_COMMIT):
-            out["routed"] = frozenset(message(msg)[1] for msg in copy_messages(succ) - copy_messages(state))
+            out["routed_messages"] = frozenset(message(msg)[1] for msg in copy_messages(succ) - copy_messages(state))
     return out
 
 
@@ -175,7 +170,7 @@ def _consumer_counts(delivered) -> tuple[int, dict]:
 
 
 def oracles(state, a) -> dict:
-    """The oracle values of action ``a`` in spec state ``state`` (``model.actions.ORACLES``)."""
+    """The oracle values of action ``a`` in spec state ``state`` (``model.oracles`` declares them)."""
     kind = type(a)
     if kind is A.BrokerTakeFrame:
         return _frame_oracles(state, a)
@@ -186,59 +181,62 @@ def oracles(state, a) -> dict:
             # The channel numbers the delivery the queue was sending (broker.number): the relation reads
             # it from the queue's fields (``sending_*``); these say the same.
             c, ch, ctag, entry = queue.sending
-            return {"ready": ready, "conn": c, "ch": ch, "ctag": ctag, "key": entry.key}
-        c, ch, consumer = broker.next_consumer(state, a.queue) if ready else (0, 0, None)
-        return {"ready": ready, "conn": c, "ch": ch, "ctag": consumer.tag if consumer else 0,
-                "key": queue.ready[storage.next_ready(queue)].key if ready else 0}
+            return values(kind, can_deliver=ready, conn=c, ch=ch, consumer_tag=ctag, copy_key=entry.key)
+        if not ready:
+            return values(kind)
+        c, ch, consumer = broker.next_consumer(state, a.queue)
+        return values(kind, can_deliver=ready, conn=c, ch=ch, consumer_tag=consumer.tag,
+                      copy_key=queue.ready[storage.next_ready(queue)].key)
     if kind is A.BrokerConfirm:
         channel = _channel(state, a)
         pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
-        return {"ready": bool(pend) and broker.ready_to_confirm(pend[0]),
-                "prefix": broker.confirm_prefix(channel) if channel else 0,
-                "below": bool(channel) and any(p.seq < a.seq for p in channel.unconfirmed)}
+        return values(kind, ready_to_confirm=bool(pend) and broker.ready_to_confirm(pend[0]),
+                      confirm_prefix=broker.confirm_prefix(channel) if channel else 0,
+                      unconfirmed_below=bool(channel) and any(p.seq < a.seq for p in channel.unconfirmed))
     if kind is A.BrokerCommitOk:
         channel = _channel(state, a)
-        return {"written": bool(channel) and not channel.committing}
+        return values(kind, written=bool(channel) and not channel.committing)
     if kind is A.BrokerQueueFail:
         channel = _channel(state, a)
         pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
         failed = frozenset((q, e.key) for q, queue in enumerate(state.queues) for e in queue.ready
                            if pend and e.msg == pend[0].msg)
-        return {"failable": bool(channel) and any(p.seq == a.seq and faults.failable(state, p)
-                                                  for p in channel.unconfirmed), "failed": failed}
+        return values(kind, failable=bool(channel) and any(p.seq == a.seq and faults.failable(state, p)
+                                                           for p in channel.unconfirmed), failed_copies=failed)
     if kind is A.DiskFsync:
-        return {"pending": faults.can_fsync(state, a)}
+        return values(kind, pending=faults.can_fsync(state, a))
     if kind is A.NetworkLoss:
-        return {"connected": faults.can_lose_connection(state, a)}
+        return values(kind, connected=faults.can_lose_connection(state, a))
     if kind is A.ClientVanish:
         slot = faults.stale_slot(state)
-        return {"slot": -1 if slot is None else slot}
+        return values(kind) if slot is None else values(kind, free_slot=slot)
     if kind is A.BrokerChannelError:
         channel = _channel(state, a)
         kept = _kept(channel) if channel is not None else frozenset()
-        return {"keeps": bool(kept), "kept": kept}
+        return values(kind, keeps_any=bool(kept), kept_tags=kept)
     if kind is A.ClientConnect:
-        return {"down": 0 <= a.conn < len(state.conns) and state.conns[a.conn].status == CONN_DOWN}
+        return values(kind, down=0 <= a.conn < len(state.conns) and state.conns[a.conn].status == CONN_DOWN)
     if kind is A.ClientReceive:
         readable = client.can_receive(state, a)
         fifo = state.conns[a.conn].to_client[a.ch] if readable else ()
-        out = {"readable": readable, "method": fifo[0][0] if readable else 0, "more": len(fifo) > 1,
-               "close_left": any(f[0] == CHANNEL_CLOSE for f in fifo[1:]), "auto": False, "aq": 0, "ak": 0,
-               "tag": (delivery_tag(fifo[0]) or 0) if readable else 0,
-               # frames of an older channel are still ahead of the open-ok after this one
-               "older_frames_ahead_left": open_ok_in_flight(fifo[1:])[1],
-               "multiple": False, "multiple_confirm_in_flight_left": confirms_in_flight(fifo[1:])[1]}
+        out = values(kind, readable=readable, method=fifo[0][0] if readable else 0, more=len(fifo) > 1,
+                     close_left=any(f[0] == CHANNEL_CLOSE for f in fifo[1:]),
+                     tag=(delivery_tag(fifo[0]) or 0) if readable else 0,
+                     # frames of an older channel are still ahead of the open-ok after this one
+                     older_frames_ahead_left=open_ok_in_flight(fifo[1:])[1],
+                     multiple_confirm_in_flight_left=confirms_in_flight(fifo[1:])[1])
         if readable and fifo[0][0] in (BASIC_ACK, BASIC_NACK):         # a confirm: its number, multiple or not
             out["tag"], out["multiple"] = fifo[0][2], bool(fifo[0][3])
         if readable and fifo[0][0] in (BASIC_DELIVER, BASIC_GET_OK):    # client.receive: the copy, if automatic
             tag = fifo[0][3] if fifo[0][0] == BASIC_DELIVER else fifo[0][2]
             auto = next((d for d in state.conns[a.conn].auto if d[0] == a.ch and d[1] == tag), None)
             if auto is not None:
-                out.update(auto=True, aq=auto[2], ak=auto[3])
+                out.update(auto=True, auto_queue=auto[2], auto_key=auto[3])
         return out
-    if kind in (A.BrokerCloseOk, A.BrokerCrash, A.BrokerRestart, A.BrokerDetect, A.BrokerRequeue):
-        return {}
-    return {"may": machine.precondition(state, a)}
+    out = values(kind)          # no oracle, or a client method's ``may_send``
+    if "may_send" in out:
+        out["may_send"] = machine.precondition(state, a)
+    return out
 
 
 def _channel(state, a):

@@ -532,8 +532,9 @@ def test_the_confirm_guard_waits_for_the_disk_on_concrete_arrays():
     action = A.BrokerConfirm(publish.conn, publish.ch, pending.seq, False)
     assert action not in machine.enabled(state, config)
     assert Checker().check(state, action, False).ok
-    t = M.BrokerConfirm(abstract(state), M.concrete(action), M.Terms(ready=z3.BoolVal(True), prefix=z3.IntVal(0),
-                                                                                 below=z3.BoolVal(False)))
+    t = M.BrokerConfirm(abstract(state), M.concrete(action), M.Terms(ready_to_confirm=z3.BoolVal(True),
+                                                                     confirm_prefix=z3.IntVal(0),
+                                                                     unconfirmed_below=z3.BoolVal(False)))
     solver = z3.Solver()
     solver.add(t.guard)
     assert solver.check() == z3.unsat

@@ -139,11 +139,11 @@ def _first(config, want):
 def numbers_at_once(x, a, o):
     """BrokerDeliver as it was before the split (a planted bug): the head goes out numbered at once, to an
     automatic-mode consumer under a global limit too."""
-    c, ch, k = o.conn, o.ch, o.ctag
-    guard = z3.And(x.broker_up, o.ready, M._channel_open(x, c, ch), M.is_next(x, a.queue, o.key),
+    c, ch, k = o.conn, o.ch, o.consumer_tag
+    guard = z3.And(x.broker_up, o.can_deliver, M._channel_open(x, c, ch), M.is_next(x, a.queue, o.copy_key),
                    x.consumers[c, ch, k], M.has_room(x, c, ch, k))
     return M.Transition(guard, M._send(M._hand_over(x, c, ch, x.consumer_no_ack[c, ch, k], z3.BoolVal(True), a.queue,
-                                                    o.key, k), c, ch))
+                                                    o.copy_key, k), c, ch))
 
 
 def test_a_delivery_numbered_at_once_is_caught(monkeypatch):

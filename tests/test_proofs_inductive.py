@@ -321,7 +321,7 @@ def _order_broken_by(method: int, requeued_behind_a_ready_copy: bool = False) ->
     solver = z3.Solver()
     solver.set("timeout", 20_000)
     solver.add(inv.holds(x), inv.at(x, q, ahead, behind), t.guard, z3.Not(inv.at(t.after, q, ahead, behind)),
-               o.method == method, o.added == z3.K(z3.IntSort(), z3.IntVal(0)))
+               o.method == method, o.copies_added == z3.K(z3.IntSort(), z3.IntVal(0)))
     if requeued_behind_a_ready_copy:
         solver.add(ahead > behind, x.ready[q, ahead], z3.Not(x.ready[q, behind]),
                    t.after.ahead_in_queue[q, ahead, behind])
@@ -357,7 +357,8 @@ def test_an_enqueue_that_reuses_a_key_is_refuted(monkeypatch):
     def publish_reuses_key(x, a, o):
         t = M.BrokerTakeFrame(x, a, o)
         return M.Transition(t.guard, t.after.replace(
-            ready=z3.Lambda([Q, K], z3.Or(t.after.ready[Q, K], z3.And(o.added[Q] > 0, K == x.enqueued[Q])))))
+            ready=z3.Lambda([Q, K], z3.Or(t.after.ready[Q, K],
+                                          z3.And(o.copies_added[Q] > 0, K == x.enqueued[Q])))))
     inv = INVARIANTS["redelivered_flag_set"]
     helpers = [HELPERS[h] for h in inv.helpers]
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, publish_reuses_key)
@@ -407,7 +408,7 @@ def test_an_automatic_hand_over_that_leaves_its_copy_ready_is_refuted(monkeypatc
     (ready, and in flight to the client); the proof shows the copy ready and in flight after."""
     def deliver_keeps_ready(x, a, o):
         t = M.BrokerDeliver(x, a, o)
-        return M.Transition(t.guard, t.after.replace(ready=z3.Store(t.after.ready, a.queue, o.key, True)))
+        return M.Transition(t.guard, t.after.replace(ready=z3.Store(t.after.ready, a.queue, o.copy_key, True)))
     helpers = [ONE_PLACE, SENDING_PLACE]
     assert prove_step(AUTO_PLACE, A.BrokerDeliver, helpers).status == PROVED
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_keeps_ready)
@@ -441,7 +442,7 @@ def test_a_delivery_that_leaves_its_copy_ready_is_refuted(monkeypatch):
     in two places (ready, and outstanding under the new tag); the proof shows the tag and its copy."""
     def deliver_keeps_ready(x, a, o):
         t = M.BrokerDeliver(x, a, o)
-        return M.Transition(t.guard, t.after.replace(ready=z3.Store(t.after.ready, a.queue, o.key, True)))
+        return M.Transition(t.guard, t.after.replace(ready=z3.Store(t.after.ready, a.queue, o.copy_key, True)))
     assert _deliver_obligation().status == PROVED
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_keeps_ready)
     outcome = _deliver_obligation()
@@ -457,7 +458,7 @@ def test_a_delivery_of_a_copy_already_taken_is_refuted(monkeypatch):
     this is the "no other tag names it" half failing.)"""
     def deliver_any_key(x, a, o):
         t = M.BrokerDeliver(x, a, o)
-        return M.Transition(z3.substitute(t.guard, (x.ready[a.queue, o.key], z3.BoolVal(True))), t.after)
+        return M.Transition(z3.substitute(t.guard, (x.ready[a.queue, o.copy_key], z3.BoolVal(True))), t.after)
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_any_key)
     outcome = _deliver_obligation()
     assert outcome.status == COUNTEREXAMPLE
@@ -764,7 +765,8 @@ def test_a_delivery_that_ignores_the_limits_is_refuted(monkeypatch):
 
     def deliver_ignores_limit(x, a, o):
         t = original(x, a, o)
-        return M.Transition(z3.substitute(t.guard, (M.has_room(x, o.conn, o.ch, o.ctag), z3.BoolVal(True))), t.after)
+        return M.Transition(z3.substitute(t.guard, (M.has_room(x, o.conn, o.ch, o.consumer_tag), z3.BoolVal(True))),
+                            t.after)
     monkeypatch.setitem(M.RELATIONS, A.BrokerDeliver, deliver_ignores_limit)
     assert prove_step(inv, A.BrokerDeliver, helpers).status == COUNTEREXAMPLE
 
@@ -784,7 +786,8 @@ def test_a_held_back_ack_that_frees_room_at_once_is_refuted(monkeypatch):
         early = z3.And(settle, x.channel_mode[a.conn, a.ch] == MODE_TX,
                        t.after.consumer_held_back[a.conn, a.ch] != x.consumer_held_back[a.conn, a.ch])
         return M.Transition(t.guard, t.after.replace(
-            volume=z3.If(early, z3.Store(t.after.volume, a.conn, a.ch, x.volume[a.conn, a.ch] - o.nset),
+            volume=z3.If(early, z3.Store(t.after.volume, a.conn, a.ch,
+                                         x.volume[a.conn, a.ch] - o.consumer_deliveries_settled),
                          t.after.volume)))
     monkeypatch.setitem(M.RELATIONS, A.BrokerTakeFrame, held_ack_counts_off)
     outcome = prove_step(covers, A.BrokerTakeFrame, helpers)
@@ -822,8 +825,8 @@ def test_a_confirm_that_does_not_wait_for_the_disk_is_refuted(monkeypatch):
     def eager_confirm(x, a, o):
         t = M.BrokerConfirm(x, a, o)
         c, ch, s = a.conn, a.ch, a.seq
-        guard = z3.And(M._channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.prefix),
-                                                        z3.And(x.unconfirmed[c, ch, s], o.ready)))
+        guard = z3.And(M._channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s == o.confirm_prefix),
+                                                        z3.And(x.unconfirmed[c, ch, s], o.ready_to_confirm)))
         return M.Transition(guard, t.after)
     inv = INVARIANTS["confirmed_only_when_on_disk"]
     monkeypatch.setitem(M.RELATIONS, A.BrokerConfirm, eager_confirm)
