@@ -4,7 +4,8 @@
 The channel-modes family (``model.state``) is unbounded and leaves what it does not hold to oracles,
 which is right for inductive proofs but lets a search invent executions (an oracle may say a frame is
 a publish when the client sent a consume). A bounded search needs every fact its guards read, so this
-family holds the spec state itself, field for field, over the sizes of one configuration: the frames
+family holds the spec state itself, field for field (``model.bounded_state``, where each field is
+named once), over the sizes of one configuration: the frames
 in flight (one fixed-capacity FIFO per channel and direction), queue q0's ready copies and consumer
 ring, each channel's outstanding deliveries, consumers, prefetch, publish numbering, confirms and
 held-back publishes, each client's view (held tags, confirms seen, last message read), the disk, the
@@ -42,37 +43,15 @@ from spec.state import (
     FATE_LOST_CRASH, MODE_CONFIRM, MODE_NONE, MODE_TX,
 )
 
+from .bounded_state import (
+    FATES, W, Eff, Fields, OutsideSubset, ReadyCopy, Shape, Unacked, bv, merge, names,
+)
+
 SUBSET = ("one queue (q0), reached through the default exchange; publishes neither mandatory nor immediate; "
           "acks and rejects of one tag outside transactions; no error path, channel close or reconnect; "
           "no delivery to an automatic-mode consumer on a channel with a global limit (two steps in the spec, "
           "broker.deliver)")
-FATES = {FATE_ACKED: "acked", FATE_AUTO: "auto", FATE_LOST_CRASH: "lost_crash", FATE_LOST_AUTOACK: "lost_auto"}
-W = 5                   # fields per frame slot: the method and four fields (``frame_slot``)
-# Every field is a small bit-vector: the encoding's values (statuses, counts, tags, keys, message codes)
-# are small non-negative numbers, and bit-vectors let Z3 decide the unrolling by SAT, far faster than
-# integer arithmetic over the same If-chains. Signed comparison is exact below 2**(WIDTH-1).
-WIDTH = 8
 MSG_CODE_STRIDE = 16    # messages per connection a field can name (configurations publish at most 12)
-
-
-class OutsideSubset(ValueError):
-    """A spec state or configuration this family cannot hold; the message says what."""
-
-
-@dataclass(frozen=True)
-class Shape:
-    """The sizes of one configuration's encoding."""
-
-    conns: int
-    chans: int
-    keys: int           # copies queue q0 can ever take (each publish routes one copy)
-    tags: int           # delivery tags a channel can issue
-    ctags: int          # consumer tags (a role's consume positions)
-    seqs: int           # publish sequence numbers
-    fifo: int           # frames in flight per channel and direction
-
-    def channels(self):
-        return [(c, ch) for c in range(self.conns) for ch in range(1, self.chans + 1)]
 
 
 def shape_of(config) -> Shape:
@@ -97,49 +76,30 @@ def shape_of(config) -> Shape:
                  ctags=ctags, seqs=m, fifo=m + 2)
 
 
-# ---------------------------------------------------------------- field names
-
-def names(shape: Shape) -> list[str]:
-    """Every field of the encoding, in a fixed order."""
-    out = ["up", "q.exists", "q.durable", "q.enq", "u.requeues", "u.reconnects", "u.crashes", "u.qos", "ngroups"]
-    out += _list("q.ready", shape.keys, 2) + _list("q.ring", shape.conns * shape.chans * max(shape.ctags, 1), 3)
-    for k in range(1, shape.keys + 1):
-        out += [f"k{k}.msg", f"k{k}.pers", f"disk{k}", f"deliv{k}", f"grp{k}"] + [f"fate{k}.{n}" for n in FATES.values()]
-    for c in range(shape.conns):
-        out += [f"c{c}.status", f"c{c}.bclosed", f"c{c}.published"] + _list(f"c{c}.auto", shape.keys, 3)
-        for ch in range(shape.chans + 1):
-            out += _list(f"c{c}.tb{ch}", shape.fifo, W) + _list(f"c{c}.tc{ch}", shape.fifo, W)
-    for c, ch in shape.channels():
-        b, v = f"b{c}.{ch}.", f"v{c}.{ch}."
-        out += [b + n for n in ("status", "mode", "next_tag", "prefetch", "glimit", "volume", "qexcess", "pseq",
-                                "cpending")]
-        out += _list(b + "unacked", shape.keys, 4) + _list(b + "unconf", shape.seqs, 3) + _list(b + "txp", shape.keys, 2)
-        for t in range(1, shape.ctags + 1):
-            out += [f"{b}cons{t}", f"{b}noack{t}", f"{b}limit{t}", f"{v}cons{t}"]
-        out += [f"{b}confd{s}" for s in range(1, shape.seqs + 1)] + [f"{b}committing{k}" for k in range(1, shape.keys + 1)]
-        out += [v + n for n in ("status", "mode", "pubseq", "last_tag", "last_msg", "disorder", "tx_dirty")]
-        out += _list(v + "held", shape.tags, 1) + [f"{v}conf{s}" for s in range(1, shape.seqs + 1)]
-    return out
-
-
-def _list(prefix: str, cap: int, width: int) -> list[str]:
-    return [f"{prefix}.len"] + [f"{prefix}.{i}.{j}" for i in range(cap) for j in range(width)]
-
-
 # ---------------------------------------------------------------- the abstraction function
 
 def project(state, shape: Shape) -> dict[str, int]:
     """A spec ``State`` as this family's values (the abstraction function); OutsideSubset when it
     holds something the family cannot (a frame outside the subset, more than a capacity allows)."""
-    out: dict[str, int] = {n: 0 for n in names(shape)}
+    out = Fields({n: 0 for n in names(shape)}, shape)
+    try:
+        _project(state, out)
+    except KeyError as e:               # a field the shape does not have: a copy, tag or channel too many
+        raise OutsideSubset(f"more than the shape holds: {e.args[0]}") from None
+    return out.x
+
+
+def _project(state, out: Fields) -> None:
     queue = state.queues[0]
     if queue.sending:
         raise OutsideSubset("a delivery on its way to a channel with a global limit (Queue.sending)")
-    out.update({"up": int(state.broker_up), "q.exists": int(queue.exists), "q.durable": int(queue.durable),
-                "q.enq": queue.enqueued, "u.requeues": state.used.requeues, "u.reconnects": state.used.reconnects,
-                "u.crashes": state.used.crashes, "u.qos": state.used.qos, "ngroups": len(state.tx_groups)})
-    _put_list(out, "q.ready", shape.keys, [(e.key, int(e.redelivered)) for e in queue.ready])
-    _put_list(out, "q.ring", shape.conns * shape.chans * max(shape.ctags, 1), list(queue.ring))
+    q, used = out.queue, out.used
+    out.broker.up, out.broker.tx_groups = int(state.broker_up), len(state.tx_groups)
+    q.exists, q.durable, q.enqueued = int(queue.exists), int(queue.durable), queue.enqueued
+    used.requeues, used.reconnects = state.used.requeues, state.used.reconnects
+    used.crashes, used.qos = state.used.crashes, state.used.qos
+    q.ready.put([(e.key, int(e.redelivered)) for e in queue.ready])
+    q.ring.put(list(queue.ring))
     copies = {}
     for e in queue.ready:
         copies[e.key] = (e.msg, e.persistent)
@@ -153,68 +113,61 @@ def project(state, shape: Shape) -> dict[str, int]:
                 raise OutsideSubset("held-back settlements")
             if channel.qos_uncounted:   # only held-back settlements make it, and it outlives them
                 raise OutsideSubset("a global limit set over held-back settlements")
-    for q, k, fate, msg, pers in state.fates:
+    for _, k, fate, msg, pers in state.fates:
         if fate not in FATES:
             raise OutsideSubset(f"fate {fate}")
         copies[k] = (msg, pers)
-        out[f"fate{k}.{FATES[fate]}"] = 1
-    for q, k, msg in state.disk:
+        setattr(out.copies[k], FATES[fate], 1)
+    for _, k, msg in state.disk:
         copies.setdefault(k, (msg, True))
-        out[f"disk{k}"] = 1
+        out.copies[k].on_disk = 1
     for k, (msg, pers) in copies.items():
-        out[f"k{k}.msg"], out[f"k{k}.pers"] = msg_code(msg), int(pers)
-    for q, k in state.delivered:
-        out[f"deliv{k}"] = 1
+        out.copies[k].msg, out.copies[k].persistent = msg_code(msg), int(pers)
+    for _, k in state.delivered:
+        out.copies[k].delivered = 1
     for gid, group in enumerate(state.tx_groups, start=1):
-        for q, k in group:
-            out[f"grp{k}"] = gid
+        for _, k in group:
+            out.copies[k].tx_group = gid
     for c, conn in enumerate(state.conns):
-        out.update({f"c{c}.status": conn.status, f"c{c}.bclosed": int(conn.broker_closed),
-                    f"c{c}.published": conn.published})
-        _put_list(out, f"c{c}.auto", shape.keys, [(a[0], a[1], a[3]) for a in conn.auto])
+        fields = out.connections[c]
+        fields.status, fields.broker_closed, fields.published = conn.status, int(conn.broker_closed), conn.published
+        fields.auto.put([(a[0], a[1], a[3]) for a in conn.auto])
         for ch, fifo in enumerate(conn.to_broker):
-            _put_list(out, f"c{c}.tb{ch}", shape.fifo, [frame_slot(f) for f in fifo])
+            out.to_broker[c, ch].put([frame_slot(f) for f in fifo])
         for ch, fifo in enumerate(conn.to_client):
-            _put_list(out, f"c{c}.tc{ch}", shape.fifo, [frame_slot(f) for f in fifo])
+            out.to_client[c, ch].put([frame_slot(f) for f in fifo])
         for ch, (channel, view) in enumerate(zip(conn.channels, conn.clients), start=1):
-            b, v = f"b{c}.{ch}.", f"v{c}.{ch}."
+            b, v = out.channels[c, ch], out.views[c, ch]
             if channel.committing and not channel.commit_pending:
                 raise OutsideSubset("a commit applied and not yet answered")
-            out.update({b + "status": channel.status, b + "mode": channel.mode, b + "next_tag": channel.next_tag,
-                        b + "prefetch": channel.prefetch, b + "glimit": channel.global_limit,
-                        b + "volume": channel.volume, b + "qexcess": channel.qos_excess,
-                        b + "pseq": channel.publish_seq, b + "cpending": int(channel.commit_pending)})
-            _put_list(out, b + "unacked", shape.keys,
-                      [(u.tag, u.key, int(u.redelivered), u.consumer) for u in channel.unacked])
+            b.status, b.mode, b.next_tag, b.prefetch = channel.status, channel.mode, channel.next_tag, channel.prefetch
+            b.global_limit, b.volume, b.qos_excess = channel.global_limit, channel.volume, channel.qos_excess
+            b.publish_seq, b.commit_pending = channel.publish_seq, int(channel.commit_pending)
+            b.unacked.put([(u.tag, u.key, int(u.redelivered), u.consumer) for u in channel.unacked])
             for p in channel.unconfirmed:
                 if p.nack or len(p.waits) > 1:
                     raise OutsideSubset("a nacked or multi-queue publish")
-            _put_list(out, b + "unconf", shape.seqs,
-                      [(p.seq, msg_code(p.msg), p.waits[0][1] if p.waits else 0) for p in channel.unconfirmed])
+            b.unconfirmed.put([(p.seq, msg_code(p.msg), p.waits[0][1] if p.waits else 0) for p in channel.unconfirmed])
             for ex, rk, mand, pers, msg in channel.tx_pubs:
                 if (ex, rk, mand) != (DEFAULT_EXCHANGE, 0, False):
                     raise OutsideSubset("a held-back publish outside the subset")
-            _put_list(out, b + "txp", shape.keys, [(int(p[3]), msg_code(p[4])) for p in channel.tx_pubs])
+            b.tx_publishes.put([(int(p[3]), msg_code(p[4])) for p in channel.tx_pubs])
             for k in channel.consumers:
-                out[f"{b}cons{k.tag}"], out[f"{b}noack{k.tag}"], out[f"{b}limit{k.tag}"] = 1, int(k.no_ack), k.limit
+                b.consumer[k.tag], b.no_ack[k.tag], b.limit[k.tag] = 1, int(k.no_ack), k.limit
             for s in channel.confirmed:
-                out[f"{b}confd{s}"] = 1
-            for q, k in channel.committing:
-                out[f"{b}committing{k}"] = 1
+                b.confirmed[s] = 1
+            for _, k in channel.committing:
+                b.committing[k] = 1
             if view.tx_held or view.setup:
                 raise OutsideSubset("a client view outside the subset")
-            out.update({v + "status": view.status, v + "mode": view.mode, v + "pubseq": view.pub_seq,
-                        v + "last_tag": view.last_tag, v + "last_msg": msg_code(view.last_msg),
-                        v + "disorder": int(view.disorder), v + "tx_dirty": int(view.tx_dirty)})
-            _put_list(out, v + "held", shape.tags, [(t,) for t in view.held])
+            v.status, v.mode, v.publish_seq = view.status, view.mode, view.pub_seq
+            v.last_tag, v.last_msg = view.last_tag, msg_code(view.last_msg)
+            v.disorder, v.tx_dirty = int(view.disorder), int(view.tx_dirty)
+            v.held.put([(t,) for t in view.held])
             for t in view.consumers:
-                out[f"{v}cons{t}"] = 1
+                v.consumer[t] = 1
             for s in view.confirms:
-                out[f"{v}conf{s}"] = 1
-    unknown = set(out) - set(names(shape))
-    if unknown:
-        raise OutsideSubset(f"more than the shape holds: {sorted(unknown)[0]}")
-    return out
+                v.confirmed[s] = 1
 
 
 def frame_slot(frame: tuple) -> tuple[int, ...]:
@@ -240,25 +193,7 @@ def frame_slot(frame: tuple) -> tuple[int, ...]:
     raise OutsideSubset(f"frame method {m}")
 
 
-def _put_list(out: dict, prefix: str, cap: int, rows: list) -> None:
-    if len(rows) > cap:
-        raise OutsideSubset(f"{prefix}: {len(rows)} entries, capacity {cap}")
-    out[f"{prefix}.len"] = len(rows)
-    for i, row in enumerate(rows):
-        for j, value in enumerate(row):
-            out[f"{prefix}.{i}.{j}"] = int(value)
-
-
 # ---------------------------------------------------------------- building effects
-
-def _z(v) -> z3.BitVecRef:
-    return z3.BitVecVal(int(v), WIDTH) if isinstance(v, (bool, int)) else v
-
-
-def var(name: str) -> z3.BitVecRef:
-    """The field ``name`` as a fresh constant."""
-    return z3.BitVec(name, WIDTH)
-
 
 def msg_code(msg: int) -> int:
     """A spec message id (connection * MSG_STRIDE + number) in the few bits of a field, order kept."""
@@ -268,108 +203,6 @@ def msg_code(msg: int) -> int:
 def _b(v) -> z3.BoolRef:
     """An 0/1 field as a Z3 condition."""
     return v != 0
-
-
-class Eff:
-    """A state being rewritten by an effect: fields, plus the conditions the effect needs to stay inside
-    the subset and its capacities (they join the relation's guard)."""
-
-    def __init__(self, x: dict, shape: Shape):
-        self.x, self.shape, self.req = dict(x), shape, []
-
-    def __getitem__(self, k):
-        return self.x[k]
-
-    def __setitem__(self, k, v):
-        if k not in self.x:
-            raise KeyError(k)
-        self.x[k] = _z(v)
-
-    def need(self, *conds) -> None:
-        self.req.extend(conds)
-
-    def copy(self) -> "Eff":
-        e = Eff(self.x, self.shape)
-        e.req = list(self.req)
-        return e
-
-    # fixed-capacity lists: "prefix.len" and rows "prefix.i.j"
-    def row(self, p: str, i: int, w: int) -> list:
-        return [self.x[f"{p}.{i}.{j}"] for j in range(w)]
-
-    def cap(self, p: str) -> int:
-        n = 0
-        while f"{p}.{n}.0" in self.x:
-            n += 1
-        return n
-
-    def push(self, p: str, vals, when=True) -> None:
-        """Append a row (when ``when``); it must fit."""
-        n, cap, when = self.x[f"{p}.len"], self.cap(p), z3.BoolVal(when) if isinstance(when, bool) else when
-        self.need(z3.Implies(when, n < cap))
-        for i in range(cap):
-            for j, v in enumerate(vals):
-                self[f"{p}.{i}.{j}"] = z3.If(z3.And(when, n == i), _z(v), self.x[f"{p}.{i}.{j}"])
-        self[f"{p}.len"] = z3.If(when, n + 1, n)
-
-    def pop(self, p: str, w: int) -> None:
-        """Drop the first row."""
-        cap = self.cap(p)
-        for i in range(cap):
-            for j in range(w):
-                self[f"{p}.{i}.{j}"] = self.x[f"{p}.{i + 1}.{j}"] if i + 1 < cap else _z(0)
-        self[f"{p}.len"] = self.x[f"{p}.len"] - 1
-
-    def live(self, p: str) -> list[tuple[z3.BoolRef, list]]:
-        """(present, row) for each slot."""
-        n = self.x[f"{p}.len"]
-        w = sum(1 for j in range(8) if f"{p}.0.{j}" in self.x)
-        return [(i < n, self.row(p, i, w)) for i in range(self.cap(p))]
-
-    def remove(self, p: str, drop: Callable[[list], z3.BoolRef]) -> None:
-        """Remove every row for which ``drop(row)`` holds, keeping the others in order."""
-        rows = self.live(p)
-        w = len(rows[0][1]) if rows else 0
-        keep = [z3.And(present, z3.Not(drop(r))) for present, r in rows]
-        rank = [z3.Sum([z3.If(k, _z(1), _z(0)) for k in keep[:j]] + [_z(0)]) for j in range(len(rows))]
-        for i in range(len(rows)):
-            for col in range(w):
-                v = _z(0)
-                for j in reversed(range(i, len(rows))):
-                    v = z3.If(z3.And(keep[j], rank[j] == i), rows[j][1][col], v)
-                self[f"{p}.{i}.{col}"] = v
-        self[f"{p}.len"] = z3.Sum([z3.If(k, _z(1), _z(0)) for k in keep] + [_z(0)])
-
-    def insert_sorted(self, p: str, vals, when=True) -> None:
-        """Insert a row before the first row whose column 0 is greater (sorted lists, RQ-1)."""
-        rows = self.live(p)
-        cap, n, when = len(rows), self.x[f"{p}.len"], z3.BoolVal(when) if isinstance(when, bool) else when
-        self.need(z3.Implies(when, n < cap))
-        pos = z3.Sum([z3.If(z3.And(present, r[0] < _z(vals[0])), _z(1), _z(0)) for present, r in rows] + [_z(0)])
-        for i in range(cap):
-            for j, v in enumerate(vals):
-                prev = rows[i - 1][1][j] if i else _z(0)
-                new = z3.If(i < pos, rows[i][1][j], z3.If(pos == i, _z(v), prev))
-                self[f"{p}.{i}.{j}"] = z3.If(when, new, rows[i][1][j])
-        self[f"{p}.len"] = z3.If(when, n + 1, n)
-
-    def count(self, p: str, pred: Callable[[list], z3.BoolRef]) -> z3.ArithRef:
-        return z3.Sum([z3.If(z3.And(present, pred(r)), _z(1), _z(0)) for present, r in self.live(p)] + [_z(0)])
-
-    def any(self, p: str, pred: Callable[[list], z3.BoolRef]) -> z3.BoolRef:
-        return z3.Or([z3.And(present, pred(r)) for present, r in self.live(p)] + [z3.BoolVal(False)])
-
-
-def merge(cond: z3.BoolRef, a: Eff, b: Eff) -> Eff:
-    """``a`` where cond holds, else ``b``, field by field."""
-    out = Eff(b.x, b.shape)
-    for k, va in a.x.items():
-        vb = b.x[k]
-        if not va.eq(vb):
-            out.x[k] = z3.If(cond, va, vb)
-    out.req = [z3.Implies(cond, z3.And(a.req + [z3.BoolVal(True)])),
-               z3.Implies(z3.Not(cond), z3.And(b.req + [z3.BoolVal(True)]))]
-    return out
 
 
 @dataclass(frozen=True)
@@ -384,82 +217,91 @@ class Transition:
 
 def _send(e: Eff, c: int, ch, frame, when=True) -> None:
     """The broker appends a frame for the client (broker.send)."""
-    e.push(f"c{c}.tc{ch}", tuple(frame) + (0,) * (W - len(frame)), when)
+    e.to_client[c, ch].push(tuple(frame) + (0,) * (W - len(frame)), when)
 
 
 def _write(e: Eff, c: int, ch: int, frame) -> None:
     """The client writes a frame (client.write)."""
-    e.push(f"c{c}.tb{ch}", tuple(frame) + (0,) * (W - len(frame)))
+    e.to_broker[c, ch].push(tuple(frame) + (0,) * (W - len(frame)))
 
 
 def _broker_end_open(e: Eff, c: int) -> z3.BoolRef:
-    return z3.And(_b(e["up"]), z3.Not(_b(e[f"c{c}.bclosed"])))
+    return z3.And(_b(e.broker.up), z3.Not(_b(e.connections[c].broker_closed)))
 
 
 def _channel_open(e: Eff, c: int, ch: int) -> z3.BoolRef:
-    return z3.And(_broker_end_open(e, c), e[f"b{c}.{ch}.status"] == CH_OPEN)
+    return z3.And(_broker_end_open(e, c), e.channels[c, ch].status == CH_OPEN)
 
 
 def _live(e: Eff, k: int) -> z3.BoolRef:
     """Copy k is live (faults.live_copies): ready, or outstanding on some channel."""
-    return z3.Or(e.any("q.ready", lambda r: r[0] == k),
-                 *[e.any(f"b{c}.{ch}.unacked", lambda r: r[1] == k) for c, ch in e.shape.channels()])
+    return z3.Or(e.queue.ready.any(lambda r: r.key == k),
+                 *[e.channels[c, ch].unacked.any(lambda r: r.key == k) for c, ch in e.shape.channels()])
 
 
 def _forget_waits(e: Eff, k, when=True) -> None:
     """Copy k no longer holds up a confirm or a commit-ok (storage.forget_waits)."""
     when = z3.BoolVal(when) if isinstance(when, bool) else when
     for c, ch in e.shape.channels():
-        b = f"b{c}.{ch}."
-        for i in range(e.cap(b + "unconf")):
-            e[f"{b}unconf.{i}.2"] = z3.If(z3.And(when, e[f"{b}unconf.{i}.2"] == k), 0, e[f"{b}unconf.{i}.2"])
+        b = e.channels[c, ch]
+        for i in range(b.unconfirmed.capacity):
+            row = b.unconfirmed.row(i)
+            b.unconfirmed.set_row(i, row._replace(waits=z3.If(z3.And(when, row.waits == k), 0, row.waits)))
         for kk in range(1, e.shape.keys + 1):
-            e[f"{b}committing{kk}"] = z3.If(z3.And(when, _z(k) == kk), 0, e[f"{b}committing{kk}"])
+            b.committing[kk] = z3.If(z3.And(when, bv(k) == kk), 0, b.committing[kk])
 
 
 def _enqueue(e: Eff, msg, pers, when=True) -> z3.ArithRef:
     """A new copy at the tail of q0 (storage.enqueue); its key is returned."""
     when = z3.BoolVal(when) if isinstance(when, bool) else when
-    key = e["q.enq"] + 1
+    key = e.queue.enqueued + 1
     e.need(z3.Implies(when, key <= e.shape.keys))
     for k in range(1, e.shape.keys + 1):
         at = z3.And(when, key == k)
-        e[f"k{k}.msg"] = z3.If(at, _z(msg), e[f"k{k}.msg"])
-        e[f"k{k}.pers"] = z3.If(at, _z(pers), e[f"k{k}.pers"])
-    e.push("q.ready", (key, 0), when)
-    e["q.enq"] = z3.If(when, key, e["q.enq"])
+        copy = e.copies[k]
+        copy.msg = z3.If(at, bv(msg), copy.msg)
+        copy.persistent = z3.If(at, bv(pers), copy.persistent)
+    e.queue.ready.push((key, 0), when)
+    e.queue.enqueued = z3.If(when, key, e.queue.enqueued)
     return key
 
 
-def _fate(e: Eff, k, name: str, when=True) -> None:
+def _fate(e: Eff, k, fate: int, when=True) -> None:
+    """Copy k has the fate ``fate`` (spec.state.FATE_*) when ``when``."""
     when = z3.BoolVal(when) if isinstance(when, bool) else when
+    name = FATES[fate]
     for kk in range(1, e.shape.keys + 1):
-        e[f"fate{kk}.{name}"] = z3.If(z3.And(when, _z(k) == kk), 1, e[f"fate{kk}.{name}"])
+        copy = e.copies[kk]
+        setattr(copy, name, z3.If(z3.And(when, bv(k) == kk), 1, getattr(copy, name)))
 
 
 def _release(e: Eff, c: int, ch: int, settled_consumer) -> None:
     """broker.released for one settled delivery: the global limit counts a consumer delivery off
     (broker.count_off: a count of 0 stays 0)."""
-    b = f"b{c}.{ch}."
-    counted = z3.And(_b(e[b + "glimit"]), settled_consumer != 0)
-    e[b + "volume"] = z3.If(z3.And(counted, e[b + "volume"] != 0), e[b + "volume"] - 1, e[b + "volume"])
+    b = e.channels[c, ch]
+    counted = z3.And(_b(b.global_limit), settled_consumer != 0)
+    b.volume = z3.If(z3.And(counted, b.volume != 0), b.volume - 1, b.volume)
 
 
 def _reset_connection(e: Eff, c: int) -> None:
     """faults.reset_connection to CONN_DOWN: nothing in flight, every channel and view closed."""
-    e[f"c{c}.status"], e[f"c{c}.bclosed"] = CONN_DOWN, 0
-    clean = {n: 0 for n in names(e.shape) if n.startswith((f"c{c}.tb", f"c{c}.tc", f"c{c}.auto"))}
+    conn = e.connections[c]
+    conn.status, conn.broker_closed = CONN_DOWN, 0
+    clean = conn.auto.keys()
+    for ch in range(e.shape.chans + 1):
+        clean += e.to_broker[c, ch].keys() + e.to_client[c, ch].keys()
     for ch in range(1, e.shape.chans + 1):
-        clean.update({n: 0 for n in names(e.shape) if n.startswith((f"b{c}.{ch}.", f"v{c}.{ch}."))})
-        clean[f"b{c}.{ch}.status"], clean[f"b{c}.{ch}.next_tag"] = CH_CLOSED, 1
-        clean[f"v{c}.{ch}.status"] = C_CLOSED
-    for n, v in clean.items():
-        e[n] = v
+        clean += e.channels[c, ch].all_keys() + e.views[c, ch].all_keys()
+    for key in clean:
+        e[key] = 0
+    for ch in range(1, e.shape.chans + 1):
+        e.channels[c, ch].status, e.channels[c, ch].next_tag = CH_CLOSED, 1
+        e.views[c, ch].status = C_CLOSED
 
 
 def _drop_consumers_of(e: Eff, c: int) -> None:
     """Connection c's consumers leave q0's ring (storage.drop_consumer)."""
-    e.remove("q.ring", lambda r: r[0] == c)
+    e.queue.ring.remove(lambda r: r.conn == c)
 
 
 # ---------------------------------------------------------------- the candidates of a configuration
@@ -521,88 +363,88 @@ def instances(config, shape: Shape) -> list:
 def _client_may(e: Eff, a) -> z3.BoolRef:
     """The candidate condition every client channel action shares (machine.candidates) and its
     precondition (client.can_use_channel): the connection is up and the client holds the channel open."""
-    return z3.And(e[f"c{a.conn}.status"] == CONN_UP, e[f"v{a.conn}.{a.ch}.status"] == C_OPEN)
+    return z3.And(e.connections[a.conn].status == CONN_UP, e.views[a.conn, a.ch].status == C_OPEN)
 
 
 def ClientPublish(e: Eff, a, config) -> Transition:
     """basic.publish of the connection's next message (client.publish); a candidate while messages are left."""
-    c, ch, v = a.conn, a.ch, f"v{a.conn}.{a.ch}."
-    published = z3.Sum([e[f"c{i}.published"] for i in range(e.shape.conns)])
+    c, ch, v, conn = a.conn, a.ch, e.views[a.conn, a.ch], e.connections[a.conn]
+    published = z3.Sum([e.connections[i].published for i in range(e.shape.conns)])
     guard = z3.And(_client_may(e, a), published < config.messages,
                    z3.BoolVal((a.exchange, a.routing_key, a.mandatory, a.immediate) == (DEFAULT_EXCHANGE, 0, False, False)))
-    msg = c * MSG_CODE_STRIDE + e[f"c{c}.published"] + 1
-    e[f"c{c}.published"] = e[f"c{c}.published"] + 1
-    e[v + "pubseq"] = z3.If(e[v + "mode"] == MODE_CONFIRM, e[v + "pubseq"] + 1, e[v + "pubseq"])
-    e[v + "tx_dirty"] = z3.If(e[v + "mode"] == MODE_TX, 1, e[v + "tx_dirty"])
+    msg = c * MSG_CODE_STRIDE + conn.published + 1
+    conn.published = conn.published + 1
+    v.publish_seq = z3.If(v.mode == MODE_CONFIRM, v.publish_seq + 1, v.publish_seq)
+    v.tx_dirty = z3.If(v.mode == MODE_TX, 1, v.tx_dirty)
     _write(e, c, ch, (BASIC_PUBLISH, int(a.persistent), msg))
     return Transition(guard, e)
 
 
 def ClientConsume(e: Eff, a, config) -> Transition:
     """basic.consume with the role's tag; a candidate while the client has no consumer of that tag."""
-    c, ch, v = a.conn, a.ch, f"v{a.conn}.{a.ch}."
-    guard = z3.And(_client_may(e, a), e[f"{v}cons{a.consumer_tag}"] == 0, z3.BoolVal(a.queue == 0 and not a.exclusive))
-    e[f"{v}cons{a.consumer_tag}"] = 1
+    c, ch, v = a.conn, a.ch, e.views[a.conn, a.ch]
+    guard = z3.And(_client_may(e, a), v.consumer[a.consumer_tag] == 0, z3.BoolVal(a.queue == 0 and not a.exclusive))
+    v.consumer[a.consumer_tag] = 1
     _write(e, c, ch, (BASIC_CONSUME, a.consumer_tag, int(a.no_ack)))
     return Transition(guard, e)
 
 
 def _held(e: Eff, c: int, ch: int, tag: int) -> z3.BoolRef:
-    return e.any(f"v{c}.{ch}.held", lambda r: r[0] == tag)
+    return e.views[c, ch].held.any(lambda r: r.tag == tag)
 
 
 def ClientAck(e: Eff, a, config) -> Transition:
     """basic.ack of one held tag (client.settle_frame), outside a transaction."""
-    c, ch, v = a.conn, a.ch, f"v{a.conn}.{a.ch}."
-    guard = z3.And(_client_may(e, a), _held(e, c, ch, a.tag), e[v + "mode"] != MODE_TX, z3.BoolVal(not a.multiple))
-    e.remove(v + "held", lambda r: r[0] == a.tag)
+    c, ch, v = a.conn, a.ch, e.views[a.conn, a.ch]
+    guard = z3.And(_client_may(e, a), _held(e, c, ch, a.tag), v.mode != MODE_TX, z3.BoolVal(not a.multiple))
+    v.held.remove(lambda r: r.tag == a.tag)
     _write(e, c, ch, (BASIC_ACK, a.tag, 0))
     return Transition(guard, e)
 
 
 def ClientReject(e: Eff, a, config) -> Transition:
     """basic.reject of one held tag; requeue=true only while the requeue budget lasts (RQ-6)."""
-    c, ch, v = a.conn, a.ch, f"v{a.conn}.{a.ch}."
-    budget = e["u.requeues"] < config.requeues if a.requeue else z3.BoolVal(True)
-    guard = z3.And(_client_may(e, a), _held(e, c, ch, a.tag), e[v + "mode"] != MODE_TX, budget)
+    c, ch, v = a.conn, a.ch, e.views[a.conn, a.ch]
+    budget = e.used.requeues < config.requeues if a.requeue else z3.BoolVal(True)
+    guard = z3.And(_client_may(e, a), _held(e, c, ch, a.tag), v.mode != MODE_TX, budget)
     if a.requeue:
-        e["u.requeues"] = e["u.requeues"] + 1
-    e.remove(v + "held", lambda r: r[0] == a.tag)
+        e.used.requeues = e.used.requeues + 1
+    v.held.remove(lambda r: r.tag == a.tag)
     _write(e, c, ch, (BASIC_REJECT, a.tag, int(a.requeue)))
     return Transition(guard, e)
 
 
 def ClientQos(e: Eff, a, config) -> Transition:
     """basic.qos; a candidate while the qos budget lasts."""
-    guard = z3.And(_client_may(e, a), e["u.qos"] < config.qos, z3.BoolVal(a.prefetch_size == 0))
-    e["u.qos"] = e["u.qos"] + 1
+    guard = z3.And(_client_may(e, a), e.used.qos < config.qos, z3.BoolVal(a.prefetch_size == 0))
+    e.used.qos = e.used.qos + 1
     _write(e, a.conn, a.ch, (BASIC_QOS, a.prefetch_count, int(a.global_), 0))
     return Transition(guard, e)
 
 
 def ClientConfirmSelect(e: Eff, a, config) -> Transition:
     """confirm.select, tried by a confirm role on a channel in no mode."""
-    v = f"v{a.conn}.{a.ch}."
-    guard = z3.And(_client_may(e, a), e[v + "mode"] == MODE_NONE)
-    e[v + "mode"] = MODE_CONFIRM
+    v = e.views[a.conn, a.ch]
+    guard = z3.And(_client_may(e, a), v.mode == MODE_NONE)
+    v.mode = MODE_CONFIRM
     _write(e, a.conn, a.ch, (CONFIRM_SELECT,))
     return Transition(guard, e)
 
 
 def ClientTxSelect(e: Eff, a, config) -> Transition:
     """tx.select, tried by a tx role on a channel in no mode."""
-    v = f"v{a.conn}.{a.ch}."
-    guard = z3.And(_client_may(e, a), e[v + "mode"] == MODE_NONE)
-    e[v + "mode"] = MODE_TX
+    v = e.views[a.conn, a.ch]
+    guard = z3.And(_client_may(e, a), v.mode == MODE_NONE)
+    v.mode = MODE_TX
     _write(e, a.conn, a.ch, (TX_SELECT,))
     return Transition(guard, e)
 
 
 def ClientTxCommit(e: Eff, a, config) -> Transition:
     """tx.commit, tried once something was published or settled since the last commit."""
-    v = f"v{a.conn}.{a.ch}."
-    guard = z3.And(_client_may(e, a), e[v + "mode"] == MODE_TX, e[v + "tx_dirty"] == 1)
-    e[v + "tx_dirty"] = 0
+    v = e.views[a.conn, a.ch]
+    guard = z3.And(_client_may(e, a), v.mode == MODE_TX, v.tx_dirty == 1)
+    v.tx_dirty = 0
     _write(e, a.conn, a.ch, (TX_COMMIT,))
     return Transition(guard, e)
 
@@ -614,27 +456,29 @@ def ClientReceive(e: Eff, a, config) -> Transition:
     c, ch = a.conn, a.ch
     if ch == 0:
         return Transition(z3.BoolVal(False), e)             # connection.close frames: outside the subset
-    p, v = f"c{c}.tc{ch}", f"v{c}.{ch}."
-    m, f1, f2, f3, f4 = e.row(p, 0, W)
-    guard = z3.And(e[f"{p}.len"] > 0, z3.Or([m == x for x in (BASIC_DELIVER, BASIC_ACK, BASIC_CONSUME_OK,
-                                                                CONFIRM_SELECT_OK, TX_SELECT_OK, BASIC_QOS_OK,
-                                                                TX_COMMIT_OK)]))
-    e.pop(p, W)
+    fifo = e.to_client[c, ch]
+    m, f1, f2, f3, f4 = fifo.row(0)
+    guard = z3.And(fifo.length > 0, z3.Or([m == x for x in (BASIC_DELIVER, BASIC_ACK, BASIC_CONSUME_OK,
+                                                            CONFIRM_SELECT_OK, TX_SELECT_OK, BASIC_QOS_OK,
+                                                            TX_COMMIT_OK)]))
+    fifo.pop()
     deliver = e.copy()
     tag, msg = f2, f4
-    ap = f"c{c}.auto"
-    is_auto = deliver.any(ap, lambda r: z3.And(r[0] == ch, r[1] == tag))
-    auto_key = z3.Sum([z3.If(z3.And(present, r[0] == ch, r[1] == tag), r[2], 0) for present, r in deliver.live(ap)]
-                      + [_z(0)])
-    deliver.remove(ap, lambda r: z3.And(r[0] == ch, r[1] == tag))
-    _fate(deliver, auto_key, "auto", is_auto)
-    deliver.push(v + "held", (tag,), z3.And(z3.Not(is_auto), deliver[v + "status"] == C_OPEN))
-    deliver[v + "disorder"] = z3.If(z3.Or(_b(deliver[v + "disorder"]), msg < deliver[v + "last_msg"]), _z(1), _z(0))
-    deliver[v + "last_tag"], deliver[v + "last_msg"] = tag, msg
+    auto = deliver.connections[c].auto
+    is_auto = auto.any(lambda r: z3.And(r.ch == ch, r.tag == tag))
+    auto_key = z3.Sum([z3.If(z3.And(present, r.ch == ch, r.tag == tag), r.key, 0) for present, r in auto.live()]
+                      + [bv(0)])
+    auto.remove(lambda r: z3.And(r.ch == ch, r.tag == tag))
+    _fate(deliver, auto_key, FATE_AUTO, is_auto)
+    v = deliver.views[c, ch]
+    v.held.push((tag,), z3.And(z3.Not(is_auto), v.status == C_OPEN))
+    v.disorder = z3.If(z3.Or(_b(v.disorder), msg < v.last_msg), bv(1), bv(0))
+    v.last_tag, v.last_msg = tag, msg
     confirm = e.copy()
+    v = confirm.views[c, ch]
     for s in range(1, e.shape.seqs + 1):                    # multiple: 1..min(tag, pub_seq); else tag alone
-        covered = z3.If(_b(f2), z3.And(s <= f1, s <= confirm[v + "pubseq"]), f1 == s)
-        confirm[f"{v}conf{s}"] = z3.If(covered, 1, confirm[f"{v}conf{s}"])
+        covered = z3.If(_b(f2), z3.And(s <= f1, s <= v.publish_seq), f1 == s)
+        v.confirmed[s] = z3.If(covered, 1, v.confirmed[s])
     e.need(z3.Implies(m == BASIC_ACK, f1 <= e.shape.seqs))
     out = merge(m == BASIC_DELIVER, deliver, merge(m == BASIC_ACK, confirm, e))
     return Transition(guard, out)
@@ -648,72 +492,75 @@ def BrokerTakeFrame(e: Eff, a, config) -> Transition:
     c, ch = a.conn, a.ch
     if ch == 0:
         return Transition(z3.BoolVal(False), e)             # connection.close: outside the subset
-    p, b = f"c{c}.tb{ch}", f"b{c}.{ch}."
-    m, f1, f2, f3, f4 = e.row(p, 0, W)
-    guard = z3.And(_broker_end_open(e, c), e[f"{p}.len"] > 0, e[b + "cpending"] == 0,     # can_take_frame
-                   e[b + "status"] == CH_OPEN)
-    e.pop(p, W)
-    mode = e[b + "mode"]
+    fifo, b = e.to_broker[c, ch], e.channels[c, ch]
+    m, f1, f2, f3, f4 = fifo.row(0)
+    guard = z3.And(_broker_end_open(e, c), fifo.length > 0, b.commit_pending == 0,     # can_take_frame
+                   b.status == CH_OPEN)
+    fifo.pop()
+    mode = b.mode
     cases = []
 
     # basic.publish: held back in tx mode (TX-2); else enqueued, numbered in confirm mode (PC-1, PC-5)
     pub = e.copy()
-    pub.need(pub["q.exists"] == 1)
+    b = pub.channels[c, ch]
+    pub.need(pub.queue.exists == 1)
     tx = mode == MODE_TX
-    pub.push(b + "txp", (f1, f2), tx)
+    b.tx_publishes.push((f1, f2), tx)
     key = _enqueue(pub, f2, f1, z3.Not(tx))
     confirm = mode == MODE_CONFIRM
-    seq = pub[b + "pseq"] + 1
+    seq = b.publish_seq + 1
     pub.need(z3.Implies(confirm, seq <= e.shape.seqs))
-    waits = z3.If(z3.And(_b(f1), _b(pub["q.durable"])), key, 0)
-    pub.push(b + "unconf", (seq, f2, waits), confirm)
-    pub[b + "pseq"] = z3.If(confirm, seq, pub[b + "pseq"])
+    waits = z3.If(z3.And(_b(f1), _b(pub.queue.durable)), key, 0)
+    b.unconfirmed.push((seq, f2, waits), confirm)
+    b.publish_seq = z3.If(confirm, seq, b.publish_seq)
     cases.append((m == BASIC_PUBLISH, pub))
 
     # basic.consume: joins the ring with the channel's per-consumer limit (DS-1, PF-2)
     con = e.copy()
-    con.need(con["q.exists"] == 1)
+    b = con.channels[c, ch]
+    con.need(con.queue.exists == 1)
     for t in range(1, e.shape.ctags + 1):
         at = f1 == t
-        con.need(z3.Implies(at, con[f"{b}cons{t}"] == 0))                  # a reused tag: outside the subset
-        con[f"{b}cons{t}"] = z3.If(at, 1, con[f"{b}cons{t}"])
-        con[f"{b}noack{t}"] = z3.If(at, f2, con[f"{b}noack{t}"])
-        con[f"{b}limit{t}"] = z3.If(at, con[b + "prefetch"], con[f"{b}limit{t}"])
+        con.need(z3.Implies(at, b.consumer[t] == 0))                       # a reused tag: outside the subset
+        b.consumer[t] = z3.If(at, 1, b.consumer[t])
+        b.no_ack[t] = z3.If(at, f2, b.no_ack[t])
+        b.limit[t] = z3.If(at, b.prefetch, b.limit[t])
     con.need(z3.And(1 <= f1, f1 <= e.shape.ctags))
-    con.push("q.ring", (c, ch, f1))
+    con.queue.ring.push((c, ch, f1))
     _send(con, c, ch, (BASIC_CONSUME_OK, f1))
     cases.append((m == BASIC_CONSUME, con))
 
     # basic.ack / basic.reject of one outstanding tag, outside tx mode (ACK-1, ACK-5, RQ-1, RQ-2)
     for method in (BASIC_ACK, BASIC_REJECT):
         st = e.copy()
-        up = b + "unacked"
-        st.need(st.any(up, lambda r: r[0] == f1), mode != MODE_TX)
+        unacked = st.channels[c, ch].unacked
+        st.need(unacked.any(lambda r: r.tag == f1), mode != MODE_TX)
         if method == BASIC_ACK:
             st.need(f2 == 0)                                                  # multiple: outside the subset
-        row = [z3.Sum([z3.If(z3.And(present, r[0] == f1), r[j], 0) for present, r in st.live(up)] + [_z(0)])
-               for j in range(4)]
-        st.remove(up, lambda r: r[0] == f1)
-        _release(st, c, ch, row[3])
+        settled = Unacked(*[z3.Sum([z3.If(z3.And(present, r.tag == f1), r[j], 0) for present, r in unacked.live()]
+                                   + [bv(0)]) for j in range(len(Unacked._fields))])
+        unacked.remove(lambda r: r.tag == f1)
+        _release(st, c, ch, settled.consumer)
         if method == BASIC_ACK:
-            _fate(st, row[1], "acked")
-            _forget_waits(st, row[1])
+            _fate(st, settled.key, FATE_ACKED)
+            _forget_waits(st, settled.key)
         else:
             st.need(f2 == 1)                                                  # requeue=false: outside the subset
-            st.need(st["q.exists"] == 1)
-            st.insert_sorted("q.ready", (row[1], 1))
+            st.need(st.queue.exists == 1)
+            st.queue.ready.insert_sorted((settled.key, 1))
         cases.append((m == method, st))
 
     # basic.qos (PF-2), as RabbitMQ 3.10.8 does it
     qos = e.copy()
+    b = qos.channels[c, ch]
     qos.need(f3 == 0)
-    outstanding = qos.count(b + "unacked", lambda r: r[3] != 0)
-    total = qos[b + "unacked.len"]
+    outstanding = b.unacked.count(lambda r: r.consumer != 0)
+    total = b.unacked.length
     set_global = z3.And(_b(f2), f1 != 0)
-    qos[b + "volume"] = z3.If(set_global, z3.If(_b(qos[b + "glimit"]), qos[b + "volume"], total), 0)
-    qos[b + "qexcess"] = z3.If(set_global, z3.If(f1 < outstanding, outstanding, 0), 0)
-    qos[b + "glimit"] = z3.If(set_global, f1, 0)
-    qos[b + "prefetch"] = z3.If(z3.Not(_b(f2)), f1, qos[b + "prefetch"])
+    b.volume = z3.If(set_global, z3.If(_b(b.global_limit), b.volume, total), 0)
+    b.qos_excess = z3.If(set_global, z3.If(f1 < outstanding, outstanding, 0), 0)
+    b.global_limit = z3.If(set_global, f1, 0)
+    b.prefetch = z3.If(z3.Not(_b(f2)), f1, b.prefetch)
     _send(qos, c, ch, (BASIC_QOS_OK,))
     cases.append((m == BASIC_QOS, qos))
 
@@ -722,32 +569,31 @@ def BrokerTakeFrame(e: Eff, a, config) -> Transition:
                                    (TX_SELECT, MODE_TX, MODE_CONFIRM, TX_SELECT_OK)):
         sel = e.copy()
         sel.need(mode != other)
-        sel[b + "mode"] = new
+        sel.channels[c, ch].mode = new
         _send(sel, c, ch, (ok,))
         cases.append((m == method, sel))
 
     # tx.commit: held-back publishes take effect; once copies are enqueued, commit-ok is a step of its own
     # and waits for them on disk (TX-2, TX-7, TX-9)
     com = e.copy()
-    com.need(mode == MODE_TX, com["q.exists"] == 1)
-    rows = com.live(b + "txp")
-    base = com["q.enq"]
+    b = com.channels[c, ch]
+    com.need(mode == MODE_TX, com.queue.exists == 1)
+    rows = b.tx_publishes.live()
+    base = com.queue.enqueued
     waits = []
     for i, (present, r) in enumerate(rows):
-        key = _enqueue(com, r[1], r[0], present)
-        waits.append((z3.And(present, _b(r[0]), _b(com["q.durable"])), key))
-    n = com[b + "txp.len"]
-    gid = com["ngroups"] + 1
+        key = _enqueue(com, r.msg, r.persistent, present)
+        waits.append((z3.And(present, _b(r.persistent), _b(com.queue.durable)), key))
+    n = b.tx_publishes.length
+    gid = com.broker.tx_groups + 1
     for k in range(1, e.shape.keys + 1):
         in_group = z3.And(n >= 2, base < k, k <= base + n)
-        com[f"grp{k}"] = z3.If(in_group, gid, com[f"grp{k}"])
-        com[f"{b}committing{k}"] = z3.If(z3.Or([z3.And(w, key == k) for w, key in waits] + [z3.BoolVal(False)]), _z(1), _z(0))
-    com["ngroups"] = z3.If(n >= 2, gid, com["ngroups"])
-    for i in range(len(rows)):
-        com[f"{b}txp.{i}.0"], com[f"{b}txp.{i}.1"] = 0, 0
-    com[b + "txp.len"] = 0
+        com.copies[k].tx_group = z3.If(in_group, gid, com.copies[k].tx_group)
+        b.committing[k] = z3.If(z3.Or([z3.And(w, key == k) for w, key in waits] + [z3.BoolVal(False)]), bv(1), bv(0))
+    com.broker.tx_groups = z3.If(n >= 2, gid, com.broker.tx_groups)
+    b.tx_publishes.clear()
     owed = z3.Or([present for present, _ in rows] + [z3.BoolVal(False)])     # a copy enqueued: commit-ok is a step
-    com[b + "cpending"] = z3.If(owed, _z(1), _z(0))
+    b.commit_pending = z3.If(owed, bv(1), bv(0))
     _send(com, c, ch, (TX_COMMIT_OK,), z3.Not(owed))
     cases.append((m == TX_COMMIT, com))
 
@@ -760,11 +606,11 @@ def BrokerTakeFrame(e: Eff, a, config) -> Transition:
 
 def _room(e: Eff, c: int, ch: int, t: int) -> z3.BoolRef:
     """broker.has_room for consumer t of channel (c, ch) (PF-1, PF-2, PF-3)."""
-    b = f"b{c}.{ch}."
-    limit = e[f"{b}limit{t}"]
-    mine = e.count(b + "unacked", lambda r: r[3] == t)
-    blocked = z3.And(_b(e[b + "glimit"]), e[b + "volume"] >= e[b + "glimit"])
-    return z3.And(z3.Not(blocked), z3.Or(_b(e[f"{b}noack{t}"]), limit == 0, mine < limit))
+    b = e.channels[c, ch]
+    limit = b.limit[t]
+    mine = b.unacked.count(lambda r: r.consumer == t)
+    blocked = z3.And(_b(b.global_limit), b.volume >= b.global_limit)
+    return z3.And(z3.Not(blocked), z3.Or(_b(b.no_ack[t]), limit == 0, mine < limit))
 
 
 def _admits_in_two_steps(config, c: int, ch: int) -> bool:
@@ -781,83 +627,84 @@ def BrokerDeliver(e: Eff, a, config) -> Transition:
     DS-1); the copy is outstanding (manual mode, AM-3) or in flight in automatic mode (AM-2). Not to an
     automatic-mode consumer on a channel with a global limit: the spec takes two steps there
     (``Queue.sending``), outside the subset."""
-    ring = e.live("q.ring")
+    ring = e.queue.ring.live()
     consumers = [(c, ch, t) for c, ch in e.shape.channels() for t in range(1, e.shape.ctags + 1)]
 
     def ok(c, ch, t):
-        return z3.And(z3.Not(_b(e[f"c{c}.bclosed"])), e[f"b{c}.{ch}.status"] == CH_OPEN,
-                      e[f"b{c}.{ch}.cons{t}"] == 1, _room(e, c, ch, t))
-    ok_slot = [z3.And(present, z3.Or([z3.And(r[0] == c, r[1] == ch, r[2] == t, ok(c, ch, t)) for c, ch, t in consumers]
-                                     + [z3.BoolVal(False)])) for present, r in ring]
+        return z3.And(z3.Not(_b(e.connections[c].broker_closed)), e.channels[c, ch].status == CH_OPEN,
+                      e.channels[c, ch].consumer[t] == 1, _room(e, c, ch, t))
+    ok_slot = [z3.And(present, z3.Or([z3.And(r.conn == c, r.ch == ch, r.consumer_tag == t, ok(c, ch, t))
+                                      for c, ch, t in consumers] + [z3.BoolVal(False)])) for present, r in ring]
     first = [z3.And(ok_slot[i], *[z3.Not(ok_slot[j]) for j in range(i)]) for i in range(len(ring))]
-    chosen = {k: z3.Or([z3.And(first[i], r[0] == k[0], r[1] == k[1], r[2] == k[2]) for i, (_, r) in enumerate(ring)]
-                       + [z3.BoolVal(False)]) for k in consumers}
-    guard = z3.And(_b(e["up"]), e["q.ready.len"] > 0, z3.Or(list(chosen.values()) + [z3.BoolVal(False)]))
-    key, red = e["q.ready.0.0"], e["q.ready.0.1"]
+    chosen = {k: z3.Or([z3.And(first[i], r.conn == k[0], r.ch == k[1], r.consumer_tag == k[2])
+                        for i, (_, r) in enumerate(ring)] + [z3.BoolVal(False)]) for k in consumers}
+    guard = z3.And(_b(e.broker.up), e.queue.ready.length > 0, z3.Or(list(chosen.values()) + [z3.BoolVal(False)]))
+    head = e.queue.ready.row(0)
+    key, red = head.key, head.redelivered
     out = e.copy()
     for c, ch, t in consumers:
         d = e.copy()
-        b = f"b{c}.{ch}."
-        d.pop("q.ready", 2)
-        d.remove("q.ring", lambda r: z3.And(r[0] == c, r[1] == ch, r[2] == t))
-        d.push("q.ring", (c, ch, t))
-        tag = d[b + "next_tag"]
+        b = d.channels[c, ch]
+        d.queue.ready.pop()
+        d.queue.ring.remove(lambda r: z3.And(r.conn == c, r.ch == ch, r.consumer_tag == t))
+        d.queue.ring.push((c, ch, t))
+        tag = b.next_tag
         d.need(tag <= e.shape.tags)
-        d[b + "next_tag"] = tag + 1
-        noack = _b(d[f"{b}noack{t}"])
+        b.next_tag = tag + 1
+        noack = _b(b.no_ack[t])
         if _admits_in_two_steps(config, c, ch):                      # two steps in the spec: outside the subset
-            d.need(z3.Not(z3.And(noack, _b(d[b + "glimit"]))))
-        d.push(f"c{c}.auto", (ch, tag, key), noack)
+            d.need(z3.Not(z3.And(noack, _b(b.global_limit))))
+        d.connections[c].auto.push((ch, tag, key), noack)
         _forget_waits(d, key, noack)
-        d.push(b + "unacked", (tag, key, red, t), z3.Not(noack))
-        d[b + "volume"] = z3.If(z3.And(z3.Not(noack), _b(d[b + "glimit"])), d[b + "volume"] + 1, d[b + "volume"])
+        b.unacked.push((tag, key, red, t), z3.Not(noack))
+        b.volume = z3.If(z3.And(z3.Not(noack), _b(b.global_limit)), b.volume + 1, b.volume)
         for k in range(1, e.shape.keys + 1):
-            d[f"deliv{k}"] = z3.If(key == k, 1, d[f"deliv{k}"])
-        msg = z3.Sum([z3.If(key == k, d[f"k{k}.msg"], 0) for k in range(1, e.shape.keys + 1)])
+            d.copies[k].delivered = z3.If(key == k, 1, d.copies[k].delivered)
+        msg = z3.Sum([z3.If(key == k, d.copies[k].msg, 0) for k in range(1, e.shape.keys + 1)])
         _send(d, c, ch, (BASIC_DELIVER, t, tag, red, msg))
         out = merge(chosen[(c, ch, t)], d, out)
     return Transition(guard, out)
 
 
-def _in_ready_run(e: Eff, b: str, seq: z3.ArithRef) -> z3.BoolRef:
-    """broker.can_confirm with multiple: ``seq`` is an unconfirmed publish, not the oldest, whose
-    publishes up to it are all ready (no publish is nacked in the subset, so every ready run has one
-    outcome)."""
-    rows = e.live(b + "unconf")
+def _in_ready_run(b, seq: z3.ArithRef) -> z3.BoolRef:
+    """broker.can_confirm with multiple: ``seq`` is an unconfirmed publish of channel ``b``, not the
+    oldest, whose publishes up to it are all ready (no publish is nacked in the subset, so every ready
+    run has one outcome)."""
+    rows = b.unconfirmed.live()
     found, run = z3.BoolVal(False), z3.BoolVal(True)
     for i, (present, r) in enumerate(rows):
-        run = z3.And(run, present, r[2] == 0)
+        run = z3.And(run, present, r.waits == 0)
         if i >= 1:
-            found = z3.Or(found, z3.And(run, r[0] == seq))
+            found = z3.Or(found, z3.And(run, r.seq == seq))
     return found
 
 
 def BrokerConfirm(e: Eff, a, config) -> Transition:
     """basic.ack for publish seq, or with multiple every unconfirmed one up to it (broker.confirm, PC-2,
     PC-3); enabled once it is ready (no copy waits for the disk, PC-5)."""
-    c, ch, b = a.conn, a.ch, f"b{a.conn}.{a.ch}."
-    up = b + "unconf"
+    c, ch, b = a.conn, a.ch, e.channels[a.conn, a.ch]
+    unconfirmed = b.unconfirmed
     if a.multiple:
-        ready = z3.And(e[up + ".len"] > 0, _in_ready_run(e, b, a.seq))
+        ready = z3.And(unconfirmed.length > 0, _in_ready_run(b, a.seq))
     else:
-        ready = e.any(up, lambda r: z3.And(r[0] == a.seq, r[2] == 0))
+        ready = unconfirmed.any(lambda r: z3.And(r.seq == a.seq, r.waits == 0))
     guard = z3.And(_channel_open(e, c, ch), ready)
 
     def covered(r):
-        return r[0] <= a.seq if a.multiple else r[0] == a.seq
+        return r.seq <= a.seq if a.multiple else r.seq == a.seq
     for s in range(1, e.shape.seqs + 1):
-        e[f"{b}confd{s}"] = z3.If(e.any(up, lambda r: z3.And(covered(r), r[0] == s)), 1, e[f"{b}confd{s}"])
-    e.remove(up, covered)
+        b.confirmed[s] = z3.If(unconfirmed.any(lambda r: z3.And(covered(r), r.seq == s)), 1, b.confirmed[s])
+    unconfirmed.remove(covered)
     _send(e, c, ch, (BASIC_ACK, a.seq, int(a.multiple)))
     return Transition(guard, e)
 
 
 def BrokerCommitOk(e: Eff, a, config) -> Transition:
     """tx.commit-ok once the commit's copies are on disk (broker.commit_ok, TX-7)."""
-    c, ch, b = a.conn, a.ch, f"b{a.conn}.{a.ch}."
-    waiting = z3.Or([e[f"{b}committing{k}"] == 1 for k in range(1, e.shape.keys + 1)])
-    guard = z3.And(_channel_open(e, c, ch), e[b + "cpending"] == 1, z3.Not(waiting))
-    e[b + "cpending"] = 0
+    c, ch, b = a.conn, a.ch, e.channels[a.conn, a.ch]
+    waiting = z3.Or([b.committing[k] == 1 for k in range(1, e.shape.keys + 1)])
+    guard = z3.And(_channel_open(e, c, ch), b.commit_pending == 1, z3.Not(waiting))
+    b.commit_pending = 0
     _send(e, c, ch, (TX_COMMIT_OK,))
     return Transition(guard, e)
 
@@ -866,11 +713,12 @@ def DiskFsync(e: Eff, a, config) -> Transition:
     """One pending write (a live persistent copy of a durable queue not on disk) or removal (a record
     whose copy is not live) becomes durable (faults.fsync, PC-5, TX-8)."""
     k = a.key
+    copy = e.copies[k]
     live = _live(e, k)
-    pending = z3.And(live, _b(e[f"k{k}.pers"]), _b(e["q.durable"]), e[f"disk{k}"] == 0) if a.write else \
-        z3.And(e[f"disk{k}"] == 1, z3.Not(live))
-    guard = z3.And(_b(e["up"]), e[f"k{k}.msg"] == msg_code(a.msg), pending, z3.BoolVal(a.queue == 0))
-    e[f"disk{k}"] = int(a.write)
+    pending = z3.And(live, _b(copy.persistent), _b(e.queue.durable), copy.on_disk == 0) if a.write else \
+        z3.And(copy.on_disk == 1, z3.Not(live))
+    guard = z3.And(_b(e.broker.up), copy.msg == msg_code(a.msg), pending, z3.BoolVal(a.queue == 0))
+    copy.on_disk = int(a.write)
     if a.write:
         _forget_waits(e, k)
     return Transition(guard, e)
@@ -879,39 +727,37 @@ def DiskFsync(e: Eff, a, config) -> Transition:
 def BrokerCrash(e: Eff, a, config) -> Transition:
     """The broker dies (faults.crash): live copies not on disk are lost (DU-2, PC-10, TX-9), automatic
     deliveries in flight too; every connection drops; q0 survives only if durable."""
-    guard = z3.And(_b(e["up"]), e["u.crashes"] < config.crashes)
-    e["u.crashes"] = e["u.crashes"] + 1
+    guard = z3.And(_b(e.broker.up), e.used.crashes < config.crashes)
+    e.used.crashes = e.used.crashes + 1
     for k in range(1, e.shape.keys + 1):
-        _fate(e, k, "lost_crash", z3.And(_live(e, k), e[f"disk{k}"] == 0))
+        _fate(e, k, FATE_LOST_CRASH, z3.And(_live(e, k), e.copies[k].on_disk == 0))
     for c in range(e.shape.conns):
-        for present, r in e.live(f"c{c}.auto"):
-            _fate(e, r[2], "lost_auto", present)
+        for present, r in e.connections[c].auto.live():
+            _fate(e, r.key, FATE_LOST_AUTOACK, present)
     for c in range(e.shape.conns):
         _reset_connection(e, c)
-    for i in range(e.cap("q.ready")):
-        e[f"q.ready.{i}.0"], e[f"q.ready.{i}.1"] = 0, 0
-    for i in range(e.cap("q.ring")):
-        e[f"q.ring.{i}.0"], e[f"q.ring.{i}.1"], e[f"q.ring.{i}.2"] = 0, 0, 0
-    e["q.ready.len"], e["q.ring.len"] = 0, 0
-    e["q.exists"] = z3.If(z3.And(_b(e["q.exists"]), _b(e["q.durable"])), _z(1), _z(0))
-    e["up"] = 0
+    e.queue.ready.clear()
+    e.queue.ring.clear()
+    e.queue.exists = z3.If(z3.And(_b(e.queue.exists), _b(e.queue.durable)), bv(1), bv(0))
+    e.broker.up = 0
     return Transition(guard, e)
 
 
 def BrokerRestart(e: Eff, a, config) -> Transition:
     """The broker starts again; q0, if it exists, holds its disk records, ready and redelivered, in
     key order (faults.restart, DU-1..3)."""
-    guard = z3.Not(_b(e["up"]))
-    e["up"] = 1
+    guard = z3.Not(_b(e.broker.up))
+    e.broker.up = 1
     keys = range(1, e.shape.keys + 1)
-    on = {k: z3.And(_b(e["q.exists"]), e[f"disk{k}"] == 1) for k in keys}
-    pos = {k: z3.Sum([z3.If(on[j], _z(1), _z(0)) for j in keys if j < k] + [_z(0)]) for k in keys}
-    for i in range(e.cap("q.ready")):
-        key = _z(0)
+    on = {k: z3.And(_b(e.queue.exists), e.copies[k].on_disk == 1) for k in keys}
+    pos = {k: z3.Sum([z3.If(on[j], bv(1), bv(0)) for j in keys if j < k] + [bv(0)]) for k in keys}
+    ready = e.queue.ready
+    for i in range(ready.capacity):
+        key = bv(0)
         for k in keys:
             key = z3.If(z3.And(on[k], pos[k] == i), k, key)
-        e[f"q.ready.{i}.0"], e[f"q.ready.{i}.1"] = key, z3.If(key != 0, _z(1), _z(0))
-    e["q.ready.len"] = z3.Sum([z3.If(on[k], _z(1), _z(0)) for k in keys])
+        ready.set_row(i, ReadyCopy(key=key, redelivered=z3.If(key != 0, bv(1), bv(0))))
+    ready.length = z3.Sum([z3.If(on[k], bv(1), bv(0)) for k in keys])
     return Transition(guard, e)
 
 
@@ -920,14 +766,14 @@ def NetworkLoss(e: Eff, a, config) -> Transition:
     are lost (AM-2), the slot is down. A connection holding outstanding deliveries or a transaction is
     outside the subset (their requeue is not modelled here)."""
     c = a.conn
-    guard = z3.And(_b(e["up"]), e[f"c{c}.status"] != CONN_DOWN, e["u.reconnects"] < config.reconnects)
+    guard = z3.And(_b(e.broker.up), e.connections[c].status != CONN_DOWN, e.used.reconnects < config.reconnects)
     for ch in range(1, e.shape.chans + 1):
-        b = f"b{c}.{ch}."
-        e.need(e[b + "unacked.len"] == 0, e[b + "txp.len"] == 0, e[b + "unconf.len"] == 0, e[b + "cpending"] == 0)
-    e["u.reconnects"] = e["u.reconnects"] + 1
+        b = e.channels[c, ch]
+        e.need(b.unacked.length == 0, b.tx_publishes.length == 0, b.unconfirmed.length == 0, b.commit_pending == 0)
+    e.used.reconnects = e.used.reconnects + 1
     _drop_consumers_of(e, c)
-    for present, r in e.live(f"c{c}.auto"):
-        _fate(e, r[2], "lost_auto", present)
+    for present, r in e.connections[c].auto.live():
+        _fate(e, r.key, FATE_LOST_AUTOACK, present)
     _reset_connection(e, c)
     return Transition(guard, e)
 
@@ -962,52 +808,54 @@ def relation(shape: Shape, config, action, x: dict) -> Transition:
 
 # ---------------------------------------------------------------- the hazards' properties
 
-def _views(shape: Shape):
-    return [f"v{c}.{ch}." for c, ch in shape.channels()]
-
-
 def auto_ack_never_loses(x: dict, shape: Shape) -> z3.BoolRef:
     """No copy was lost in flight in automatic mode (AM-2)."""
-    return z3.And([x[f"fate{k}.lost_auto"] == 0 for k in range(1, shape.keys + 1)])
+    s = Fields(x, shape)
+    return z3.And([s.copies[k].lost_auto == 0 for k in range(1, shape.keys + 1)])
 
 
 def persistent_never_lost(x: dict, shape: Shape) -> z3.BoolRef:
     """No persistent copy of durable q0 was lost in a crash (DU-2, PC-10)."""
-    return z3.And([z3.Not(z3.And(x[f"fate{k}.lost_crash"] == 1, x[f"k{k}.pers"] == 1, x["q.durable"] == 1))
+    s = Fields(x, shape)
+    return z3.And([z3.Not(z3.And(s.copies[k].lost_crash == 1, s.copies[k].persistent == 1, s.queue.durable == 1))
                    for k in range(1, shape.keys + 1)])
 
 
 def acked_never_redelivered(x: dict, shape: Shape) -> z3.BoolRef:
     """No acknowledged copy is live again (TX-8, DU-3)."""
     e = Eff(x, shape)
-    return z3.And([z3.Not(z3.And(x[f"fate{k}.acked"] == 1, _live(e, k))) for k in range(1, shape.keys + 1)])
+    return z3.And([z3.Not(z3.And(e.copies[k].acked == 1, _live(e, k))) for k in range(1, shape.keys + 1)])
 
 
 def consumer_sees_publication_order(x: dict, shape: Shape) -> z3.BoolRef:
     """No client read a message after a later-published one (RQ-3)."""
-    return z3.And([x[v + "disorder"] == 0 for v in _views(shape)])
+    s = Fields(x, shape)
+    return z3.And([s.views[c, ch].disorder == 0 for c, ch in shape.channels()])
 
 
 def tx_commit_atomic(x: dict, shape: Shape) -> z3.BoolRef:
     """No committed group is partly lost in a crash (TX-9)."""
+    s = Fields(x, shape)
     keys = range(1, shape.keys + 1)
     out = []
     for g in range(1, shape.keys + 1):
-        size = z3.Sum([z3.If(x[f"grp{k}"] == g, _z(1), _z(0)) for k in keys])
-        gone = z3.Sum([z3.If(z3.And(x[f"grp{k}"] == g, x[f"fate{k}.lost_crash"] == 1), _z(1), _z(0)) for k in keys])
+        size = z3.Sum([z3.If(s.copies[k].tx_group == g, bv(1), bv(0)) for k in keys])
+        gone = z3.Sum([z3.If(z3.And(s.copies[k].tx_group == g, s.copies[k].lost_crash == 1), bv(1), bv(0))
+                       for k in keys])
         out.append(z3.Not(z3.And(gone > 0, gone < size)))
     return z3.And(out)
 
 
 def confirms_in_publish_order(x: dict, shape: Shape) -> z3.BoolRef:
     """Every publisher's confirms seen are 1..n (PC-7): the largest is their count."""
+    s = Fields(x, shape)
     out = []
-    for v in _views(shape):
-        seen = [x[f"{v}conf{s}"] == 1 for s in range(1, shape.seqs + 1)]
-        count = z3.Sum([z3.If(s, _z(1), _z(0)) for s in seen])
-        top = _z(0)
-        for s, is_seen in enumerate(seen, start=1):
-            top = z3.If(is_seen, s, top)
+    for c, ch in shape.channels():
+        seen = [s.views[c, ch].confirmed[seq] == 1 for seq in range(1, shape.seqs + 1)]
+        count = z3.Sum([z3.If(is_seen, bv(1), bv(0)) for is_seen in seen])
+        top = bv(0)
+        for seq, is_seen in enumerate(seen, start=1):
+            top = z3.If(is_seen, seq, top)
         out.append(top == count)
     return z3.And(out)
 
@@ -1017,9 +865,9 @@ def outstanding_within_prefetch(x: dict, shape: Shape) -> z3.BoolRef:
     e = Eff(x, shape)
     out = []
     for c, ch in shape.channels():
-        b = f"b{c}.{ch}."
-        n = e.count(b + "unacked", lambda r: r[3] != 0)
-        out.append(z3.Not(z3.And(x[b + "glimit"] != 0, n > x[b + "glimit"])))
+        b = e.channels[c, ch]
+        n = b.unacked.count(lambda r: r.consumer != 0)
+        out.append(z3.Not(z3.And(b.global_limit != 0, n > b.global_limit)))
     return z3.And(out)
 
 

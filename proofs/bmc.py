@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import z3
 
 from model import bounded as B
+from model import bounded_state as S
 from spark_check.bundle import load_spec
 from spark_check.engine import LocalEngine
 from spec import configs, machine
@@ -92,12 +93,12 @@ class BmcOutcome:
         return self.status == FOUND
 
 
-def _symbolic(shape: B.Shape, t: int) -> dict:
-    return {n: B.var(f"{n}@{t}") for n in B.names(shape)}
+def _symbolic(shape: S.Shape, t: int) -> dict:
+    return {n: S.var(f"{n}@{t}") for n in S.names(shape)}
 
 
 def _concrete(values: dict) -> dict:
-    return {n: B._z(v) for n, v in values.items()}
+    return {n: S.bv(v) for n, v in values.items()}
 
 
 _TOKEN = re.compile(r"\|([^|]*)\||([^\s()|]+)")
@@ -125,11 +126,7 @@ def _read_write(relations: list, x: dict) -> list:
     return sets
 
 
-def _fifo_field(name: str) -> bool:
-    return re.fullmatch(r"c\d+\.t[bc]\d+\..*", name) is not None
-
-
-def independent_pairs(config, shape: B.Shape, alphabet: list, conditional: bool = False,
+def independent_pairs(config, shape: S.Shape, alphabet: list, conditional: bool = False,
                       built: tuple | None = None) -> tuple[set, set]:
     """(independent, commuting): pairs (i, j), i < j, of alphabet positions.
 
@@ -144,10 +141,11 @@ def independent_pairs(config, shape: B.Shape, alphabet: list, conditional: bool 
     time limit are left out. ``built``: (x, relations) already made, the relations over the state x of
     fresh constants."""
     if built is None:
-        x = {n: B.var(n) for n in B.names(shape)}
+        x = {n: S.var(n) for n in S.names(shape)}
         built = x, [B.relation(shape, config, action, x) for action in alphabet]
     x, relations = built
     sets = _read_write(relations, x)
+    fifos = S.fifo_keys(shape)
     independent, commuting = set(), set()
     for i in range(len(alphabet)):
         for j in range(i + 1, len(alphabet)):
@@ -157,8 +155,7 @@ def independent_pairs(config, shape: B.Shape, alphabet: list, conditional: bool 
             clash = wi & (rj | wj) | wj & ri
             if not clash:
                 independent.add((i, j))
-            elif conditional and all(_fifo_field(n) for n in clash) and _commute(config, shape, alphabet, relations,
-                                                                                   x, i, j):
+            elif conditional and clash <= fifos and _commute(config, shape, alphabet, relations, x, i, j):
                 commuting.add((i, j))
     return independent, commuting
 
@@ -209,11 +206,11 @@ class Unrolling:
         assert len(self.alphabet) < 255, "the action number is an 8-bit vector, 255 is HALT"
         # One step over fresh constants (x, act, y), built once; each step of the unrolling is a copy with
         # x, act and y renamed (z3.substitute), far faster than building every relation again per step.
-        x = {n: B.var(n) for n in B.names(self.shape)}
+        x = {n: S.var(n) for n in S.names(self.shape)}
         relations = [B.relation(self.shape, config, action, x) for action in self.alphabet]
         self.independent, self.commuting = independent_pairs(config, self.shape, self.alphabet, conditional,
                                                              (x, relations)) if canonical else (set(), set())
-        act, y = z3.BitVec("act", 8), {n: B.var(n + "'") for n in x}
+        act, y = z3.BitVec("act", 8), {n: S.var(n + "'") for n in x}
         self._x, self._act, self._y = x, act, y
         self._guards = {i: tr.guard for i, tr in enumerate(relations) if not z3.is_false(z3.simplify(tr.guard))}
         nexts = {n: x[n] for n in x}
