@@ -17,9 +17,8 @@ import z3
 from spec import actions as A
 from spec import broker, client, faults, interleavings, machine, storage
 from spec.frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH,
-    BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, QUEUE_DECLARE, QUEUE_DELETE,
-    QUEUE_PURGE, TX_COMMIT,
+    BASIC_ACK, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER,
+    BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, FIELDS, QUEUE_DELETE, TX_COMMIT,
 )
 from spec.properties import (
     confirms_in_flight, copy_messages, delivery_tag, open_ok_in_flight, opens_in_flight, selects_in_flight,
@@ -75,26 +74,19 @@ def _frame_oracles(state, a) -> dict:
      out["other_frames_to_broker_left"]) = opens_in_flight(conn.to_broker[a.ch][1:])
     out["first_select_to_broker_left"], out["publishes_behind_select_left"], _ = \
         selects_in_flight(conn.to_broker[a.ch][1:])
-    m = out["method"] = frame[0]
+    m = out["method"] = frame.method
+    for name in FIELDS.get(m, ()):             # the frame's own fields, where an oracle is named for one
+        if name in out:
+            out[name] = bool(getattr(frame, name)) if type(out[name]) is bool else getattr(frame, name)
     if m == BASIC_PUBLISH:
-        out["exchange"], out["immediate"] = frame[2], bool(frame[7])
-        out["message_number"] = message(frame[6])[1]
-    elif m == BASIC_QOS:
-        out["prefetch_count"], out["global_"], out["prefetch_size"] = frame[2], bool(frame[3]), frame[4]
-    elif m == BASIC_RECOVER:
-        out["requeue"] = bool(frame[2])
-    elif m == BASIC_NACK:
-        out["requeue"] = bool(frame[4])
-    elif m == BASIC_REJECT:
-        out["requeue"] = bool(frame[3])
+        out["message_number"] = message(frame.msg)[1]
     channel = conn.channels[a.ch - 1] if a.ch else None
     if channel is not None:
         out["kept_tags"] = _kept(channel)
         out["keeps_any"] = bool(out["kept_tags"])
     if m in (BASIC_ACK, BASIC_NACK, BASIC_REJECT) and channel is not None:
-        multiple = bool(frame[3]) if m != BASIC_REJECT else False
-        out["tag"], out["multiple"] = frame[2], multiple
-        collected = broker._collect(channel, frame[2], multiple)                # ACK-1..4
+        out["tag"] = frame.delivery_tag
+        collected = broker._collect(channel, frame.delivery_tag, out["multiple"])              # ACK-1..4
         out["settled"] = bool(collected and collected[0])
         if collected is None:
             out["verdict"] = CHANNEL_ERR
@@ -118,28 +110,18 @@ def _frame_oracles(state, a) -> dict:
         # Queue errors (NOT_FOUND, RESOURCE_LOCKED, if-unused, exclusive use, a reused consumer tag):
         # the broker's answer, read from the frames it writes (ER-1).
         _, labels = machine.step(state, a)
-        methods = {w.frame[0] for w in labels}
+        methods = {w.frame.method for w in labels}
         out["verdict"] = CONNECTION_ERR if CONNECTION_CLOSE in methods else \
             CHANNEL_ERR if CHANNEL_CLOSE in methods else OK
         if m == BASIC_GET:                                              # DS-1: a copy is handed over
             out["get_ok"] = BASIC_GET_OK in methods
             if out["get_ok"]:
-                queue = state.queues[frame[2]]
+                queue = state.queues[frame.queue]
                 out["copy_key"] = queue.ready[storage.next_ready(queue)].key
         elif m == QUEUE_DELETE and out["verdict"] == OK:                # its consumers are cancelled
-            q = frame[2]
+            q = frame.queue
             if q < len(state.queues) and state.queues[q].exists:
                 out["cancelled_consumers"] = frozenset(state.queues[q].ring)
-    if m == BASIC_GET:
-        out["no_ack"] = bool(frame[3])
-    if m in (BASIC_CONSUME, BASIC_CANCEL):
-        out["consumer_tag"] = frame[3] if m == BASIC_CONSUME else frame[2]
-    if m == BASIC_CONSUME:
-        out["no_ack"] = bool(frame[4])
-    if m in (QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, BASIC_GET):
-        out["queue"] = frame[2]
-    if m == QUEUE_DECLARE:
-        out["durable"], out["exclusive"] = bool(frame[3]), bool(frame[4])
     if machine.precondition(state, a):
         # Whether the broker wrote a frame on this channel: the frames in flight to the client only grow;
         # how many copies each queue took (publishes, dead-lettered copies: RT-1, ACK-6).
@@ -219,16 +201,16 @@ def oracles(state, a) -> dict:
     if kind is A.ClientReceive:
         readable = client.can_receive(state, a)
         fifo = state.conns[a.conn].to_client[a.ch] if readable else ()
-        out = values(kind, readable=readable, method=fifo[0][0] if readable else 0, more=len(fifo) > 1,
-                     close_left=any(f[0] == CHANNEL_CLOSE for f in fifo[1:]),
+        out = values(kind, readable=readable, method=fifo[0].method if readable else 0, more=len(fifo) > 1,
+                     close_left=any(f.method == CHANNEL_CLOSE for f in fifo[1:]),
                      tag=(delivery_tag(fifo[0]) or 0) if readable else 0,
                      # frames of an older channel are still ahead of the open-ok after this one
                      older_frames_ahead_left=open_ok_in_flight(fifo[1:])[1],
                      multiple_confirm_in_flight_left=confirms_in_flight(fifo[1:])[1])
-        if readable and fifo[0][0] in (BASIC_ACK, BASIC_NACK):         # a confirm: its number, multiple or not
-            out["tag"], out["multiple"] = fifo[0][2], bool(fifo[0][3])
-        if readable and fifo[0][0] in (BASIC_DELIVER, BASIC_GET_OK):    # client.receive: the copy, if automatic
-            tag = fifo[0][3] if fifo[0][0] == BASIC_DELIVER else fifo[0][2]
+        if readable and fifo[0].method in (BASIC_ACK, BASIC_NACK):     # a confirm: its number, multiple or not
+            out["tag"], out["multiple"] = fifo[0].delivery_tag, bool(fifo[0].multiple)
+        if readable and fifo[0].method in (BASIC_DELIVER, BASIC_GET_OK):    # client.receive: the copy, if automatic
+            tag = fifo[0].delivery_tag
             auto = next((d for d in state.conns[a.conn].auto if d[0] == a.ch and d[1] == tag), None)
             if auto is not None:
                 out.update(auto=True, auto_queue=auto[2], auto_key=auto[3])

@@ -170,24 +170,23 @@ def _project(state, out: Fields) -> None:
                 v.confirmed[s] = 1
 
 
-def frame_slot(frame: tuple) -> tuple[int, ...]:
+def frame_slot(frame) -> tuple[int, ...]:
     """A spec frame as a slot: (method, four fields), for the methods of the subset."""
-    m = frame[0]
+    m = frame.method
     if m == BASIC_PUBLISH:
-        _, _, ex, rk, mand, pers, msg, imm = frame
-        if (ex, rk, mand, imm) != (DEFAULT_EXCHANGE, 0, False, False):
+        if (frame.exchange, frame.routing_key, frame.mandatory, frame.immediate) != (DEFAULT_EXCHANGE, 0, False, False):
             raise OutsideSubset("a publish outside the subset")
-        return (m, int(pers), msg_code(msg), 0, 0)
+        return (m, int(frame.persistent), msg_code(frame.msg), 0, 0)
     if m == BASIC_CONSUME:
-        if frame[2] != 0 or frame[5]:
+        if frame.queue != 0 or frame.exclusive:
             raise OutsideSubset("a consume outside the subset")
-        return (m, frame[3], int(frame[4]), 0, 0)
-    if m in (BASIC_ACK, BASIC_REJECT, BASIC_CONSUME_OK):
+        return (m, frame.consumer_tag, int(frame.no_ack), 0, 0)
+    if m in (BASIC_ACK, BASIC_REJECT, BASIC_CONSUME_OK):    # their fields (all ints) in order, 0 past them
         return (m, *(int(f) for f in frame[2:]), *(0,) * (6 - len(frame)))
     if m == BASIC_QOS:
-        return (m, frame[2], int(frame[3]), frame[4], 0)
+        return (m, frame.prefetch_count, int(frame.global_), frame.prefetch_size, 0)
     if m == BASIC_DELIVER:
-        return (m, frame[2], frame[3], int(frame[4]), msg_code(frame[5]))
+        return (m, frame.consumer_tag, frame.delivery_tag, int(frame.redelivered), msg_code(frame.msg))
     if m in (CONFIRM_SELECT, CONFIRM_SELECT_OK, TX_SELECT, TX_SELECT_OK, TX_COMMIT, TX_COMMIT_OK, BASIC_QOS_OK):
         return (m, 0, 0, 0, 0)
     raise OutsideSubset(f"frame method {m}")
@@ -394,11 +393,11 @@ def _held(e: Eff, c: int, ch: int, tag: int) -> z3.BoolRef:
 
 
 def ClientAck(e: Eff, a, config) -> Transition:
-    """basic.ack of one held tag (client.settle_frame), outside a transaction."""
+    """basic.ack of one held tag (client.client_step), outside a transaction."""
     c, ch, v = a.conn, a.ch, e.views[a.conn, a.ch]
-    guard = z3.And(_client_may(e, a), _held(e, c, ch, a.tag), v.mode != MODE_TX, z3.BoolVal(not a.multiple))
-    v.held.remove(lambda r: r.tag == a.tag)
-    _write(e, c, ch, (BASIC_ACK, a.tag, 0))
+    guard = z3.And(_client_may(e, a), _held(e, c, ch, a.delivery_tag), v.mode != MODE_TX, z3.BoolVal(not a.multiple))
+    v.held.remove(lambda r: r.tag == a.delivery_tag)
+    _write(e, c, ch, (BASIC_ACK, a.delivery_tag, 0))
     return Transition(guard, e)
 
 
@@ -406,11 +405,11 @@ def ClientReject(e: Eff, a, config) -> Transition:
     """basic.reject of one held tag; requeue=true only while the requeue budget lasts (RQ-6)."""
     c, ch, v = a.conn, a.ch, e.views[a.conn, a.ch]
     budget = e.used.requeues < config.requeues if a.requeue else z3.BoolVal(True)
-    guard = z3.And(_client_may(e, a), _held(e, c, ch, a.tag), v.mode != MODE_TX, budget)
+    guard = z3.And(_client_may(e, a), _held(e, c, ch, a.delivery_tag), v.mode != MODE_TX, budget)
     if a.requeue:
         e.used.requeues = e.used.requeues + 1
-    v.held.remove(lambda r: r.tag == a.tag)
-    _write(e, c, ch, (BASIC_REJECT, a.tag, int(a.requeue)))
+    v.held.remove(lambda r: r.tag == a.delivery_tag)
+    _write(e, c, ch, (BASIC_REJECT, a.delivery_tag, int(a.requeue)))
     return Transition(guard, e)
 
 
@@ -790,11 +789,8 @@ NOT_MODELLED = ("ClientConnect", "ClientTxRollback", "BrokerCloseOk", "BrokerQue
                 "ClientPurgeQueue", "ClientDeleteQueue", "ClientChannelClose", "ClientChannelOpen",
                 "ClientChannelCloseOk", "ClientConnectionClose")
 
-RELATIONS: dict[str, Callable] = {name: globals().get(name, _never) if name not in NOT_MODELLED else _never
-                                  for name in (
-    "BrokerTakeFrame", "BrokerDeliver", "BrokerConfirm", "BrokerCommitOk", "DiskFsync", "BrokerCrash",
-    "BrokerRestart", "NetworkLoss", "ClientPublish", "ClientConsume", "ClientAck", "ClientReject", "ClientQos",
-    "ClientConfirmSelect", "ClientTxSelect", "ClientTxCommit", "ClientReceive", *NOT_MODELLED)}
+RELATIONS: dict[str, Callable] = {cls.__name__: globals().get(cls.__name__, _never)
+                                  if cls.__name__ not in NOT_MODELLED else _never for cls in A.all_actions()}
 
 
 def relation(shape: Shape, config, action, x: dict) -> Transition:

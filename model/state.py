@@ -350,11 +350,11 @@ def project(state) -> dict:
     for c, conn in enumerate(state.conns):
         values["broker_end_closed"][(c,)] = conn.broker_closed
         values["client_connection_status"][(c,)] = conn.status
-        values["connection_close_to_client"][(c,)] = any(f[0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK)
+        values["connection_close_to_client"][(c,)] = any(f.method in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK)
                                                          for f in conn.to_client[0])
         for ch, fifo in enumerate(conn.to_client):
             values["frames_to_client"][(c, ch)] = bool(fifo)
-            values["channel_close_to_client"][(c, ch)] = any(f[0] == CHANNEL_CLOSE for f in fifo)
+            values["channel_close_to_client"][(c, ch)] = any(f.method == CHANNEL_CLOSE for f in fifo)
             values["sent_after_close"][(c, ch)] = sent_after_close(fifo)
         for ch, fifo in enumerate(conn.to_broker):
             values["frames_to_broker"][(c, ch)] = len(fifo)
@@ -436,8 +436,8 @@ def project(state) -> dict:
         values["published"][(c,)] = conn.published
         for fifo in conn.to_broker:
             for frame in fifo:
-                if frame[0] == BASIC_PUBLISH:
-                    msg = message(frame[6])
+                if frame.method == BASIC_PUBLISH:
+                    msg = message(frame.msg)
                     values["publish_in_flight_twice"][msg] = values["publish_in_flight"].get(msg, False)
                     values["publish_in_flight"][msg] = True
         for ch, channel in enumerate(conn.channels, start=1):

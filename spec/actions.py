@@ -6,9 +6,15 @@ Connections and channels are numbered as a person reads them: connection c0, c1,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
-from .frames import EXCHANGE_NAMES, msg_name, queue_name
+from .frames import (
+    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER,
+    BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN, CONFIRM_SELECT, CONNECTION_CLOSE, EXCHANGE_NAMES,
+    FANOUT_EXCHANGE, FIELDS, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, R_NORMAL, REPLY_SUCCESS,
+    TX_COMMIT, TX_ROLLBACK, TX_SELECT, make_frame, msg_name, queue_name,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,8 @@ class ClientAction(Action):
 class ClientPublish(ClientAction):
     """basic.publish of the connection's next message (PC-1, RT-1, RT-3)."""
 
+    METHOD: ClassVar[int] = BASIC_PUBLISH
+
     exchange: int
     routing_key: int
     mandatory: bool
@@ -52,6 +60,8 @@ class ClientPublish(ClientAction):
 class ClientConsume(ClientAction):
     """basic.consume on a queue, in manual or automatic acknowledgement mode (AM-1)."""
 
+    METHOD: ClassVar[int] = BASIC_CONSUME
+
     queue: int
     consumer_tag: int
     no_ack: bool
@@ -67,6 +77,8 @@ class ClientConsume(ClientAction):
 class ClientCancel(ClientAction):
     """basic.cancel of one of the channel's consumers."""
 
+    METHOD: ClassVar[int] = BASIC_CANCEL
+
     consumer_tag: int
 
     def __str__(self) -> str:
@@ -76,6 +88,8 @@ class ClientCancel(ClientAction):
 @dataclass(frozen=True)
 class ClientGet(ClientAction):
     """basic.get from a queue (AM-1, DS-2, PF-4)."""
+
+    METHOD: ClassVar[int] = BASIC_GET
 
     queue: int
     no_ack: bool
@@ -88,39 +102,47 @@ class ClientGet(ClientAction):
 class ClientAck(ClientAction):
     """basic.ack (ACK-1, ACK-2, ACK-3)."""
 
-    tag: int
+    METHOD: ClassVar[int] = BASIC_ACK
+
+    delivery_tag: int
     multiple: bool
 
     def __str__(self) -> str:
-        return f"ack tag {self.tag}{' multiple' if self.multiple else ''}"
+        return f"ack tag {self.delivery_tag}{' multiple' if self.multiple else ''}"
 
 
 @dataclass(frozen=True)
 class ClientNack(ClientAction):
     """basic.nack (ACK-5, ACK-6)."""
 
-    tag: int
+    METHOD: ClassVar[int] = BASIC_NACK
+
+    delivery_tag: int
     multiple: bool
     requeue: bool
 
     def __str__(self) -> str:
-        return f"nack tag {self.tag}{' multiple' if self.multiple else ''} requeue={self.requeue}"
+        return f"nack tag {self.delivery_tag}{' multiple' if self.multiple else ''} requeue={self.requeue}"
 
 
 @dataclass(frozen=True)
 class ClientReject(ClientAction):
     """basic.reject (ACK-5, ACK-6)."""
 
-    tag: int
+    METHOD: ClassVar[int] = BASIC_REJECT
+
+    delivery_tag: int
     requeue: bool
 
     def __str__(self) -> str:
-        return f"reject tag {self.tag} requeue={self.requeue}"
+        return f"reject tag {self.delivery_tag} requeue={self.requeue}"
 
 
 @dataclass(frozen=True)
 class ClientQos(ClientAction):
     """basic.qos (PF-1, PF-2)."""
+
+    METHOD: ClassVar[int] = BASIC_QOS
 
     prefetch_count: int
     global_: bool
@@ -135,6 +157,8 @@ class ClientQos(ClientAction):
 class ClientRecover(ClientAction):
     """basic.recover (RQ-5)."""
 
+    METHOD: ClassVar[int] = BASIC_RECOVER
+
     requeue: bool
 
     def __str__(self) -> str:
@@ -145,6 +169,8 @@ class ClientRecover(ClientAction):
 class ClientConfirmSelect(ClientAction):
     """confirm.select (PC-1, PC-8)."""
 
+    METHOD: ClassVar[int] = CONFIRM_SELECT
+
     def __str__(self) -> str:
         return "confirm.select"
 
@@ -152,6 +178,8 @@ class ClientConfirmSelect(ClientAction):
 @dataclass(frozen=True)
 class ClientTxSelect(ClientAction):
     """tx.select (TX-1, PC-8)."""
+
+    METHOD: ClassVar[int] = TX_SELECT
 
     def __str__(self) -> str:
         return "tx.select"
@@ -161,6 +189,8 @@ class ClientTxSelect(ClientAction):
 class ClientTxCommit(ClientAction):
     """tx.commit (TX-2, TX-3, TX-7, TX-10)."""
 
+    METHOD: ClassVar[int] = TX_COMMIT
+
     def __str__(self) -> str:
         return "tx.commit"
 
@@ -169,6 +199,8 @@ class ClientTxCommit(ClientAction):
 class ClientTxRollback(ClientAction):
     """tx.rollback (TX-2, TX-3, TX-10)."""
 
+    METHOD: ClassVar[int] = TX_ROLLBACK
+
     def __str__(self) -> str:
         return "tx.rollback"
 
@@ -176,6 +208,8 @@ class ClientTxRollback(ClientAction):
 @dataclass(frozen=True)
 class ClientDeclareQueue(ClientAction):
     """queue.declare with the configuration's flags for that queue (DU-1, DU-4)."""
+
+    METHOD: ClassVar[int] = QUEUE_DECLARE
 
     queue: int
     durable: bool
@@ -190,6 +224,8 @@ class ClientDeclareQueue(ClientAction):
 class ClientBindQueue(ClientAction):
     """queue.bind of a queue to the fanout exchange (RT-1)."""
 
+    METHOD: ClassVar[int] = QUEUE_BIND
+
     queue: int
 
     def __str__(self) -> str:
@@ -200,6 +236,8 @@ class ClientBindQueue(ClientAction):
 class ClientPurgeQueue(ClientAction):
     """queue.purge: the queue's ready messages are dropped."""
 
+    METHOD: ClassVar[int] = QUEUE_PURGE
+
     queue: int
 
     def __str__(self) -> str:
@@ -209,6 +247,8 @@ class ClientPurgeQueue(ClientAction):
 @dataclass(frozen=True)
 class ClientDeleteQueue(ClientAction):
     """queue.delete, optionally only if it has no consumers (if_unused) or no ready message (if_empty)."""
+
+    METHOD: ClassVar[int] = QUEUE_DELETE
 
     queue: int
     if_unused: bool
@@ -223,6 +263,8 @@ class ClientDeleteQueue(ClientAction):
 class ClientChannelClose(ClientAction):
     """channel.close by the client (RQ-4)."""
 
+    METHOD: ClassVar[int] = CHANNEL_CLOSE
+
     def __str__(self) -> str:
         return "close channel"
 
@@ -230,6 +272,8 @@ class ClientChannelClose(ClientAction):
 @dataclass(frozen=True)
 class ClientChannelOpen(ClientAction):
     """channel.open of a closed channel number: a new channel (ER-1)."""
+
+    METHOD: ClassVar[int] = CHANNEL_OPEN
 
     def __str__(self) -> str:
         return "open channel"
@@ -239,6 +283,8 @@ class ClientChannelOpen(ClientAction):
 class ClientConnectionClose(ClientAction):
     """connection.close by the client (RQ-4, DU-4)."""
 
+    METHOD: ClassVar[int] = CONNECTION_CLOSE
+
     def __str__(self) -> str:
         return "close connection"
 
@@ -247,6 +293,8 @@ class ClientConnectionClose(ClientAction):
 class ClientChannelCloseOk(ClientAction):
     """channel.close-ok written by a client that answers a channel.close itself (a recorded raw client;
     client libraries answer as they read it: ``ClientReceive``), or sends one out of turn."""
+
+    METHOD: ClassVar[int] = CHANNEL_CLOSE_OK
 
     def __str__(self) -> str:
         return "channel.close-ok"
@@ -462,3 +510,42 @@ def all_actions() -> tuple[type, ...]:
     """Every action of the spec (the classes above but the two bases), in the order they are defined."""
     return tuple(cls for cls in globals().values() if isinstance(cls, type) and issubclass(cls, Action)
                  and cls not in (Action, ClientAction))
+
+
+# ---------------------------------------------------------------- client actions and their frames
+# A client action that writes a method names it (``METHOD``); its fields after (conn, ch) are named as
+# the method's fields in spec.frames.METHODS, so that each way between them is derived, not tabled.
+# The fields the action does not choose: the message a publish carries (the connection's next one),
+# the exchange a bind names (the model binds only to the fanout exchange) and a client's close
+# (200, normal).
+_CHOSEN_FOR = {"exchange": FANOUT_EXCHANGE, "reply_code": REPLY_SUCCESS, "reason": R_NORMAL, "detail": 0}
+
+
+def writes_method() -> dict[int, type]:
+    """The client action that writes each method a client sends."""
+    return {cls.METHOD: cls for cls in all_actions() if getattr(cls, "METHOD", None)}
+
+
+def _own_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """An action class's fields after (conn, ch), each with whether it is a flag."""
+    return tuple((f.name, f.type in ("bool", bool)) for f in fields(cls)[2:])
+
+
+def frame_of(a: Any, msg: int = 0) -> Any:
+    """The frame client action ``a`` writes (a publish carries message ``msg``)."""
+    own = vars(a)
+    values = [msg if name == "msg" else own[name] if name in own else _CHOSEN_FOR[name]
+              for name in FIELDS.get(a.METHOD, ())]
+    return make_frame(a.METHOD, a.ch, *values)
+
+
+def action_of(conn: int, frame: Any) -> ClientAction | None:
+    """The client action of connection ``conn`` that writes ``frame`` (None: no action writes it)."""
+    cls = _WRITERS.get(frame.method)
+    if cls is None:
+        return None
+    return cls(conn, frame.channel, *(bool(getattr(frame, name)) if flag else getattr(frame, name)
+                                      for name, flag in _own_fields(cls)))
+
+
+_WRITERS = writes_method()

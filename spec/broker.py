@@ -5,6 +5,8 @@ effect (``can_*``); ``spec.machine.enabled`` is built from them.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .frames import (
     ACCESS_REFUSED, BASIC_ACK, BASIC_CANCEL, BASIC_CANCEL_OK, BASIC_CONSUME, BASIC_CONSUME_OK,
     BASIC_DELIVER, BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
@@ -17,7 +19,7 @@ from .frames import (
     R_INEQUIVALENT_DURABLE, R_INEQUIVALENT_TRANSIENT, R_LOCKED, R_NO_EXCHANGE, R_NO_QUEUE, R_NOT_EMPTY, R_NOT_TX,
     R_PREFETCH_SIZE, R_RECOVER_NO_REQUEUE, R_SECOND_OPEN,
     R_TAG_REUSED, R_TX_TO_CONFIRM, R_UNIMPLEMENTED, R_UNKNOWN_TAG, RESOURCE_LOCKED,
-    TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK,
+    TX_COMMIT, TX_COMMIT_OK, TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK, make_frame,
 )
 from .state import (
     CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_GONE, EV_COMMIT_PUBLISHED, EV_COMMIT_WITH_ACKS,
@@ -32,26 +34,26 @@ from .storage import (
 )
 
 
-def send(state: State, c: int, frame: tuple) -> State:
+def send(state: State, c: int, frame: Any) -> State:
     """Append a frame to what the broker has in flight to connection c's client, on its channel; a
     frame to a client that vanished (``faults.vanish``) is lost as it is written."""
     conn = state.conns[c]
     if conn.status == CONN_GONE:
         return state
-    return with_conn(state, c, conn_to_client(conn, network.push(conn.to_client, frame[1], frame)))
+    return with_conn(state, c, conn_to_client(conn, network.push(conn.to_client, frame.channel, frame)))
 
 
 def channel_error(state: State, c: int, ch: int, code: int, reason: int, detail: int) -> State:
     """A channel error (ER-1): RQ-4 applies, the channel waits for close-ok, channel.close goes out.
     Only this channel is touched: bad input never disturbs another channel's messages (ER-3)."""
     state = close_channel(state, c, ch, CH_CLOSING)
-    return send(state, c, (CHANNEL_CLOSE, ch, code, reason, detail))
+    return send(state, c, make_frame(CHANNEL_CLOSE, ch, code, reason, detail))
 
 
 def connection_error(state: State, c: int, code: int, reason: int, detail: int) -> State:
     """A connection error (ER-1): every channel closes (RQ-4), connection.close goes out."""
     state = close_connection(state, c)
-    return send(state, c, (CONNECTION_CLOSE, 0, code, reason, detail))
+    return send(state, c, make_frame(CONNECTION_CLOSE, 0, code, reason, detail))
 
 
 def route(state: State, exchange: int, routing_key: int) -> tuple:
@@ -80,10 +82,10 @@ def take_frame(state: State, c: int, ch: int) -> State:
     conn = state.conns[c]
     frame = conn.to_broker[ch][0]
     state = with_conn(state, c, conn_to_broker(conn, network.pop(conn.to_broker, ch)))
-    method = frame[0]
+    method = frame.method
     if method == CONNECTION_CLOSE:
         state = close_connection(state, c)
-        return send(state, c, (CONNECTION_CLOSE_OK, 0))
+        return send(state, c, make_frame(CONNECTION_CLOSE_OK, 0))
     channel = state.conns[c].channels[ch - 1]
     status = channel.status
     if status == CH_OPEN:
@@ -100,7 +102,7 @@ def take_frame(state: State, c: int, ch: int) -> State:
     if status == CH_CLOSED:
         if method == CHANNEL_OPEN:
             state = with_channel(state, c, ch, NEW_CHANNEL)
-            return send(state, c, (CHANNEL_OPEN_OK, ch))
+            return send(state, c, make_frame(CHANNEL_OPEN_OK, ch))
         return connection_error(state, c, CHANNEL_ERROR, R_EXPECTED_OPEN, 0)      # never opened, or closed
     # Closing (ER-1): the channel ignores every frame until it is gone, and it is not gone yet.
     if method == CHANNEL_OPEN:
@@ -114,7 +116,7 @@ def take_frame(state: State, c: int, ch: int) -> State:
         # (``close_ok``), the client's close-ok finds the channel closed: 504 (CH_CLOSED above).
         return finish_close(state, c, ch)
     if method == CHANNEL_CLOSE:     # both ends closed at once, or the client closed it twice:
-        return send(state, c, (CHANNEL_CLOSE_OK, ch))       # RabbitMQ 3.10.8 answers each close (ER-1)
+        return send(state, c, make_frame(CHANNEL_CLOSE_OK, ch))       # RabbitMQ 3.10.8 answers each close (ER-1)
     return state
 
 
@@ -126,13 +128,14 @@ def _channel_close(state, c, ch, channel, frame):
 
 def close_ok(state: State, c: int, ch: int) -> State:
     """BrokerCloseOk: the channel the client closed is gone; channel.close-ok goes out."""
-    return send(finish_close(state, c, ch), c, (CHANNEL_CLOSE_OK, ch))
+    return send(finish_close(state, c, ch), c, make_frame(CHANNEL_CLOSE_OK, ch))
 
 
 def _publish(state, c, ch, channel, frame):
     """basic.publish: PC-9 on a missing exchange; held back in tx mode (TX-2); numbered in confirm mode (PC-1)."""
-    _, _, exchange, routing_key, mandatory, persistent, msg, immediate = frame
-    if immediate:
+    exchange, routing_key, mandatory, persistent, msg = \
+        frame.exchange, frame.routing_key, frame.mandatory, frame.persistent, frame.msg
+    if frame.immediate:
         return connection_error(state, c, NOT_IMPLEMENTED, R_IMMEDIATE, 0)
     if exchange not in (DEFAULT_EXCHANGE, FANOUT_EXCHANGE):
         return channel_error(state, c, ch, NOT_FOUND, R_NO_EXCHANGE, exchange)     # PC-9, TX-5
@@ -151,7 +154,7 @@ def _publish(state, c, ch, channel, frame):
         # publish, so it reaches the client before the reply to any later method of the channel (and
         # before its close-ok) and before the publish's confirm, which can only come later. A return
         # cannot wait, nor be lost with the channel: a broker that never returns is caught in every mode.
-        state = send(state, c, (BASIC_RETURN, ch, NO_ROUTE, msg))
+        state = send(state, c, make_frame(BASIC_RETURN, ch, NO_ROUTE, msg))
     return state
 
 
@@ -245,17 +248,17 @@ def commit_runs(settles: tuple) -> tuple:
 
 
 def _ack(state, c, ch, channel, frame):
-    return _settle_frame(state, c, ch, channel, frame[2], frame[3], SETTLE_ACK)
+    return _settle_frame(state, c, ch, channel, frame.delivery_tag, frame.multiple, SETTLE_ACK)
 
 
 def _nack(state, c, ch, channel, frame):
-    return _settle_frame(state, c, ch, channel, frame[2], frame[3],
-                         SETTLE_REQUEUE if frame[4] else SETTLE_DROP)               # ACK-5, ACK-6
+    return _settle_frame(state, c, ch, channel, frame.delivery_tag, frame.multiple,
+                         SETTLE_REQUEUE if frame.requeue else SETTLE_DROP)               # ACK-5, ACK-6
 
 
 def _reject(state, c, ch, channel, frame):
-    return _settle_frame(state, c, ch, channel, frame[2], False,
-                         SETTLE_REQUEUE if frame[3] else SETTLE_DROP)               # ACK-5, ACK-6
+    return _settle_frame(state, c, ch, channel, frame.delivery_tag, False,
+                         SETTLE_REQUEUE if frame.requeue else SETTLE_DROP)               # ACK-5, ACK-6
 
 
 def _qos(state, c, ch, channel, frame):
@@ -270,7 +273,7 @@ def _qos(state, c, ch, channel, frame):
     the consumer deliveries outstanding or held back now if more than the new limit (PF-5), and
     ``qos_uncounted``, the held-back ones the count left out, which the commit counts off all the
     same, so that the limit can be exceeded by that many for the rest of its life."""
-    count, global_, size = frame[2], frame[3], frame[4]
+    count, global_, size = frame.prefetch_count, frame.global_, frame.prefetch_size
     if size:
         return connection_error(state, c, NOT_IMPLEMENTED, R_PREFETCH_SIZE, size)
     if global_ and count:
@@ -286,7 +289,7 @@ def _qos(state, c, ch, channel, frame):
         channel = channel._replace(global_limit=0, volume=0, qos_excess=0, qos_uncounted=0)
         if not global_:
             channel = channel._replace(prefetch=count)
-    return send(with_channel(state, c, ch, channel), c, (BASIC_QOS_OK, ch))
+    return send(with_channel(state, c, ch, channel), c, make_frame(BASIC_QOS_OK, ch))
 
 
 def _queue_usable(state, c, ch, q):
@@ -301,7 +304,7 @@ def _queue_usable(state, c, ch, q):
 
 def _consume(state, c, ch, channel, frame):
     """basic.consume: the consumer joins the queue's round-robin (DS-1) with the channel's per-consumer limit (PF-2)."""
-    q, tag, no_ack, exclusive = frame[2], frame[3], frame[4], frame[5]
+    q, tag, no_ack, exclusive = frame.queue, frame.consumer_tag, frame.no_ack, frame.exclusive
     if any(k.tag == tag for k in channel.consumers):
         return connection_error(state, c, NOT_ALLOWED, R_TAG_REUSED, tag)
     refused = _queue_usable(state, c, ch, q)
@@ -314,17 +317,17 @@ def _consume(state, c, ch, channel, frame):
     state = with_channel(state, c, ch, channel)
     state = with_queue(state, q, queue._replace(ring=queue.ring + ((c, ch, tag),),
                                                 exclusive=(c, ch, tag) if exclusive else ()))
-    return send(state, c, (BASIC_CONSUME_OK, ch, tag))
+    return send(state, c, make_frame(BASIC_CONSUME_OK, ch, tag))
 
 
 def _cancel(state, c, ch, channel, frame):
     """basic.cancel: the consumer stops; its outstanding deliveries stay outstanding."""
-    tag = frame[2]
+    tag = frame.consumer_tag
     for consumer in channel.consumers:
         if consumer.tag == tag:
             state = with_queue(state, consumer.queue, drop_consumer(state.queues[consumer.queue], (c, ch, tag)))
             state = with_channel(state, c, ch, without_consumer(channel, tag))
-    return send(state, c, (BASIC_CANCEL_OK, ch, tag))
+    return send(state, c, make_frame(BASIC_CANCEL_OK, ch, tag))
 
 
 def without_consumer(channel, tag: int):
@@ -339,20 +342,20 @@ def without_consumer(channel, tag: int):
 
 def _get(state, c, ch, channel, frame):
     """basic.get: the head of the queue (DS-1), or get-empty (DS-2); no prefetch limit (PF-4)."""
-    q, no_ack = frame[2], frame[3]
+    q, no_ack = frame.queue, frame.no_ack
     refused = _queue_usable(state, c, ch, q)
     if refused is not None:
         return refused
     queue = state.queues[q]
     i = next_ready(queue)               # copies away behind a resume are not there yet (spec.interleavings)
     if i < 0:
-        return send(state, c, (BASIC_GET_EMPTY, ch))
+        return send(state, c, make_frame(BASIC_GET_EMPTY, ch))
     entry = queue.ready[i]
     state = with_queue(state, q, queue._replace(ready=queue.ready[:i] + queue.ready[i + 1:]))
     state = hand_over(state, c, ch, q, entry, no_ack, 0)
     tag = state.conns[c].channels[ch - 1].next_tag - 1
     left = len(queue.ready) - len(queue.away) - 1
-    return send(state, c, (BASIC_GET_OK, ch, tag, entry.redelivered, entry.msg, left))
+    return send(state, c, make_frame(BASIC_GET_OK, ch, tag, entry.redelivered, entry.msg, left))
 
 
 def hand_over(state: State, c: int, ch: int, q: int, entry, no_ack: bool, consumer: int) -> State:
@@ -385,13 +388,13 @@ def hand_over(state: State, c: int, ch: int, q: int, entry, no_ack: bool, consum
 
 def _recover(state, c, ch, channel, frame):
     """basic.recover: requeue=true requeues every outstanding delivery (RQ-5); requeue=false is 540."""
-    if not frame[2]:
+    if not frame.requeue:
         return connection_error(state, c, NOT_IMPLEMENTED, R_RECOVER_NO_REQUEUE, 0)
     after = released(channel._replace(unacked=()), channel.unacked)
     state = with_channel(state, c, ch, after)
     away_by = (c, ch) if interleavings.resumes_first(channel, after) else ()
     state = settle(state, channel.unacked, SETTLE_REQUEUE, away_by)
-    return send(state, c, (BASIC_RECOVER_OK, ch))
+    return send(state, c, make_frame(BASIC_RECOVER_OK, ch))
 
 
 def _confirm_select(state, c, ch, channel, frame):
@@ -399,7 +402,7 @@ def _confirm_select(state, c, ch, channel, frame):
     if channel.mode == MODE_TX:
         return channel_error(state, c, ch, PRECONDITION_FAILED, R_TX_TO_CONFIRM, 0)
     state = with_channel(state, c, ch, channel._replace(mode=MODE_CONFIRM))
-    return send(state, c, (CONFIRM_SELECT_OK, ch))
+    return send(state, c, make_frame(CONFIRM_SELECT_OK, ch))
 
 
 def _tx_select(state, c, ch, channel, frame):
@@ -407,7 +410,7 @@ def _tx_select(state, c, ch, channel, frame):
     if channel.mode == MODE_CONFIRM:
         return channel_error(state, c, ch, PRECONDITION_FAILED, R_CONFIRM_TO_TX, 0)
     state = with_channel(state, c, ch, channel._replace(mode=MODE_TX))
-    return send(state, c, (TX_SELECT_OK, ch))
+    return send(state, c, make_frame(TX_SELECT_OK, ch))
 
 
 def _tx_commit(state, c, ch, channel, frame):
@@ -429,7 +432,7 @@ def _tx_commit(state, c, ch, channel, frame):
     for exchange, routing_key, mandatory, persistent, msg in channel.tx_pubs:
         state, copies, unroutable = publish(state, c, ch, exchange, routing_key, mandatory, persistent, msg, 0)
         if unroutable and mandatory:
-            state = send(state, c, (BASIC_RETURN, ch, NO_ROUTE, msg))
+            state = send(state, c, make_frame(BASIC_RETURN, ch, NO_ROUTE, msg))
             state = state._replace(events=state.events | EV_TX_RETURN)
         group.extend(copies)
         waits.extend(pair for pair in copies if persistent and state.queues[pair[0]].durable)
@@ -440,7 +443,7 @@ def _tx_commit(state, c, ch, channel, frame):
     channel = state.conns[c].channels[ch - 1]._replace(tx_pubs=(), tx_settles=())
     if group:
         return with_channel(state, c, ch, channel._replace(committing=tuple(sorted(waits)), commit_pending=True))
-    return send(with_channel(state, c, ch, channel), c, (TX_COMMIT_OK, ch))
+    return send(with_channel(state, c, ch, channel), c, make_frame(TX_COMMIT_OK, ch))
 
 
 def rollback_outstanding(outstanding: tuple[int, ...], held: tuple[int, ...]) -> tuple[int, ...]:
@@ -465,7 +468,7 @@ def _tx_rollback(state, c, ch, channel, frame):
     tags = rollback_outstanding(tuple(u.tag for u in channel.unacked), tuple(u.tag for _, u in channel.tx_settles))
     unacked = tuple(by_tag[t] for t in tags)
     state = with_channel(state, c, ch, channel._replace(unacked=unacked, tx_pubs=(), tx_settles=()))
-    return send(state, c, (TX_ROLLBACK_OK, ch))
+    return send(state, c, make_frame(TX_ROLLBACK_OK, ch))
 
 
 def _queue_declare(state, c, ch, channel, frame):
@@ -475,7 +478,7 @@ def _queue_declare(state, c, ch, channel, frame):
     recorded): another connection's exclusive queue, or an exclusive flag other than the queue's, is
     405 RESOURCE_LOCKED, checked first; then, for a queue that is not exclusive, another durable flag
     is 406 `inequivalent arg 'durable'` (an exclusive queue's durable flag is never compared)."""
-    q, durable, exclusive = frame[2], frame[3], frame[4]
+    q, durable, exclusive = frame.queue, frame.durable, frame.exclusive
     queue = state.queues[q]
     if queue.exists:
         if queue.owner and queue.owner != c + 1 or bool(queue.owner) != bool(exclusive):
@@ -487,22 +490,22 @@ def _queue_declare(state, c, ch, channel, frame):
         state = with_queue(state, q, queue._replace(       # a new queue: older keys were another's
             exists=True, durable=bool(durable) and not exclusive, owner=c + 1 if exclusive else 0,
             born=queue.enqueued))
-    return send(state, c, (QUEUE_DECLARE_OK, ch, q))
+    return send(state, c, make_frame(QUEUE_DECLARE_OK, ch, q))
 
 
 def _queue_bind(state, c, ch, channel, frame):
     """queue.bind to the fanout exchange (RT-1; never transactional: TX-11)."""
-    q = frame[2]
+    q = frame.queue
     refused = _queue_usable(state, c, ch, q)
     if refused is not None:
         return refused
     state = state._replace(bindings=add_sorted(state.bindings, q))
-    return send(state, c, (QUEUE_BIND_OK, ch))
+    return send(state, c, make_frame(QUEUE_BIND_OK, ch))
 
 
 def _queue_purge(state, c, ch, channel, frame):
     """queue.purge: the ready copies are gone; outstanding deliveries stay outstanding."""
-    q = frame[2]
+    q = frame.queue
     refused = _queue_usable(state, c, ch, q)
     if refused is not None:
         return refused
@@ -512,7 +515,7 @@ def _queue_purge(state, c, ch, channel, frame):
     state = with_queue(state, q, queue._replace(ready=left))
     state = add_fates(state, ((q, e.key, FATE_PURGED, e.msg, e.persistent) for e in purged))
     state = forget_waits(state, ((q, e.key) for e in purged))
-    return send(state, c, (QUEUE_PURGE_OK, ch, len(purged)))
+    return send(state, c, make_frame(QUEUE_PURGE_OK, ch, len(purged)))
 
 
 def _queue_delete(state, c, ch, channel, frame):
@@ -520,9 +523,9 @@ def _queue_delete(state, c, ch, channel, frame):
     deliveries do not count), if_empty one with ready copies (outstanding ones do not count). The
     queue goes with its ready copies, durably; its outstanding deliveries stay outstanding and can
     still be settled; each consumer's client gets basic.cancel, after delete-ok on this channel."""
-    q, if_unused, if_empty = frame[2], frame[3], frame[4]
+    q, if_unused, if_empty = frame.queue, frame.if_unused, frame.if_empty
     if q >= len(state.queues) or not state.queues[q].exists:
-        return send(state, c, (QUEUE_DELETE_OK, ch, 0))
+        return send(state, c, make_frame(QUEUE_DELETE_OK, ch, 0))
     queue = state.queues[q]
     if queue.owner and queue.owner != c + 1:
         return channel_error(state, c, ch, RESOURCE_LOCKED, R_LOCKED, q)
@@ -534,10 +537,10 @@ def _queue_delete(state, c, ch, channel, frame):
         return channel_error(state, c, ch, PRECONDITION_FAILED, R_NOT_EMPTY, q)
     if if_unused and queue.ring:
         return channel_error(state, c, ch, PRECONDITION_FAILED, R_IN_USE, q)
-    state = send(delete_queue(state, q), c, (QUEUE_DELETE_OK, ch, count))
+    state = send(delete_queue(state, q), c, make_frame(QUEUE_DELETE_OK, ch, count))
     for c2, ch2, tag in queue.ring:
         state = with_channel(state, c2, ch2, without_consumer(state.conns[c2].channels[ch2 - 1], tag))
-        state = send(state, c2, (BASIC_CANCEL, ch2, tag))
+        state = send(state, c2, make_frame(BASIC_CANCEL, ch2, tag))
     return state
 
 
@@ -634,7 +637,7 @@ def deliver(state: State, q: int) -> State:
         return state._replace(delivered=add_sorted(state.delivered, (q, entry.key)))
     tag = state.conns[c].channels[ch - 1].next_tag
     state = hand_over(state, c, ch, q, entry, consumer.no_ack, consumer.tag)
-    return send(state, c, (BASIC_DELIVER, ch, consumer.tag, tag, entry.redelivered, entry.msg))
+    return send(state, c, make_frame(BASIC_DELIVER, ch, consumer.tag, tag, entry.redelivered, entry.msg))
 
 
 def number(state: State, q: int) -> State:
@@ -646,7 +649,7 @@ def number(state: State, q: int) -> State:
     state = with_queue(state, q, queue._replace(sending=()))
     tag = state.conns[c].channels[ch - 1].next_tag
     state = hand_over(state, c, ch, q, entry, True, ctag)
-    return send(state, c, (BASIC_DELIVER, ch, ctag, tag, entry.redelivered, entry.msg))
+    return send(state, c, make_frame(BASIC_DELIVER, ch, ctag, tag, entry.redelivered, entry.msg))
 
 
 def ready_to_confirm(pending: Pending) -> bool:
@@ -701,7 +704,7 @@ def confirm(state: State, c: int, ch: int, seq: int, multiple: bool) -> State:
         state = state._replace(events=state.events | EV_CONFIRM_MULTIPLE)
     if not nack:
         state = state._replace(confirmed_msgs=tuple(sorted(set(state.confirmed_msgs).union(p.msg for p in covered))))
-    frame = (BASIC_NACK, ch, seq, multiple, False) if nack else (BASIC_ACK, ch, seq, multiple)
+    frame = make_frame(BASIC_NACK, ch, seq, multiple, False) if nack else make_frame(BASIC_ACK, ch, seq, multiple)
     return send(state, c, frame)
 
 
@@ -709,7 +712,7 @@ def commit_ok(state: State, c: int, ch: int) -> State:
     """BrokerCommitOk: the commit's copies are on disk; tx.commit-ok goes out (TX-7)."""
     channel = state.conns[c].channels[ch - 1]
     state = with_channel(state, c, ch, channel._replace(commit_pending=False))
-    return send(state, c, (TX_COMMIT_OK, ch))
+    return send(state, c, make_frame(TX_COMMIT_OK, ch))
 
 
 

@@ -7,11 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from .frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK,
-    BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
-    CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT, CONNECTION_CLOSE, CONNECTION_CLOSE_OK,
-    MSG_STRIDE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, R_NORMAL, REPLY_SUCCESS,
-    TX_COMMIT, TX_ROLLBACK, TX_SELECT, Wire,
+    BASIC_ACK, BASIC_CANCEL, BASIC_DELIVER, BASIC_GET_OK, BASIC_NACK, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
+    CHANNEL_OPEN_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE, Wire, make_frame,
 )
 from . import actions as A
 from . import network
@@ -23,7 +20,7 @@ from .state import (
 from .storage import add_fates
 
 
-def write(state: State, c: int, ch: int, frame: tuple, client=None) -> tuple[State, tuple]:
+def write(state: State, c: int, ch: int, frame: Any, client=None) -> tuple[State, tuple]:
     """The client on connection c writes a frame (and its channel view becomes ``client``)."""
     conn = state.conns[c]
     clients = conn.clients if client is None else put(conn.clients, ch - 1, client)
@@ -48,8 +45,7 @@ def publish(state: State, a) -> tuple[State, tuple]:
         view = view._replace(pub_seq=view.pub_seq + 1)
     elif view.mode == MODE_TX:
         view = view._replace(tx_dirty=True)
-    frame = (BASIC_PUBLISH, a.ch, a.exchange, a.routing_key, a.mandatory, a.persistent, msg, a.immediate)
-    return write(state, a.conn, a.ch, frame, view)
+    return write(state, a.conn, a.ch, A.frame_of(a, msg), view)
 
 
 def settle_view(view, tag: int, multiple: bool):
@@ -64,10 +60,6 @@ def settle_view(view, tag: int, multiple: bool):
     return view._replace(held=held)
 
 
-def settle_frame(state: State, c: int, ch: int, frame: tuple, tag: int, multiple: bool):
-    return write(state, c, ch, frame, settle_view(client_view(state, c, ch), tag, multiple))
-
-
 def receive(state: State, c: int, ch: int, answer: bool = True) -> tuple[State, tuple]:
     """ClientReceive: the client reads the oldest frame in flight to it on channel ch (channels reach
     the client in any interleaving: ``spec.network``) and reacts as a client library does."""
@@ -77,9 +69,9 @@ def receive(state: State, c: int, ch: int, answer: bool = True) -> tuple[State, 
                 conn.auto, conn.channels, conn.clients)
     state = with_conn(state, c, conn)
     label: tuple[Wire, ...] = (Wire(c, False, frame),)
-    method = frame[0]
+    method = frame.method
     if method in (BASIC_DELIVER, BASIC_GET_OK):
-        tag, msg = (frame[3], frame[5]) if method == BASIC_DELIVER else (frame[2], frame[4])
+        tag, msg = frame.delivery_tag, frame.msg
         auto = next((a for a in conn.auto if a[0] == ch and a[1] == tag), None)
         view = conn.clients[ch - 1]
         disorder = view.disorder or msg < view.last_msg
@@ -94,7 +86,7 @@ def receive(state: State, c: int, ch: int, answer: bool = True) -> tuple[State, 
         return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, view))), label
     if method in (BASIC_ACK, BASIC_NACK):
         view = conn.clients[ch - 1]
-        tag, multiple = frame[2], frame[3]
+        tag, multiple = frame.delivery_tag, frame.multiple
         seqs = range(1, min(tag, view.pub_seq) + 1) if multiple else (tag,)
         view = view._replace(confirms=tuple(sorted(set(view.confirms).union(seqs))))
         return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, view))), label
@@ -103,7 +95,7 @@ def receive(state: State, c: int, ch: int, answer: bool = True) -> tuple[State, 
         state = state._replace(conns=put(state.conns, c, conn))
         if not answer:
             return state, label
-        state, sent = write(state, c, ch, (CHANNEL_CLOSE_OK, ch))
+        state, sent = write(state, c, ch, make_frame(CHANNEL_CLOSE_OK, ch))
         return state, label + sent
     if method == CHANNEL_CLOSE_OK:
         if conn.clients[ch - 1].status != C_CLOSING:
@@ -111,7 +103,7 @@ def receive(state: State, c: int, ch: int, answer: bool = True) -> tuple[State, 
         return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, CLOSED_CLIENT))), label
     if method == BASIC_CANCEL:              # the broker cancelled a consumer: its queue was deleted
         view = conn.clients[ch - 1]
-        view = view._replace(consumers=tuple(t for t in view.consumers if t != frame[2]))
+        view = view._replace(consumers=tuple(t for t in view.consumers if t != frame.consumer_tag))
         return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, view))), label
     if method == CHANNEL_OPEN_OK:
         return with_conn(state, c, conn_clients(conn, put(conn.clients, ch - 1, NEW_CLIENT))), label
@@ -119,70 +111,53 @@ def receive(state: State, c: int, ch: int, answer: bool = True) -> tuple[State, 
         lost = tuple((q, k, FATE_LOST_AUTOACK, m, p) for _, _, q, k, m, p in conn.auto)
         state = reset_connection(add_fates(state, lost), c, CONN_DOWN)
         if method == CONNECTION_CLOSE:
-            label += (Wire(c, True, (CONNECTION_CLOSE_OK, 0)),)
+            label += (Wire(c, True, make_frame(CONNECTION_CLOSE_OK, 0)),)
         return state, label
     return state, label
 
 
 def client_step(state: State, a) -> tuple[State, tuple]:
-    """The effect of every client action other than publish and receive."""
+    """The effect of every client action other than publish and receive: the frame it writes
+    (``spec.actions.frame_of``) and what becomes of the client's view of the channel."""
     c, ch = a.conn, a.ch
     kind = type(a)
-    if kind is A.ClientAck:
-        return settle_frame(state, c, ch, (BASIC_ACK, ch, a.tag, a.multiple), a.tag, a.multiple)
-    if kind is A.ClientNack:
-        return settle_frame(state, c, ch, (BASIC_NACK, ch, a.tag, a.multiple, a.requeue), a.tag, a.multiple)
-    if kind is A.ClientReject:
-        return settle_frame(state, c, ch, (BASIC_REJECT, ch, a.tag, a.requeue), a.tag, False)
+    frame = A.frame_of(a)
+    if kind is A.ClientAck or kind is A.ClientNack or kind is A.ClientReject:
+        return write(state, c, ch, frame, settle_view(client_view(state, c, ch), a.delivery_tag,
+                                                      kind is not A.ClientReject and a.multiple))
     view: Any = client_view(state, c, ch) if ch else None     # None: an action on the connection itself
     if kind is A.ClientConsume:
         view = view._replace(consumers=tuple(sorted(view.consumers + (a.consumer_tag,))))
-        return write(state, c, ch, (BASIC_CONSUME, ch, a.queue, a.consumer_tag, a.no_ack, a.exclusive), view)
-    if kind is A.ClientCancel:
+    elif kind is A.ClientCancel:
         view = view._replace(consumers=tuple(t for t in view.consumers if t != a.consumer_tag))
-        return write(state, c, ch, (BASIC_CANCEL, ch, a.consumer_tag), view)
-    if kind is A.ClientGet:
-        return write(state, c, ch, (BASIC_GET, ch, a.queue, a.no_ack))
-    if kind is A.ClientQos:
-        return write(state, c, ch, (BASIC_QOS, ch, a.prefetch_count, a.global_, a.prefetch_size))
-    if kind is A.ClientRecover:
-        return write(state, c, ch, (BASIC_RECOVER, ch, a.requeue), view._replace(held=()))
-    if kind is A.ClientConfirmSelect:
-        mode = view.mode if view.mode == MODE_TX else MODE_CONFIRM
-        return write(state, c, ch, (CONFIRM_SELECT, ch), view._replace(mode=mode))
-    if kind is A.ClientTxSelect:
-        mode = view.mode if view.mode == MODE_CONFIRM else MODE_TX
-        return write(state, c, ch, (TX_SELECT, ch), view._replace(mode=mode))
-    if kind is A.ClientTxCommit:
-        return write(state, c, ch, (TX_COMMIT, ch), view._replace(tx_held=(), tx_dirty=False))
-    if kind is A.ClientTxRollback:
+    elif kind is A.ClientRecover:
+        view = view._replace(held=())
+    elif kind is A.ClientConfirmSelect:
+        view = view._replace(mode=view.mode if view.mode == MODE_TX else MODE_CONFIRM)
+    elif kind is A.ClientTxSelect:
+        view = view._replace(mode=view.mode if view.mode == MODE_CONFIRM else MODE_TX)
+    elif kind is A.ClientTxCommit:
+        view = view._replace(tx_held=(), tx_dirty=False)
+    elif kind is A.ClientTxRollback:
         held = tuple(sorted(view.held + view.tx_held))          # TX-3: they are outstanding again
-        return write(state, c, ch, (TX_ROLLBACK, ch), view._replace(held=held, tx_held=(), tx_dirty=False))
-    if kind is A.ClientDeclareQueue:
+        view = view._replace(held=held, tx_held=(), tx_dirty=False)
+    elif kind is A.ClientDeclareQueue:
         view = view._replace(setup=view.setup | (1 << a.queue))
-        return write(state, c, ch, (QUEUE_DECLARE, ch, a.queue, a.durable, a.exclusive), view)
-    if kind is A.ClientBindQueue:
+    elif kind is A.ClientBindQueue:
         view = view._replace(setup=view.setup | (1 << (16 + a.queue)))
-        return write(state, c, ch, (QUEUE_BIND, ch, a.queue, 1), view)
-    if kind is A.ClientPurgeQueue:
-        return write(state, c, ch, (QUEUE_PURGE, ch, a.queue))
-    if kind is A.ClientDeleteQueue:
-        return write(state, c, ch, (QUEUE_DELETE, ch, a.queue, a.if_unused, a.if_empty))
-    if kind is A.ClientChannelClose:
+    elif kind is A.ClientChannelClose:
         view = CLOSED_CLIENT._replace(status=C_CLOSING)
-        return write(state, c, ch, (CHANNEL_CLOSE, ch, REPLY_SUCCESS, R_NORMAL, 0), view)
-    if kind is A.ClientChannelCloseOk:
-        if view.status == C_CLOSING:        # it closed the channel itself and does not wait for the answer
-            return write(state, c, ch, (CHANNEL_CLOSE_OK, ch), CLOSED_CLIENT)
-        return write(state, c, ch, (CHANNEL_CLOSE_OK, ch))
-    if kind is A.ClientChannelOpen:
-        return write(state, c, ch, (CHANNEL_OPEN, ch), CLOSED_CLIENT._replace(status=C_OPENING))
-    if kind is A.ClientConnectionClose:
+    elif kind is A.ClientChannelCloseOk:
+        # it closed the channel itself and does not wait for the answer, or answers out of turn
+        view = CLOSED_CLIENT if view.status == C_CLOSING else None
+    elif kind is A.ClientChannelOpen:
+        view = CLOSED_CLIENT._replace(status=C_OPENING)
+    elif kind is A.ClientConnectionClose:
         conn = state.conns[c]
         state = state._replace(conns=put(state.conns, c, conn._replace(status=CONN_CLOSING)))
-        return write(state, c, 0, (CONNECTION_CLOSE, 0, REPLY_SUCCESS, R_NORMAL, 0))
-    raise AssertionError(f"no client effect for {a!r}")
-
+    elif kind not in (A.ClientGet, A.ClientQos, A.ClientPurgeQueue, A.ClientDeleteQueue):
+        raise AssertionError(f"no client effect for {a!r}")
+    return write(state, c, ch, frame, view)
 
 
 # ---------------------------------------------------------------- preconditions
@@ -209,7 +184,7 @@ def can_use_channel(state: State, a) -> bool:
 def can_settle(state: State, a) -> bool:
     """basic.ack / nack / reject: on an open channel, with any tag (one that is not outstanding is the
     broker's to refuse: ACK-4)."""
-    return can_use_channel(state, a) and a.tag >= 0
+    return can_use_channel(state, a) and a.delivery_tag >= 0
 
 
 def can_cancel(state: State, a) -> bool:

@@ -352,4 +352,4 @@ def can_channel_error(state: State, a) -> bool:
     if conn.broker_closed or conn.status == CONN_GONE or not 1 <= a.ch <= len(conn.channels):
         return False
     return conn.channels[a.ch - 1].status == CH_OPEN and conn.clients[a.ch - 1].status == C_OPEN and \
-        all(f[0] != CHANNEL_OPEN for f in conn.to_broker[a.ch])
+        all(f.method != CHANNEL_OPEN for f in conn.to_broker[a.ch])

@@ -11,7 +11,8 @@ detail, and ``reply_text`` renders the text RabbitMQ 3.10.8 sends.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import namedtuple
+from typing import Any, NamedTuple
 
 MSG_STRIDE = 1 << 32
 
@@ -25,48 +26,105 @@ MSG_STRIDE = 1 << 32
  CONFIRM_SELECT, CONFIRM_SELECT_OK, TX_SELECT, TX_SELECT_OK, TX_COMMIT, TX_COMMIT_OK,
  TX_ROLLBACK, TX_ROLLBACK_OK, QUEUE_PURGE, QUEUE_PURGE_OK, QUEUE_DELETE, QUEUE_DELETE_OK) = range(1, 40)
 
-METHOD_NAMES = {
-    CHANNEL_OPEN: "channel.open", CHANNEL_OPEN_OK: "channel.open-ok",
-    CHANNEL_CLOSE: "channel.close", CHANNEL_CLOSE_OK: "channel.close-ok",
-    CONNECTION_CLOSE: "connection.close", CONNECTION_CLOSE_OK: "connection.close-ok",
-    QUEUE_DECLARE: "queue.declare", QUEUE_DECLARE_OK: "queue.declare-ok",
-    QUEUE_BIND: "queue.bind", QUEUE_BIND_OK: "queue.bind-ok",
-    BASIC_QOS: "basic.qos", BASIC_QOS_OK: "basic.qos-ok",
-    BASIC_CONSUME: "basic.consume", BASIC_CONSUME_OK: "basic.consume-ok",
-    BASIC_CANCEL: "basic.cancel", BASIC_CANCEL_OK: "basic.cancel-ok",
-    BASIC_PUBLISH: "basic.publish", BASIC_RETURN: "basic.return", BASIC_DELIVER: "basic.deliver",
-    BASIC_GET: "basic.get", BASIC_GET_OK: "basic.get-ok", BASIC_GET_EMPTY: "basic.get-empty",
-    BASIC_ACK: "basic.ack", BASIC_REJECT: "basic.reject", BASIC_NACK: "basic.nack",
-    BASIC_RECOVER: "basic.recover", BASIC_RECOVER_OK: "basic.recover-ok",
-    CONFIRM_SELECT: "confirm.select", CONFIRM_SELECT_OK: "confirm.select-ok",
-    TX_SELECT: "tx.select", TX_SELECT_OK: "tx.select-ok", TX_COMMIT: "tx.commit",
-    TX_COMMIT_OK: "tx.commit-ok", TX_ROLLBACK: "tx.rollback", TX_ROLLBACK_OK: "tx.rollback-ok",
-    QUEUE_PURGE: "queue.purge", QUEUE_PURGE_OK: "queue.purge-ok",
-    QUEUE_DELETE: "queue.delete", QUEUE_DELETE_OK: "queue.delete-ok",
-}
-METHOD_CODES = {name: code for code, name in METHOD_NAMES.items()}
+# One row per method: the table every other vocabulary derives from (pamqp's names in
+# rabbitproof.recording, the conformance suite's replies, the pure reads of `check`, the trace checker's
+# client actions). ``fields`` are those the method carries in the model, in order after the channel
+# number: pamqp's names, but ``msg`` and ``persistent`` from the content, and ``reason`` and ``detail``
+# for a close's reply text. ``answers`` is the request it is the synchronous reply to; ``plain`` marks a
+# reply that only says its request was done: a client reading it changes nothing but the wire
+# (rabbitproof.check.pure_reads; tests/test_spec_frames.py holds spec.client to it).
+CLIENT, BROKER, BOTH = "client", "broker", "both"       # who sends the method
 
-# The fields each method carries in the model, in order (after the channel number). basic.cancel
-# goes both ways: from the client, and from the broker to a consumer whose queue was deleted.
-FIELDS: dict[int, tuple[str, ...]] = {
-    QUEUE_DECLARE: ("queue", "durable", "exclusive"), QUEUE_DECLARE_OK: ("queue",),
-    QUEUE_BIND: ("queue", "exchange"),
-    QUEUE_PURGE: ("queue",), QUEUE_PURGE_OK: ("message_count",),
-    QUEUE_DELETE: ("queue", "if_unused", "if_empty"), QUEUE_DELETE_OK: ("message_count",),
-    BASIC_QOS: ("prefetch_count", "global", "prefetch_size"),
-    BASIC_CONSUME: ("queue", "consumer_tag", "no_ack", "exclusive"), BASIC_CONSUME_OK: ("consumer_tag",),
-    BASIC_CANCEL: ("consumer_tag",), BASIC_CANCEL_OK: ("consumer_tag",),
-    BASIC_PUBLISH: ("exchange", "routing_key", "mandatory", "persistent", "msg", "immediate"),
-    BASIC_RETURN: ("reply_code", "msg"),
-    BASIC_DELIVER: ("consumer_tag", "delivery_tag", "redelivered", "msg"),
-    BASIC_GET: ("queue", "no_ack"),
-    BASIC_GET_OK: ("delivery_tag", "redelivered", "msg", "message_count"),
-    BASIC_ACK: ("delivery_tag", "multiple"), BASIC_REJECT: ("delivery_tag", "requeue"),
-    BASIC_NACK: ("delivery_tag", "multiple", "requeue"),
-    BASIC_RECOVER: ("requeue",),
-    CHANNEL_CLOSE: ("reply_code", "reason", "detail"),
-    CONNECTION_CLOSE: ("reply_code", "reason", "detail"),
-}
+
+class Method(NamedTuple):
+    """One AMQP method of the model."""
+
+    code: int
+    name: str                           # as AMQP 0-9-1 writes it: "basic.get-ok"
+    fields: tuple[str, ...] = ()
+    sender: str = CLIENT
+    answers: int = 0                    # the method it is the synchronous reply to (0: none)
+    plain: bool = False
+
+
+_CLOSE = ("reply_code", "reason", "detail")
+METHODS: tuple[Method, ...] = (
+    Method(CHANNEL_OPEN, "channel.open"),
+    Method(CHANNEL_OPEN_OK, "channel.open-ok", (), BROKER, CHANNEL_OPEN),
+    Method(CHANNEL_CLOSE, "channel.close", _CLOSE, BOTH),
+    Method(CHANNEL_CLOSE_OK, "channel.close-ok", (), BOTH, CHANNEL_CLOSE),
+    Method(CONNECTION_CLOSE, "connection.close", _CLOSE, BOTH),
+    Method(CONNECTION_CLOSE_OK, "connection.close-ok", (), BOTH, CONNECTION_CLOSE),
+    Method(QUEUE_DECLARE, "queue.declare", ("queue", "durable", "exclusive")),
+    Method(QUEUE_DECLARE_OK, "queue.declare-ok", ("queue",), BROKER, QUEUE_DECLARE, True),
+    Method(QUEUE_BIND, "queue.bind", ("queue", "exchange")),
+    Method(QUEUE_BIND_OK, "queue.bind-ok", (), BROKER, QUEUE_BIND, True),
+    Method(BASIC_QOS, "basic.qos", ("prefetch_count", "global_", "prefetch_size")),
+    Method(BASIC_QOS_OK, "basic.qos-ok", (), BROKER, BASIC_QOS, True),
+    Method(BASIC_CONSUME, "basic.consume", ("queue", "consumer_tag", "no_ack", "exclusive")),
+    Method(BASIC_CONSUME_OK, "basic.consume-ok", ("consumer_tag",), BROKER, BASIC_CONSUME, True),
+    # basic.cancel goes both ways: from the client, and from the broker to a consumer whose queue was deleted.
+    Method(BASIC_CANCEL, "basic.cancel", ("consumer_tag",), BOTH),
+    Method(BASIC_CANCEL_OK, "basic.cancel-ok", ("consumer_tag",), BROKER, BASIC_CANCEL, True),
+    Method(BASIC_PUBLISH, "basic.publish",
+           ("exchange", "routing_key", "mandatory", "persistent", "msg", "immediate")),
+    Method(BASIC_RETURN, "basic.return", ("reply_code", "msg"), BROKER),
+    Method(BASIC_DELIVER, "basic.deliver", ("consumer_tag", "delivery_tag", "redelivered", "msg"), BROKER),
+    Method(BASIC_GET, "basic.get", ("queue", "no_ack")),
+    Method(BASIC_GET_OK, "basic.get-ok", ("delivery_tag", "redelivered", "msg", "message_count"), BROKER,
+           BASIC_GET),
+    Method(BASIC_GET_EMPTY, "basic.get-empty", (), BROKER, BASIC_GET),
+    Method(BASIC_ACK, "basic.ack", ("delivery_tag", "multiple"), BOTH),
+    Method(BASIC_REJECT, "basic.reject", ("delivery_tag", "requeue")),
+    Method(BASIC_NACK, "basic.nack", ("delivery_tag", "multiple", "requeue"), BOTH),
+    Method(BASIC_RECOVER, "basic.recover", ("requeue",)),
+    Method(BASIC_RECOVER_OK, "basic.recover-ok", (), BROKER, BASIC_RECOVER, True),
+    Method(CONFIRM_SELECT, "confirm.select"),
+    Method(CONFIRM_SELECT_OK, "confirm.select-ok", (), BROKER, CONFIRM_SELECT, True),
+    Method(TX_SELECT, "tx.select"),
+    Method(TX_SELECT_OK, "tx.select-ok", (), BROKER, TX_SELECT, True),
+    Method(TX_COMMIT, "tx.commit"),
+    Method(TX_COMMIT_OK, "tx.commit-ok", (), BROKER, TX_COMMIT),
+    Method(TX_ROLLBACK, "tx.rollback"),
+    Method(TX_ROLLBACK_OK, "tx.rollback-ok", (), BROKER, TX_ROLLBACK, True),
+    Method(QUEUE_PURGE, "queue.purge", ("queue",)),
+    Method(QUEUE_PURGE_OK, "queue.purge-ok", ("message_count",), BROKER, QUEUE_PURGE, True),
+    Method(QUEUE_DELETE, "queue.delete", ("queue", "if_unused", "if_empty")),
+    Method(QUEUE_DELETE_OK, "queue.delete-ok", ("message_count",), BROKER, QUEUE_DELETE, True),
+)
+METHOD_OF: dict[int, Method] = {m.code: m for m in METHODS}
+METHOD_NAMES: dict[int, str] = {m.code: m.name for m in METHODS}
+METHOD_CODES: dict[str, int] = {m.name: m.code for m in METHODS}
+FIELDS: dict[int, tuple[str, ...]] = {m.code: m.fields for m in METHODS if m.fields}
+
+
+def _class_name(name: str) -> str:
+    """``basic.get-ok`` -> ``BasicGetOk``."""
+    return "".join(part.capitalize() for part in name.replace("-", ".").split("."))
+
+
+# Each method's frame class: a named tuple ``(method, channel, *fields)``, read by name
+# (``frame.delivery_tag``), equal to and hashing as the plain tuple of its values, so that states hash
+# alike in every process and count as before.
+FRAME_CLASSES: dict[int, Any] = {
+    m.code: namedtuple(_class_name(m.name), ("method", "channel") + m.fields)  # type: ignore[misc]
+    for m in METHODS}
+globals().update({cls.__name__: cls for cls in FRAME_CLASSES.values()})    # importable: they pickle by name
+_ARITY: dict[int, int] = {m.code: 2 + len(m.fields) for m in METHODS}
+
+
+def make_frame(method: int, channel: int, *values: Any) -> Any:
+    """The frame of ``method`` on ``channel``, its fields' ``values`` in the table's order."""
+    if len(values) + 2 != _ARITY[method]:
+        raise TypeError(f"{METHOD_NAMES[method]} carries {_ARITY[method] - 2} fields "
+                        f"({', '.join(FIELDS.get(method, ()))}), not {len(values)}")
+    return tuple.__new__(FRAME_CLASSES[method], (method, channel) + values)
+
+
+def as_frame(values: tuple) -> Any:
+    """The frame a plain tuple ``(method, channel, *fields)`` writes (a trace file, a recording)."""
+    return make_frame(values[0], values[1], *values[2:])
+
 
 # Trailing fields a trace may leave out when they are 0 (they are written only when set): the
 # publish flag immediate, prefetch_size, and the exclusive flag of basic.consume.
@@ -143,7 +201,7 @@ def reply_text(code: int, reason: int, detail: int) -> str:
     return template.format(n=detail, q=queue_name(detail), x=EXCHANGE_NAMES.get(detail, detail))
 
 
-def frame_text(frame: tuple) -> str:
+def frame_text(frame: Any) -> str:
     """A frame as a person reads it: ``basic.ack(ch=1, delivery_tag=3, multiple=True)``."""
     method, ch, *values = frame
     names = FIELDS.get(method, ())
@@ -161,14 +219,14 @@ def frame_text(frame: tuple) -> str:
         elif name == "routing_key":
             value = repr(queue_name(value))
         elif name in ("redelivered", "multiple", "requeue", "no_ack", "mandatory", "persistent",
-                      "global", "durable", "exclusive", "immediate", "if_unused", "if_empty"):
+                      "global_", "durable", "exclusive", "immediate", "if_unused", "if_empty"):
             value = bool(value)
         elif name == "reason":
             continue
         elif name == "detail":
             value = repr(reply_text(values[0], values[1], values[2]))
             name = "text"
-        parts.append(f"{name}={value}")
+        parts.append(f"{name.rstrip('_')}={value}")             # global_ reads as AMQP's global
     return f"{METHOD_NAMES[method]}({', '.join(parts)})"
 
 
@@ -182,7 +240,7 @@ class Wire(NamedTuple):
 
     conn: int
     to_broker: bool
-    frame: tuple
+    frame: Any
 
     def __str__(self) -> str:
         arrow = "client->broker" if self.to_broker else "broker->client"

@@ -55,9 +55,9 @@ def frame_waits(state: State, c: int, ch: int) -> bool:
     in which copies that channel requeued are away: it reaches the queue behind the requeue, so it is
     taken after the queue took the requeue (``BrokerRequeue``)."""
     fifo = state.conns[c].to_broker[ch]
-    if not fifo or fifo[0][0] not in _READS_THE_QUEUE:
+    if not fifo or fifo[0].method not in _READS_THE_QUEUE:
         return False
-    q = fifo[0][2]
+    q = fifo[0].queue
     if q >= len(state.queues):
         return False
     for _, by_conn, by_ch in state.queues[q].away:

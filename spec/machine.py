@@ -287,7 +287,7 @@ def _spend(state: State, action) -> State:
         used = used._replace(requeues=used.requeues + 1) if action.requeue else used._replace(bad=used.bad + 1)
     elif kind is A.ClientAck:
         view = state.conns[action.conn].clients[action.ch - 1]
-        if action.tag and action.tag not in view.held:
+        if action.delivery_tag and action.delivery_tag not in view.held:
             used = used._replace(bad=used.bad + 1)
     elif kind in (A.ClientConfirmSelect, A.ClientTxSelect, A.ClientTxCommit):
         view = state.conns[action.conn].clients[action.ch - 1]

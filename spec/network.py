@@ -45,6 +45,8 @@ process does, which the spec's atomic steps cannot: ``read_from`` lets the trace
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .frames import (
     BASIC_CANCEL, BASIC_CANCEL_OK, BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN_OK,
     CONNECTION_CLOSE, R_ANY,
@@ -56,20 +58,20 @@ _CLOSES = (CHANNEL_CLOSE, CONNECTION_CLOSE)
 QUEUE_REPLIES = (BASIC_CONSUME_OK, BASIC_CANCEL_OK, BASIC_CANCEL)
 
 
-def same_frame(written: tuple, read: tuple) -> bool:
+def same_frame(written: Any, read: Any) -> bool:
     """Whether a client reading ``read`` reads the frame the spec ``written``: the same frame, or, for a
     close whose text the recording does not judge (reason ``R_ANY``: the standard fixes reply codes, not
     texts, ER-1), a close of the same channel with the same reply code."""
-    return written == read or (read[0] in _CLOSES and len(read) == 5 and read[3] == R_ANY
-                               and written[:3] == read[:3])
+    return written == read or (read.method in _CLOSES and read.reason == R_ANY and written.method == read.method
+                               and written.channel == read.channel and written.reply_code == read.reply_code)
 
 
-def _index(fifo: tuple, frame: tuple) -> int:
+def _index(fifo: tuple, frame: Any) -> int:
     """The position of the first frame in flight the client reads as ``frame``; ValueError for none."""
     try:
         return fifo.index(frame)
     except ValueError:
-        if frame[0] in _CLOSES and len(frame) == 5 and frame[3] == R_ANY:
+        if frame.method in _CLOSES and frame.reason == R_ANY:
             for i, written in enumerate(fifo):
                 if same_frame(written, frame):
                     return i
@@ -81,7 +83,7 @@ def empty(channels: int) -> tuple:
     return ((),) * (channels + 1)
 
 
-def push(fifos: tuple, ch: int, frame: tuple) -> tuple:
+def push(fifos: tuple, ch: int, frame: Any) -> tuple:
     """The FIFOs with ``frame`` appended to channel ch's."""
     return fifos[:ch] + (fifos[ch] + (frame,),) + fifos[ch + 1:]
 
@@ -120,7 +122,7 @@ def all_frames(fifos: tuple):
         yield from fifo
 
 
-def read_from(fifo: tuple, frame: tuple, closing: bool = True, errored: bool = True):
+def read_from(fifo: tuple, frame: Any, closing: bool = True, errored: bool = True):
     """The frames left in flight on one channel after the client reads ``frame``, or None when it cannot
     read it now: the oldest frame; or one behind consume-oks it overtakes (a delivery to one of those
     consumers only once the channel is ``closing``, which means they are never sent); or a
@@ -138,20 +140,20 @@ def read_from(fifo: tuple, frame: tuple, closing: bool = True, errored: bool = T
     except ValueError:
         return None
     ahead, behind = fifo[:i], fifo[i + 1:]
-    method = frame[0]
+    method = frame.method
     if method == CHANNEL_CLOSE or method == CHANNEL_CLOSE_OK:
-        kept = tuple(f for f in ahead if f[0] not in QUEUE_REPLIES)
-        if not kept or ((method == CHANNEL_CLOSE or errored) and all(f[0] == BASIC_DELIVER for f in kept)):
+        kept = tuple(f for f in ahead if f.method not in QUEUE_REPLIES)
+        if not kept or ((method == CHANNEL_CLOSE or errored) and all(f.method == BASIC_DELIVER for f in kept)):
             return kept + behind
         return None
     for f in ahead:
-        if f[0] not in QUEUE_REPLIES or \
-                (f[0] == BASIC_CONSUME_OK and method == BASIC_DELIVER and f[2] == frame[2] and not closing):
+        if f.method not in QUEUE_REPLIES or (f.method == BASIC_CONSUME_OK and method == BASIC_DELIVER and
+                                             f.consumer_tag == frame.consumer_tag and not closing):
             return None
     return ahead + behind
 
 
-def may_come_first(fifo: tuple, frame: tuple) -> bool:
+def may_come_first(fifo: tuple, frame: Any) -> bool:
     """Whether ``frame``, not yet written, may still be read before every frame in flight (``read_from``)."""
     return not fifo or read_from(fifo + (frame,), frame) is not None
 
@@ -167,10 +169,10 @@ def end_of_connection(fifos: tuple):
     without the open-ok in 2 of 150 runs of ``errors_and_refusals`` (ER-1)."""
     if not channels_in_flight(fifos):
         return fifos
-    dropped = _DROPPED_AT_AN_ERROR if fifos[0] and fifos[0][0][0] == CONNECTION_CLOSE else _DROPPED_AT_A_CLOSE
+    dropped = _DROPPED_AT_AN_ERROR if fifos[0] and fifos[0][0].method == CONNECTION_CLOSE else _DROPPED_AT_A_CLOSE
     for fifo in fifos[1:]:
         for f in fifo:
-            if f[0] not in dropped:
+            if f.method not in dropped:
                 return None
     return (fifos[0],) + ((),) * (len(fifos) - 1)
 

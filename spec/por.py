@@ -195,10 +195,10 @@ class FusedTakes:
         if channel.status != self._open or channel.mode != self._plain:
             return False
         frame = fifo[0]
-        method = frame[0]
+        method = frame.method
         if method == self._publish:     # a mandatory one that no queue takes writes its basic.return (RT-3)
-            return (c, ch) == self.publisher and not frame[7] and frame[2] in self._exchanges and \
-                not (frame[4] and not self._route(state, frame[2], frame[3]))
+            return (c, ch) == self.publisher and not frame.immediate and frame.exchange in self._exchanges and \
+                not (frame.mandatory and not self._route(state, frame.exchange, frame.routing_key))
         settle = self._settles.get(method)
         return settle is not None and settle(state, channel, frame)
 
@@ -227,14 +227,14 @@ class FusedTakes:
                 return False
         return True
 
-    def _ack(self, state: Any, channel: Any, frame: tuple) -> bool:
-        return self._settles_plainly(state, channel, frame[2], frame[3], False)
+    def _ack(self, state: Any, channel: Any, frame: Any) -> bool:
+        return self._settles_plainly(state, channel, frame.delivery_tag, frame.multiple, False)
 
-    def _nack(self, state: Any, channel: Any, frame: tuple) -> bool:
-        return not frame[4] and self._settles_plainly(state, channel, frame[2], frame[3], True)
+    def _nack(self, state: Any, channel: Any, frame: Any) -> bool:
+        return not frame.requeue and self._settles_plainly(state, channel, frame.delivery_tag, frame.multiple, True)
 
-    def _reject(self, state: Any, channel: Any, frame: tuple) -> bool:
-        return not frame[3] and self._settles_plainly(state, channel, frame[2], False, True)
+    def _reject(self, state: Any, channel: Any, frame: Any) -> bool:
+        return not frame.requeue and self._settles_plainly(state, channel, frame.delivery_tag, False, True)
 
     def settle(self, state: Any) -> tuple[Any, tuple[tuple[Any, tuple[Any, ...]], ...]]:
         """``F(state)`` and the (action, frames) steps taken to reach it (none when nothing is fusable)."""

@@ -110,8 +110,8 @@ def delivery_tags_increase(state: State) -> bool:
                 continue
             last = view.last_tag
             for frame in conn.to_client[ch]:
-                if frame[0] in (BASIC_DELIVER, BASIC_GET_OK):
-                    tag = frame[3] if frame[0] == BASIC_DELIVER else frame[2]
+                if frame.method in (BASIC_DELIVER, BASIC_GET_OK):
+                    tag = frame.delivery_tag
                     if tag <= last or tag >= channel.next_tag:
                         return False
                     last = tag
@@ -350,23 +350,19 @@ def confirm_and_tx_exclusive(state: State) -> bool:
 def sent_after_close(fifo) -> bool:
     """Frames in flight to the client on one channel: a frame other than channel.close-ok follows the
     last channel.close among them."""
-    last = max((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_CLOSE), default=None)
-    return last is not None and any(frame[0] != CHANNEL_CLOSE_OK for frame in fifo[last + 1:])
+    last = max((i for i, frame in enumerate(fifo) if frame.method == CHANNEL_CLOSE), default=None)
+    return last is not None and any(frame.method != CHANNEL_CLOSE_OK for frame in fifo[last + 1:])
 
 
-def delivery_tag(frame: tuple) -> int | None:
+def delivery_tag(frame: Any) -> int | None:
     """The delivery tag of a basic.deliver or basic.get-ok, else None."""
-    if frame[0] == BASIC_DELIVER:
-        return frame[3]
-    if frame[0] == BASIC_GET_OK:
-        return frame[2]
-    return None
+    return frame.delivery_tag if frame.method in (BASIC_DELIVER, BASIC_GET_OK) else None
 
 
 def _last_open_ok(fifo) -> int | None:
     """The position of the last channel.open-ok in flight to the client on one channel, if any: the
     frames behind it (all of them without one) are the broker's channel's of that number now."""
-    return max((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_OPEN_OK), default=None)
+    return max((i for i, frame in enumerate(fifo) if frame.method == CHANNEL_OPEN_OK), default=None)
 
 
 def open_ok_in_flight(fifo) -> tuple[bool, bool, tuple]:
@@ -387,11 +383,11 @@ def confirms_in_flight(fifo) -> tuple[frozenset, int]:
     last = _last_open_ok(fifo)
     single, top = set(), 0
     for frame in fifo[0 if last is None else last + 1:]:
-        if frame[0] in (BASIC_ACK, BASIC_NACK):
-            if frame[3]:
-                top = max(top, frame[2])
+        if frame.method in (BASIC_ACK, BASIC_NACK):
+            if frame.multiple:
+                top = max(top, frame.delivery_tag)
             else:
-                single.add(frame[2])
+                single.add(frame.delivery_tag)
     return frozenset(single), top
 
 
@@ -399,12 +395,12 @@ def selects_in_flight(fifo) -> tuple[int, int, int]:
     """Of the frames in flight to the broker on one channel: the first confirm.select or tx.select
     among them (0: none), how many basic.publish frames are behind it when it is confirm.select (else
     0), and how many are in flight at all (the Z3 model's fields ``fsel``, ``nbh`` and ``npb``)."""
-    first = next((i for i, frame in enumerate(fifo) if frame[0] in (CONFIRM_SELECT, TX_SELECT)), None)
+    first = next((i for i, frame in enumerate(fifo) if frame.method in (CONFIRM_SELECT, TX_SELECT)), None)
     if first is None:
-        return 0, 0, sum(1 for frame in fifo if frame[0] == BASIC_PUBLISH)
+        return 0, 0, sum(1 for frame in fifo if frame.method == BASIC_PUBLISH)
     select = fifo[first][0]
-    behind = sum(1 for frame in fifo[first + 1:] if frame[0] == BASIC_PUBLISH) if select == CONFIRM_SELECT else 0
-    return select, behind, sum(1 for frame in fifo if frame[0] == BASIC_PUBLISH)
+    behind = sum(1 for frame in fifo[first + 1:] if frame.method == BASIC_PUBLISH) if select == CONFIRM_SELECT else 0
+    return select, behind, sum(1 for frame in fifo if frame.method == BASIC_PUBLISH)
 
 
 def numbered_in_flight(selects: tuple[int, int, int], mode: int) -> int:
@@ -421,12 +417,12 @@ def opens_in_flight(fifo) -> tuple[bool, bool, bool, bool]:
     whether a frame other than close-ok is ahead of the first one, whether a frame other than close-ok
     and channel.open is behind it, and whether such a frame is in flight at all (the Z3 model's fields
     ``tbo``, ``pre``, ``post`` and ``tbx``; both middle ones are false when no channel.open is)."""
-    first = next((i for i, frame in enumerate(fifo) if frame[0] == CHANNEL_OPEN), None)
-    other = any(frame[0] != CHANNEL_OPEN and frame[0] != CHANNEL_CLOSE_OK for frame in fifo)
+    first = next((i for i, frame in enumerate(fifo) if frame.method == CHANNEL_OPEN), None)
+    other = any(frame.method != CHANNEL_OPEN and frame.method != CHANNEL_CLOSE_OK for frame in fifo)
     if first is None:
         return False, False, False, other
-    return (True, any(frame[0] != CHANNEL_CLOSE_OK for frame in fifo[:first]),
-            any(frame[0] != CHANNEL_OPEN and frame[0] != CHANNEL_CLOSE_OK for frame in fifo[first + 1:]), other)
+    return (True, any(frame.method != CHANNEL_CLOSE_OK for frame in fifo[:first]),
+            any(frame.method != CHANNEL_OPEN and frame.method != CHANNEL_CLOSE_OK for frame in fifo[first + 1:]), other)
 
 
 @always("ER-1", "DT-1", helper=True)
@@ -453,7 +449,7 @@ def channel_lifecycle(state: State) -> bool:
             to_client, to_broker = conn.to_client[ch], conn.to_broker[ch]
             if not to_client and not to_broker:
                 continue
-            oks = sum(1 for frame in to_client if frame[0] == CHANNEL_OPEN_OK)
+            oks = sum(1 for frame in to_client if frame.method == CHANNEL_OPEN_OK)
             waiting = conn.clients[ch - 1].status in (C_OPENING, C_CLOSED)
             opens, pre, post, other = opens_in_flight(to_broker)
             if oks > 1 or oks and (channel.status != CH_OPEN or not waiting or other):
@@ -490,7 +486,7 @@ def confirms_in_step(state: State) -> bool:
                 confirmed = set(channel.confirmed)
                 if channel.status == CH_OPEN and (not single <= confirmed or not set(range(1, top + 1)) <= confirmed):
                     return False
-                if any(frame[0] == CHANNEL_OPEN_OK for frame in to_client) and (
+                if any(frame.method == CHANNEL_OPEN_OK for frame in to_client) and (
                         channel.publish_seq or channel.unconfirmed or confirmed or channel.mode != MODE_NONE
                         or single or top):
                     return False
@@ -630,7 +626,7 @@ def close_sent_only_when_closed(state: State) -> bool:
         if conn.broker_closed:
             continue
         for frame in conn.to_client[0]:
-            if frame[0] == CONNECTION_CLOSE or frame[0] == CONNECTION_CLOSE_OK:
+            if frame.method == CONNECTION_CLOSE or frame.method == CONNECTION_CLOSE_OK:
                 return False
     return True
 
@@ -728,14 +724,14 @@ def publishes_in_flight_fresh(state: State) -> bool:
     for c, conn in enumerate(state.conns):
         for fifo in conn.to_broker:
             for frame in fifo:
-                if frame[0] != BASIC_PUBLISH:
+                if frame.method != BASIC_PUBLISH:
                     continue
                 if copies is None:
                     copies = copy_messages(state)
-                owner, n = divmod(frame[6], MSG_STRIDE)
-                if owner != c or not 1 <= n <= conn.published or frame[6] in copies or frame[6] in held:
+                owner, n = divmod(frame.msg, MSG_STRIDE)
+                if owner != c or not 1 <= n <= conn.published or frame.msg in copies or frame.msg in held:
                     return False
-                held.add(frame[6])
+                held.add(frame.msg)
     return True
 
 
@@ -773,8 +769,8 @@ def _unsent_messages(state: State) -> set:
     for conn in state.conns:
         for fifo in conn.to_broker:
             for frame in fifo:
-                if frame[0] == BASIC_PUBLISH:
-                    out.add(frame[6])
+                if frame.method == BASIC_PUBLISH:
+                    out.add(frame.msg)
         for channel in conn.channels:
             for pub in channel.tx_pubs:
                 out.add(pub[4])
@@ -999,7 +995,7 @@ def _close_frame(method: int, reason: int):
     def check(state: State) -> bool:
         for conn in state.conns:
             for f in network.all_frames(conn.to_client):
-                if f[0] == method and f[3] == reason:
+                if f.method == method and f.reason == reason:
                     return True
         return False
     return check
@@ -1010,7 +1006,7 @@ def _frame_sent(method: int):
     def check(state: State) -> bool:
         for conn in state.conns:
             for f in network.all_frames(conn.to_client):
-                if f[0] == method:
+                if f.method == method:
                     return True
         return False
     return check
@@ -1037,7 +1033,7 @@ def _requeued_in_place(state: State) -> bool:
 def _redelivery_seen(state: State) -> bool:
     for conn in state.conns:
         for f in network.all_frames(conn.to_client):
-            if f[0] == BASIC_DELIVER and f[4] or f[0] == BASIC_GET_OK and f[3]:
+            if f.method in (BASIC_DELIVER, BASIC_GET_OK) and f.redelivered:
                 return True
     return False
 
@@ -1142,9 +1138,9 @@ def _return_then_ack(state: State) -> bool:
         for fifo in conn.to_client:
             returned = False
             for frame in fifo:
-                if frame[0] == BASIC_RETURN:
+                if frame.method == BASIC_RETURN:
                     returned = True
-                elif frame[0] == BASIC_ACK and returned:
+                elif frame.method == BASIC_ACK and returned:
                     return True
     return False
 

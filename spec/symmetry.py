@@ -17,7 +17,7 @@ states compare ids of one publisher only may rename publishers too, their messag
 
 ``rename(state, g)`` applies ``g`` to every place a state names a connection or a channel: the order of
 ``State.conns``; in each connection the per-channel FIFOs both ways (and the channel number each frame
-carries, ``frame[1]``), the channel of each automatic-mode delivery in flight (``Conn.auto``, kept in its
+carries, ``frame.channel``), the channel of each automatic-mode delivery in flight (``Conn.auto``, kept in its
 order), the broker's channels and the client's views; in each queue the consumers' ring entries
 ``(conn, ch, tag)`` (kept in round-robin order), the exclusive consumer, the exclusive owner
 (connection + 1), the channel whose requeue a copy away waits for (``Queue.away``, kept sorted), and the
@@ -73,7 +73,7 @@ from __future__ import annotations
 from itertools import permutations, product
 from typing import Any, Callable, NamedTuple
 
-from .frames import BASIC_DELIVER, BASIC_GET_OK, BASIC_PUBLISH, BASIC_RETURN, MSG_STRIDE
+from .frames import FIELDS, MSG_STRIDE
 from .roles import IDLE
 from .state import Channel, ClientChannel, Entry, Pending, Queue, State, Unacked
 
@@ -113,7 +113,7 @@ def _frames(fifos: tuple, perm: tuple[int, ...]) -> tuple:
     out = [fifos[0]] + [()] * len(perm)
     for ch, fifo in enumerate(fifos[1:], start=1):
         new = perm[ch - 1]
-        out[new] = tuple((f[0], new) + f[2:] for f in fifo)
+        out[new] = tuple(f._replace(channel=new) for f in fifo)
     return tuple(out)
 
 
@@ -219,8 +219,8 @@ def _fifo_messages(frames: tuple, of: Callable[[int], int]) -> tuple:
     at = _MSG_AT
     out = []
     for f in frames:
-        i = at.get(f[0])
-        out.append(f if i is None else f[:i] + (of(f[i]),) + f[i + 1:])
+        i = at.get(f.method)
+        out.append(f if i is None else _new(type(f), f[:i] + (of(f[i]),) + f[i + 1:]))
     return tuple(out)
 
 
@@ -254,7 +254,7 @@ def _with(t: Any, i: int, value: Any) -> Any:
     return _new(type(t), t[:i] + (value,) + t[i + 1:])
 
 # Where a frame carries its message id (spec.frames.FIELDS; the method and channel come first).
-_MSG_AT = {BASIC_PUBLISH: 6, BASIC_DELIVER: 5, BASIC_GET_OK: 4, BASIC_RETURN: 3}
+_MSG_AT = {code: 2 + fields.index("msg") for code, fields in FIELDS.items() if "msg" in fields}
 
 
 class Symmetry:

@@ -55,9 +55,8 @@ from . import broker, faults, interleavings, machine, network, storage
 from .budgets import SPENT
 from .frames import (
     BASIC_ACK, BASIC_CANCEL, BASIC_CONSUME, BASIC_DELIVER, BASIC_GET, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS,
-    BASIC_RECOVER, BASIC_REJECT, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_ERROR, CHANNEL_OPEN, CONFIRM_SELECT,
-    CONNECTION_CLOSE, QUEUE_BIND, QUEUE_DECLARE, QUEUE_DELETE, QUEUE_PURGE, R_EXPECTED_OPEN, TX_COMMIT,
-    TX_COMMIT_OK, TX_ROLLBACK, TX_SELECT, frame_text,
+    BASIC_REJECT, CHANNEL_CLOSE_OK, CHANNEL_ERROR, CHANNEL_OPEN, CONFIRM_SELECT, CONNECTION_CLOSE, QUEUE_DELETE,
+    QUEUE_PURGE, R_EXPECTED_OPEN, TX_COMMIT_OK, as_frame, frame_text,
 )
 from .state import (
     CH_CLOSED, CH_CLOSING, CH_ENDING, CH_OPEN, CONN_DOWN, CONN_GONE, CONN_UP, FATE_LOST_CRASH, FATE_QUEUE_DELETED,
@@ -82,32 +81,6 @@ _TAKEN_AT_CRASH = frozenset((BASIC_PUBLISH, BASIC_ACK, BASIC_NACK, BASIC_REJECT,
                              BASIC_CANCEL, CONFIRM_SELECT))
 
 ACCEPTED, REJECTED, INCONCLUSIVE = "accepted", "rejected", "inconclusive"
-
-# How an observed client frame becomes the client action that writes it.
-_CLIENT_ACTIONS = {
-    BASIC_PUBLISH: lambda c, f: A.ClientPublish(c, f[1], f[2], f[3], bool(f[4]), bool(f[5]), bool(f[7])),
-    BASIC_CONSUME: lambda c, f: A.ClientConsume(c, f[1], f[2], f[3], bool(f[4]), bool(f[5])),
-    BASIC_CANCEL: lambda c, f: A.ClientCancel(c, f[1], f[2]),
-    BASIC_GET: lambda c, f: A.ClientGet(c, f[1], f[2], bool(f[3])),
-    BASIC_ACK: lambda c, f: A.ClientAck(c, f[1], f[2], bool(f[3])),
-    BASIC_NACK: lambda c, f: A.ClientNack(c, f[1], f[2], bool(f[3]), bool(f[4])),
-    BASIC_REJECT: lambda c, f: A.ClientReject(c, f[1], f[2], bool(f[3])),
-    BASIC_QOS: lambda c, f: A.ClientQos(c, f[1], f[2], bool(f[3]), f[4]),
-    BASIC_RECOVER: lambda c, f: A.ClientRecover(c, f[1], bool(f[2])),
-    CONFIRM_SELECT: lambda c, f: A.ClientConfirmSelect(c, f[1]),
-    TX_SELECT: lambda c, f: A.ClientTxSelect(c, f[1]),
-    TX_COMMIT: lambda c, f: A.ClientTxCommit(c, f[1]),
-    TX_ROLLBACK: lambda c, f: A.ClientTxRollback(c, f[1]),
-    QUEUE_DECLARE: lambda c, f: A.ClientDeclareQueue(c, f[1], f[2], bool(f[3]), bool(f[4])),
-    QUEUE_BIND: lambda c, f: A.ClientBindQueue(c, f[1], f[2]),
-    QUEUE_PURGE: lambda c, f: A.ClientPurgeQueue(c, f[1], f[2]),
-    QUEUE_DELETE: lambda c, f: A.ClientDeleteQueue(c, f[1], f[2], bool(f[3]), bool(f[4])),
-    CHANNEL_CLOSE_OK: lambda c, f: A.ClientChannelCloseOk(c, f[1]),
-    CHANNEL_CLOSE: lambda c, f: A.ClientChannelClose(c, f[1]),
-    CHANNEL_OPEN: lambda c, f: A.ClientChannelOpen(c, f[1]),
-    CONNECTION_CLOSE: lambda c, f: A.ClientConnectionClose(c, 0),
-}
-
 
 def observation_text(obs: tuple) -> str:
     """An observation as a person reads it."""
@@ -164,8 +137,8 @@ class _Plan:
         self.published_on: dict = {}    # msg -> (connection, channel) of its publish
         for c, seq in enumerate(obs):
             for o in seq:
-                if o[0] == "sent" and o[1][0] == BASIC_PUBLISH:
-                    self.published_on[o[1][6]] = (c, o[1][1])
+                if o[0] == "sent" and o[1].method == BASIC_PUBLISH:
+                    self.published_on[o[1].msg] = (c, o[1].channel)
         for seq in obs:
             epochs = [[[] for _ in range(channels + 1)]]
             counts = [0] * (channels + 1)
@@ -176,9 +149,9 @@ class _Plan:
                 if o[0] == "connect":
                     epochs.append([[] for _ in range(channels + 1)])
                     counts = [0] * (channels + 1)
-                elif o[0] == "received" and 0 <= o[1][1] <= channels:
-                    epochs[-1][o[1][1]].append(o[1])
-                    counts[o[1][1]] += 1
+                elif o[0] == "received" and 0 <= o[1].channel <= channels:
+                    epochs[-1][o[1].channel].append(o[1])
+                    counts[o[1].channel] += 1
             epoch_at.append(len(epochs) - 1)
             read_at.append(tuple(counts))
             ahead = [False] * (len(seq) + 1)
@@ -230,14 +203,14 @@ class _Plan:
                     left = network.read_from(fifo, reads[i])
                     if left is None:
                         numbered_later = new.to_broker[ch] and all(
-                            f[0] == BASIC_DELIVER or f[0] in network.QUEUE_REPLIES for f in fifo)
+                            f.method == BASIC_DELIVER or f.method in network.QUEUE_REPLIES for f in fifo)
                         if not network.may_come_first(fifo, reads[i]) and not numbered_later:
                             return False        # deliveries a take may yet number later stay (DT-1)
                         break
                     fifo, i = left, i + 1
                 if i >= len(reads):
                     written = new_fifo[len(old_fifo):]
-                    if any(f[0] in _UNREAD_USELESS and f in written for f in fifo):
+                    if any(f.method in _UNREAD_USELESS and f in written for f in fifo):
                         return False
         return True
 
@@ -306,7 +279,7 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
     if kind == "quiet":
         return (state, ()) if quiescent(state, c) else None
     if kind == "received":
-        ch = obs[1][1]
+        ch = obs[1].channel
         fifos = conn.to_client
         if ch >= len(fifos):
             return None
@@ -334,13 +307,9 @@ def _apply_client(state, c: int, obs: tuple, channels_open: bool = True):
         if conn.status != CONN_UP:
             return None
         frame = obs[1]
-        make = _CLIENT_ACTIONS.get(frame[0])
-        if make is None:
+        action = A.action_of(c, frame)
+        if action is None or frame.channel > len(conn.clients):
             return None
-        ch = frame[1]
-        if ch > len(conn.clients):
-            return None
-        action = make(c, frame)
         state, labels = machine.step(state, action)
         if not labels or labels[0].frame != frame:
             return None
@@ -376,15 +345,15 @@ def _owed(state, plan: _Plan, pos: tuple):
             want = plan.next_read(c, pos[c], ch, conn.to_client[ch])
             if want is None:
                 continue
-            if want[0] in (BASIC_ACK, BASIC_NACK) and channel.unconfirmed:
-                seq, multiple = want[2], bool(want[3])
+            if want.method in (BASIC_ACK, BASIC_NACK) and channel.unconfirmed:
+                seq, multiple = want.delivery_tag, bool(want.multiple)
                 covered = [p for p in channel.unconfirmed if (p.seq <= seq if multiple else p.seq == seq)]
                 synced, fsyncs = _synced(state, [w for p in covered for w in p.waits])
                 channel = synced.conns[c].channels[ch - 1]
                 action = A.BrokerConfirm(c, ch, seq, multiple)
                 if broker.can_confirm(synced, action):
                     yield synced, fsyncs, action
-            elif want[0] == TX_COMMIT_OK and channel.commit_pending:
+            elif want.method == TX_COMMIT_OK and channel.commit_pending:
                 synced, fsyncs = _synced(state, channel.committing)
                 yield synced, fsyncs, A.BrokerCommitOk(c, ch)
 
@@ -451,7 +420,7 @@ def _taken_before_crash(state):
                 while True:
                     conn = state.conns[c]
                     fifo = conn.to_broker[ch]
-                    if not fifo or fifo[0][0] not in _TAKEN_AT_CRASH or conn.channels[ch - 1].commit_pending:
+                    if not fifo or fifo[0].method not in _TAKEN_AT_CRASH or conn.channels[ch - 1].commit_pending:
                         break
                     state = machine.step(state, A.BrokerTakeFrame(c, ch))[0]
                     progress = True
@@ -504,8 +473,8 @@ def _droppable(state, doubt: frozenset):
     getting = set()
     for conn in state.conns:
         for fifo in conn.to_broker:
-            if fifo and fifo[0][0] in (BASIC_GET, QUEUE_PURGE, QUEUE_DELETE):
-                getting.add(fifo[0][2])
+            if fifo and fifo[0].method in (BASIC_GET, QUEUE_PURGE, QUEUE_DELETE):
+                getting.add(fifo[0].queue)
     for q, k, write in sorted(doubt):
         if q in getting:
             yield q, k, write
@@ -524,7 +493,7 @@ def _deliveries(state, q: int, doubt: frozenset, plan: _Plan, pos: tuple):
     first_of_two = consumer.no_ack and state.conns[c].channels[ch - 1].global_limit and \
         state.conns[c].status != CONN_GONE
     want = None if c >= len(pos) or first_of_two else plan.next_read(c, pos[c], ch, state.conns[c].to_client[ch])
-    if want is not None and want[0] != BASIC_DELIVER:
+    if want is not None and want.method != BASIC_DELIVER:
         return []
     out = []
     while True:
@@ -534,7 +503,7 @@ def _deliveries(state, q: int, doubt: frozenset, plan: _Plan, pos: tuple):
             return out
         if want is None:
             out.append((state, doubt))
-        elif queue.ready[i].msg == want[5]:
+        elif queue.ready[i].msg == want.msg:
             return [(state, doubt)]
         head = next((d for d in doubt if d[0] == q and d[1] == queue.ready[i].key), None)
         if head is None:
@@ -550,11 +519,17 @@ def _settle_doubt(before, after, action, doubt: frozenset) -> frozenset:
     counted = -1
     if type(action) is A.BrokerTakeFrame:
         frame = before.conns[action.conn].to_broker[action.ch][0]
-        if frame[0] == BASIC_GET:
-            counted = frame[2]
+        if frame.method == BASIC_GET:
+            counted = frame.queue
     ready = [{e.key for e in queue.ready} for queue in after.queues]
     keep = frozenset(d for d in doubt if d[0] != counted and d[1] in ready[d[0]])
     return doubt if len(keep) == len(doubt) else keep
+
+
+def _read(obs: tuple) -> tuple:
+    """An observation with its frame read by name (``spec.frames.as_frame``): traces written by hand or
+    by tests give frames as plain tuples."""
+    return (obs[0], as_frame(obs[1])) + obs[2:] if len(obs) > 1 else obs
 
 
 def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) -> Verdict:
@@ -572,7 +547,7 @@ def check(observations: dict, config, max_nodes: int = 2_000_000, order=None) ->
     for c in sorted(observations):
         if not 0 <= c < config.connections:
             raise ValueError(f"observations name connection c{c}, the configuration has {config.connections}")
-    obs = tuple(tuple(observations.get(c, ())) for c in range(config.connections))
+    obs = tuple(tuple(_read(o) for o in observations.get(c, ())) for c in range(config.connections))
     total = sum(len(o) for o in obs)
     if order is not None:
         order = tuple(order)
@@ -708,7 +683,7 @@ def _forced(conn, ob: tuple, may_crash_first: bool) -> bool:
     if kind == "received":
         return True
     if kind == "sent":
-        return not (may_crash_first and ob[1][0] == BASIC_PUBLISH and conn.status == CONN_UP)
+        return not (may_crash_first and ob[1].method == BASIC_PUBLISH and conn.status == CONN_UP)
     if kind == "quiet":
         return True
     if kind == "lost":
@@ -761,7 +736,7 @@ def _closed_before_the_connection(state):
     spec closes the channels when it takes the connection.close, after every frame in flight."""
     for c, conn in enumerate(state.conns):
         if conn.broker_closed or conn.status == CONN_DOWN or not conn.to_broker[0] or \
-                conn.to_broker[0][0][0] != CONNECTION_CLOSE:
+                conn.to_broker[0][0].method != CONNECTION_CLOSE:
             continue
         for ch, channel in enumerate(conn.channels, start=1):
             if channel.status == CH_OPEN and not conn.to_broker[ch] and (channel.unacked or channel.consumers):
@@ -787,9 +762,9 @@ def _deleted_before_enqueued(state, action, plan: _Plan):
     c, ch = action.conn, action.ch
     conn = state.conns[c]
     fifo = conn.to_broker[ch]
-    if not fifo or fifo[0][0] != QUEUE_DELETE or conn.broker_closed or conn.channels[ch - 1].status != CH_OPEN:
+    if not fifo or fifo[0].method != QUEUE_DELETE or conn.broker_closed or conn.channels[ch - 1].status != CH_OPEN:
         return
-    q = fifo[0][2]
+    q = fifo[0].queue
     if q >= len(state.queues) or not state.queues[q].exists:
         return
     queue = state.queues[q]
@@ -814,7 +789,7 @@ def _close_ok_overtaken(state, action):
     c, ch = action.conn, action.ch
     conn = state.conns[c]
     fifo = conn.to_broker[ch]
-    if len(fifo) < 2 or fifo[0][0] != CHANNEL_CLOSE_OK or fifo[1][0] == CHANNEL_OPEN or conn.broker_closed or \
+    if len(fifo) < 2 or fifo[0].method != CHANNEL_CLOSE_OK or fifo[1].method == CHANNEL_OPEN or conn.broker_closed or \
             conn.channels[ch - 1].status != CH_OPEN:
         return
     popped = with_conn(state, c, conn_to_broker(conn, network.pop(network.pop(conn.to_broker, ch), ch)))
@@ -838,15 +813,15 @@ def _taken_before_numbering(state, action):
     conn = state.conns[c]
     channel = conn.channels[ch - 1]
     fifo = conn.to_client[ch]
-    if channel.status != CH_OPEN or not fifo or fifo[-1][0] != BASIC_DELIVER or conn.broker_closed:
+    if channel.status != CH_OPEN or not fifo or fifo[-1].method != BASIC_DELIVER or conn.broker_closed:
         return
     by_tag = {u.tag: u for u in channel.unacked}
     k = 0
-    while k < len(fifo) and fifo[-1 - k][0] == BASIC_DELIVER and fifo[-1 - k][3] in by_tag:
+    while k < len(fifo) and fifo[-1 - k].method == BASIC_DELIVER and fifo[-1 - k].delivery_tag in by_tag:
         k += 1
     for n in range(1, k + 1):
         frames = fifo[-n:]
-        hidden = tuple(by_tag[f[3]] for f in frames)
+        hidden = tuple(by_tag[f.delivery_tag] for f in frames)
         if any(u.tag != channel.next_tag - n + i for i, u in enumerate(hidden)):
             break                                   # not the channel's last tags: numbered before
         before = channel._replace(unacked=tuple(u for u in channel.unacked if u not in hidden),
@@ -859,7 +834,7 @@ def _taken_before_numbering(state, action):
         if after.status == CH_OPEN and not tconn.broker_closed:
             tag = after.next_tag
             numbered = tuple(u._replace(tag=tag + i) for i, u in enumerate(hidden))
-            out = out + tuple(f[:3] + (tag + i,) + f[4:] for i, f in enumerate(frames))
+            out = out + tuple(f._replace(delivery_tag=tag + i) for i, f in enumerate(frames))
             taken = with_channel(taken, c, ch, after._replace(next_tag=tag + n, unacked=after.unacked + numbered))
         else:
             out = out[:len(fifo) - n] + frames + out[len(fifo) - n:]

@@ -9,10 +9,11 @@ Blank lines and ``#`` comments are ignored. ``parse`` returns the per-connection
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .frames import (
     CHANNEL_CLOSE, CONNECTION_CLOSE, EXCHANGE_NAMES, FIELDS, METHOD_CODES, MSG_STRIDE, OPTIONAL_BY_METHOD,
-    REASONS, reply_text,
+    REASONS, make_frame, reply_text,
 )
 
 _FRAME = re.compile(r"^\s*([a-z]+\.[a-z-]+)\((.*)\)\s*$")
@@ -84,7 +85,7 @@ def reply_reason(code: int, text: str, truncated: bool = False) -> tuple[int, in
     raise ValueError(f"unknown reply text {text!r}")
 
 
-def parse_frame(text: str) -> tuple:
+def parse_frame(text: str) -> Any:
     """The frame that ``frame_text`` prints as ``text`` (e.g. ``basic.ack(ch=1, delivery_tag=2, multiple=False)``)."""
     m = _FRAME.match(text)
     if not m or m.group(1) not in METHOD_CODES:
@@ -93,7 +94,8 @@ def parse_frame(text: str) -> tuple:
     values = {}
     for part in _split(m.group(2)):
         name, _, raw = part.partition("=")
-        values[name.strip()] = raw.strip()
+        name = name.strip()
+        values[name + "_" if name == "global" else name] = raw.strip()      # AMQP's global is global_
     names = ("reply_code", "text") if method in (CHANNEL_CLOSE, CONNECTION_CLOSE) else FIELDS.get(method, ())
     optional = OPTIONAL_BY_METHOD.get(method)
     if optional is not None:
@@ -104,8 +106,8 @@ def parse_frame(text: str) -> tuple:
     ch = int(values.pop("ch"))
     if method in (CHANNEL_CLOSE, CONNECTION_CLOSE):
         code = int(values["reply_code"])
-        return (method, ch, code) + reply_reason(code, _unquote(values["text"]))
-    return (method, ch) + tuple(_value(name, values[name]) for name in FIELDS.get(method, ()))
+        return make_frame(method, ch, code, *reply_reason(code, _unquote(values["text"])))
+    return make_frame(method, ch, *(_value(name, values[name]) for name in FIELDS.get(method, ())))
 
 
 def parse(text: str) -> dict:

@@ -16,7 +16,7 @@ from model.state import project
 from proofs.inductive import COUNTEREXAMPLE, PROVED, prove_step
 from spec import actions as A
 from spec import machine
-from spec.frames import BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_OPEN, CHANNEL_OPEN_OK
+from spec.frames import BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_OPEN, CHANNEL_OPEN_OK, make_frame
 from spec.properties import channel_lifecycle, delivery_tags_increase
 from spec.state import C_OPEN, C_OPENING, CH_CLOSED
 from tests.fixtures.model_plants import disagreements, keeping
@@ -40,7 +40,7 @@ def test_the_old_deliveries_are_read_before_the_view_is_open_again():
     states = _run()
     reopened = states[len(REOPEN)]
     fifo = reopened.conns[0].to_client[2]
-    assert [f[0] for f in fifo][-3:] == [BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_OPEN_OK]
+    assert [f.method for f in fifo][-3:] == [BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_OPEN_OK]
     flags = project(reopened)
     # the old delivery is ahead of the open-ok, and is no delivery of the new channel
     assert flags["open_ok_to_client"][(0, 2)] and flags["older_frames_ahead"][(0, 2)]
@@ -63,9 +63,9 @@ def test_channel_lifecycle_is_false_where_it_should_be():
     open_view = with_conn(clients=(conn.clients[0], conn.clients[1]._replace(status=C_OPEN)))
     assert not channel_lifecycle(open_view)
     fifo = conn.to_client[2]
-    two_oks = with_conn(to_client=conn.to_client[:2] + (fifo + ((CHANNEL_OPEN_OK, 2),),) + conn.to_client[3:])
+    two_oks = with_conn(to_client=conn.to_client[:2] + (fifo + (make_frame(CHANNEL_OPEN_OK, 2),),) + conn.to_client[3:])
     assert not channel_lifecycle(two_oks)
-    late = ((BASIC_DELIVER, 2, 1, 2, False, 1), (BASIC_DELIVER, 2, 1, 1, False, 2))
+    late = (make_frame(BASIC_DELIVER, 2, 1, 2, False, 1), make_frame(BASIC_DELIVER, 2, 1, 1, False, 2))
     unordered = with_conn(to_client=conn.to_client[:2] + (fifo + late,) + conn.to_client[3:])
     assert not channel_lifecycle(unordered)
     assert channel_lifecycle(with_conn(to_client=conn.to_client[:2] + (fifo + late[::-1],) + conn.to_client[3:]))

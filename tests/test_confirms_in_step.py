@@ -13,7 +13,7 @@ from model.agreement import Checker
 from model.state import project
 from spec import actions as A
 from spec import machine
-from spec.frames import BASIC_ACK
+from spec.frames import BASIC_ACK, make_frame
 from spec.properties import confirms_exactly_once, confirms_in_step
 from spec.state import MODE_CONFIRM
 from tests.fixtures.model_plants import disagreements, keeping
@@ -58,7 +58,7 @@ def test_confirms_in_step_is_what_the_induction_needs():
     taken = _replay(CONFIRMS_OUT_OF_TURN, RUN[:5])[-1]    # publish 1 numbered, not confirmed
     conn = taken.conns[0]
     early = taken._replace(conns=(conn._replace(
-        to_client=(conn.to_client[0], conn.to_client[1] + ((BASIC_ACK, 1, 1, False),)) + conn.to_client[2:]),))
+        to_client=(conn.to_client[0], conn.to_client[1] + (make_frame(BASIC_ACK, 1, 1, False),)) + conn.to_client[2:]),))
     assert confirms_exactly_once(early) and not confirms_in_step(early)
     for _ in early.conns[0].to_client[1]:
         early = machine.step(early, A.ClientReceive(0, 1))[0]

@@ -17,7 +17,7 @@ from spec import actions as A
 from spec import broker, client, configs, machine
 from spec.frames import (
     BASIC_ACK, BASIC_CONSUME, BASIC_DELIVER, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_REJECT, CHANNEL_CLOSE,
-    PRECONDITION_FAILED, QUEUE_DECLARE, QUEUE_DECLARE_OK, RESOURCE_LOCKED, TX_COMMIT, TX_ROLLBACK,
+    PRECONDITION_FAILED, QUEUE_DECLARE, QUEUE_DECLARE_OK, RESOURCE_LOCKED, TX_COMMIT, TX_ROLLBACK, make_frame,
 )
 from spec.state import MODE_CONFIRM, MODE_TX
 from tests.fixtures.model_plants import keeping, replacing, requeue_to_tail
@@ -275,7 +275,7 @@ def test_a_spec_that_delivers_behind_the_head_is_caught(monkeypatch):
         state = broker.with_queue(state, q, queue._replace(ready=queue.ready[:-1], ring=ring))
         tag = state.conns[c].channels[ch - 1].next_tag
         state = broker.hand_over(state, c, ch, q, entry, consumer.no_ack, consumer.tag)
-        return broker.send(state, c, (BASIC_DELIVER, ch, consumer.tag, tag, entry.redelivered, entry.msg))
+        return broker.send(state, c, make_frame(BASIC_DELIVER, ch, consumer.tag, tag, entry.redelivered, entry.msg))
     monkeypatch.setattr(broker, "deliver", deliver_last)
     assert Checker().check(state, action, True).problem == "relation does not hold for the spec's successor"
 

@@ -50,8 +50,8 @@ def unspent(state: State, endless: tuple[str, ...]) -> State:
 
 # --- tags renumbered --------------------------------------------------------------------------------
 
-_DELIVERY_TAG_AT = {BASIC_DELIVER: 3, BASIC_GET_OK: 2}                  # broker -> client
-_SETTLED_TAG_AT = {BASIC_ACK: 2, BASIC_REJECT: 2, BASIC_NACK: 2}        # client -> broker (confirms go the other way)
+_DELIVERED = (BASIC_DELIVER, BASIC_GET_OK)                  # broker -> client
+_SETTLED = (BASIC_ACK, BASIC_REJECT, BASIC_NACK)             # client -> broker (confirms go the other way)
 
 
 def _channel_tags(conn: Any, c: int, ch: int, ghost: Any) -> list[int]:
@@ -70,10 +70,10 @@ def _channel_tags(conn: Any, c: int, ch: int, ghost: Any) -> list[int]:
         tags.update(view.tx_held)
     fifo = conn.to_client[ch]
     if fifo:
-        tags.update([f[_DELIVERY_TAG_AT[f[0]]] for f in fifo if f[0] in _DELIVERY_TAG_AT])
+        tags.update([f.delivery_tag for f in fifo if f.method in _DELIVERED])
     fifo = conn.to_broker[ch]
     if fifo:
-        tags.update([f[2] for f in fifo if f[0] in _SETTLED_TAG_AT])
+        tags.update([f.delivery_tag for f in fifo if f.method in _SETTLED])
     if conn.auto:
         tags.update([a[1] for a in conn.auto if a[0] == ch])
     if ghost.held:
@@ -146,15 +146,13 @@ def _renumbered_conn(conn: Any, c: int, maps: dict) -> Any:
             tx_settles=tuple((kind, u._replace(tag=m[u.tag])) for kind, u in channel.tx_settles))
         clients[ch - 1] = view._replace(held=tuple(m[t] for t in view.held), tx_held=tuple(m[t] for t in view.tx_held),
                                         last_tag=keep(view.last_tag))
-        to_client[ch] = tuple(_with_tag(f, _DELIVERY_TAG_AT.get(f[0]), keep) for f in to_client[ch])
-        to_broker[ch] = tuple(_with_tag(f, _SETTLED_TAG_AT.get(f[0]), keep) for f in to_broker[ch])
+        to_client[ch] = tuple(f._replace(delivery_tag=keep(f.delivery_tag)) if f.method in _DELIVERED else f
+                              for f in to_client[ch])
+        to_broker[ch] = tuple(f._replace(delivery_tag=keep(f.delivery_tag)) if f.method in _SETTLED else f
+                              for f in to_broker[ch])
         auto = tuple((a[0], m[a[1]]) + a[2:] if a[0] == ch else a for a in auto)
     return conn._replace(channels=tuple(channels), clients=tuple(clients), to_client=tuple(to_client),
                          to_broker=tuple(to_broker), auto=auto)
-
-
-def _with_tag(frame: tuple, at: int | None, keep) -> tuple:
-    return frame if at is None else frame[:at] + (keep(frame[at]),) + frame[at + 1:]
 
 
 # --- fairness -------------------------------------------------------------------------------------

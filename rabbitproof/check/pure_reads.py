@@ -5,7 +5,8 @@ Which reads
 -----------
 ``spec.client.receive`` does nothing on reading most replies but take them off the wire:
 queue.declare-ok, queue.bind-ok, basic.qos-ok, basic.consume-ok, basic.cancel-ok, basic.recover-ok,
-confirm.select-ok, tx.select-ok, tx.rollback-ok, queue.purge-ok, queue.delete-ok (``PURE``). The
+confirm.select-ok, tx.select-ok, tx.rollback-ok, queue.purge-ok, queue.delete-ok (``PURE``: the methods
+``spec.frames.METHODS`` marks ``plain``; tests/test_spec_frames.py holds the client to the mark). The
 observer records nothing either (``questions.observe`` reads deliveries, confirms, returns, commit-oks
 and closes). basic.get-empty is left out: a polling consumer waits for it (``_programs_take``), and
 channel.open-ok, which opens the client's view, too.
@@ -54,13 +55,9 @@ from __future__ import annotations
 from typing import Any
 
 from spec import actions as A
-from spec.frames import (
-    BASIC_CANCEL_OK, BASIC_CONSUME_OK, BASIC_QOS_OK, BASIC_RECOVER_OK, CONFIRM_SELECT_OK, QUEUE_BIND_OK,
-    QUEUE_DECLARE_OK, QUEUE_DELETE_OK, QUEUE_PURGE_OK, TX_ROLLBACK_OK, TX_SELECT_OK,
-)
+from spec.frames import METHODS
 
-PURE = frozenset({QUEUE_DECLARE_OK, QUEUE_BIND_OK, BASIC_QOS_OK, BASIC_CONSUME_OK, BASIC_CANCEL_OK, BASIC_RECOVER_OK,
-                  CONFIRM_SELECT_OK, TX_SELECT_OK, TX_ROLLBACK_OK, QUEUE_PURGE_OK, QUEUE_DELETE_OK})
+PURE = frozenset(m.code for m in METHODS if m.plain)
 
 
 class PureReads:
@@ -80,7 +77,7 @@ class PureReads:
             fifos = watched[0].conns[c].to_client
             for ch in range(1, len(fifos)):
                 fifo = fifos[ch]
-                while fifo and fifo[0][0] in pure:
+                while fifo and fifo[0].method in pure:
                     action = A.ClientReceive(c, ch)
                     watched, frames = self._step(watched, action)
                     steps.append((action, frames))

@@ -47,7 +47,7 @@ from spec import actions as A
 from spec import machine
 from spec.frames import (
     BASIC_ACK, BASIC_DELIVER, BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_RETURN,
-    MSG_STRIDE, TX_COMMIT_OK,
+    BROKER, METHODS, MSG_STRIDE, TX_COMMIT_OK,
 )
 from spec.properties_api import Liveness, Property
 from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
@@ -103,13 +103,13 @@ def republished(ghost: Ghost, c: int) -> int:
 
 @dataclass(frozen=True)
 class ConsumerWork(A.ClientAction):
-    """The consumer does the work of delivery ``tag`` it holds, before it acknowledges it: the message is
+    """The consumer does the work of delivery ``delivery_tag`` it holds, before it acknowledges it: the message is
     processed now, and a crash before the ack means the work is done again after redelivery (AM-3, RQ-4)."""
 
-    tag: int
+    delivery_tag: int
 
     def __str__(self) -> str:
-        return f"do the work of delivery tag {self.tag} (not yet acknowledged)"
+        return f"do the work of delivery tag {self.delivery_tag} (not yet acknowledged)"
 
 
 @dataclass(frozen=True)
@@ -316,17 +316,17 @@ def _programs_take(machine_: SetupMachine, state: State, ghost: Ghost, config: A
         if any(not view.setup & (1 << q) for q in role.declare) or view.held:
             return False
         conn = state.conns[c]
-        return not any(f[0] == BASIC_GET for f in conn.to_broker[ch]) and \
-            not any(f[0] in (BASIC_GET_OK, BASIC_GET_EMPTY) for f in conn.to_client[ch])
+        return not any(f.method == BASIC_GET for f in conn.to_broker[ch]) and \
+            not any(f.method in (BASIC_GET_OK, BASIC_GET_EMPTY) for f in conn.to_client[ch])
     if kind is A.ClientQos:
         return (c, ch) not in prepared
     if kind is A.ClientAck and machine_.works and machine_.works[c]:    # the work comes first
         done = {e[2] for e in ghost.worked if e[:2] == (c, ch)}
-        if any(t not in done for t in view.held if t <= a.tag):
+        if any(t not in done for t in view.held if t <= a.delivery_tag):
             return False
     if kind is not A.ClientReject and a.multiple:
-        return True                                 # a batch: every delivery held up to a.tag
-    return bool(view.held) and a.tag == view.held[0]
+        return True                                 # a batch: every delivery held up to a.delivery_tag
+    return bool(view.held) and a.delivery_tag == view.held[0]
 
 
 def _as_republish(a: A.ClientPublish, ghost: Ghost) -> A.ClientPublish:
@@ -356,7 +356,7 @@ def work_steps(works: tuple, state: State, ghost: Ghost) -> tuple:
 
 def did_work(g: Ghost, state: State, action: ConsumerWork) -> Ghost:
     """The ghost once the consumer has done the work of a delivery it holds: that message is processed."""
-    c, ch, tag = action.conn, action.ch, action.tag
+    c, ch, tag = action.conn, action.ch, action.delivery_tag
     msg = original(g, next(e[3] for e in g.held if e[:3] == (c, ch, tag)))
     return g._replace(counts=_bump(g.counts, msg), worked=tuple(sorted(g.worked + ((c, ch, tag),))))
 
@@ -406,7 +406,7 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
         prepared = add_sorted(prepared, (action.conn, action.ch))
     elif kind is A.ClientPublish or kind is Republish:
         c, ch = action.conn, action.ch
-        msg = next(w.frame[6] for w in labels if w.to_broker and w.frame[0] == BASIC_PUBLISH)
+        msg = next(w.frame.msg for w in labels if w.to_broker and w.frame.method == BASIC_PUBLISH)
         again = next((e for e in redo if e[0] == c), None)
         if again is not None:                 # the message it owes again: this publish is its copy
             redo = tuple(e for e in redo if e is not again)
@@ -438,10 +438,9 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
             if wire.to_broker:
                 continue
             frame, c = wire.frame, wire.conn
-            method = frame[0]
+            method, ch = frame.method, frame.channel
             if method in (BASIC_DELIVER, BASIC_GET_OK):
-                ch = frame[1]
-                tag, msg = (frame[3], frame[5]) if method == BASIC_DELIVER else (frame[2], frame[4])
+                tag, msg = frame.delivery_tag, frame.msg
                 processed = False
                 if before.conns[c].clients[ch - 1].status == C_OPEN:
                     if tag in after.conns[c].clients[ch - 1].held:
@@ -461,7 +460,7 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
                 elif msg > seen[3]:
                     last = tuple(sorted(tuple(e for e in last if e is not seen) + (key + (msg,),)))
             elif method in (BASIC_ACK, BASIC_NACK):
-                ch, tag, multiple = frame[1], frame[2], frame[3]
+                tag, multiple = frame.delivery_tag, frame.multiple
                 covered = tuple(e for e in awaiting if e[:2] == (c, ch) and (e[2] <= tag if multiple else e[2] == tag))
                 awaiting = tuple(e for e in awaiting if e not in covered)
                 for e in covered:
@@ -472,12 +471,11 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
                     else:
                         failed.append((c, of(e[3])))       # nacked: not delivered (PC-6)
             elif method == BASIC_RETURN:
-                msg = frame[3]
+                msg = frame.msg
                 returned = add_sorted(returned, msg)
                 believed = tuple(m for m in believed if m != of(msg))
                 failed.append((c, of(msg)))
             elif method == TX_COMMIT_OK:          # it answers the oldest commit of its channel (TX-7)
-                ch = frame[1]
                 oldest = next((e for e in committing if e[:3] == (c, ch, 1)), None)
                 if oldest is not None:
                     committing = tuple(sorted((e[0], e[1], e[2] - 1, e[3]) if e[:2] == (c, ch) else e
@@ -520,6 +518,10 @@ def observe(g: Ghost, before: State, after: State, action: Any, labels: tuple, w
 
 # --- where a message still is --------------------------------------------------------------------
 
+# What the broker writes carrying a message: a delivery, a get-ok, a return.
+_CARRY_MESSAGES = frozenset(m.code for m in METHODS if "msg" in m.fields and m.sender == BROKER)
+
+
 def live_messages(state: State) -> set[int]:
     """Every message of which a copy is still somewhere, or whose fate is still on its way to its
     publisher: ready in a queue, outstanding on a channel, in flight either way, held in a transaction,
@@ -531,15 +533,9 @@ def live_messages(state: State) -> set[int]:
     for conn in state.conns:
         live.update(a[4] for a in conn.auto)
         for fifo in conn.to_client:
-            for frame in fifo:
-                if frame[0] == BASIC_DELIVER:
-                    live.add(frame[5])
-                elif frame[0] == BASIC_GET_OK:
-                    live.add(frame[4])
-                elif frame[0] == BASIC_RETURN:
-                    live.add(frame[3])
+            live.update(frame.msg for frame in fifo if frame.method in _CARRY_MESSAGES)
         for fifo in conn.to_broker:
-            live.update(frame[6] for frame in fifo if frame[0] == BASIC_PUBLISH)
+            live.update(frame.msg for frame in fifo if frame.method == BASIC_PUBLISH)
         for channel in conn.channels:
             live.update(u.msg for u in channel.unacked)
             live.update(p[4] for p in channel.tx_pubs)

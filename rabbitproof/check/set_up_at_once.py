@@ -142,7 +142,7 @@ class SetUpAtOnce:
         if not state.broker_up or conn.broker_closed or conn.status != CONN_UP:
             return None
         for ch, fifo in enumerate(conn.to_broker):
-            if not fifo or not ch or fifo[0][0] not in TAKEN:
+            if not fifo or not ch or fifo[0].method not in TAKEN:
                 continue
             channel = conn.channels[ch - 1]
             if channel.status != CH_OPEN or channel.commit_pending or channel.consumers or channel.unacked:

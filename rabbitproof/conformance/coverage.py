@@ -26,26 +26,25 @@ RULES = tuple(sorted({rule for cls in A.all_actions() for rule in A.rules_of(cls
                      key=lambda r: (r.split("-")[0], int(r.split("-")[1]))))
 _RULES_OF = {cls.__name__: A.rules_of(cls) for cls in A.all_actions()}
 
-# What a program must send for the spec to explain its run with each action (the client actions are the
-# methods themselves; the runner adds channel.open, close-ok and reconnections of its own). Actions
-# missing here come only from faults: BrokerCrash and BrokerRestart (a Crash step, with --kill-cmd),
-# ClientVanish, NetworkLoss and BrokerDetect (a connection lost without a close: a crash), BrokerQueueFail
-# (a broker that nacks a publish) and BrokerChannelError (`rabbitproof check`'s fault: a recorded channel
-# error is the take of the method that caused it).
-LEADS_TO = {
-    "ClientPublish": (P.Publish,), "ClientConsume": (P.Consume,), "ClientCancel": (P.Cancel,),
-    "ClientGet": (P.Get,), "ClientAck": (P.Ack,), "ClientNack": (P.Nack,), "ClientReject": (P.Reject,),
-    "ClientQos": (P.Qos,), "ClientRecover": (P.Recover,), "ClientConfirmSelect": (P.ConfirmSelect,),
-    "ClientTxSelect": (P.TxSelect,), "ClientTxCommit": (P.TxCommit,), "ClientTxRollback": (P.TxRollback,),
-    "ClientDeclareQueue": (P.Declare, P.Redeclare), "ClientBindQueue": (P.Bind,), "ClientPurgeQueue": (P.Purge,),
-    "ClientDeleteQueue": (P.Delete,), "ClientChannelClose": (P.CloseChannel,),
-    "ClientChannelOpen": (P.CloseChannel,), "ClientConnectionClose": (P.CloseConnection,),
-    "ClientConnect": (P.CloseConnection,), "ClientChannelCloseOk": (P.Redeclare, P.Ack, P.Nack),
+# What a program must send for the spec to explain its run with each action. A client action that writes
+# a method is led to by the ops that send that method (both name it: ``METHOD``); the runner's own
+# housekeeping adds more: it opens a channel again after a close, answers a broker's channel.close (an
+# error) with close-ok, and connects again after a connection.close. Actions missing here come only from
+# faults: BrokerCrash and BrokerRestart (a Crash step, with --kill-cmd), ClientVanish, NetworkLoss and
+# BrokerDetect (a connection lost without a close: a crash), BrokerQueueFail (a broker that nacks a
+# publish) and BrokerChannelError (`rabbitproof check`'s fault: a recorded channel error is the take of
+# the method that caused it).
+_SENDS = {cls.METHOD: cls.__name__ for cls in A.writes_method().values()}
+_HOUSEKEEPING = {
+    "ClientChannelOpen": (P.CloseChannel,), "ClientConnect": (P.CloseConnection,),
+    "ClientChannelCloseOk": (P.Redeclare, P.Ack, P.Nack),
     "ClientReceive": (P.Get,), "BrokerTakeFrame": (P.Publish,), "BrokerCloseOk": (P.CloseChannel,),
     "BrokerDeliver": (P.Consume,), "BrokerRequeue": (P.Qos, P.Nack, P.Reject, P.Recover),
     "BrokerConfirm": (P.ConfirmSelect, P.Publish),
     "BrokerCommitOk": (P.TxSelect, P.TxCommit), "DiskFsync": (P.ConfirmSelect, P.TxCommit, P.Publish),
 }
+LEADS_TO = {name: tuple(op for op in P.Op.__args__ if _SENDS[op.METHOD] == name) + _HOUSEKEEPING.get(name, ())
+            for name in ACTIONS if name in _SENDS.values() or name in _HOUSEKEEPING}
 BOOST = 4                   # the weight of an op kind that leads to an action not yet exercised, times this
 
 

@@ -20,9 +20,10 @@ one, `amq.fanout` and one that does not exist.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Union
+from typing import ClassVar, Union
 
 from hypothesis import strategies as st
+from spec import frames as F
 
 CHANNELS = (1, 2)           # every connection uses these two channels
 QUEUES = 2                  # queues q0, q1 are declared by programs; q2 never is (404, unroutable)
@@ -35,6 +36,7 @@ EXCHANGES = ("", "amq.fanout", "missing")
 @dataclass(frozen=True)
 class Declare:
     """queue.declare of queue `queue` with the program's flags for it."""
+    METHOD: ClassVar[int] = F.QUEUE_DECLARE
     ch: int
     queue: int
 
@@ -44,6 +46,7 @@ class Redeclare:
     """queue.declare of queue `queue` with flags of its own: where they differ from the queue's, RabbitMQ
     3.10.8 refuses it (405 for the exclusive flag, 406 for the durable flag of a queue that is not
     exclusive)."""
+    METHOD: ClassVar[int] = F.QUEUE_DECLARE
     ch: int
     queue: int
     durable: bool = False
@@ -53,18 +56,21 @@ class Redeclare:
 @dataclass(frozen=True)
 class Bind:
     """queue.bind of queue `queue` to amq.fanout."""
+    METHOD: ClassVar[int] = F.QUEUE_BIND
     ch: int
     queue: int
 
 
 @dataclass(frozen=True)
 class Purge:
+    METHOD: ClassVar[int] = F.QUEUE_PURGE
     ch: int
     queue: int
 
 
 @dataclass(frozen=True)
 class Delete:
+    METHOD: ClassVar[int] = F.QUEUE_DELETE
     ch: int
     queue: int
     if_unused: bool = False
@@ -75,6 +81,7 @@ class Delete:
 class Publish:
     """basic.publish of a new message (its body is numbered when it runs) to `exchange` with the name of
     queue `queue` as routing key."""
+    METHOD: ClassVar[int] = F.BASIC_PUBLISH
     ch: int
     queue: int
     exchange: str = ""
@@ -86,6 +93,7 @@ class Publish:
 @dataclass(frozen=True)
 class Consume:
     """basic.consume; tag "" asks the broker to choose one."""
+    METHOD: ClassVar[int] = F.BASIC_CONSUME
     ch: int
     queue: int
     tag: str
@@ -95,12 +103,14 @@ class Consume:
 
 @dataclass(frozen=True)
 class Cancel:
+    METHOD: ClassVar[int] = F.BASIC_CANCEL
     ch: int
     tag: str
 
 
 @dataclass(frozen=True)
 class Get:
+    METHOD: ClassVar[int] = F.BASIC_GET
     ch: int
     queue: int
     no_ack: bool = False
@@ -108,6 +118,7 @@ class Get:
 
 @dataclass(frozen=True)
 class Ack:
+    METHOD: ClassVar[int] = F.BASIC_ACK
     ch: int
     tag: int
     multiple: bool = False
@@ -115,6 +126,7 @@ class Ack:
 
 @dataclass(frozen=True)
 class Nack:
+    METHOD: ClassVar[int] = F.BASIC_NACK
     ch: int
     tag: int
     multiple: bool = False
@@ -123,6 +135,7 @@ class Nack:
 
 @dataclass(frozen=True)
 class Reject:
+    METHOD: ClassVar[int] = F.BASIC_REJECT
     ch: int
     tag: int
     requeue: bool = True
@@ -130,6 +143,7 @@ class Reject:
 
 @dataclass(frozen=True)
 class Qos:
+    METHOD: ClassVar[int] = F.BASIC_QOS
     ch: int
     count: int
     global_: bool = False
@@ -138,51 +152,60 @@ class Qos:
 
 @dataclass(frozen=True)
 class Recover:
+    METHOD: ClassVar[int] = F.BASIC_RECOVER
     ch: int
     requeue: bool = True
 
 
 @dataclass(frozen=True)
 class ConfirmSelect:
+    METHOD: ClassVar[int] = F.CONFIRM_SELECT
     ch: int
 
 
 @dataclass(frozen=True)
 class TxSelect:
+    METHOD: ClassVar[int] = F.TX_SELECT
     ch: int
 
 
 @dataclass(frozen=True)
 class TxCommit:
+    METHOD: ClassVar[int] = F.TX_COMMIT
     ch: int
 
 
 @dataclass(frozen=True)
 class TxRollback:
+    METHOD: ClassVar[int] = F.TX_ROLLBACK
     ch: int
 
 
 @dataclass(frozen=True)
 class CloseChannel:
     """channel.close by the client (the runner opens the channel again once it is closed)."""
+    METHOD: ClassVar[int] = F.CHANNEL_CLOSE
     ch: int
 
 
 @dataclass(frozen=True)
 class OpenChannel:
     """channel.open of a channel that is already open: a connection error (504)."""
+    METHOD: ClassVar[int] = F.CHANNEL_OPEN
     ch: int
 
 
 @dataclass(frozen=True)
 class CloseOkChannel:
     """channel.close-ok on an open channel: a connection error (503)."""
+    METHOD: ClassVar[int] = F.CHANNEL_CLOSE_OK
     ch: int
 
 
 @dataclass(frozen=True)
 class CloseConnection:
     """connection.close by the client (the runner connects again)."""
+    METHOD: ClassVar[int] = F.CONNECTION_CLOSE
 
 
 Op = Union[Declare, Redeclare, Bind, Purge, Delete, Publish, Consume, Cancel, Get, Ack, Nack, Reject, Qos, Recover,

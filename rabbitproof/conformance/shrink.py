@@ -43,7 +43,7 @@ def reason_kind(outcome) -> str:
         if observation[0] not in ("sent", "received"):
             return f"rejected at {observation[0]}"
         frame = observation[1]
-        code = f" {frame[2]}" if frame[0] in (CHANNEL_CLOSE, CONNECTION_CLOSE) else ""
+        code = f" {frame.reply_code}" if frame.method in (CHANNEL_CLOSE, CONNECTION_CLOSE) else ""
         return f"rejected at {observation[0]} {frame_text(frame).split('(')[0]}{code}"
     if outcome.status == "error":
         return "error: " + re.sub(r"\d+", "N", outcome.explanation.split(":")[0])

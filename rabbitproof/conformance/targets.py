@@ -39,15 +39,15 @@ from dataclasses import dataclass, field
 
 from pamqp import commands, frame
 
+from spec.frames import METHODS
+
 from rabbitproof.conformance import programs as P
+from rabbitproof.recording.observations import pamqp_name
 from rabbitproof.recording.rawclient import (ConnectionLost, ProtocolViolation, RawConnection, TraceEvent, persistent,
                                      transient)
 
-# Replies that end the wait for a synchronous method.
-REPLIES = {"Channel.OpenOk", "Channel.CloseOk", "Queue.DeclareOk", "Queue.BindOk", "Queue.PurgeOk",
-           "Queue.DeleteOk", "Basic.QosOk", "Basic.ConsumeOk", "Basic.CancelOk", "Basic.GetOk",
-           "Basic.GetEmpty", "Basic.RecoverOk", "Confirm.SelectOk", "Tx.SelectOk", "Tx.CommitOk",
-           "Tx.RollbackOk"}
+# Replies that end the wait for a synchronous method (spec.frames.METHODS, by pamqp's names).
+REPLIES = frozenset(pamqp_name(m.name) for m in METHODS if m.answers)
 
 
 class TargetError(Exception):

@@ -27,19 +27,23 @@ from dataclasses import dataclass, field
 from spec import trace
 from spec.configs import Config
 from spec.frames import (
-    BASIC_ACK, BASIC_CANCEL, BASIC_CANCEL_OK, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_DELIVER,
-    BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_QOS_OK,
-    BASIC_RECOVER, BASIC_RECOVER_OK, BASIC_REJECT, BASIC_RETURN, CHANNEL_CLOSE, CHANNEL_CLOSE_OK,
-    CHANNEL_OPEN, CHANNEL_OPEN_OK, CONFIRM_SELECT, CONFIRM_SELECT_OK, CONNECTION_CLOSE,
-    CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, EXCHANGE_NAMES, FANOUT_EXCHANGE, MISSING_EXCHANGE,
-    MSG_STRIDE, QUEUE_BIND, QUEUE_BIND_OK, QUEUE_DECLARE, QUEUE_DECLARE_OK, QUEUE_DELETE,
-    QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK, R_ANY, R_NORMAL, REPLY_SUCCESS, TX_COMMIT, TX_COMMIT_OK,
-    TX_ROLLBACK, TX_ROLLBACK_OK, TX_SELECT, TX_SELECT_OK, queue_name,
+    CHANNEL_CLOSE, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, EXCHANGE_NAMES, FANOUT_EXCHANGE, METHODS,
+    MISSING_EXCHANGE, MSG_STRIDE, R_ANY, R_NORMAL, REPLY_SUCCESS, make_frame, queue_name,
 )
 from spec.roles import QueueSpec
 from spec.trace_text import reply_reason
 
 FANOUT_NAME = "amq.fanout"          # RabbitMQ declares it in every vhost: the model's fanout exchange
+
+
+def pamqp_name(name: str) -> str:
+    """pamqp's name of an AMQP method: ``basic.get-ok`` -> ``Basic.GetOk``."""
+    cls, method = name.split(".")
+    return f"{cls.capitalize()}.{''.join(part.capitalize() for part in method.split('-'))}"
+
+
+# The model's methods by pamqp's names (spec.frames.METHODS).
+BY_PAMQP_NAME = {pamqp_name(m.name): m for m in METHODS}
 
 # Connection-level methods of the handshake and keep-alive, which the model leaves out.
 _HANDSHAKE = {"Connection.Start", "Connection.StartOk", "Connection.Tune", "Connection.TuneOk",
@@ -120,7 +124,7 @@ def from_recording(slots, existing: dict | None = None, judge_texts: bool = True
 
 def _closed(obs: tuple) -> bool:
     """Whether an observation ends its connection with the close handshake."""
-    return obs[0] in ("sent", "received") and obs[1][0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK)
+    return obs[0] in ("sent", "received") and obs[1].method in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK)
 
 
 def _is_log(value) -> bool:
@@ -227,90 +231,60 @@ class _Reader:
             if name in _HANDSHAKE:
                 continue
             frame = self.frame(c, entry, log, i, where)
-            self.channels = max(self.channels, frame[1])
+            self.channels = max(self.channels, frame.channel)
             out.append((("sent" if entry.direction == "sent" else "received", frame), entry.at))
-            if frame[0] in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK) and entry.direction == "received":
+            if frame.method in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK) and entry.direction == "received":
                 closed = True
         return out
 
-    def frame(self, c: int, entry, log: list, i: int, where: str) -> tuple:
+    def frame(self, c: int, entry, log: list, i: int, where: str):
+        """The model's frame of one recorded method: its fields (``spec.frames.METHODS``) read by name
+        from pamqp's method, with the model's names for queues, consumer tags, exchanges and messages."""
         m, ch, name, sent = entry.method, entry.channel, entry.method.name, entry.direction == "sent"
+        method = BY_PAMQP_NAME.get(name)
+        if method is None:
+            raise Unsupported(f"{where}: {name} is outside the model")
         if sent and getattr(m, "nowait", False):
             raise Unsupported(f"{where}: nowait=True (the model always answers)")
-        if name == "Basic.Publish":
-            msg = self.bodies[bytes(entry.body or b"")]
-            exchange = self.exchange(m.exchange)
-            key = self.queue(m.routing_key) if exchange == DEFAULT_EXCHANGE else 0
-            persistent = getattr(entry.properties, "delivery_mode", None) == 2
-            return (BASIC_PUBLISH, ch, exchange, key, int(m.mandatory), int(persistent), msg, int(m.immediate))
-        if name == "Basic.Deliver":
-            return (BASIC_DELIVER, ch, self.tag(m.consumer_tag), m.delivery_tag, int(m.redelivered),
-                    self.message(entry.body, where))
-        if name == "Basic.GetOk":
-            return (BASIC_GET_OK, ch, m.delivery_tag, int(m.redelivered), self.message(entry.body, where),
-                    m.message_count)
-        if name == "Basic.Return":
-            return (BASIC_RETURN, ch, m.reply_code, self.message(entry.body, where))
-        if name in ("Basic.Ack", "Basic.Nack"):
-            if sent:
-                if name == "Basic.Ack":
-                    return (BASIC_ACK, ch, m.delivery_tag, int(m.multiple))
-                return (BASIC_NACK, ch, m.delivery_tag, int(m.multiple), int(m.requeue))
-            if name == "Basic.Nack":
-                self.nacks += 1
-                return (BASIC_NACK, ch, m.delivery_tag, int(m.multiple), 0)
-            return (BASIC_ACK, ch, m.delivery_tag, int(m.multiple))
-        if name == "Basic.Reject":
-            return (BASIC_REJECT, ch, m.delivery_tag, int(m.requeue))
-        if name == "Basic.Consume":
-            if m.no_local or m.arguments:
-                raise Unsupported(f"{where}: no_local and consumer arguments are outside the model")
-            tag = m.consumer_tag or self._server_tag(log, i, ch, where)
-            return (BASIC_CONSUME, ch, self.queue(m.queue), self.tag(tag), int(m.no_ack), int(m.exclusive))
-        if name == "Basic.ConsumeOk":
-            return (BASIC_CONSUME_OK, ch, self.tag(m.consumer_tag))
-        if name == "Basic.Cancel":
-            return (BASIC_CANCEL, ch, self.tag(m.consumer_tag))
-        if name == "Basic.CancelOk":
-            return (BASIC_CANCEL_OK, ch, self.tag(m.consumer_tag))
-        if name == "Basic.Get":
-            return (BASIC_GET, ch, self.queue(m.queue), int(m.no_ack))
-        if name == "Basic.GetEmpty":
-            return (BASIC_GET_EMPTY, ch)
-        if name == "Basic.Qos":
-            return (BASIC_QOS, ch, m.prefetch_count, int(m.global_), m.prefetch_size)
-        if name == "Basic.Recover":
-            return (BASIC_RECOVER, ch, int(m.requeue))
+        if name == "Basic.Consume" and (m.no_local or m.arguments):
+            raise Unsupported(f"{where}: no_local and consumer arguments are outside the model")
         if name == "Queue.Declare":
             if m.passive or m.auto_delete or m.arguments or not m.queue:
                 raise Unsupported(f"{where}: passive, auto-delete, server-named or argument-carrying "
                                   f"declares are outside the model")
-            q = self.queue(m.queue)
-            self.specs.setdefault(q, QueueSpec(declared=False))
-            return (QUEUE_DECLARE, ch, q, int(m.durable), int(m.exclusive))
-        if name == "Queue.DeclareOk":
-            return (QUEUE_DECLARE_OK, ch, self.queue(m.queue))
-        if name == "Queue.Bind":
-            if m.exchange != FANOUT_NAME or m.arguments:
-                raise Unsupported(f"{where}: only bindings to {FANOUT_NAME!r}, without arguments, are modelled")
-            return (QUEUE_BIND, ch, self.queue(m.queue), FANOUT_EXCHANGE)
-        if name == "Queue.Purge":
-            return (QUEUE_PURGE, ch, self.queue(m.queue))
-        if name == "Queue.Delete":
-            return (QUEUE_DELETE, ch, self.queue(m.queue), int(m.if_unused), int(m.if_empty))
-        if name in ("Channel.Close", "Connection.Close"):
-            method = CHANNEL_CLOSE if name == "Channel.Close" else CONNECTION_CLOSE
-            if sent:
-                if m.reply_code != REPLY_SUCCESS:
-                    raise Unsupported(f"{where}: a client closes with reply code 200 in the model")
-                return (method, ch, REPLY_SUCCESS, R_NORMAL, 0)
-            return (method, ch, m.reply_code) + self.text(m.reply_code, m.reply_text, where)
-        if name in _COUNTED:
-            return (_COUNTED[name], ch, m.message_count)
-        simple = _SIMPLE.get(name)
-        if simple is None:
-            raise Unsupported(f"{where}: {name} is outside the model")
-        return (simple, ch)
+            self.specs.setdefault(self.queue(m.queue), QueueSpec(declared=False))
+        if name == "Queue.Bind" and (m.exchange != FANOUT_NAME or m.arguments):
+            raise Unsupported(f"{where}: only bindings to {FANOUT_NAME!r}, without arguments, are modelled")
+        if method.code in (CHANNEL_CLOSE, CONNECTION_CLOSE):
+            if not sent:
+                return make_frame(method.code, ch, m.reply_code, *self.text(m.reply_code, m.reply_text, where))
+            if m.reply_code != REPLY_SUCCESS:
+                raise Unsupported(f"{where}: a client closes with reply code 200 in the model")
+            return make_frame(method.code, ch, REPLY_SUCCESS, R_NORMAL, 0)
+        if name == "Basic.Nack" and not sent:
+            self.nacks += 1
+        return make_frame(method.code, ch, *(self.value(f, entry, sent, log, i, where) for f in method.fields))
+
+    def value(self, field: str, entry, sent: bool, log: list, i: int, where: str) -> int:
+        """One field of a recorded method, as the model writes it."""
+        m = entry.method
+        if field == "msg":
+            return self.bodies[bytes(entry.body or b"")] if sent else self.message(entry.body, where)
+        if field == "persistent":
+            return int(getattr(entry.properties, "delivery_mode", None) == 2)
+        if field == "queue":
+            return self.queue(m.queue)
+        if field == "exchange":
+            return self.exchange(m.exchange)
+        if field == "routing_key":                  # names a queue through the default exchange only
+            return self.queue(m.routing_key) if m.exchange == "" else 0
+        if field == "consumer_tag" and not m.consumer_tag and m.name == "Basic.Consume":
+            return self.tag(self._server_tag(log, i, entry.channel, where))     # the one the server chose
+        if field == "consumer_tag":
+            return self.tag(m.consumer_tag)
+        if field == "requeue" and not sent:         # a broker's nack (a confirm) says nothing of requeueing
+            return 0
+        return int(getattr(m, field))
 
     def _server_tag(self, log: list, i: int, ch: int, where: str) -> str:
         """The tag the server chose for a consume with an empty tag: the consume-ok that answers it (consumes
@@ -364,14 +338,3 @@ class _Reader:
                       crashes=crashes, reconnects=max(connects, lost), vanishes=int(lost > 0),
                       failures=self.nacks, bad=0,
                       channels_open=False, deadlock_is_error=False)
-
-
-_SIMPLE = {
-    "Channel.Open": CHANNEL_OPEN, "Channel.OpenOk": CHANNEL_OPEN_OK, "Channel.CloseOk": CHANNEL_CLOSE_OK,
-    "Connection.CloseOk": CONNECTION_CLOSE_OK, "Queue.BindOk": QUEUE_BIND_OK, "Basic.QosOk": BASIC_QOS_OK,
-    "Basic.RecoverOk": BASIC_RECOVER_OK, "Confirm.Select": CONFIRM_SELECT,
-    "Confirm.SelectOk": CONFIRM_SELECT_OK, "Tx.Select": TX_SELECT, "Tx.SelectOk": TX_SELECT_OK,
-    "Tx.Commit": TX_COMMIT, "Tx.CommitOk": TX_COMMIT_OK, "Tx.Rollback": TX_ROLLBACK,
-    "Tx.RollbackOk": TX_ROLLBACK_OK,
-}
-_COUNTED = {"Queue.PurgeOk": QUEUE_PURGE_OK, "Queue.DeleteOk": QUEUE_DELETE_OK}
