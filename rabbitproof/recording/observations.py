@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from spec import trace
 from spec.configs import Config
 from spec.frames import (
-    CHANNEL_CLOSE, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, EXCHANGE_NAMES, FANOUT_EXCHANGE, METHODS,
-    MISSING_EXCHANGE, MSG_STRIDE, R_ANY, R_NORMAL, REPLY_SUCCESS, make_frame, queue_name,
+    CHANNEL_CLOSE, CHANNEL_OPEN_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, EXCHANGE_NAMES,
+    FANOUT_EXCHANGE, METHODS, MISSING_EXCHANGE, MSG_STRIDE, R_ANY, R_NORMAL, REPLY_SUCCESS, make_frame, queue_name,
 )
 from spec.roles import QueueSpec
 from spec.trace_text import reply_reason
@@ -41,6 +41,14 @@ def pamqp_name(name: str) -> str:
     cls, method = name.split(".")
     return f"{cls.capitalize()}.{''.join(part.capitalize() for part in method.split('-'))}"
 
+
+# What RabbitMQ 3.10.8 may write after its own connection.close (a connection error): a channel.open-ok
+# that the channel's writer process sends while the connection's writer sends the close (seen once in
+# about 40 runs of ``errors_and_refusals``; RabbitMQ otherwise drops it, 2 of 150). The connection is
+# over for the client once it read the close (it answers close-ok, and no channel of it is used again),
+# so the open-ok reaches no one: the spec drops it (spec.network.end_of_connection, at an error), and
+# the recording leaves out one read after the close (docs/reference/differences.md).
+WRITTEN_AFTER_THE_CLOSE = (CHANNEL_OPEN_OK,)
 
 # The model's methods by pamqp's names (spec.frames.METHODS).
 BY_PAMQP_NAME = {pamqp_name(m.name): m for m in METHODS}
@@ -212,6 +220,7 @@ class _Reader:
         """The observations of one connection's log, each with its time."""
         out: list = []
         closed = False
+        errored = False                             # the broker's connection.close was read
         for i, entry in enumerate(log):
             where = f"c{c}, command {i + 1} ({entry.direction} {getattr(entry, 'name', entry.kind)})"
             if entry.kind == "protocol-header":
@@ -231,10 +240,13 @@ class _Reader:
             if name in _HANDSHAKE:
                 continue
             frame = self.frame(c, entry, log, i, where)
+            if errored and entry.direction == "received" and frame.method in WRITTEN_AFTER_THE_CLOSE:
+                continue
             self.channels = max(self.channels, frame.channel)
             out.append((("sent" if entry.direction == "sent" else "received", frame), entry.at))
             if frame.method in (CONNECTION_CLOSE, CONNECTION_CLOSE_OK) and entry.direction == "received":
                 closed = True
+                errored = errored or frame.method == CONNECTION_CLOSE
         return out
 
     def frame(self, c: int, entry, log: list, i: int, where: str):
