@@ -5,7 +5,9 @@ does not set it, and what it is.
 An oracle is a fact of the spec state outside the families of ``model.state`` that a relation's guard
 or effect reads: which frame the broker takes, whether a tag is outstanding, whether the client's view
 lets it send. ``model.actions`` makes a Z3 constant of each (``sorts``), the proofs leave them free, and
-``model.agreement`` reads them from the concrete state (``values``).
+``model.agreement`` reads them from the concrete state (``values``). An oracle of BrokerTakeFrame named
+as a field of the frame taken (``queue``, ``requeue``, ``prefetch_count``, ...: ``spec.frames.METHODS``)
+is that field, copied by name.
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ _KEEPS = (
 _BROKER_TAKE_FRAME = (
     Oracle("method", INT, 0, "the method of the frame taken, the oldest in flight on the channel"),
     Oracle("immediate", BOOL, False, "basic.publish's immediate flag"),
-    Oracle("exchange", INT, 0, "basic.publish's exchange"),
+    Oracle("exchange", INT, 0, "the exchange the frame names (basic.publish's; queue.bind's, the fanout one)"),
     Oracle("verdict", INT, OK, "the broker's answer where queues or tags decide it: OK, CHANNEL_ERR or CONNECTION_ERR"),
     Oracle("settled", BOOL, False, "a basic.ack, nack or reject settles at least one delivery"),
     Oracle("waits_for_requeue", BOOL, False,
@@ -66,9 +68,9 @@ _BROKER_TAKE_FRAME = (
     Oracle("consumer_tag", INT, 0, "the consumer tag of basic.consume or basic.cancel"),
     Oracle("cancelled_consumers", _array(PER_CONSUMER, BOOL), frozenset(),
            "the consumers a queue.delete cancels (the deleted queue's), each told with basic.cancel"),
-    Oracle("queue", INT, 0, "the queue a queue.declare, queue.delete, queue.purge or basic.get names"),
+    Oracle("queue", INT, 0, "the queue the frame names (queue.declare, bind, purge, delete, basic.get, consume)"),
     Oracle("durable", BOOL, False, "queue.declare's durable flag"),
-    Oracle("exclusive", BOOL, False, "queue.declare's exclusive flag"),
+    Oracle("exclusive", BOOL, False, "queue.declare's or basic.consume's exclusive flag"),
     Oracle("answered", BOOL, False, "the broker wrote a frame on this channel (an answer, a channel.close)"),
     Oracle("copy_key", INT, 0, "the key of the copy a basic.get takes (the next ready one of its queue)"),
     Oracle("copies_added", _array((QUEUE,), INT), {},
