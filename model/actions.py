@@ -1006,7 +1006,8 @@ def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     it (PC-2, PC-3); ``o.ready_to_confirm``: seq's queues took it and its return went out (PC-4, PC-5);
     ``o.confirm_prefix``: the end of the longest ready run of one outcome (broker.confirm_prefix);
     ``o.unconfirmed_below``: an unconfirmed publish of the channel is below seq (a multiple one covers two
-    or more of the run)."""
+    or more of the run); ``o.oldest_batched``: seq is the oldest, confirmed alone with multiple in a batch
+    with a later one (broker.oldest_batched)."""
     c, ch, s = a.conn, a.ch, a.seq
 
     def covered(i, j, k):
@@ -1020,8 +1021,9 @@ def BrokerConfirm(x: Z3State, a: Terms, o: Terms) -> Transition:
     none_waits = z3.ForAll([q, key],
                            z3.Not(z3.And(x.holds_confirm[q, key],
                                          acks(x.message_connection[q, key], x.message_number[q, key]))))
-    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, s <= o.confirm_prefix, o.unconfirmed_below,
-                                                                     x.unconfirmed[c, ch, s]),
+    multiple = z3.Or(z3.And(s <= o.confirm_prefix, o.unconfirmed_below),
+                     z3.And(o.oldest_batched, z3.Not(o.unconfirmed_below)))
+    guard = z3.And(_channel_open(x, c, ch), z3.If(a.multiple, z3.And(s != 0, multiple, x.unconfirmed[c, ch, s]),
                                                   z3.And(x.unconfirmed[c, ch, s], o.ready_to_confirm)), none_waits)
     after = x.replace(unconfirmed=_lam3(lambda i, j, k: z3.And(x.unconfirmed[i, j, k], z3.Not(covered(i, j, k)))),
                       confirmed=_lam3(lambda i, j, k: z3.Or(x.confirmed[i, j, k], covered(i, j, k))),

@@ -174,7 +174,8 @@ def oracles(state, a) -> dict:
         pend = [p for p in channel.unconfirmed if p.seq == a.seq] if channel else []
         return values(kind, ready_to_confirm=bool(pend) and broker.ready_to_confirm(pend[0]),
                       confirm_prefix=broker.confirm_prefix(channel) if channel else 0,
-                      unconfirmed_below=bool(channel) and any(p.seq < a.seq for p in channel.unconfirmed))
+                      unconfirmed_below=bool(channel) and any(p.seq < a.seq for p in channel.unconfirmed),
+                      oldest_batched=bool(channel) and broker.oldest_batched(channel))
     if kind is A.BrokerCommitOk:
         channel = _channel(state, a)
         return values(kind, written=bool(channel) and not channel.committing)

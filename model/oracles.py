@@ -129,6 +129,8 @@ ORACLES: dict[type, tuple[Oracle, ...]] = {
                "publish seq's queues took it and its return went out (broker.ready_to_confirm)"),
         Oracle("confirm_prefix", INT, 0, "the end of the longest ready run of one outcome (broker.confirm_prefix)"),
         Oracle("unconfirmed_below", BOOL, False, "an unconfirmed publish of the channel is below seq"),
+        Oracle("oldest_batched", BOOL, False,
+               "the oldest unconfirmed publish is ready, and so is a later one, not the next (broker.oldest_batched)"),
     ),
     A.BrokerCommitOk: (Oracle("written", BOOL, False,
                               "the commit's copies are on disk (the channel is not committing)"),),

@@ -112,6 +112,8 @@ def _tried(state: State, config, evident: bool) -> list:
             if channel.unconfirmed:
                 for p in channel.unconfirmed:
                     add(_act(A.BrokerConfirm, c, ch, p.seq, False))
+                if broker.oldest_batched(channel):      # the oldest alone, in a batch with a later one (PC-3)
+                    add(_act(A.BrokerConfirm, c, ch, channel.unconfirmed[0].seq, True))
                 prefix = broker.confirm_prefix(channel)
                 if prefix:                      # any part of the ready run that covers two or more (PC-3)
                     for p in channel.unconfirmed[1:]:

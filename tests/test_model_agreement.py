@@ -118,7 +118,7 @@ def _rollback_of_held_settlements(state, a):
     if not isinstance(a, A.BrokerTakeFrame) or not a.ch:
         return False
     conn = state.conns[a.conn]
-    return conn.to_broker[a.ch][0][0] == TX_ROLLBACK and bool(conn.channels[a.ch - 1].tx_settles)
+    return conn.to_broker[a.ch][0].method == TX_ROLLBACK and bool(conn.channels[a.ch - 1].tx_settles)
 
 
 def test_a_wrong_rollback_is_caught(monkeypatch):
@@ -534,10 +534,30 @@ def test_the_confirm_guard_waits_for_the_disk_on_concrete_arrays():
     assert Checker().check(state, action, False).ok
     t = M.BrokerConfirm(abstract(state), M.concrete(action), M.Terms(ready_to_confirm=z3.BoolVal(True),
                                                                      confirm_prefix=z3.IntVal(0),
-                                                                     unconfirmed_below=z3.BoolVal(False)))
+                                                                     unconfirmed_below=z3.BoolVal(False),
+                                                                     oldest_batched=z3.BoolVal(False)))
     solver = z3.Solver()
     solver.add(t.guard)
     assert solver.check() == z3.unsat
+
+
+def _oldest_alone_with_multiple(state, a):
+    if not isinstance(a, A.BrokerConfirm) or not a.multiple:
+        return False
+    return a.seq == state.conns[a.conn].channels[a.ch - 1].unconfirmed[0].seq
+
+
+def test_the_oldest_publish_confirmed_alone_with_multiple_agrees_PC_3(monkeypatch):
+    """RabbitMQ's batched confirm (spec.broker.oldest_batched) is a step of the model too: where the spec
+    confirms the oldest publish alone with multiple, the model's guard holds with the oracle that says so,
+    and a model that ignores that oracle is caught."""
+    state, action = _first_state_where(configs.get("confirms"), _oldest_alone_with_multiple)
+    assert broker.oldest_batched(state.conns[action.conn].channels[action.ch - 1])
+    original = M.BrokerConfirm
+
+    def ignores_batches(x, a, o):
+        return original(x, a, M.Terms({**o, "oldest_batched": z3.BoolVal(False)}))
+    _caught(monkeypatch, state, action, A.BrokerConfirm, ignores_batches)
 
 
 # confirmed_survives_crash (PC-10, DU-2): the ghost of the copies a crash lost.

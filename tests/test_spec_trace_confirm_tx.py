@@ -100,6 +100,19 @@ def test_seq_covered_by_multiple_cannot_be_confirmed_again_PC_3():
                 allowed=("sent (any client frame)",), exact=True)
 
 
+def test_the_oldest_publish_batched_with_a_later_one_is_confirmed_alone_with_multiple_PC_3():
+    """RabbitMQ 3.10.8 sends a batch of confirms as one multiple for those below the oldest still
+    unconfirmed and one single for each later one (spec.broker.oldest_batched): m0.1 and m0.3 ready while
+    the persistent m0.2 waits for the disk give ack(1, multiple) then ack(3). Alone, or with only the
+    next publish after it, the oldest goes out as ack(1)."""
+    three = f"{CONFIRM}\n{pub(1)}\n{pub(2, persistent=True)}\n{pub(3)}\n"
+    accepted(three + ack(1, True) + "\n" + ack(3) + "\n" + ack(2))
+    accepted(three + ack(1, True) + "\n" + ack(3, True) + "\n")
+    two = f"{CONFIRM}\n{pub(1)}\n{pub(2, persistent=True)}\n"
+    rejected_at(two + ack(1, True) + "  # REJECTED\n" + ack(2) + "\n")
+    rejected_at(f"{CONFIRM}\n{pub(1)}\n" + ack(1, True) + "  # REJECTED\n")
+
+
 def test_confirm_tag_beyond_publishes_rejected_PC_3():
     rejected_at(PC3 + ack(4) + "  # REJECTED\n", allowed=(ack(1)[3:], ack(3, True)[3:]))
 
