@@ -353,6 +353,13 @@ def _owed(state, plan: _Plan, pos: tuple):
                 action = A.BrokerConfirm(c, ch, seq, multiple)
                 if broker.can_confirm(synced, action):
                     yield synced, fsyncs, action
+                elif multiple and covered and seq == channel.unconfirmed[0].seq:
+                    # The oldest alone, batched with a later publish past the next (broker.oldest_batched):
+                    # the disk may have written that one's copies first, each later one a way.
+                    for later in channel.unconfirmed[2:]:
+                        batched, more = _synced(synced, later.waits)
+                        if more and broker.can_confirm(batched, action):
+                            yield batched, fsyncs + more, action
             elif want.method == TX_COMMIT_OK and channel.commit_pending:
                 synced, fsyncs = _synced(state, channel.committing)
                 yield synced, fsyncs, A.BrokerCommitOk(c, ch)
