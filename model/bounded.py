@@ -678,13 +678,24 @@ def _in_ready_run(b, seq: z3.ArithRef) -> z3.BoolRef:
     return found
 
 
+def _oldest_batched(b, seq: z3.ArithRef) -> z3.BoolRef:
+    """broker.oldest_batched for ``seq``: it is the oldest unconfirmed publish of channel ``b``, ready,
+    and so is a later one that is not the next (RabbitMQ's batch confirms it alone with multiple)."""
+    rows = b.unconfirmed.live()
+    if len(rows) < 3:
+        return z3.BoolVal(False)
+    (first_present, first), later = rows[0], rows[2:]
+    return z3.And(first_present, first.seq == seq, first.waits == 0,
+                  z3.Or(*[z3.And(present, r.waits == 0) for present, r in later]))
+
+
 def BrokerConfirm(e: Eff, a, config) -> Transition:
     """basic.ack for publish seq, or with multiple every unconfirmed one up to it (broker.confirm, PC-2,
     PC-3); enabled once it is ready (no copy waits for the disk, PC-5)."""
     c, ch, b = a.conn, a.ch, e.channels[a.conn, a.ch]
     unconfirmed = b.unconfirmed
     if a.multiple:
-        ready = z3.And(unconfirmed.length > 0, _in_ready_run(b, a.seq))
+        ready = z3.And(unconfirmed.length > 0, z3.Or(_in_ready_run(b, a.seq), _oldest_batched(b, a.seq)))
     else:
         ready = unconfirmed.any(lambda r: z3.And(r.seq == a.seq, r.waits == 0))
     guard = z3.And(_channel_open(e, c, ch), ready)
