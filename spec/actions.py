@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import Any, ClassVar
 
 from .frames import (
@@ -526,8 +527,9 @@ def writes_method() -> dict[int, type]:
     return {cls.METHOD: cls for cls in all_actions() if getattr(cls, "METHOD", None)}
 
 
+@cache
 def _own_fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    """An action class's fields after (conn, ch), each with whether it is a flag."""
+    """An action class's fields after (conn, ch), each with whether it is a flag (read once per class)."""
     return tuple((f.name, f.type in ("bool", bool)) for f in fields(cls)[2:])
 
 

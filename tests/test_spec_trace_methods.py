@@ -5,6 +5,10 @@ frames on a channel that is not open, and the full reply texts. Each example is 
 corrupted variant is rejected at the corrupted observation."""
 from __future__ import annotations
 
+from pamqp import commands
+
+from rabbitproof.recording.observations import from_recording
+from rabbitproof.recording.rawclient import LoggedCommand
 from spec.roles import QueueSpec
 from tests.test_spec_trace_queue import consume, deliver, qos
 from tests.test_spec_tracekit import accepted, cfg, client_close, pub, rejected_at
@@ -456,11 +460,6 @@ def test_a_channel_open_ok_written_after_the_brokers_connection_close_reaches_no
     40 runs of ``errors_and_refusals``). The recording leaves out that read, as the connection is over for
     the client (rabbitproof.recording.observations.WRITTEN_AFTER_THE_CLOSE); any other reply after the
     close is still judged, and rejected."""
-    from pamqp import commands
-
-    from rabbitproof.recording.observations import from_recording
-    from rabbitproof.recording.rawclient import LoggedCommand
-
     def log(after):
         entries = [("sent", 1, commands.Channel.Open()),
                    ("sent", 1, commands.Basic.Qos(prefetch_size=1000)),
