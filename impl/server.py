@@ -1,7 +1,7 @@
 """The broker's asyncio server: moves bytes between sockets and the sans-IO core, runs heartbeats, and
 commits the core's durable-write batches to the SQLite store (group commit), one batch at a time.
 
-    python -m impl.server --host 127.0.0.1 --port 5672 --data-dir DIR --user NAME:PASSWORD
+    python -m rabbitproof.impl.server --host 127.0.0.1 --port 5672 --data-dir DIR --user NAME:PASSWORD
 
 prints `rabbitproof broker listening on HOST:PORT` once ready; SIGTERM and SIGINT shut down cleanly.
 """
@@ -18,8 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from impl.core import Broker, Connection
-from impl.store import Store
+from rabbitproof.impl.core import Broker, Connection
+from rabbitproof.impl.store import Store
 
 CLOSE_TIMEOUT = 3.0  # seconds to wait for connection.close-ok after the broker sent connection.close
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 
 import z3
 
-from spec import actions as A
-from spec import broker, client, faults, interleavings, machine, storage
-from spec.frames import (
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import broker, client, faults, interleavings, machine, storage
+from rabbitproof.spec.frames import (
     BASIC_ACK, BASIC_DELIVER, BASIC_GET, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_RECOVER,
     BASIC_REJECT, CHANNEL_CLOSE, CONNECTION_CLOSE, FIELDS, QUEUE_DELETE, TX_COMMIT,
 )
-from spec.properties import (
+from rabbitproof.spec.properties import (
     confirms_in_flight, copy_messages, delivery_tag, open_ok_in_flight, opens_in_flight, selects_in_flight,
 )
-from spec.state import CONN_DOWN, MODE_TX
+from rabbitproof.spec.state import CONN_DOWN, MODE_TX
 
 from .actions import RELATIONS, concrete, symbolic
 from .oracles import CHANNEL_ERR, CONNECTION_ERR, OK, values

@@ -31,14 +31,14 @@ from typing import Callable
 
 import z3
 
-from spec import actions as A
-from spec.machine import _act
-from spec.frames import (
+from rabbitproof.spec import actions as A
+from rabbitproof.spec.machine import _act
+from rabbitproof.spec.frames import (
     BASIC_ACK, BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_DELIVER, BASIC_PUBLISH, BASIC_QOS, BASIC_QOS_OK,
     BASIC_REJECT, CONFIRM_SELECT, CONFIRM_SELECT_OK, DEFAULT_EXCHANGE, MSG_STRIDE, TX_COMMIT, TX_COMMIT_OK,
     TX_SELECT, TX_SELECT_OK,
 )
-from spec.state import (
+from rabbitproof.spec.state import (
     C_CLOSED, C_OPEN, CH_CLOSED, CH_OPEN, CONN_DOWN, CONN_UP, FATE_ACKED, FATE_AUTO, FATE_LOST_AUTOACK,
     FATE_LOST_CRASH, MODE_CONFIRM, MODE_NONE, MODE_TX,
 )

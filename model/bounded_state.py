@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple, Union
 
 import z3
 
-from spec.state import FATE_ACKED, FATE_AUTO, FATE_LOST_AUTOACK, FATE_LOST_CRASH
+from rabbitproof.spec.state import FATE_ACKED, FATE_AUTO, FATE_LOST_AUTOACK, FATE_LOST_CRASH
 
 # Every field is a small bit-vector: the encoding's values (statuses, counts, tags, keys, message codes)
 # are small non-negative numbers, and bit-vectors let Z3 decide the unrolling by SAT, far faster than

@@ -13,8 +13,8 @@ from typing import Callable
 
 import z3
 
-from spec.frames import CONFIRM_SELECT, TX_SELECT
-from spec.state import (
+from rabbitproof.spec.frames import CONFIRM_SELECT, TX_SELECT
+from rabbitproof.spec.state import (
     C_CLOSED, C_OPEN, C_OPENING, CH_CLOSED, CH_CLOSING, CH_OPEN, CONN_DOWN, CONN_GONE, CONN_UP, MODE_CONFIRM, MODE_NONE,
     MODE_TX,
 )

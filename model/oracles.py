@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import z3
 
-from spec import actions as A
+from rabbitproof.spec import actions as A
 
 from .state import BOOL, CONSUMER, INT, MESSAGE, PER_CONSUMER, PER_COPY, QUEUE, TAG
 

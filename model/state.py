@@ -63,11 +63,11 @@ from typing import Iterator
 
 import z3
 
-from spec.frames import BASIC_PUBLISH, CHANNEL_CLOSE, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE
-from spec.properties import (
+from rabbitproof.spec.frames import BASIC_PUBLISH, CHANNEL_CLOSE, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, MSG_STRIDE
+from rabbitproof.spec.properties import (
     confirms_in_flight, copy_messages, open_ok_in_flight, opens_in_flight, selects_in_flight, sent_after_close,
 )
-from spec.state import C_CLOSED, CH_CLOSED, CONN_DOWN, FATE_LOST_CRASH, MODE_NONE
+from rabbitproof.spec.state import C_CLOSED, CH_CLOSED, CONN_DOWN, FATE_LOST_CRASH, MODE_NONE
 
 INT = z3.IntSort()
 BOOL = z3.BoolSort()

@@ -43,12 +43,12 @@ from dataclasses import dataclass, field
 
 import z3
 
-from model import bounded as B
-from model import bounded_state as S
-from spark_check.bundle import load_spec
-from spark_check.engine import LocalEngine
-from spec import configs, machine
-from spec.properties import get
+from rabbitproof.model import bounded as B
+from rabbitproof.model import bounded_state as S
+from rabbitproof.spark_check.bundle import load_spec
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import configs, machine
+from rabbitproof.spec.properties import get
 
 TIMEOUT_MS = 60_000
 MAX_STEPS = 20

@@ -30,13 +30,13 @@ from rich.text import Text
 
 # The spec functions with contracts, each with the rule it states.
 CONTRACTS: tuple[tuple[str, str], ...] = (
-    ("spec.broker.settled_tags", "ACK-1..4: which tags an ack settles"),
-    ("spec.storage.requeue_position", "RQ-1: where a requeued copy goes back"),
-    ("spec.broker.confirm_covers", "PC-3: which seqs a confirm covers"),
-    ("spec.broker.prefetch_room", "PF-1, PF-5: room a prefetch leaves"),
-    ("spec.broker.rollback_outstanding", "TX-3, TX-4: what a rollback gives back"),
-    ("spec.faults.lost_in_crash", "DU-2, PC-10, TX-8: what a crash keeps"),
-    ("spec.broker.count_off", "PF-3, TX-3: what a settlement takes off the global count"),
+    ("rabbitproof.spec.broker.settled_tags", "ACK-1..4: which tags an ack settles"),
+    ("rabbitproof.spec.storage.requeue_position", "RQ-1: where a requeued copy goes back"),
+    ("rabbitproof.spec.broker.confirm_covers", "PC-3: which seqs a confirm covers"),
+    ("rabbitproof.spec.broker.prefetch_room", "PF-1, PF-5: room a prefetch leaves"),
+    ("rabbitproof.spec.broker.rollback_outstanding", "TX-3, TX-4: what a rollback gives back"),
+    ("rabbitproof.spec.faults.lost_in_crash", "DU-2, PC-10, TX-8: what a crash keeps"),
+    ("rabbitproof.spec.broker.count_off", "PF-3, TX-3: what a settlement takes off the global count"),
 )
 
 PER_CONDITION_TIMEOUT = 1.0

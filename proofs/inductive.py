@@ -17,9 +17,9 @@ from typing import Iterable
 
 import z3
 
-from model.actions import RELATIONS, symbolic
-from model.invariants import HELPERS, INVARIANTS, Invariant, init
-from model.state import (
+from rabbitproof.model.actions import RELATIONS, symbolic
+from rabbitproof.model.invariants import HELPERS, INVARIANTS, Invariant, init
+from rabbitproof.model.state import (
     BOOL, FIELDS, PER_CHANNEL, PER_CONNECTION, PER_CONSUMER, PER_COPY, PER_COPY_PAIR, PER_MESSAGE, PER_PUBLISH,
     PER_QUEUE, PER_TAG, SCALAR, Field, Z3State, fresh,
 )

@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 
 from rich.console import Console
 
-from impl import server
-from spark_check.bundle import InputError
+from rabbitproof.impl import server
+from rabbitproof.spark_check.bundle import InputError
 
 from rabbitproof import verify
 from rabbitproof.bench import command as bench

@@ -2,12 +2,12 @@
 spec stays the reference; the compiled one must give the same counts (tests/test_compiled.py compares
 them, `rabbitproof bench compiled` measures both).
 
-- ``build`` (`make fast`): copies spec/ into .build/fast/spec, compiles the modules of ``MODULES`` there
+- ``build`` (`make fast`): copies spec/ into .build/fast/rabbitproof/spec, compiles the modules of ``MODULES`` there
   (mypy's type check first: a module whose types do not check is not compiled), and records the hash of
   every file it copied.
 - ``activate`` (rabbitproof/__init__.py, before anything imports the spec): with RABBITPROOF_FAST=1 in
-  the environment (or the path of another build), puts .build/fast first on the module path, for this process and those it starts
-  (Spark's Python workers). It first checks that the build is of spec/ as it is now and of this
+  the environment (or the path of another build), makes the build's copy `rabbitproof.spec` (substitute.py),
+  in this process and those it starts (Spark's Python workers). It first checks that the build is of spec/ as it is now and of this
   Python: a build of other sources is refused, naming the files that differ, never used silently.
 
 ``MODULES`` are those where a search spends its time (the state, the broker, the clients, the network,
@@ -26,7 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]      # the folder holding spec/ and rabbitproof/
+from rabbitproof.substitute import SubstituteError, substitute
+
+ROOT = Path(__file__).resolve().parents[1]      # the checkout: the folder holding spec/ and rabbitproof/
 SOURCES = ROOT / "spec"
 BUILD = ROOT / ".build" / "fast"
 ENV = "RABBITPROOF_FAST"
@@ -51,14 +53,25 @@ def source_hashes(spec_dir: Path = SOURCES) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(spec_dir.glob("*.py"))}
 
 
+def tree_for(spec_dir: Path) -> Path:
+    """The folder mypy and mypyc run in: ``spec_dir`` is its ``rabbitproof/spec``, beside an empty
+    ``rabbitproof/__init__.py``, so the modules are compiled under their installed names."""
+    tree = spec_dir.parents[1]
+    if spec_dir.parent.name != "rabbitproof" or spec_dir.name != "spec":
+        raise CompiledSpecError(f"{spec_dir} is not a copy of the spec at rabbitproof/spec")
+    (spec_dir.parent / "__init__.py").touch()
+    return tree
+
+
 def type_check(spec_dir: Path, python: str = sys.executable) -> None:
     """mypy on the modules to compile, as mypyc will see them; CompiledSpecError with its report if
     they do not check."""
-    config = spec_dir.parent / "mypy.ini"
+    tree = tree_for(spec_dir)
+    config = tree / "mypy.ini"
     config.write_text(MYPY_INI)
     done = subprocess.run([python, "-m", "mypy", "--config-file", str(config), "--cache-dir",
-                           str(spec_dir.parent / ".mypy_cache"), *(f"spec/{m}.py" for m in MODULES)],
-                          cwd=spec_dir.parent, capture_output=True, text=True)
+                           str(tree / ".mypy_cache"), *(f"rabbitproof/spec/{m}.py" for m in MODULES)],
+                          cwd=tree, capture_output=True, text=True)
     if done.returncode != 0:
         raise CompiledSpecError("the modules to compile do not type-check (mypy):\n" + done.stdout + done.stderr)
 
@@ -69,10 +82,10 @@ def build(out: Path = BUILD, spec_dir: Path = SOURCES, python: str = sys.executa
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    copied = partial / "spec"
+    copied = partial / "rabbitproof" / "spec"
     shutil.copytree(spec_dir, copied, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc"))
     type_check(copied, python)
-    done = subprocess.run([python, "-m", "mypyc", "--config-file", "mypy.ini", *(f"spec/{m}.py" for m in MODULES)],
+    done = subprocess.run([python, "-m", "mypyc", "--config-file", "mypy.ini", *(f"rabbitproof/spec/{m}.py" for m in MODULES)],
                           cwd=partial, capture_output=True, text=True)
     if done.returncode != 0:
         raise CompiledSpecError("mypyc failed:\n" + (done.stdout + done.stderr)[-4000:])
@@ -116,10 +129,11 @@ def activate(out: Path = BUILD, spec_dir: Path = SOURCES) -> None:
     if problem:
         raise CompiledSpecError(f"{ENV} is set, but {problem}: run `make fast`, or unset {ENV} "
                                 f"to use the pure-Python spec")
-    loaded = sys.modules.get("spec")
-    if loaded is not None and Path(loaded.__file__ or "").resolve().parent != (out / "spec").resolve():
-        raise CompiledSpecError(f"{ENV} is set, but the pure-Python spec was imported first")
-    if str(out) not in sys.path:
+    try:
+        substitute("spec", out / "rabbitproof" / "spec")
+    except SubstituteError:
+        raise CompiledSpecError(f"{ENV} is set, but the pure-Python spec was imported first") from None
+    if str(out) not in sys.path:        # mypyc's shared library of the compiled modules is a top-level module
         sys.path.insert(0, str(out))
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(out) not in paths:
@@ -128,7 +142,7 @@ def activate(out: Path = BUILD, spec_dir: Path = SOURCES) -> None:
 
 def in_use() -> bool:
     """Whether the spec this process imported is a compiled one."""
-    from spec import machine
+    from rabbitproof.spec import machine
     return not (machine.__file__ or "").endswith(".py")
 
 

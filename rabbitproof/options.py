@@ -10,10 +10,10 @@ from typing import Any, NoReturn, Sequence
 
 from rich.console import Console
 
-from spark_check.bundle import InputError
-from spark_check.checkpoint import check_writable
-from spark_check.engines import ENGINES, Engine, engine_named
-from spark_check.reductions import REDUCTIONS, parse_reductions
+from rabbitproof.spark_check.bundle import InputError
+from rabbitproof.spark_check.checkpoint import check_writable
+from rabbitproof.spark_check.engines import ENGINES, Engine, engine_named
+from rabbitproof.spark_check.reductions import REDUCTIONS, parse_reductions
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 

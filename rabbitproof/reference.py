@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from spec.configs import CONFIGS, STANDARD
-from spec.properties import LIVENESS, REGISTRY
+from rabbitproof.spec.configs import CONFIGS, STANDARD
+from rabbitproof.spec.properties import LIVENESS, REGISTRY
 
 from rabbitproof.bench.command import PARTS
 from rabbitproof.check.setup_file import KEYS

@@ -29,16 +29,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from model.actions import RELATIONS
-from model.agreement import Checker
-from proofs.bmc import EXPECTED_UNKNOWN, FOUND, HAZARD_CONFIGS, check_hazard
-from proofs.bmc import UNKNOWN as BMC_UNKNOWN
-from proofs.contracts import check_all, print_outcomes
-from proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, invariants_named, prove_all
-from spark_check.bundle import InputError, load_spec
-from spark_check.engine import Engine
-from spark_check.reductions import build_reduction, parse_reductions, written_for
-from spec import configs, machine
+from rabbitproof.model.actions import RELATIONS
+from rabbitproof.model.agreement import Checker
+from rabbitproof.proofs.bmc import EXPECTED_UNKNOWN, FOUND, HAZARD_CONFIGS, check_hazard
+from rabbitproof.proofs.bmc import UNKNOWN as BMC_UNKNOWN
+from rabbitproof.proofs.contracts import check_all, print_outcomes
+from rabbitproof.proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, invariants_named, prove_all
+from rabbitproof.spark_check.bundle import InputError, load_spec
+from rabbitproof.spark_check.engine import Engine
+from rabbitproof.spark_check.reductions import build_reduction, parse_reductions, written_for
+from rabbitproof.spec import configs, machine
 
 from rabbitproof import compiled
 from rabbitproof.explore.standard import verify

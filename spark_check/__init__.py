@@ -7,7 +7,7 @@ its reductions. The command line is `rabbitproof explore` (rabbitproof/explore/c
 
 From Python::
 
-    from spark_check import LocalEngine
+    from rabbitproof.spark_check import LocalEngine
     result = LocalEngine().explore(spec.machine, spec.configs.get("ack_basics"), properties)
     result.distinct_states, result.depth, result.ok, result.properties[0].trace.lines()
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Mapping, Sequence
 
-from spec.properties_api import Liveness, Property
+from rabbitproof.spec.properties_api import Liveness, Property
 
 from .engine import Model
 
@@ -87,9 +87,9 @@ def helpers_left_out(config: Any, registry: Mapping[str, Property], names: Seque
 def load_spec() -> SpecBundle:
     """The real specification: ``spec.machine``, ``spec.configs`` and ``spec.properties.REGISTRY``."""
     try:
-        machine = importlib.import_module("spec.machine")
-        configs = importlib.import_module("spec.configs")
-        properties = importlib.import_module("spec.properties")
+        machine = importlib.import_module("rabbitproof.spec.machine")
+        configs = importlib.import_module("rabbitproof.spec.configs")
+        properties = importlib.import_module("rabbitproof.spec.properties")
     except ImportError as e:
         raise InputError(f"the specification cannot be imported: {_one_line(e)}") from None
     return SpecBundle(model=machine, configs=configs, registry=properties.REGISTRY, liveness=properties.LIVENESS)

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from typing import Any, Callable, Protocol, Sequence
 
-from spec.properties_api import Liveness, Property
+from rabbitproof.spec.properties_api import Liveness, Property
 
 from .assembly import SearchOutcome, assemble
 from .expansion import Expander, PausedCollector, diagnose

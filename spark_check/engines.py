@@ -14,7 +14,7 @@ from .engine import Engine, LocalEngine
 
 def _spark_engine(**options: Any) -> Engine:
     """The Spark engine, loaded on first use."""
-    return importlib.import_module("spark_check.spark_engine").SparkEngine(**options)
+    return importlib.import_module("rabbitproof.spark_check.spark_engine").SparkEngine(**options)
 
 
 ENGINES: dict[str, Callable[..., Engine]] = {"local": LocalEngine, "spark": _spark_engine}

@@ -13,7 +13,7 @@ from itertools import repeat
 from operator import call
 from typing import Any, Callable, NamedTuple, Sequence
 
-from spec.properties_api import Property
+from rabbitproof.spec.properties_api import Property
 
 from .liveness import MAX_FAIR_CLASSES, atoms_of
 from .recent_fingerprints import RecentFingerprints

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Sequence
 
-from spec.properties_api import Property
+from rabbitproof.spec.properties_api import Property
 
 from .expansion import Expander
 from .reductions import reduction_named
@@ -63,7 +63,7 @@ class Portable:
 
     def modules(self) -> set[str]:
         """The top-level packages executors must be able to import."""
-        names = {"spark_check", "spec", type(self.config).__module__}
+        names = {"rabbitproof", type(self.config).__module__}
         names.add(self.model if isinstance(self.model, str) else type(self.model).__module__)
         for p in self.properties:
             names.add(p.module if isinstance(p, PropertyRef) else p.holds.__module__)

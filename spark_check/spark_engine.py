@@ -44,7 +44,7 @@ from pyspark import TaskContext
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import functions as F
 
-from spec.properties_api import Property
+from rabbitproof.spec.properties_api import Property
 
 from .assembly import SearchOutcome, assemble
 from .checkpoint import LevelStore, check_same, check_writable, identity, outcome_from, read_progress

@@ -71,9 +71,9 @@ def code_archive(packages: Iterable[str], folder: str) -> str:
                 continue
             origin = Path(spec.origin)
             if spec.submodule_search_locations:          # a package: every .py below it
-                root = origin.parent
-                for path in sorted(root.rglob("*.py")):
-                    z.write(path, str(Path(name) / path.relative_to(root)))
+                for folder, inside in package_folders(name, origin.parent):
+                    for path in sorted(folder.rglob("*.py")):
+                        z.write(path, str(Path(inside) / path.relative_to(folder)))
             elif origin.suffix == ".py":
                 z.write(origin, origin.name)
     data = buffer.getvalue()
@@ -81,6 +81,18 @@ def code_archive(packages: Iterable[str], folder: str) -> str:
     with open(path, "wb") as f:
         f.write(data)
     return path
+
+
+def package_folders(name: str, root: Path) -> list[tuple[Path, str]]:
+    """The folders of package ``name`` (found at ``root``) and where each goes in the archive: the package's
+    own, and, for rabbitproof in a checkout, the design card's folders installed inside it from the
+    repository's top (pyproject.toml's package-dir), which are not below ``root`` there."""
+    folders = [(root, name)]
+    for part in getattr(importlib.import_module(name), "DESIGN_CARD", ()):
+        found = importlib.util.find_spec(f"{name}.{part}")
+        if found is not None and found.origin is not None and Path(found.origin).parent.parent != root:
+            folders.append((Path(found.origin).parent, f"{name}/{part}"))
+    return folders
 
 
 def spark_session(master: str | None, partitions: int, driver_memory: str | None = None) -> Any:

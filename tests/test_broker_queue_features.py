@@ -15,7 +15,7 @@ import uuid
 import pytest
 from pamqp import commands as C
 
-from impl.core import queue_arguments
+from rabbitproof.impl.core import queue_arguments
 
 from rabbitproof.recording.rawclient import ChannelClosed, ConnectionClosed, RawConnection, transient
 from rabbitproof.recording.wire import wait_ready

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import z3
 
-from model import actions as M
-from model.agreement import Checker
-from model.invariants import HELPERS, INVARIANTS
-from model.state import project
-from proofs.inductive import COUNTEREXAMPLE, PROVED, prove_step
-from spec import actions as A
-from spec import machine
-from spec.frames import BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_OPEN, CHANNEL_OPEN_OK, make_frame
-from spec.properties import channel_lifecycle, delivery_tags_increase
-from spec.state import C_OPEN, C_OPENING, CH_CLOSED
+from rabbitproof.model import actions as M
+from rabbitproof.model.agreement import Checker
+from rabbitproof.model.invariants import HELPERS, INVARIANTS
+from rabbitproof.model.state import project
+from rabbitproof.proofs.inductive import COUNTEREXAMPLE, PROVED, prove_step
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import machine
+from rabbitproof.spec.frames import BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_OPEN, CHANNEL_OPEN_OK, make_frame
+from rabbitproof.spec.properties import channel_lifecycle, delivery_tags_increase
+from rabbitproof.spec.state import C_OPEN, C_OPENING, CH_CLOSED
 from tests.fixtures.model_plants import disagreements, keeping
 from tests.test_closed_channel import CONSUMER_OUT_OF_TURN, _replay
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from spark_check.engine import LocalEngine
-from spec import actions as A
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import actions as A
 
 from rabbitproof.check.answers import applies, check_setup, machine_for, names
 from rabbitproof.check.questions import LIVENESS, NOTHING_YET, QUESTIONS, SetupMachine, Watched, believed_never_lost

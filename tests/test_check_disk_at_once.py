@@ -14,9 +14,9 @@ from rabbitproof.check.answers import prepare
 from rabbitproof.check.disk_at_once import DiskAtOnce
 from rabbitproof.check.questions import lost_messages, processed_at_most_once, publisher_waits, seen_in_publication_order
 from rabbitproof.check.setup_file import read_setup
-from spark_check.engine import LocalEngine
-from spec import actions as A
-from spec.faults import pending_disk
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import actions as A
+from rabbitproof.spec.faults import pending_disk
 
 
 def reachable(machine, config, cap: int) -> list:

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from model.invariants import HELPERS, INVARIANTS
-from spark_check.engine import LocalEngine
+from rabbitproof.model.invariants import HELPERS, INVARIANTS
+from rabbitproof.spark_check.engine import LocalEngine
 
 from rabbitproof.check.answers import Prepared, check_setup, config_for, keeps_beliefs, machine_for
 from rabbitproof.check.for_every_size import IMPLIED, proved_for

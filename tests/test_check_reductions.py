@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from spark_check.engine import LocalEngine
-from spec import actions as A
-from spec.state import CH_OPEN
-from spec.frames import BASIC_CONSUME_OK, BASIC_GET_EMPTY, BASIC_QOS_OK, CHANNEL_OPEN_OK, CONFIRM_SELECT_OK
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import actions as A
+from rabbitproof.spec.state import CH_OPEN
+from rabbitproof.spec.frames import BASIC_CONSUME_OK, BASIC_GET_EMPTY, BASIC_QOS_OK, CHANNEL_OPEN_OK, CONFIRM_SELECT_OK
 
 from rabbitproof.bench.reductions import decides, replay
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, config_for, machine_for

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark_check.engine import LocalEngine
-from spec import actions as A
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import actions as A
 
 from rabbitproof.check.answers import check_setup, machine_for
 from rabbitproof.check.questions import NOTHING_YET, Republish, lost_messages, original

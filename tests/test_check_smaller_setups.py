@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_check.engine import LocalEngine
+from rabbitproof.spark_check.engine import LocalEngine
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup
 from rabbitproof.check.setup_file import read_setup

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_check.engine import LocalEngine, disagreements
-from spark_check.spark_engine import SparkEngine
+from rabbitproof.spark_check.engine import LocalEngine, disagreements
+from rabbitproof.spark_check.spark_engine import SparkEngine
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup
 from rabbitproof.check.setup_file import read_setup

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_check.engine import LocalEngine
+from rabbitproof.spark_check.engine import LocalEngine
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, config_for, machine_for
 from rabbitproof.check.questions import LIVENESS, PROPERTIES, Watched

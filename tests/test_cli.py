@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rabbitproof import DESIGN_CARD
 from rabbitproof import cli
 from rabbitproof.recording import scenarios
 from rabbitproof.recording.file import FORMAT, load, save
@@ -35,11 +36,14 @@ def test_an_unknown_subcommand_is_one_line_and_exit_code_2(capsys):
 
 
 def test_the_installed_package_runs_from_any_directory(tmp_path):
-    """A non-editable install (no repository on the path) has every subcommand and the manifest."""
+    """A non-editable install (no repository on the path) has every subcommand and the manifest, and puts
+    nothing into site-packages under a generic name: the design card's folders are inside rabbitproof."""
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(ROOT)],
                    check=True, capture_output=True, timeout=300)
-    assert not (site / "tests").exists()
+    top = {p.name for p in site.iterdir() if not p.name.endswith((".dist-info", ".egg-info")) and p.name != "bin"}
+    assert top == {"rabbitproof"}, top
+    assert all((site / "rabbitproof" / part / "__init__.py").is_file() for part in DESIGN_CARD)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
@@ -48,7 +52,7 @@ def test_the_installed_package_runs_from_any_directory(tmp_path):
         return subprocess.run([sys.executable, "-m", "rabbitproof", *args], cwd=elsewhere, env=env,
                               capture_output=True, text=True, timeout=300)
 
-    where = subprocess.run([sys.executable, "-c", "import rabbitproof, spec; print(rabbitproof.__file__, spec.__file__)"],
+    where = subprocess.run([sys.executable, "-c", "import rabbitproof.spec as s; print(s.__file__)"],
                            cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout.split()
     assert all(path.startswith(str(site)) for path in where), where
     explored = rabbitproof("explore", "ack_basics", "--no-progress")

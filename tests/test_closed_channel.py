@@ -8,21 +8,21 @@ from __future__ import annotations
 
 import z3
 
-from model import actions as M
-from model.agreement import Checker
-from model.invariants import INVARIANTS
-from model.state import project
-from proofs.inductive import COUNTEREXAMPLE, PROVED, prove_step
-from spark_check.engine import LocalEngine
-from spec import actions as A
-from spec import configs, machine
-from spec.configs import TO_Q0, Config
-from spec.frames import BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_OPEN_OK, MISSING_EXCHANGE
-from spec.properties import (
+from rabbitproof.model import actions as M
+from rabbitproof.model.agreement import Checker
+from rabbitproof.model.invariants import INVARIANTS
+from rabbitproof.model.state import project
+from rabbitproof.proofs.inductive import COUNTEREXAMPLE, PROVED, prove_step
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import configs, machine
+from rabbitproof.spec.configs import TO_Q0, Config
+from rabbitproof.spec.frames import BASIC_CONSUME_OK, BASIC_DELIVER, CHANNEL_CLOSE, CHANNEL_OPEN_OK, MISSING_EXCHANGE
+from rabbitproof.spec.properties import (
     REGISTRY, closed_channel_is_silent, confirms_exactly_once, delivery_tags_increase, sent_after_close,
 )
-from spec.roles import Role
-from spec.state import C_OPENING, CH_CLOSING, CH_OPEN
+from rabbitproof.spec.roles import Role
+from rabbitproof.spec.state import C_OPENING, CH_CLOSING, CH_OPEN
 from tests.fixtures.model_plants import disagreements, keeping
 
 # Connection 0's client consumes q0 and, before any answer, sends channel.close-ok out of turn and

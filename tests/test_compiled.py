@@ -75,13 +75,13 @@ def test_the_command_refuses_a_missing_or_stale_build_before_any_work(tmp_path: 
 def test_the_modules_to_compile_type_check(tmp_path: Path) -> None:
     """mypy on the compiled modules as the build sees them: an edit that breaks their types fails
     here, not at the next `make fast`."""
-    copy = tmp_path / "spec"
+    copy = tmp_path / "rabbitproof" / "spec"
     shutil.copytree(compiled.SOURCES, copy, ignore=shutil.ignore_patterns("__pycache__"))
     compiled.type_check(copy)
 
 
 def test_a_type_error_stops_the_build_with_mypys_report(tmp_path: Path) -> None:
-    copy = tmp_path / "spec"
+    copy = tmp_path / "rabbitproof" / "spec"
     shutil.copytree(compiled.SOURCES, copy, ignore=shutil.ignore_patterns("__pycache__"))
     network = copy / "network.py"
     network.write_text(network.read_text() + "\n\ndef broken() -> int:\n    return 'not an int'\n")
@@ -109,7 +109,7 @@ def established(path: Path) -> dict:
 
 def test_the_compiled_spec_gives_the_pure_specs_counts_and_answers(tmp_path: Path) -> None:
     out = compiled.build(tmp_path / "fast")
-    assert sorted(p.name.split(".")[0] for p in (out / "spec").glob("*.so")) == sorted(compiled.MODULES)
+    assert sorted(p.name.split(".")[0] for p in (out / "rabbitproof" / "spec").glob("*.so")) == sorted(compiled.MODULES)
     root = compiled.ROOT
     for n, args in enumerate(EXPLORED + CHECKED):
         facts = []

@@ -8,14 +8,14 @@ and the publishes and selects in flight (``publishes_to_broker``, ``first_select
 ``publishes_behind_select``)."""
 from __future__ import annotations
 
-from model import actions as M
-from model.agreement import Checker
-from model.state import project
-from spec import actions as A
-from spec import machine
-from spec.frames import BASIC_ACK, make_frame
-from spec.properties import confirms_exactly_once, confirms_in_step
-from spec.state import MODE_CONFIRM
+from rabbitproof.model import actions as M
+from rabbitproof.model.agreement import Checker
+from rabbitproof.model.state import project
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import machine
+from rabbitproof.spec.frames import BASIC_ACK, make_frame
+from rabbitproof.spec.properties import confirms_exactly_once, confirms_in_step
+from rabbitproof.spec.state import MODE_CONFIRM
 from tests.fixtures.model_plants import disagreements, keeping
 from tests.test_closed_channel import CONFIRMS_OUT_OF_TURN, _replay
 

@@ -13,7 +13,7 @@ from rabbitproof.brokers.ports import free_port, wait_until_listening
 def test_crash_programs_run_with_the_users_kill_and_start_commands(tmp_path):
     port = free_port()
     data, pid = tmp_path / "data", tmp_path / "broker.pid"
-    start = (f"{shlex.quote(sys.executable)} -m impl.server --port {port} --data-dir {shlex.quote(str(data))} "
+    start = (f"{shlex.quote(sys.executable)} -m rabbitproof.impl.server --port {port} --data-dir {shlex.quote(str(data))} "
              f"> /dev/null 2>&1 & echo $! > {shlex.quote(str(pid))}")
     kill = f"kill -9 $(cat {shlex.quote(str(pid))})"
     subprocess.run(start, shell=True, check=True)
@@ -33,7 +33,7 @@ def test_crash_programs_run_with_the_users_kill_and_start_commands(tmp_path):
 def test_a_start_command_that_fails_is_one_clear_error(tmp_path):
     port = free_port()
     data, pid = tmp_path / "data", tmp_path / "broker.pid"
-    start = (f"{shlex.quote(sys.executable)} -m impl.server --port {port} --data-dir {shlex.quote(str(data))} "
+    start = (f"{shlex.quote(sys.executable)} -m rabbitproof.impl.server --port {port} --data-dir {shlex.quote(str(data))} "
              f"> /dev/null 2>&1 & echo $! > {shlex.quote(str(pid))}")
     subprocess.run(start, shell=True, check=True)
     try:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from pamqp import commands
 from pamqp import frame as amqp_frame
 
-from spec import actions as A
+from rabbitproof.spec import actions as A
 
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.command import outcome

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 from rich.console import Console
 
-from spark_check.bundle import load_spec
-from spark_check.engine import LocalEngine
+from rabbitproof.spark_check.bundle import load_spec
+from rabbitproof.spark_check.engine import LocalEngine
 
 from rabbitproof.cli import main
 from rabbitproof.explore.chart import brief, chart_svg

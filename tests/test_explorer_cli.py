@@ -131,8 +131,8 @@ def test_a_checkpoint_url_is_refused_executors_write_into_the_directory_themselv
 
 
 def test_resume_needs_a_checkpoint_of_the_same_exploration(tmp_path, capsys):
-    from spark_check.assembly import SearchOutcome
-    from spark_check.checkpoint import LevelStore, identity
+    from rabbitproof.spark_check.assembly import SearchOutcome
+    from rabbitproof.spark_check.checkpoint import LevelStore, identity
     from tests import toy_model as toy
 
     empty = tmp_path / "empty"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_check.bundle import action_types_of
-from spark_check.engine import Engine, LocalEngine, disagreements
-from spark_check.engines import engine_named
+from rabbitproof.spark_check.bundle import action_types_of
+from rabbitproof.spark_check.engine import Engine, LocalEngine, disagreements
+from rabbitproof.spark_check.engines import engine_named
 
 from tests import toy_model as toy
 

@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from spark_check.bundle import load_spec
-from spark_check.engine import LocalEngine, disagreements
-from spark_check.spark_engine import SparkEngine
+from rabbitproof.spark_check.bundle import load_spec
+from rabbitproof.spark_check.engine import LocalEngine, disagreements
+from rabbitproof.spark_check.spark_engine import SparkEngine
 
 from rabbitproof.bench.reductions import replay
 
@@ -109,7 +109,7 @@ def test_agrees_with_the_local_engine_under_the_reductions(spark, name, reductio
 def test_liveness_all_in_spark_agrees_with_the_local_engine(spark, config):
     """The toy of tests/toy_liveness.py with the whole search for fair cycles in Spark (``driver_core_edges``
     0: the graph split on an executor, judged with aggregates): the same verdict and the same lasso."""
-    from spark_check.spark_liveness import DRIVER_CORE_EDGES
+    from rabbitproof.spark_check.spark_liveness import DRIVER_CORE_EDGES
     from tests.toy_liveness import JOB_DONE, JobConfig, JobModel
 
     spark.driver_core_edges = 0
@@ -142,7 +142,7 @@ def test_the_specs_liveness_agrees_with_the_local_engine(spark, name):
 @pytest.mark.parametrize("core", [0, 1000])
 def test_a_reduction_that_may_lose_fair_cycles_leaves_unfair_ones_undecided_in_spark_too(spark, core):
     """spark_check.reductions: the cycles are seen whether trimmed and coloured in Spark or on the driver."""
-    from spark_check.spark_liveness import DRIVER_CORE_EDGES
+    from rabbitproof.spark_check.spark_liveness import DRIVER_CORE_EDGES
     from tests.toy_liveness import JOB_DONE, JobConfig, UnsureJobModel
 
     spark.reductions, spark.driver_core_edges = ("symmetry",), core
@@ -162,7 +162,7 @@ def test_liveness_all_in_spark_on_many_small_components_agrees_with_the_local_en
     """Two ladders of small components in a row (tests/toy_liveness.py), all in Spark (``driver_core_edges``
     0): the same verdict and the same lasso as the local engine, the tie between the two ladders' first
     fair rungs (at the same depth) broken the same way."""
-    from spark_check.spark_liveness import DRIVER_CORE_EDGES, PIECE_EDGES
+    from rabbitproof.spark_check.spark_liveness import DRIVER_CORE_EDGES, PIECE_EDGES
     from tests.toy_liveness import LADDER_TOP, LadderConfig, LadderModel
 
     spark.driver_core_edges, spark.piece_edges = 0, piece_edges
@@ -215,7 +215,7 @@ def test_the_next_levels_time_is_foreseen_at_the_last_levels_pace():
     stops before a level that, at the pace of the last one (``next_level_seconds``), would end past the
     limit. The estimate itself is checked here; the stop was measured (docs/results.md: 355 s for a
     300 s limit, where it ran to 675 s)."""
-    from spark_check.spark_engine import next_level_seconds
+    from rabbitproof.spark_check.spark_engine import next_level_seconds
 
     assert next_level_seconds(100.0, 200_000, 250_000) == pytest.approx(125.0)
     assert next_level_seconds(2.0, 0, 10) == pytest.approx(20.0)       # an empty level: no division by zero
@@ -225,7 +225,7 @@ def test_a_session_that_needs_more_packages_later_ships_them_beside_the_first(sp
     """A session that explored one model and then needs another package (another model, a test's toy)
     ships a second archive: Spark refuses a second file of one name, so each archive's name carries a
     digest of its contents (spark_check.spark_session.code_archive)."""
-    from spark_check.spark_session import ship_code
+    from rabbitproof.spark_check.spark_session import ship_code
 
     session = spark.session()
     ship_code(session, ["spec"])

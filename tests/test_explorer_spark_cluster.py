@@ -15,7 +15,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from spark_check.engine import LocalEngine
+from rabbitproof.spark_check.engine import LocalEngine
 
 from tests import toy_model as toy
 

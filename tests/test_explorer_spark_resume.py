@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from spark_check.engine import LocalEngine
+from rabbitproof.spark_check.engine import LocalEngine
 
 from tests import toy_model as toy
 

@@ -83,7 +83,7 @@ def test_impl_reports_a_failed_start(tmp_path):
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         broker = ImplBroker(tmp_path / "data", port=squatter.getsockname()[1], startup_timeout=20)
-        with pytest.raises(ImplStartFailed, match="impl.server"):
+        with pytest.raises(ImplStartFailed, match="rabbitproof.impl.server"):
             broker.start()
         assert not broker.is_running()
         broker.close()

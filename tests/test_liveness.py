@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spark_check.engine import LocalEngine
-from spark_check.liveness import components, cycle_through, fair_accepting
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spark_check.liveness import components, cycle_through, fair_accepting
 
 from tests.toy_liveness import JOB_DONE, JobConfig, JobModel, UnsureJobModel
 

@@ -10,16 +10,16 @@ import time
 import z3
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from model import actions as M
-from model.agreement import Checker
-from model.state import abstract
-from spec import actions as A
-from spec import broker, client, configs, machine
-from spec.frames import (
+from rabbitproof.model import actions as M
+from rabbitproof.model.agreement import Checker
+from rabbitproof.model.state import abstract
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import broker, client, configs, machine
+from rabbitproof.spec.frames import (
     BASIC_ACK, BASIC_CONSUME, BASIC_DELIVER, BASIC_NACK, BASIC_PUBLISH, BASIC_QOS, BASIC_REJECT, CHANNEL_CLOSE,
     PRECONDITION_FAILED, QUEUE_DECLARE, QUEUE_DECLARE_OK, RESOURCE_LOCKED, TX_COMMIT, TX_ROLLBACK, make_frame,
 )
-from spec.state import MODE_CONFIRM, MODE_TX
+from rabbitproof.spec.state import MODE_CONFIRM, MODE_TX
 from tests.fixtures.model_plants import keeping, replacing, requeue_to_tail
 
 SMALL = tuple(n for n in configs.STANDARD if configs.get(n).category != "medium")

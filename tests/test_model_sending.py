@@ -12,18 +12,18 @@ import dataclasses
 import pytest
 import z3
 
-from model import actions as M
-from model import bounded as B
-from model.agreement import Checker
-from model.invariants import HELPERS, INVARIANTS
-from model.state import abstract
-from proofs.bmc import _concrete
-from proofs.inductive import COUNTEREXAMPLE, PROVED, prove_step
-from spec import actions as A
-from spec import machine
-from spec.frames import CHANNEL_CLOSE, QUEUE_DELETE
-from spec.roles import QueueSpec, Role
-from spec.state import CH_CLOSED, CONN_GONE
+from rabbitproof.model import actions as M
+from rabbitproof.model import bounded as B
+from rabbitproof.model.agreement import Checker
+from rabbitproof.model.invariants import HELPERS, INVARIANTS
+from rabbitproof.model.state import abstract
+from rabbitproof.proofs.bmc import _concrete
+from rabbitproof.proofs.inductive import COUNTEREXAMPLE, PROVED, prove_step
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import machine
+from rabbitproof.spec.frames import CHANNEL_CLOSE, QUEUE_DELETE
+from rabbitproof.spec.roles import QueueSpec, Role
+from rabbitproof.spec.state import CH_CLOSED, CONN_GONE
 from tests.fixtures.model_plants import disagreements, keeping
 from tests.test_proofs_inductive import _parts, _value
 from tests.test_spec_interleavings import reachable

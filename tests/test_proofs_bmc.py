@@ -8,16 +8,16 @@ import time
 
 import z3
 
-from proofs import bmc
-from spec import configs, machine
-from spec.properties import get
+from rabbitproof.proofs import bmc
+from rabbitproof.spec import configs, machine
+from rabbitproof.spec.properties import get
 
 
 def _explorer_actions(hazard: str) -> list:
     """The explorer's shortest counterexample, as spec actions (the local engine's trace, matched
     against the enabled actions at each step)."""
-    from spark_check.bundle import load_spec
-    from spark_check.engine import LocalEngine
+    from rabbitproof.spark_check.bundle import load_spec
+    from rabbitproof.spark_check.engine import LocalEngine
     config = configs.get(bmc.HAZARD_CONFIGS[hazard])
     trace = LocalEngine().explore(load_spec().model, config, [get(hazard)]).properties[0].trace
     state, out = machine.initial_states(config)[0], []

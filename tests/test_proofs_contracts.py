@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 import re
 
-from proofs.contracts import check, conditions_of
-from spec.broker import settled_tags
+from rabbitproof.proofs.contracts import check, conditions_of
+from rabbitproof.spec.broker import settled_tags
 from tests.fixtures import crosshair_planted
 
 PLANTED = "tests.fixtures.crosshair_planted.settled_tags"
@@ -37,7 +37,7 @@ def test_crosshair_finds_the_planted_bug():
 
 
 def test_crosshair_finds_nothing_on_the_real_function():
-    outcome = check("spec.broker.settled_tags", per_condition_timeout=1.0)
+    outcome = check("rabbitproof.spec.broker.settled_tags", per_condition_timeout=1.0)
     assert outcome.conditions == conditions_of(PLANTED) == 5
     assert outcome.counterexamples == [] and outcome.other == []
     assert outcome.reported == 5 and outcome.ok

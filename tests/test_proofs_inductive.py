@@ -13,18 +13,18 @@ from pathlib import Path
 
 import z3
 
-from model import actions as M
-from model import invariants as MI
-from model.invariants import HELPERS, INVARIANTS, Invariant, _live_copies, init
-from model.state import FIELDS, QUEUE, abstract
-from proofs import inductive
-from proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, _transition, invariants_named, prove_all, prove_step
-from spec import actions as A
-from spec import broker, configs, machine, storage
-from spec.frames import BASIC_ACK, BASIC_NACK, BASIC_RECOVER, BASIC_REJECT, QUEUE_DECLARE
-from spec.properties import REGISTRY
-from spec.roles import QueueSpec, Role
-from spec.state import CH_OPEN, CONN_DOWN, FATE_ACKED, FATE_LOST_CRASH, MODE_TX
+from rabbitproof.model import actions as M
+from rabbitproof.model import invariants as MI
+from rabbitproof.model.invariants import HELPERS, INVARIANTS, Invariant, _live_copies, init
+from rabbitproof.model.state import FIELDS, QUEUE, abstract
+from rabbitproof.proofs import inductive
+from rabbitproof.proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, _transition, invariants_named, prove_all, prove_step
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import broker, configs, machine, storage
+from rabbitproof.spec.frames import BASIC_ACK, BASIC_NACK, BASIC_RECOVER, BASIC_REJECT, QUEUE_DECLARE
+from rabbitproof.spec.properties import REGISTRY
+from rabbitproof.spec.roles import QueueSpec, Role
+from rabbitproof.spec.state import CH_OPEN, CONN_DOWN, FATE_ACKED, FATE_LOST_CRASH, MODE_TX
 from tests.fixtures.model_plants import requeue_to_tail
 
 

@@ -7,8 +7,8 @@ from rich.console import Console
 
 from rabbitproof.bench.engines import bench
 from rabbitproof.cli import main
-from spark_check.bundle import helpers_left_out, load_spec, properties_for
-from spec import properties
+from rabbitproof.spark_check.bundle import helpers_left_out, load_spec, properties_for
+from rabbitproof.spec import properties
 
 SPEC = load_spec()
 

@@ -6,9 +6,9 @@ import pytest
 
 from rabbitproof.check.answers import prepare
 from rabbitproof.check.setup_file import read_setup
-from spark_check.engine import LocalEngine
-from spark_check.expansion import Expander
-from spark_check.recent_fingerprints import RecentFingerprints
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spark_check.expansion import Expander
+from rabbitproof.spark_check.recent_fingerprints import RecentFingerprints
 
 
 def test_each_state_gets_its_own_fingerprint_computed_once_while_remembered() -> None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from spark_check.bundle import load_spec
-from spark_check.engine import LocalEngine
-from spark_check.expansion import Expander
-from spark_check.reductions import build_reduction, parse_reductions, written_for
-from spec.por import FusedTakes
+from rabbitproof.spark_check.bundle import load_spec
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spark_check.expansion import Expander
+from rabbitproof.spark_check.reductions import build_reduction, parse_reductions, written_for
+from rabbitproof.spec.por import FusedTakes
 
 from rabbitproof import cli
 from rabbitproof.bench.reductions import compare_reduction, levels, premise_problems

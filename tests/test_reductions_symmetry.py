@@ -8,15 +8,15 @@ import dataclasses
 
 import pytest
 
-from spark_check.bundle import load_spec
-from spark_check.engine import LocalEngine
-from spark_check.equivariance import equivariance_problems
-from spark_check.expansion import Expander
-from spark_check.reductions import parse_reductions, written_for
-from spec.configs import Q0, TO_Q0
-from spec.roles import Role
-from spec.frames import MSG_STRIDE
-from spec.symmetry import Renaming, Symmetry, automorphisms, rename, symmetries
+from rabbitproof.spark_check.bundle import load_spec
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spark_check.equivariance import equivariance_problems
+from rabbitproof.spark_check.expansion import Expander
+from rabbitproof.spark_check.reductions import parse_reductions, written_for
+from rabbitproof.spec.configs import Q0, TO_Q0
+from rabbitproof.spec.roles import Role
+from rabbitproof.spec.frames import MSG_STRIDE
+from rabbitproof.spec.symmetry import Renaming, Symmetry, automorphisms, rename, symmetries
 
 from rabbitproof.bench.reductions import compare_reduction, decides, replay
 from rabbitproof.check.answers import check_setup, machine_for

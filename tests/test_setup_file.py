@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from spec.frames import DEFAULT_EXCHANGE
-from spec.machine import enabled, initial_states
+from rabbitproof.spec.frames import DEFAULT_EXCHANGE
+from rabbitproof.spec.machine import enabled, initial_states
 
 from rabbitproof.check.setup_file import SetupError, key_lines, parse_setup, read_setup
 from rabbitproof.check.setup_model import notes, to_config

@@ -5,7 +5,7 @@ import pickle
 import numpy as np
 import pytest
 
-from spark_check.level_files import (
+from rabbitproof.spark_check.level_files import (
     GroupReader,
     GroupWriter,
     drop_visited_after,

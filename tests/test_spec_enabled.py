@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec import configs, machine
+from rabbitproof.spec import configs, machine
 
 
 def reachable(config, limit: int):

@@ -14,14 +14,14 @@ from rabbitproof.conformance import coverage
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.targets import REPLIES
 from rabbitproof.recording.observations import BY_PAMQP_NAME, pamqp_name
-from spec import actions as A
-from spec import configs, machine, network
-from spec.frames import (
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import configs, machine, network
+from rabbitproof.spec.frames import (
     BASIC_ACK, BASIC_GET_EMPTY, FIELDS, FRAME_CLASSES, METHODS, QUEUE_DECLARE_OK, TX_COMMIT_OK,
     as_frame, frame_text, make_frame,
 )
-from spec.state import put, with_conn
-from spec.trace_text import parse_frame
+from rabbitproof.spec.state import put, with_conn
+from rabbitproof.spec.trace_text import parse_frame
 from tests.test_spec_interleavings import reachable
 
 # Small configurations that between them send most methods (20 or more: the test below counts them).

@@ -11,13 +11,13 @@ import pytest
 from rabbitproof.check.answers import check_setup
 from rabbitproof.check.questions import QUESTIONS
 from rabbitproof.check.setup_file import read_setup
-from spark_check.engine import LocalEngine
-from spec import actions as A
-from spec import configs, faults, interleavings, machine
-from spec.frames import BASIC_GET, BASIC_GET_OK, QUEUE_DELETE, QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK
-from spec.properties import get
-from spec.roles import QueueSpec, Role
-from spec.symmetry import Renaming, rename
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import configs, faults, interleavings, machine
+from rabbitproof.spec.frames import BASIC_GET, BASIC_GET_OK, QUEUE_DELETE, QUEUE_DELETE_OK, QUEUE_PURGE, QUEUE_PURGE_OK
+from rabbitproof.spec.properties import get
+from rabbitproof.spec.roles import QueueSpec, Role
+from rabbitproof.spec.symmetry import Renaming, rename
 from tests.fixtures.model_plants import disagreements
 from tests.test_spec_trace_methods import get as get_line
 from tests.test_spec_trace_prefetch_global import window_race

@@ -7,15 +7,15 @@ from dataclasses import replace
 
 from pamqp import commands
 
-from model import actions as M
-from proofs.inductive import COUNTEREXAMPLE, HELPERS, INVARIANTS, PROVED, prove_step
-from spec import actions as A
-from spec import configs, faults, machine
+from rabbitproof.model import actions as M
+from rabbitproof.proofs.inductive import COUNTEREXAMPLE, HELPERS, INVARIANTS, PROVED, prove_step
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import configs, faults, machine
 from rabbitproof.recording import observations
-from spec.frames import BASIC_ACK, BASIC_DELIVER, CHANNEL_CLOSE
-from spec.properties import get
-from spec.state import CH_CLOSING, CONN_DOWN, CONN_GONE
-from spark_check.engine import LocalEngine
+from rabbitproof.spec.frames import BASIC_ACK, BASIC_DELIVER, CHANNEL_CLOSE
+from rabbitproof.spec.properties import get
+from rabbitproof.spec.state import CH_CLOSING, CONN_DOWN, CONN_GONE
+from rabbitproof.spark_check.engine import LocalEngine
 
 from rabbitproof.recording import scenarios
 
@@ -123,8 +123,8 @@ def test_at_the_end_of_a_program_the_broker_has_noticed_a_dropped_connection():
     """Quiescence (spec/trace.py, ``quiescent``): a client drops its connection holding a delivery; the
     other client consumes the queue and marks the end. The held message must have come back to it: a
     broker that keeps a dropped connection's deliveries for ever is rejected at the quiet mark."""
-    from spec import trace
-    from spec.frames import BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_PUBLISH
+    from rabbitproof.spec import trace
+    from rabbitproof.spec.frames import BASIC_CONSUME, BASIC_CONSUME_OK, BASIC_PUBLISH
     consume = ("sent", (BASIC_CONSUME, 1, 0, 1, False, False))
     consume_ok = ("received", (BASIC_CONSUME_OK, 1, 1))
     holder = [consume, consume_ok, ("received", (BASIC_DELIVER, 1, 1, 1, False, 1)), ("lost",)]

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import pytest
 from rich.console import Console
 
-from spark_check.bundle import load_spec, properties_for
-from spark_check.engine import LocalEngine
-from spec import actions as A
-from spec import machine
-from spec.fairness import UNFAIR
-from spec.properties import LIVENESS, waiting_for_confirm
-from spec.state import with_conn
+from rabbitproof.spark_check.bundle import load_spec, properties_for
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import machine
+from rabbitproof.spec.fairness import UNFAIR
+from rabbitproof.spec.properties import LIVENESS, waiting_for_confirm
+from rabbitproof.spec.state import with_conn
 
 from rabbitproof.cli import main
 from rabbitproof.explore.manifest import MANIFEST, read_manifest

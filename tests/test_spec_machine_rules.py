@@ -4,14 +4,14 @@ asserting the resulting state fields, the frames, and the registered properties 
 invariants kept)."""
 from __future__ import annotations
 
-from spec import actions as A
-from spec import machine, network, properties, trace
-from spec.configs import Config
-from spec.frames import (
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import machine, network, properties, trace
+from rabbitproof.spec.configs import Config
+from rabbitproof.spec.frames import (
     BASIC_ACK, BASIC_DELIVER, BASIC_PUBLISH, CONFIRM_SELECT_OK, TX_COMMIT_OK, Wire,
 )
-from spec.roles import QueueSpec
-from spec.state import (
+from rabbitproof.spec.roles import QueueSpec
+from rabbitproof.spec.state import (
     CONN_DOWN, FATE_ACKED, FATE_AUTO, FATE_LOST_AUTOACK, FATE_LOST_CRASH, Entry, Pending, Unacked,
 )
 
@@ -439,7 +439,7 @@ def test_a_multiple_confirm_may_cover_part_of_the_ready_run_PC_3():
     load: ack(2, multiple) while publish 3 was ready too in the spec's eyes (its queue had not confirmed
     it yet; docs/rabbitmq-3.10.8-observations.md). Not past the run. The oldest alone goes out with
     multiple only batched with a later publish past the next (spec.broker.oldest_batched), as here."""
-    from spec import broker, configs
+    from rabbitproof.spec import broker, configs
     from tests.test_proofs_inductive import _reachable
 
     def three_ready(state) -> bool:

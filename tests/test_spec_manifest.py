@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from spark_check.engine import LocalEngine
-from spec import configs, machine, properties
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import configs, machine, properties
 
 from rabbitproof.explore.manifest import MANIFEST as MANIFEST_PATH
 

@@ -21,12 +21,12 @@ from dataclasses import replace
 import pytest
 from pamqp import commands
 
-from spark_check.engine import LocalEngine
-from spec import broker, configs, machine, properties
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spec import broker, configs, machine, properties
 from rabbitproof.recording import observations
-from spec.frames import BASIC_DELIVER, TX_COMMIT_OK
-from spec.properties_api import Property
-from spec.state import MODE_TX
+from rabbitproof.spec.frames import BASIC_DELIVER, TX_COMMIT_OK
+from rabbitproof.spec.properties_api import Property
+from rabbitproof.spec.state import MODE_TX
 
 from rabbitproof.recording import scenarios as S
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from pamqp import commands
 
-from spec import trace
+from rabbitproof.spec import trace
 from rabbitproof.recording import observations
-from spec.frames import BASIC_PUBLISH, MSG_STRIDE
+from rabbitproof.spec.frames import BASIC_PUBLISH, MSG_STRIDE
 
 from rabbitproof.recording import scenarios
 from rabbitproof.recording.rawclient import LoggedCommand

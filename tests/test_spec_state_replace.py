@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from spec import state as S
+from rabbitproof.spec import state as S
 
 CLASSES = (S.Entry, S.Queue, S.Unacked, S.Consumer, S.Pending, S.Channel, S.ClientChannel, S.Conn, S.Used,
            S.State)

@@ -3,12 +3,12 @@ each rule's example is accepted by the trace checker, and corrupted variants are
 corrupted observation, with what the spec allowed there."""
 from __future__ import annotations
 
-from spec import machine, properties, trace
-from spec.frames import BASIC_ACK, CHANNEL_CLOSE, PRECONDITION_FAILED, R_UNKNOWN_TAG
-from spec.properties import MAX_DELIVERY_TAG
-from spec.roles import QueueSpec
-from spec.state import NEW_CHANNEL
-from spec.storage import with_channel
+from rabbitproof.spec import machine, properties, trace
+from rabbitproof.spec.frames import BASIC_ACK, CHANNEL_CLOSE, PRECONDITION_FAILED, R_UNKNOWN_TAG
+from rabbitproof.spec.properties import MAX_DELIVERY_TAG
+from rabbitproof.spec.roles import QueueSpec
+from rabbitproof.spec.state import NEW_CHANNEL
+from rabbitproof.spec.storage import with_channel
 from tests.test_spec_tracekit import (
     accepted, cfg, client_close, close_406, pub, rejected_at,
 )

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spec import frames, properties, trace
-from spec.frames import FIELDS, METHOD_NAMES, frame_text
+from rabbitproof.spec import frames, properties, trace
+from rabbitproof.spec.frames import FIELDS, METHOD_NAMES, frame_text
 from tests.test_spec_tracekit import TRACES, accepted, cfg, pub, rejected_at
 
 REPO = Path(__file__).resolve().parent.parent

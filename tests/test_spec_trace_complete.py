@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from spec import configs, simulate, trace
+from rabbitproof.spec import configs, simulate, trace
 
 SMALL = [name for name in configs.STANDARD if name != "medium"]
 

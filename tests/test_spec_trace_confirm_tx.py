@@ -2,7 +2,7 @@
 accepted, and corrupted variants are rejected at the corrupted observation."""
 from __future__ import annotations
 
-from spec.roles import QueueSpec
+from rabbitproof.spec.roles import QueueSpec
 from tests.test_spec_tracekit import accepted, cfg, client_close, close_406, pub, rejected_at
 
 CONFIRM = "c0 sent confirm.select(ch=1)\nc0 received confirm.select-ok(ch=1)"

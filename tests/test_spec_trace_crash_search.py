@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from spec import configs, frames, simulate, trace
-from spec.roles import QueueSpec
+from rabbitproof.spec import configs, frames, simulate, trace
+from rabbitproof.spec.roles import QueueSpec
 
 from rabbitproof.bench import trace_checker as trace_bench
 from rabbitproof.bench.trace_checker import BENCH

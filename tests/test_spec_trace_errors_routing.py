@@ -2,8 +2,8 @@
 example is accepted, and corrupted variants are rejected at the corrupted observation."""
 from __future__ import annotations
 
-from spec import frames
-from spec.roles import QueueSpec
+from rabbitproof.spec import frames
+from rabbitproof.spec.roles import QueueSpec
 from tests.test_spec_tracekit import accepted, cfg, close_406, pub, rejected_at
 
 

@@ -9,7 +9,7 @@ from pamqp import commands
 
 from rabbitproof.recording.observations import from_recording
 from rabbitproof.recording.rawclient import LoggedCommand
-from spec.roles import QueueSpec
+from rabbitproof.spec.roles import QueueSpec
 from tests.test_spec_trace_queue import consume, deliver, qos
 from tests.test_spec_tracekit import accepted, cfg, client_close, pub, rejected_at
 

@@ -3,8 +3,8 @@ the "allowed" list, and missing fields reported with their line number."""
 
 import pytest
 
-from spec import frames, trace
-from spec.frames import CHANNEL_CLOSE, frame_text
+from rabbitproof.spec import frames, trace
+from rabbitproof.spec.frames import CHANNEL_CLOSE, frame_text
 from tests.test_spec_tracekit import cfg, pub
 
 

@@ -7,8 +7,8 @@ automatic-mode consumer that the limiter admitted just before a manual-mode deli
 limit, and that the channel numbers after it (PF-3, ``spec.broker.deliver``)."""
 from __future__ import annotations
 
-from spec.roles import QueueSpec
-from spec.trace_text import parse
+from rabbitproof.spec.roles import QueueSpec
+from rabbitproof.spec.trace_text import parse
 from tests.test_spec_trace_methods import get
 from tests.test_spec_trace_queue import consume, deliver, qos
 from tests.test_spec_tracekit import accepted, cfg, pub, rejected_at

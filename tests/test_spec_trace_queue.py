@@ -2,7 +2,7 @@
 example is accepted, and corrupted variants are rejected at the corrupted observation."""
 from __future__ import annotations
 
-from spec.roles import QueueSpec
+from rabbitproof.spec.roles import QueueSpec
 from tests.test_spec_tracekit import accepted, cfg, client_close, pub, rejected_at
 
 TWO_QUEUES = cfg(queues=(QueueSpec(durable=True), QueueSpec(durable=True)))

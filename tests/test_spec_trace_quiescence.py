@@ -3,7 +3,7 @@ on each channel and a wait, what the broker owes (a confirm, a delivery within p
 have come; a trace without it is rejected at the mark."""
 from __future__ import annotations
 
-from spec.roles import QueueSpec
+from rabbitproof.spec.roles import QueueSpec
 from tests.test_spec_tracekit import accepted, cfg, pub, rejected_at
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spec import trace
-from spec.configs import Config
-from spec.roles import QueueSpec
+from rabbitproof.spec import trace
+from rabbitproof.spec.configs import Config
+from rabbitproof.spec.roles import QueueSpec
 
 TRACES = Path(__file__).parent / "traces"
 

@@ -8,9 +8,9 @@ from typing import NamedTuple
 
 import pytest
 
-from spark_check.engine import LocalEngine
-from spark_check.subsumption import Twins, fingerprint_of, lower, pack, unpack
-from spec.properties_api import Liveness
+from rabbitproof.spark_check.engine import LocalEngine
+from rabbitproof.spark_check.subsumption import Twins, fingerprint_of, lower, pack, unpack
+from rabbitproof.spec.properties_api import Liveness
 
 
 class Spot(NamedTuple):

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from spec.properties_api import Liveness
+from rabbitproof.spec.properties_api import Liveness
 
 
 class Job(NamedTuple):

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from spec.properties_api import Property
+from rabbitproof.spec.properties_api import Property
 
 LOC_UNPUBLISHED, LOC_READY, LOC_DELIVERING, LOC_HELD, LOC_ACKING, LOC_DONE, LOC_LOST = range(7)
 

@@ -10,7 +10,7 @@ implement: `queues.Subscriber` (a consumer), `broker.Client` (a connection), `ch
 connection), and the callbacks a batch releases once on disk (`journal.Journal.after_commit`).
 """
 
-from impl.core.broker import Broker, Batch
-from impl.core.connection import Connection
+from rabbitproof.impl.core.broker import Broker, Batch
+from rabbitproof.impl.core.connection import Connection
 
 __all__ = ["Broker", "Batch", "Connection"]

@@ -15,12 +15,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Protocol
 
-from impl.core.exchanges import EXCHANGE_TYPES, Exchange, freeze
-from impl.core.journal import Batch, Journal, encode_table
-from impl.core.messages import Message, QueuedMessage, dead_lettered
-from impl.core.queues import Queue
-from impl.core.timers import Timers
-from impl.core.ttl import message_ttl
+from rabbitproof.impl.core.exchanges import EXCHANGE_TYPES, Exchange, freeze
+from rabbitproof.impl.core.journal import Batch, Journal, encode_table
+from rabbitproof.impl.core.messages import Message, QueuedMessage, dead_lettered
+from rabbitproof.impl.core.queues import Queue
+from rabbitproof.impl.core.timers import Timers
+from rabbitproof.impl.core.ttl import message_ttl
 
 DEFAULT_USERS = {"guest": "guest"}
 LOOPBACK_ONLY_USERS = frozenset({"guest"})

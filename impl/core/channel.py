@@ -14,17 +14,17 @@ from typing import Any, Callable, Protocol
 
 from pamqp import commands, constants
 
-from impl.core import errors
-from impl.core.broker import Broker
-from impl.core.errors import Refused, vhost_resource
-from impl.core.exchanges import EXCHANGE_TYPES
-from impl.core.frames import ContentHeader, encode_confirm, encode_content, encode_deliver, encode_get_ok
-from impl.core.messages import PERSISTENT, Message, QueuedMessage
-from impl.core.names import random_name
-from impl.core.prefetch import GlobalPrefetch
-from impl.core.queue_arguments import check_consumer_arguments, check_queue_arguments
-from impl.core.queues import Queue
-from impl.core.ttl import message_ttl
+from rabbitproof.impl.core import errors
+from rabbitproof.impl.core.broker import Broker
+from rabbitproof.impl.core.errors import Refused, vhost_resource
+from rabbitproof.impl.core.exchanges import EXCHANGE_TYPES
+from rabbitproof.impl.core.frames import ContentHeader, encode_confirm, encode_content, encode_deliver, encode_get_ok
+from rabbitproof.impl.core.messages import PERSISTENT, Message, QueuedMessage
+from rabbitproof.impl.core.names import random_name
+from rabbitproof.impl.core.prefetch import GlobalPrefetch
+from rabbitproof.impl.core.queue_arguments import check_consumer_arguments, check_queue_arguments
+from rabbitproof.impl.core.queues import Queue
+from rabbitproof.impl.core.ttl import message_ttl
 
 Basic = commands.Basic
 MAX_MESSAGE_SIZE = 134217728  # RabbitMQ 3.10's default max_message_size

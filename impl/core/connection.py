@@ -12,11 +12,11 @@ from typing import Any
 
 from pamqp import commands
 
-from impl.core import errors
-from impl.core.broker import Broker
-from impl.core.channel import HANDLERS, Channel
-from impl.core.errors import Fault, Refused, erlang_binary
-from impl.core.frames import (
+from rabbitproof.impl.core import errors
+from rabbitproof.impl.core.broker import Broker
+from rabbitproof.impl.core.channel import HANDLERS, Channel
+from rabbitproof.impl.core.errors import Fault, Refused, erlang_binary
+from rabbitproof.impl.core.frames import (
     FRAME_BODY,
     FRAME_END,
     FRAME_HEADER,

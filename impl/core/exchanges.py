@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from impl.core.queues import Queue
-from impl.core.routing import binding_matches, headers_match, topic_matches
+from rabbitproof.impl.core.queues import Queue
+from rabbitproof.impl.core.routing import binding_matches, headers_match, topic_matches
 
 EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers")
 BindingKey = tuple[str, Any]  # (routing key, frozen arguments)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from impl.core.messages import Message
+from rabbitproof.impl.core.messages import Message
 
 DROP_HEAD, REJECT_PUBLISH, REJECT_PUBLISH_DLX = "drop-head", "reject-publish", "reject-publish-dlx"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from impl.core.frames import decode_properties
+from rabbitproof.impl.core.frames import decode_properties
 
 PERSISTENT = 2
 

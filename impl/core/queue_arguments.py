@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from impl.core import errors
-from impl.core.errors import Refused, vhost_resource
+from rabbitproof.impl.core import errors
+from rabbitproof.impl.core.errors import Refused, vhost_resource
 
 IMPLEMENTED, NO_VISIBLE_EFFECT, REFUSED, NOT_FOR_CLASSIC = "implemented", "no-visible-effect", "refused", "not-classic"
 OVERFLOW_MODES = ("drop-head", "reject-publish", "reject-publish-dlx")

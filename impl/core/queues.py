@@ -14,11 +14,11 @@ import heapq
 from collections import deque
 from typing import Any, Iterator, Protocol
 
-from impl.core.journal import Journal
-from impl.core.limits import DROP_HEAD, REJECT_PUBLISH_DLX, limits_of
-from impl.core.messages import Message, QueuedMessage
-from impl.core.timers import Timers
-from impl.core.ttl import deadline, milliseconds
+from rabbitproof.impl.core.journal import Journal
+from rabbitproof.impl.core.limits import DROP_HEAD, REJECT_PUBLISH_DLX, limits_of
+from rabbitproof.impl.core.messages import Message, QueuedMessage
+from rabbitproof.impl.core.timers import Timers
+from rabbitproof.impl.core.ttl import deadline, milliseconds
 
 
 class Subscriber(Protocol):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from impl.core import errors
-from impl.core.errors import Refused
-from impl.core.frames import decode_properties
+from rabbitproof.impl.core import errors
+from rabbitproof.impl.core.errors import Refused
+from rabbitproof.impl.core.frames import decode_properties
 
 EXPIRATION_FLAG_BYTE = 0x01  # the `expiration` bit (0x0100) of the property flags, in their first byte
 EXPIRATION = re.compile(r"([+-]?[0-9]+)(.*)", re.DOTALL)

@@ -15,9 +15,9 @@ from typing import Any, Mapping, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from spark_check.bundle import InputError, action_types_of, load_module, load_spec, properties_for
-from spark_check.engine import Engine, ExplorationResult, LocalEngine, Model
-from spec.properties_api import Property
+from rabbitproof.spark_check.bundle import InputError, action_types_of, load_module, load_spec, properties_for
+from rabbitproof.spark_check.engine import Engine, ExplorationResult, LocalEngine, Model
+from rabbitproof.spec.properties_api import Property
 
 from rabbitproof.bench.null_model import NullConfig, NullModel
 from rabbitproof.options import OneLineParser, add_engine_arguments, build_engine, output_console, reductions_of

@@ -22,7 +22,7 @@ from pamqp import commands
 from rich.console import Console
 from rich.table import Table
 
-from spec import trace
+from rabbitproof.spec import trace
 from rabbitproof.recording import observations
 
 from rabbitproof.brokers import make_broker

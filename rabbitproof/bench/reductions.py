@@ -25,14 +25,14 @@ from typing import Any, Sequence
 
 from rich.table import Table
 
-from spark_check.bundle import InputError, action_types_of, load_spec, properties_for
-from spark_check.engine import ExplorationResult, LocalEngine
-from spark_check.equivariance import equivariance_problems
-from spark_check.reductions import build_reduction
-from spark_check.results import Trace
-from spec.actions import BrokerTakeFrame, ClientAction, ClientReceive
-from spec.state import CH_OPEN, MODE_NONE
-from spec.symmetry import automorphisms
+from rabbitproof.spark_check.bundle import InputError, action_types_of, load_spec, properties_for
+from rabbitproof.spark_check.engine import ExplorationResult, LocalEngine
+from rabbitproof.spark_check.equivariance import equivariance_problems
+from rabbitproof.spark_check.reductions import build_reduction
+from rabbitproof.spark_check.results import Trace
+from rabbitproof.spec.actions import BrokerTakeFrame, ClientAction, ClientReceive
+from rabbitproof.spec.state import CH_OPEN, MODE_NONE
+from rabbitproof.spec.symmetry import automorphisms
 
 from rabbitproof.options import OneLineParser, output_console, reductions_of
 

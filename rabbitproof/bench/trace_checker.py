@@ -21,9 +21,9 @@ from dataclasses import replace
 from rich.console import Console
 from rich.table import Table
 
-from spec import simulate, trace
-from spec.configs import TO_Q0, Config
-from spec.roles import QueueSpec, Role
+from rabbitproof.spec import simulate, trace
+from rabbitproof.spec.configs import TO_Q0, Config
+from rabbitproof.spec.roles import QueueSpec, Role
 
 BENCH = Config(
     "trace_bench", "200 persistent confirmed publishes, two consumers acking with multiple, one crash",

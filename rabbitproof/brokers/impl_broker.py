@@ -1,6 +1,6 @@
 """Our broker (impl/) run as a subprocess, with the same lifecycle as a private RabbitMQ node.
 
-The contract of `impl.server`: `python -m impl.server --host HOST --port PORT --data-dir DIR
+The contract of `impl.server`: `python -m rabbitproof.impl.server --host HOST --port PORT --data-dir DIR
 [--user NAME:PASSWORD]`; `--port 0` picks a free port; once ready it prints one line
 `rabbitproof broker listening on HOST:PORT` to stdout; SIGTERM shuts it down; SIGKILL must lose no
 confirmed message. The default user is guest:guest. A broker keeps its port and data directory across
@@ -27,20 +27,12 @@ from rabbitproof.brokers.ports import lasting_ports
 READY_LINE = re.compile(rb"rabbitproof broker listening on (?P<host>[^\s:]+):(?P<port>\d+)")
 
 
-def impl_root() -> Path:
-    """The directory holding the `impl` package this process imports, where the server is started: the
-    repository, or a planted-bug copy put first on sys.path (tests/fixtures/mutants.py), so that a
-    mutant of the server is what runs over TCP."""
-    import impl
-    return Path(impl.__file__).resolve().parents[1]
-
-
 class ImplStartFailed(RuntimeError):
     """impl.server exited or stayed silent instead of printing its ready line."""
 
 
 class ImplBroker:
-    """One `python -m impl.server` process (while running), its data directory and its port."""
+    """One `python -m rabbitproof.impl.server` process (while running), its data directory and its port."""
 
     kind = "impl"
 
@@ -76,7 +68,7 @@ class ImplBroker:
         return f"ImplBroker({self.host}:{self.port}, data={self.data_dir}, {state})"
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "impl.server", "--host", self.host, "--port", str(self.port),
+        cmd = [sys.executable, "-m", "rabbitproof.impl.server", "--host", self.host, "--port", str(self.port),
                "--data-dir", str(self.data_dir)]
         if self._user_arg is not None:
             cmd += ["--user", f"{self._user_arg[0]}:{self._user_arg[1]}"]
@@ -94,7 +86,6 @@ class ImplBroker:
         with open(stderr_path, "wb") as stderr:
             self._proc = subprocess.Popen(
                 self.command(),
-                cwd=impl_root(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=stderr,

@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from spark_check.engine import Engine, stopped_short
-from spark_check.reductions import build_reduction
-from spark_check.results import ExplorationResult, Trace
-from spec import actions as A
-from spec.configs import Config, ConfigError
+from rabbitproof.spark_check.engine import Engine, stopped_short
+from rabbitproof.spark_check.reductions import build_reduction
+from rabbitproof.spark_check.results import ExplorationResult, Trace
+from rabbitproof.spec import actions as A
+from rabbitproof.spec.configs import Config, ConfigError
 
 from rabbitproof.check.cycles import ENDLESS
 from rabbitproof.check.for_every_size import proved_for

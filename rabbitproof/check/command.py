@@ -11,9 +11,9 @@ import json
 
 from rich.console import Console
 
-from spark_check.bundle import InputError
-from spark_check.engines import ENGINES
-from spec.configs import ConfigError
+from rabbitproof.spark_check.bundle import InputError
+from rabbitproof.spark_check.engines import ENGINES
+from rabbitproof.spec.configs import ConfigError
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, prepare, setup_name
 from rabbitproof.check.report import checked_json, print_checked, write_charts

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from spec import actions as A
-from spec.frames import BASIC_ACK, BASIC_DELIVER, BASIC_GET_OK, BASIC_NACK, BASIC_REJECT
-from spec.state import State, with_conn, with_used
+from rabbitproof.spec import actions as A
+from rabbitproof.spec.frames import BASIC_ACK, BASIC_DELIVER, BASIC_GET_OK, BASIC_NACK, BASIC_REJECT
+from rabbitproof.spec.state import State, with_conn, with_used
 
 # The budgets of spec.budgets that the applications' programs spend, not the faults: a consumer may
 # requeue (nack, reject) at every delivery, set its prefetch on every channel it opens, poll for ever.

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec import actions as A
-from spec.faults import pending_disk
+from rabbitproof.spec import actions as A
+from rabbitproof.spec.faults import pending_disk
 
 
 class DiskAtOnce:

@@ -33,8 +33,8 @@ from itertools import permutations, product
 from math import factorial
 from typing import Any, Callable
 
-from spec.frames import MSG_STRIDE
-from spec.symmetry import Renaming, Symmetry, conn_messages
+from rabbitproof.spec.frames import MSG_STRIDE
+from rabbitproof.spec.symmetry import Renaming, Symmetry, conn_messages
 
 
 def classes_of(renamings: tuple[Renaming, ...], n: int) -> tuple[tuple[int, ...], ...] | None:

@@ -54,8 +54,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec import actions as A
-from spec.frames import METHODS
+from rabbitproof.spec import actions as A
+from rabbitproof.spec.frames import METHODS
 
 PURE = frozenset(m.code for m in METHODS if m.plain)
 

@@ -43,15 +43,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from spec import actions as A
-from spec import machine
-from spec.frames import (
+from rabbitproof.spec import actions as A
+from rabbitproof.spec import machine
+from rabbitproof.spec.frames import (
     BASIC_ACK, BASIC_DELIVER, BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, BASIC_NACK, BASIC_PUBLISH, BASIC_RETURN,
     BROKER, METHODS, MSG_STRIDE, TX_COMMIT_OK,
 )
-from spec.properties_api import Liveness, Property
-from spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
-from spec.symmetry import Symmetry, automorphisms, message_renaming, rename, rename_messages
+from rabbitproof.spec.properties_api import Liveness, Property
+from rabbitproof.spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, add_sorted
+from rabbitproof.spec.symmetry import Symmetry, automorphisms, message_renaming, rename, rename_messages
 
 from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_ghosts, unspent
 from rabbitproof.check.disk_at_once import DiskAtOnce

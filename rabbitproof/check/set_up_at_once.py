@@ -57,10 +57,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec import actions as A
-from spec.frames import BASIC_QOS, CONFIRM_SELECT, TX_SELECT
-from spec.machine import client_candidates, precondition
-from spec.state import C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_TX
+from rabbitproof.spec import actions as A
+from rabbitproof.spec.frames import BASIC_QOS, CONFIRM_SELECT, TX_SELECT
+from rabbitproof.spec.machine import client_candidates, precondition
+from rabbitproof.spec.state import C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CONFIRM, MODE_TX
 
 SET_UP = frozenset({A.ClientConnect, A.ClientConfirmSelect, A.ClientTxSelect, A.ClientDeclareQueue, A.ClientQos,
                     A.ClientConsume})

@@ -21,9 +21,9 @@ The spec bounds publishes in all: the publishers' `messages` and `republish` add
 """
 from __future__ import annotations
 
-from spec.configs import BOUNDS, Config
-from spec.frames import DEFAULT_EXCHANGE
-from spec.roles import QueueSpec, Role
+from rabbitproof.spec.configs import BOUNDS, Config
+from rabbitproof.spec.frames import DEFAULT_EXCHANGE
+from rabbitproof.spec.roles import QueueSpec, Role
 
 from rabbitproof.check.setup_file import ConsumerSetup, PublisherSetup, Setup
 

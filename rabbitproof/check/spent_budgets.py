@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec.state import Used
+from rabbitproof.spec.state import Used
 
 NOTHING_SPENT = Used()
 

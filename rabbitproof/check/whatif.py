@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-from spark_check.engine import Engine
+from rabbitproof.spark_check.engine import Engine
 
 from rabbitproof.check.answers import Checked, check_setup
 from rabbitproof.check.setup_file import MAX_QUEUES, QueueSetup, Setup

@@ -7,9 +7,9 @@ explain, and lines of what the spec allowed there; reconnections and the quiet m
 connection lost is a red line across its lifeline."""
 from __future__ import annotations
 
-from spec import trace
+from rabbitproof.spec import trace
 from rabbitproof.recording import observations
-from spec.frames import frame_text
+from rabbitproof.spec.frames import frame_text
 
 from rabbitproof.explore.chart import Arrow, Chart, render_svg
 

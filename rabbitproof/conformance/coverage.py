@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from spec import actions as A
+from rabbitproof.spec import actions as A
 
 from rabbitproof.conformance import programs as P
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spec import trace
+from rabbitproof.spec import trace
 from rabbitproof.recording import observations
 
 from rabbitproof.conformance.programs import Program

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar, Union
 
 from hypothesis import strategies as st
-from spec import frames as F
+from rabbitproof.spec import frames as F
 
 CHANNELS = (1, 2)           # every connection uses these two channels
 QUEUES = 2                  # queues q0, q1 are declared by programs; q2 never is (404, unroutable)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from spec.frames import CHANNEL_CLOSE, CONNECTION_CLOSE, frame_text
+from rabbitproof.spec.frames import CHANNEL_CLOSE, CONNECTION_CLOSE, frame_text
 
 from rabbitproof.conformance import programs as P
 

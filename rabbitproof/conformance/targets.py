@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from pamqp import commands, frame
 
-from spec.frames import METHODS
+from rabbitproof.spec.frames import METHODS
 
 from rabbitproof.conformance import programs as P
 from rabbitproof.recording.observations import pamqp_name
@@ -117,8 +117,8 @@ class InProcessTarget:
     crashes = True
 
     def __init__(self, core_module=None) -> None:
-        import impl.core as core
-        from impl.store import Store
+        import rabbitproof.impl.core as core
+        from rabbitproof.impl.store import Store
         self.core_module = core_module or core
         self.Store = Store
         self.dir = tempfile.mkdtemp(prefix="rabbitproof-conformance-")

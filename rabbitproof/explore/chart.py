@@ -17,7 +17,7 @@ from html import escape
 from pathlib import Path
 from typing import Sequence
 
-from spark_check.results import ExplorationResult, Trace
+from rabbitproof.spark_check.results import ExplorationResult, Trace
 
 _SPEC_FRAME = re.compile(r"^c(\d+) (client->broker|broker->client) (.*)$")
 _PLAIN_FRAME = re.compile(r"^(.+?) -> (.+?): (.*)$")

@@ -14,9 +14,9 @@ from typing import Any, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from spark_check.bundle import InputError, SpecBundle, helpers_left_out, load_module, load_spec
-from spark_check.engine import Engine, ExplorationResult
-from spark_check.reductions import build_reduction
+from rabbitproof.spark_check.bundle import InputError, SpecBundle, helpers_left_out, load_module, load_spec
+from rabbitproof.spark_check.engine import Engine, ExplorationResult
+from rabbitproof.spark_check.reductions import build_reduction
 
 from rabbitproof.explore.chart import write_charts
 from rabbitproof.explore.manifest import manifest_check

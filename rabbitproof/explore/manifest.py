@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Mapping
 
-from spark_check.results import ExplorationResult
+from rabbitproof.spark_check.results import ExplorationResult
 
 MANIFEST = Path(__file__).with_name("manifest.json")
 

@@ -9,7 +9,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from spark_check.engine import ExplorationResult, PropertyResult, Trace
+from rabbitproof.spark_check.engine import ExplorationResult, PropertyResult, Trace
 
 VERDICT_STYLE = {
     "holds": "green",

@@ -17,10 +17,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from spark_check.bundle import action_types_of, properties_for
-from spark_check.engine import Engine, ExplorationResult, LocalEngine, Model
-from spark_check.reductions import written_for
-from spec.properties_api import Liveness, Property
+from rabbitproof.spark_check.bundle import action_types_of, properties_for
+from rabbitproof.spark_check.engine import Engine, ExplorationResult, LocalEngine, Model
+from rabbitproof.spark_check.reductions import written_for
+from rabbitproof.spec.properties_api import Liveness, Property
 
 from rabbitproof.explore.manifest import MANIFEST, compare, pinned_entry, read_manifest, write_manifest
 from rabbitproof.explore.report import ProgressDisplay, print_trace, verdict_title

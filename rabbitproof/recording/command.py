@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from spec import configs, trace
+from rabbitproof.spec import configs, trace
 from rabbitproof.recording import observations
 
 from rabbitproof.options import EXIT_FAILED, EXIT_OK, fail

@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 from pamqp import commands
 
-from spec.roles import QueueSpec
+from rabbitproof.spec.roles import QueueSpec
 
 from rabbitproof.recording.rawclient import LoggedCommand
 

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spec import trace
-from spec.configs import Config
-from spec.frames import (
+from rabbitproof.spec import trace
+from rabbitproof.spec.configs import Config
+from rabbitproof.spec.frames import (
     CHANNEL_CLOSE, CHANNEL_OPEN_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK, DEFAULT_EXCHANGE, EXCHANGE_NAMES,
     FANOUT_EXCHANGE, METHODS, MISSING_EXCHANGE, MSG_STRIDE, R_ANY, R_NORMAL, REPLY_SUCCESS, make_frame, queue_name,
 )
-from spec.roles import QueueSpec
-from spec.trace_text import reply_reason
+from rabbitproof.spec.roles import QueueSpec
+from rabbitproof.spec.trace_text import reply_reason
 
 FANOUT_NAME = "amq.fanout"          # RabbitMQ declares it in every vhost: the model's fanout exchange
 

@@ -1,4 +1,4 @@
-"""Fixtures for the impl broker's own tests: `python -m impl.server` on a free port with a private data
+"""Fixtures for the impl broker's own tests: `python -m rabbitproof.impl.server` on a free port with a private data
 directory (rabbitproof/brokers/impl_broker.py), shared or per test."""
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ import random
 
 from pamqp import body, commands as C, frame, header
 
-from impl.core import Broker, Connection
-from impl.core.messages import Message, QueuedMessage
-from impl.core.queues import ReadyMessages
-from impl.core.routing import topic_matches
+from rabbitproof.impl.core import Broker, Connection
+from rabbitproof.impl.core.messages import Message, QueuedMessage
+from rabbitproof.impl.core.queues import ReadyMessages
+from rabbitproof.impl.core.routing import topic_matches
 
 
 class CoreClient:

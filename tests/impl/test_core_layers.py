@@ -10,9 +10,9 @@ import ast
 import re
 from pathlib import Path
 
-import impl.core
+import rabbitproof.impl.core as core_package
 
-CORE = Path(impl.core.__file__).parent
+CORE = Path(core_package.__file__).parent
 
 # Bottom to top; a module may import only modules of earlier layers.
 LAYERS = [
@@ -34,12 +34,12 @@ def core_imports(tree: ast.Module) -> list[tuple[str, ast.stmt]]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "impl.core":
+            if node.module == "rabbitproof.impl.core":
                 found += [(alias.name, node) for alias in node.names]
-            elif node.module.startswith("impl.core."):
-                found.append((node.module.split(".")[2], node))
+            elif node.module.startswith("rabbitproof.impl.core."):
+                found.append((node.module.split(".")[3], node))
         elif isinstance(node, ast.Import):
-            found += [(a.name.split(".")[2], node) for a in node.names if a.name.startswith("impl.core.")]
+            found += [(a.name.split(".")[3], node) for a in node.names if a.name.startswith("rabbitproof.impl.core.")]
     return found
 
 

@@ -5,7 +5,7 @@ import struct
 import pytest
 from pamqp import commands, frame
 
-from impl.core.frames import check_table, decode_method
+from rabbitproof.impl.core.frames import check_table, decode_method
 
 
 def declare_payload(arguments: dict) -> bytes:

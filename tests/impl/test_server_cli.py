@@ -1,4 +1,4 @@
-"""The command-line contract of `python -m impl.server`."""
+"""The command-line contract of `python -m rabbitproof.impl.server`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 )
 def test_bad_options_give_one_error_line_and_exit_2(arguments, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "impl.server", "--data-dir", str(tmp_path / "d"), *arguments],
+        [sys.executable, "-m", "rabbitproof.impl.server", "--data-dir", str(tmp_path / "d"), *arguments],
         cwd=ROOT, capture_output=True, text=True, timeout=30,
     )
     assert result.returncode == 2
@@ -30,7 +30,7 @@ def test_data_dir_that_is_a_file_is_refused(tmp_path):
     target = tmp_path / "file"
     target.write_text("x")
     result = subprocess.run(
-        [sys.executable, "-m", "impl.server", "--port", "0", "--data-dir", str(target)],
+        [sys.executable, "-m", "rabbitproof.impl.server", "--port", "0", "--data-dir", str(target)],
         cwd=ROOT, capture_output=True, text=True, timeout=30,
     )
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
