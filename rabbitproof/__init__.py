@@ -12,6 +12,12 @@ import os as _os
 
 DESIGN_CARD = ("spec", "model", "impl", "proofs", "spark_check")     # installed as rabbitproof.spec, ...
 
+# In a checkout the design card's folders are beside this one: they are found there first, whichever
+# install of rabbitproof the Python in use has (another worktree's, an editable one, none).
+_CHECKOUT = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if _os.path.isfile(_os.path.join(_CHECKOUT, "pyproject.toml")) and _os.path.isfile(_os.path.join(_CHECKOUT, "spec", "__init__.py")):
+    __path__.append(_CHECKOUT)
+
 if _os.environ.get("RABBITPROOF_FAST", "").strip() not in ("", "0"):   # the compiled spec (compiled.py),
     from rabbitproof import compiled as _compiled                     # before anything imports the spec
     try:
