@@ -71,9 +71,9 @@ def code_archive(packages: Iterable[str], folder: str) -> str:
                 continue
             origin = Path(spec.origin)
             if spec.submodule_search_locations:          # a package: every .py below it
-                for folder, inside in package_folders(name, origin.parent):
-                    for path in sorted(folder.rglob("*.py")):
-                        z.write(path, str(Path(inside) / path.relative_to(folder)))
+                for source, inside in package_folders(name, origin.parent):
+                    for path in sorted(source.rglob("*.py")):
+                        z.write(path, str(Path(inside) / path.relative_to(source)))
             elif origin.suffix == ".py":
                 z.write(origin, origin.name)
     data = buffer.getvalue()

@@ -4,6 +4,7 @@ spec's small configurations. One Spark session (local[2]) for the whole module."
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -228,6 +229,22 @@ def test_a_session_that_needs_more_packages_later_ships_them_beside_the_first(sp
     from rabbitproof.spark_check.spark_session import ship_code
 
     session = spark.session()
-    ship_code(session, ["spec"])
-    ship_code(session, ["spec", "model"])
-    assert {"spec", "model"} <= session._rabbitproof_shipped
+    ship_code(session, ["rabbitproof"])
+    ship_code(session, ["rabbitproof", "tests"])
+    assert {"rabbitproof", "tests"} <= session._rabbitproof_shipped
+
+
+def test_the_code_archive_holds_the_whole_package_with_its_design_card_folders(tmp_path):
+    """rabbitproof ships whole: its own modules and the design card's folders inside it, which a checkout
+    keeps at the repository's top; the archive is written where it is asked to be, nowhere else."""
+    import zipfile
+
+    from rabbitproof.spark_check.spark_session import code_archive
+
+    path = code_archive(["rabbitproof", "tests"], str(tmp_path))
+    assert Path(path).parent == tmp_path and list(tmp_path.iterdir()) == [Path(path)]
+    names = set(zipfile.ZipFile(path).namelist())
+    for module in ("rabbitproof/cli.py", "rabbitproof/spec/machine.py", "rabbitproof/model/state.py",
+                   "rabbitproof/spark_check/engine.py", "rabbitproof/impl/core/broker.py", "tests/toy_model.py"):
+        assert module in names, module
+    assert not any(n.startswith(("spec/", "model/")) for n in names)
