@@ -10,6 +10,8 @@ so that no generic top-level name is installed."""
 
 import os as _os
 
+__version__ = "0.2.0"
+
 DESIGN_CARD = ("spec", "model", "impl", "proofs", "spark_check")     # installed as rabbitproof.spec, ...
 
 # In a checkout the design card's folders are beside this one: they are found there first, whichever

@@ -23,12 +23,13 @@ from rich.console import Console
 from rabbitproof.impl import server
 from rabbitproof.spark_check.bundle import InputError
 
-from rabbitproof import verify
+from rabbitproof import __version__, verify
 from rabbitproof.bench import command as bench
 from rabbitproof.check import command as check
 from rabbitproof.check.setup_file import SetupError
 from rabbitproof.conformance import command as conformance
 from rabbitproof.explore import command as explore
+from rabbitproof.extras import MissingExtra
 from rabbitproof.options import OneLineParser, fail, output_console
 from rabbitproof.recording import command as trace
 
@@ -63,6 +64,7 @@ def build_parser() -> OneLineParser:
     """The command line: `rabbitproof SUBCOMMAND ...`, each subcommand with its own --help."""
     parser = OneLineParser(prog="rabbitproof", description=__doc__.splitlines()[0],
                            epilog="`rabbitproof SUBCOMMAND --help` lists a subcommand's options.")
+    parser.add_argument("--version", action="version", version=f"rabbitproof {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND",
                                      parser_class=OneLineParser)
     for name, sub in SUBCOMMANDS.items():
@@ -75,7 +77,7 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return SUBCOMMANDS[args.command].run(args, out or output_console())
-    except (InputError, SetupError) as e:
+    except (InputError, SetupError, MissingExtra) as e:
         return fail(f"rabbitproof {args.command}", e)
 
 

@@ -3,7 +3,7 @@
     spark-submit --master spark://HOST:7077 rabbitproof/spark_submit.py explore large --engine spark
 
 Spark's master and settings then come from spark-submit; the arguments are those of `rabbitproof`, which
-must be installed in the driver's Python (`pip install .`).
+must be installed in the driver's Python (`pip install '.[spark]'`).
 """
 import sys
 

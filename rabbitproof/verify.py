@@ -41,6 +41,7 @@ from rabbitproof.spark_check.reductions import build_reduction, parse_reductions
 from rabbitproof.spec import configs, machine
 
 from rabbitproof import compiled
+from rabbitproof.extras import MissingExtra, require
 from rabbitproof.explore.standard import verify
 from rabbitproof.options import add_engine_arguments, build_engine, fail
 
@@ -272,6 +273,12 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     except InputError as e:
         return fail("rabbitproof verify", e)
     parts = args.part or PARTS
+    if "crosshair" in parts:
+        try:
+            require("proofs", "verify's CrossHair part")
+        except MissingExtra as e:
+            engine.close()
+            return fail("rabbitproof verify", f"{e}, or name the parts to run without crosshair (--part)")
     if "crosshair" in parts and compiled.in_use():
         engine.close()
         return fail("rabbitproof verify", f"CrossHair reads the spec's Python source, not the compiled spec: unset "

@@ -9,11 +9,14 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
+from rabbitproof.extras import require
+
 from .engine import Engine, LocalEngine
 
 
 def _spark_engine(**options: Any) -> Engine:
-    """The Spark engine, loaded on first use."""
+    """The Spark engine, loaded on first use (MissingExtra when the spark extra is not installed)."""
+    require("spark", "the Spark engine (--engine spark)")
     return importlib.import_module("rabbitproof.spark_check.spark_engine").SparkEngine(**options)
 
 
