@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from itertools import accumulate
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-import numpy as np
 
 UNFAIR = -1
-MAX_FAIR_CLASSES = 62       # a class is a bit of a signed 64-bit mask, in numpy and in Spark
+MAX_FAIR_CLASSES = 62       # a class is a bit of a signed 64-bit mask, here and in Spark
 
 
 def order_key(fp: Any) -> int:
@@ -152,7 +152,9 @@ def _nearest(here: Any, out: dict, wanted) -> list[tuple[Any, int]] | None:
     return None
 
 
-# --- the local engine's analysis: numpy arrays and Tarjan's algorithm -------------------------------
+# --- the local engine's analysis: flat arrays and Tarjan's algorithm, in plain Python ----------------
+# (numpy is not needed: the search costs far more per state than this analysis, and the core install
+# stays small; the Spark engine's code converts its arrays at the call.)
 
 class LocalGraph:
     """The explored graph as the local engine keeps it when a liveness property is asked (and only then):
@@ -201,70 +203,61 @@ class LocalGraph:
         of the full graph (each of its states is expanded, its fair classes known), and finding none
         decides nothing."""
         n = len(self.enabled)
-        src, dst = np.frombuffer(self.src, dtype=np.int64), np.frombuffer(self.dst, dtype=np.int64)
-        cls = np.frombuffer(self.cls, dtype=np.int8).astype(np.int64)
+        src, dst, cls = self.src, self.dst, self.cls
         if len(self.fps) > n:           # a search cut short: only the expanded states and the edges between them
-            inside = dst < n
-            src, dst, cls = src[inside], dst[inside], cls[inside]
-        return local_lassos(liveness, src, dst, cls,
-                            np.frombuffer(self.enabled, dtype=np.int64), np.frombuffer(self.atoms, dtype=np.int64),
-                            np.frombuffer(bytes(self.terminal), dtype=np.bool_),
-                            np.frombuffer(self.depth, dtype=np.int32)[:n], self.fps[:n], cyclic)
+            inside = [k for k, t in enumerate(dst) if t < n]
+            src, dst, cls = (array(a.typecode, (a[k] for k in inside)) for a in (src, dst, cls))
+        return local_lassos(liveness, src, dst, cls, self.enabled, self.atoms, self.terminal, self.depth[:n],
+                            self.fps[:n], cyclic)
 
 
-def components(n: int, src: np.ndarray, dst: np.ndarray, keep: np.ndarray) -> np.ndarray:
+def _adjacency(n: int, src: Sequence[int], dst: Sequence[int]) -> tuple[list[int], array]:
+    """The edges as a compressed adjacency: the targets of state v are ``targets[start[v]:start[v + 1]]``."""
+    counts = [0] * (n + 1)
+    for s in src:
+        counts[s + 1] += 1
+    start = list(accumulate(counts))
+    fill = start[:-1]
+    targets = array("q", bytes(8 * len(src)))
+    for s, d in zip(src, dst):
+        targets[fill[s]] = d
+        fill[s] += 1
+    return start, targets
+
+
+def components(n: int, src: Sequence[int], dst: Sequence[int], keep: Sequence[Any]) -> list[int]:
     """The strongly connected component of each state of the graph restricted to the states ``keep``
-    (a boolean array), as the smallest state index in it; -1 for states not kept. Iterative Tarjan over
-    a CSR adjacency; the states first peeled of those with no way in or out among the kept ones (every
-    state of a DAG-like graph goes there, in a few vectorised passes)."""
-    alive = keep.copy()
-    inner = alive[src] & alive[dst]
-    s, d = src[inner], dst[inner]
-    while True:                                       # peel: a state on a cycle has an edge in and out
-        has_out = np.zeros(n, bool)
-        has_out[s] = True
-        has_in = np.zeros(n, bool)
-        has_in[d] = True
-        now = alive & has_out & has_in
-        if now.sum() == alive.sum():
-            break
-        alive = now
-        inner = alive[s] & alive[d]
-        s, d = s[inner], d[inner]
-    comp = np.full(n, -1, dtype=np.int64)
-    comp[keep] = np.flatnonzero(keep)                 # a kept state off every cycle is its own component
-    if not len(s):
-        return comp
-    order = np.argsort(s, kind="stable")
-    s, d = s[order], d[order]
-    starts = np.searchsorted(s, np.arange(n + 1))
-    targets = d.tolist()
-    begin = starts.tolist()
-    index = {}
-    low = {}
+    (true or false by state), as the smallest state index in it; -1 for states not kept. Iterative
+    Tarjan over a compressed adjacency, stepping over the states not kept."""
+    comp = [v if keep[v] else -1 for v in range(n)]
+    start, targets = _adjacency(n, src, dst)
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
     stack: list[int] = []
-    on_stack: set[int] = set()
     counter = 0
-    for root in np.flatnonzero(alive).tolist():
-        if root in index:
+    for root in range(n):
+        if not keep[root] or index[root] >= 0:
             continue
-        work = [(root, begin[root])]
+        work = [(root, start[root])]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
-        on_stack.add(root)
+        on_stack[root] = True
         while work:
             v, i = work[-1]
-            if i < begin[v + 1]:
+            if i < start[v + 1]:
                 work[-1] = (v, i + 1)
                 w = targets[i]
-                if w not in index:
+                if not keep[w]:
+                    continue
+                if index[w] < 0:
                     index[w] = low[w] = counter
                     counter += 1
                     stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, begin[w]))
-                elif w in on_stack and index[w] < low[v]:
+                    on_stack[w] = True
+                    work.append((w, start[w]))
+                elif on_stack[w] and index[w] < low[v]:
                     low[v] = index[w]
                 continue
             work.pop()
@@ -276,46 +269,47 @@ def components(n: int, src: np.ndarray, dst: np.ndarray, keep: np.ndarray) -> np
                 members = []
                 while True:
                     w = stack.pop()
-                    on_stack.discard(w)
+                    on_stack[w] = False
                     members.append(w)
                     if w == v:
                         break
-                smallest = min(members)
-                for w in members:
-                    comp[w] = smallest
+                if len(members) > 1:            # a state alone is its own component already
+                    smallest = min(members)
+                    for w in members:
+                        comp[w] = smallest
     return comp
 
 
-def fair_accepting(comp: np.ndarray, src: np.ndarray, dst: np.ndarray, cls: np.ndarray, enabled: np.ndarray,
-                   recurs: np.ndarray) -> np.ndarray:
-    """The components (by their smallest state) that are fair accepting (module docstring)."""
-    inner = (comp[src] >= 0) & (comp[src] == comp[dst])
-    if not inner.any():
-        return np.zeros(0, dtype=np.int64)
-    ids = comp[src[inner]]
-    names, slot = np.unique(ids, return_inverse=True)
-    taken = np.zeros(len(names), dtype=np.int64)
-    fair_cls = cls[inner]
-    bits = np.where(fair_cls >= 0, np.left_shift(np.int64(1), np.maximum(fair_cls, 0).astype(np.int64)), 0)
-    np.bitwise_or.at(taken, slot, bits)
-    members = np.flatnonzero(np.isin(comp, names))
-    where = np.searchsorted(names, comp[members])
-    always = np.full(len(names), -1, dtype=np.int64)
-    np.bitwise_and.at(always, where, enabled[members])
-    seen = np.zeros(len(names), dtype=bool)
-    np.logical_or.at(seen, where, recurs[members])
-    good = seen & ((always & ~taken) == 0)
-    return names[good]
+def fair_accepting(comp: Sequence[int], src: Sequence[int], dst: Sequence[int], cls: Sequence[int],
+                   enabled: Sequence[int], recurs: Sequence[Any]) -> list[int]:
+    """The components (by their smallest state, in increasing order) that are fair accepting (module
+    docstring): an edge inside, a state where ``recurs`` holds, and every fair class enabled throughout
+    taken by an edge inside."""
+    taken: dict[int, int] = {}
+    for s, d, c in zip(src, dst, cls):
+        k = comp[s]
+        if k >= 0 and k == comp[d]:
+            taken[k] = taken.get(k, 0) | ((1 << c) if c >= 0 else 0)
+    if not taken:
+        return []
+    always = dict.fromkeys(taken, -1)
+    seen = dict.fromkeys(taken, False)
+    for v, k in enumerate(comp):
+        if k in always:
+            always[k] &= enabled[v]
+            if recurs[v]:
+                seen[k] = True
+    return sorted(k for k in taken if seen[k] and (always[k] & ~taken[k]) == 0)
 
 
-def has_cycle(comp: np.ndarray, src: np.ndarray, dst: np.ndarray) -> bool:
+def has_cycle(comp: Sequence[int], src: Sequence[int], dst: Sequence[int]) -> bool:
     """Whether the graph split into components ``comp`` (``components``) holds a cycle: an edge inside one."""
-    return bool(((comp[src] >= 0) & (comp[src] == comp[dst])).any())
+    return any(comp[s] >= 0 and comp[s] == comp[d] for s, d in zip(src, dst))
 
 
-def local_lassos(liveness: Sequence[Any], src: np.ndarray, dst: np.ndarray, cls: np.ndarray, enabled: np.ndarray,
-                 atoms: np.ndarray, terminal: np.ndarray, depth: np.ndarray, fps: Sequence[Any],
-                 cyclic: set[int] | None = None) -> dict[int, Lasso]:
+def local_lassos(liveness: Sequence[Any], src: Sequence[int], dst: Sequence[int], cls: Sequence[int],
+                 enabled: Sequence[int], atoms: Sequence[int], terminal: Sequence[Any], depth: Sequence[int],
+                 fps: Sequence[Any], cyclic: set[int] | None = None) -> dict[int, Lasso]:
     """The counterexample of each liveness property the graph has (property index -> Lasso), states by index
     ``0..n-1`` (``fps``: their fingerprints, ``depth``: their BFS level, ``terminal``: no fair class enabled);
     ``cyclic`` (when given) gets the index of each property whose ``stays`` states hold a cycle, fair or not
@@ -323,32 +317,36 @@ def local_lassos(liveness: Sequence[Any], src: np.ndarray, dst: np.ndarray, cls:
     n = len(fps)
     found: dict[int, Lasso] = {}
     for i, p in enumerate(liveness):
-        stays = (atoms & stays_bit(i)) != 0
-        recurs = (atoms & recurs_bit(i)) != 0
+        stays_mask, recurs_mask = stays_bit(i), recurs_bit(i)
+        stays = [bool(atoms[k] & stays_mask) for k in range(n)]
+        recurs = [bool(atoms[k] & recurs_mask) for k in range(n)]
         candidates: list[tuple[int, Any, int, str]] = []      # (depth, fp, state, how)
         comp = components(n, src, dst, stays)
         if cyclic is not None and has_cycle(comp, src, dst):
             cyclic.add(i)
-        for root in fair_accepting(comp, src, dst, cls, enabled, recurs).tolist():
-            members = np.flatnonzero(comp == root)
-            first = min(members.tolist(), key=lambda k: (int(depth[k]), order_key(fps[k])))
-            candidates.append((int(depth[first]), fps[first], first, "cycle"))
-        ends = np.flatnonzero(stays & terminal).tolist() if p.at_end else []
+        roots = set(fair_accepting(comp, src, dst, cls, enabled, recurs))
+        members_of: dict[int, list[int]] = {}
+        for k in range(n):
+            if comp[k] in roots:
+                members_of.setdefault(comp[k], []).append(k)
+        for members in members_of.values():
+            first = min(members, key=lambda k: (depth[k], order_key(fps[k])))
+            candidates.append((depth[first], fps[first], first, "cycle"))
+        ends = [k for k in range(n) if stays[k] and terminal[k]] if p.at_end else []
         if ends:
-            k = min(ends, key=lambda k: (int(depth[k]), order_key(fps[k])))
-            candidates.append((int(depth[k]), fps[k], k, "end"))
+            k = min(ends, key=lambda k: (depth[k], order_key(fps[k])))
+            candidates.append((depth[k], fps[k], k, "end"))
         if not candidates:
             continue
         _, fp, state, how = min(candidates, key=lambda c: (c[0], order_key(c[1])))
         if how == "end":
             found[i] = Lasso(fp, (), ())
             continue
-        inside = np.flatnonzero((comp[src] == comp[state]) & (comp[dst] == comp[state]))
-        members = np.flatnonzero(comp == comp[state]).tolist()
-        edges = [(fps[s], fps[t], int(c)) for s, t, c in zip(src[inside].tolist(), dst[inside].tolist(),
-                                                             cls[inside].tolist())]
+        root = comp[state]
+        members = members_of[root]
+        edges = [(fps[s], fps[t], c) for s, t, c in zip(src, dst, cls) if comp[s] == root and comp[t] == root]
         cycle, classes = cycle_through(fp, {fps[k] for k in members}, edges,
-                                       {fps[k]: int(enabled[k]) for k in members},
+                                       {fps[k]: enabled[k] for k in members},
                                        {fps[k] for k in members if recurs[k]})
         found[i] = Lasso(fp, cycle, classes)
     return found

@@ -168,7 +168,7 @@ def split_pieces(batches: Iterator[Any]) -> Iterator[Any]:
     states = np.sort(np.concatenate(fps))                     # index order is fingerprint order
     src = np.searchsorted(states, np.concatenate(srcs))
     dst = np.searchsorted(states, np.concatenate(dsts))
-    comp = components(len(states), src, dst, np.ones(len(states), bool))
+    comp = np.asarray(components(len(states), src.tolist(), dst.tolist(), [True] * len(states)), dtype=np.int64)
     inside = comp[src] == comp[dst]
     cyclic = np.isin(comp, comp[src[inside]])
     yield pa.RecordBatch.from_arrays([pa.array(states[cyclic], pa.int64()), pa.array(states[comp[cyclic]], pa.int64())],
@@ -308,16 +308,16 @@ def _judge_on_driver(core: DataFrame, core_edges: DataFrame) -> tuple[tuple | No
         return None, False
     index = {r["fp"]: k for k, r in enumerate(states)}
     rows = core_edges.select("src", "dst", "cls").collect()
-    src = np.array([index[r["src"]] for r in rows], dtype=np.int64)
-    dst = np.array([index[r["dst"]] for r in rows], dtype=np.int64)
-    cls = np.array([r["cls"] for r in rows], dtype=np.int64)
-    enabled = np.array([r["enabled"] for r in states], dtype=np.int64)
-    recurs = np.array([r["recurs"] for r in states], dtype=bool)
-    comp = components(len(states), src, dst, np.ones(len(states), bool))
+    src = [index[r["src"]] for r in rows]
+    dst = [index[r["dst"]] for r in rows]
+    cls = [r["cls"] for r in rows]
+    enabled = [r["enabled"] for r in states]
+    recurs = [bool(r["recurs"]) for r in states]
+    comp = components(len(states), src, dst, [True] * len(states))
     looped = has_cycle(comp, src, dst)
     best = None
-    for root in fair_accepting(comp, src, dst, cls, enabled, recurs).tolist():
-        members = np.flatnonzero(comp == root).tolist()
+    for root in fair_accepting(comp, src, dst, cls, enabled, recurs):
+        members = [k for k, c in enumerate(comp) if c == root]
         first = min(members, key=lambda k: (states[k]["level"], states[k]["fp"]))
         key = (states[first]["level"], states[first]["fp"])
         if best is None or key < best[0]:
@@ -325,9 +325,9 @@ def _judge_on_driver(core: DataFrame, core_edges: DataFrame) -> tuple[tuple | No
     if best is None:
         return None, looped
     (level, fp), root = best
-    members = [(states[k]["fp"], states[k]["enabled"], states[k]["recurs"]) for k in np.flatnonzero(comp == root).tolist()]
-    inside = (comp[src] == root) & (comp[dst] == root)
-    internal = [(rows[k]["src"], rows[k]["dst"], rows[k]["cls"]) for k in np.flatnonzero(inside).tolist()]
+    members = [(states[k]["fp"], states[k]["enabled"], states[k]["recurs"]) for k, c in enumerate(comp) if c == root]
+    internal = [(rows[k]["src"], rows[k]["dst"], rows[k]["cls"]) for k in range(len(rows))
+                if comp[src[k]] == root and comp[dst[k]] == root]
     return (level, fp, members, internal), looped
 
 

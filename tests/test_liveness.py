@@ -3,7 +3,8 @@ and the graph kept only when asked; on the toy model of tests/toy_liveness.py, w
 by hand, and on the pieces of the search."""
 from __future__ import annotations
 
-import numpy as np
+import random
+
 import pytest
 
 from rabbitproof.spark_check.engine import LocalEngine
@@ -71,21 +72,56 @@ def test_a_fair_cycle_among_the_states_a_search_cut_short_expanded_is_a_countere
 
 def test_components_peel_what_lies_on_no_cycle():
     # 0 -> 1 <-> 2 -> 3, and 3 -> 3: components {1, 2} and {3}; 0 is alone.
-    src, dst = np.array([0, 1, 2, 2, 3]), np.array([1, 2, 1, 3, 3])
-    comp = components(4, src, dst, np.ones(4, bool))
-    assert comp.tolist() == [0, 1, 1, 3]
+    src, dst = [0, 1, 2, 2, 3], [1, 2, 1, 3, 3]
+    comp = components(4, src, dst, [True] * 4)
+    assert comp == [0, 1, 1, 3]
     # Restricted to {0, 1, 3}: no cycle but the loop on 3.
-    assert components(4, src, dst, np.array([True, True, False, True])).tolist() == [0, 1, -1, 3]
+    assert components(4, src, dst, [True, True, False, True]) == [0, 1, -1, 3]
 
 
 def test_a_component_is_fair_when_each_class_is_taken_in_it_or_disabled_somewhere():
-    src, dst = np.array([0, 1]), np.array([1, 0])
-    comp = components(2, src, dst, np.ones(2, bool))
-    recurs = np.array([True, False])
-    taken_0 = np.array([0, 0])
-    assert fair_accepting(comp, src, dst, taken_0, np.array([0b11, 0b11]), recurs).tolist() == []   # class 1 owed
-    assert fair_accepting(comp, src, dst, taken_0, np.array([0b11, 0b01]), recurs).tolist() == [0]  # 1 disabled at 1
-    assert fair_accepting(comp, src, dst, taken_0, np.array([0b1, 0b1]), np.array([False, False])).tolist() == []
+    src, dst = [0, 1], [1, 0]
+    comp = components(2, src, dst, [True] * 2)
+    recurs = [True, False]
+    taken_0 = [0, 0]
+    assert fair_accepting(comp, src, dst, taken_0, [0b11, 0b11], recurs) == []   # class 1 owed
+    assert fair_accepting(comp, src, dst, taken_0, [0b11, 0b01], recurs) == [0]  # 1 disabled at 1
+    assert fair_accepting(comp, src, dst, taken_0, [0b1, 0b1], [False, False]) == []
+
+
+def _reach(n: int, edges: list[tuple[int, int]]) -> list[set[int]]:
+    """Each state's reachable states (itself included) by brute force."""
+    out = [set() for _ in range(n)]
+    for s, d in edges:
+        out[s].add(d)
+    reach = []
+    for v in range(n):
+        seen, todo = {v}, [v]
+        while todo:
+            for w in out[todo.pop()]:
+                if w not in seen:
+                    seen.add(w)
+                    todo.append(w)
+        reach.append(seen)
+    return reach
+
+
+def test_components_are_the_strongly_connected_components_on_random_graphs():
+    """Two states share a component exactly when each reaches the other through kept states; a component
+    is named by its smallest state (held against brute-force reachability on 300 seeded random graphs)."""
+    rng = random.Random(5)
+    for _ in range(300):
+        n = rng.randint(1, 12)
+        edges = [(rng.randrange(n), rng.randrange(n)) for _ in range(rng.randint(0, 3 * n))]
+        keep = [rng.random() < 0.8 for _ in range(n)]
+        comp = components(n, [s for s, _ in edges], [d for _, d in edges], keep)
+        reach = _reach(n, [(s, d) for s, d in edges if keep[s] and keep[d]])
+        for v in range(n):
+            if not keep[v]:
+                assert comp[v] == -1
+                continue
+            same = [w for w in range(n) if keep[w] and w in reach[v] and v in reach[w]]
+            assert comp[v] == min(same), (n, edges, keep, v)
 
 
 def test_the_cycle_meets_every_obligation_then_comes_back():
