@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .assembly import SearchOutcome, bounds_of
-from .level_files import drop_visited_after, drop_visited_before
 
 FORMAT = 3          # 3: states in group files, visited fingerprints per partition, written by executors
 PROGRESS = "progress.json"
@@ -134,6 +133,7 @@ class LevelStore:
         """Remove levels (and their states and graph) a killed run wrote beyond its last recorded one. The
         graph of ``level`` stays: a resume expands ``level`` again and writes the same facts and edges
         (read back without duplicates)."""
+        from .level_files import drop_visited_after      # the Spark engine's files: numpy, which only Spark brings
         self._drop(lambda n: n > level, ("levels", "states", "graph-states", "graph-edges", "graph-redirect"))
         drop_visited_after(self.visited_path(), level)
 
@@ -141,6 +141,7 @@ class LevelStore:
         """Remove the states of levels before ``level``, and visited files a later level no longer reads:
         once a level is recorded, only its own states are read again (the parent links, in ``levels``,
         stay)."""
+        from .level_files import drop_visited_before
         self._drop(lambda n: n < level, ("states",))
         drop_visited_before(self.visited_path(), level)
 

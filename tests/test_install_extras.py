@@ -13,7 +13,7 @@ from rabbitproof.extras import EXTRAS
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every module the extras bring, and what they bring in turn, made unimportable.
-BLOCKED = sorted({m for modules in EXTRAS.values() for m in modules} | {"py4j", "crosshair", "_pytest"})
+BLOCKED = sorted({m for modules in EXTRAS.values() for m in modules} | {"py4j", "numpy", "_pytest"})
 RUN = ("import sys\n"
        f"for name in {BLOCKED!r}:\n"
        "    sys.modules[name] = None\n"
