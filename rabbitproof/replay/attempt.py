@@ -28,6 +28,7 @@ from rabbitproof.replay.proxy import Link
 VANISH_HEARTBEAT = 1    # seconds: negotiated by a client the execution makes vanish, so the broker notices soon
 QUIET = 0.5             # seconds without a frame after the last act before the run is read
 DISK_PAUSE = 0.05       # seconds before a crash that follows a disk write, doubled at every try (at most 2 s)
+DECLARATION_PAUSE = 1.0 # seconds given to the broker to write the queues' declarations before a crash can come
 UNKNOWN_TAG_GAP = 1000  # a channel error is made with an ack of a delivery tag this far above any given out
 
 
@@ -108,6 +109,8 @@ class Replayer:
     def run(self) -> Try:
         started = time.monotonic()
         existing = self.declare_queues()
+        if any(a.kind == CRASH for a in self.plan.acts):
+            self.settle_declarations()
         done, stopped, stopped_at = 0, "", None
         try:
             for c in range(self.plan.clients):
@@ -367,6 +370,18 @@ class Replayer:
                 conn.queue_declare(1, name, durable=self.durable[q])
                 existing[name] = QueueSpec(durable=self.durable[q])
         return existing
+
+    def settle_declarations(self) -> None:
+        """Before an execution that crashes the broker: the queues it starts with are on the broker's disk.
+        RabbitMQ writes a declaration to disk a moment after declare-ok (docs/reference/differences.md), so
+        a crash right after the replay's own declarations could lose a durable queue the execution holds
+        to exist; a broker that can be told to write them (``sync_metadata``) is, any other is given
+        DECLARATION_PAUSE seconds."""
+        sync = getattr(self.crasher, "sync_metadata", None)
+        if sync is not None:
+            sync()
+        else:
+            time.sleep(DECLARATION_PAUSE)
 
     def hang_up(self) -> None:
         for conns in self.connections.values():
