@@ -62,6 +62,13 @@ def test_an_ack_the_broker_never_takes_before_the_client_vanishes_is_lost_on_the
     assert plan.heartbeats == {1}
 
 
+def test_a_channel_error_is_made_before_the_frames_it_discards():
+    setup, found = executions("channel-error")
+    acts = [(a.kind, a.frame.method if a.frame else "") for a in make_plan(found["twice"].steps, 2).acts]
+    error = acts.index(("channel error", ""))
+    assert acts[error + 1] == ("send", "basic.ack")     # the ack the execution's broker discards comes after
+
+
 @pytest.mark.parametrize("example, key, shows", [
     ("auto-ack", "lost", "never processed, not in its queue"),
     ("vanishing-consumer", "twice", "processed 2 times"),
@@ -69,6 +76,8 @@ def test_an_ack_the_broker_never_takes_before_the_client_vanishes_is_lost_on_the
     ("requeue-on-failure", "order", "received m0.1 after m0.2"),
     ("requeue-on-failure", "loop", "handed out 4 times, never processed"),
     ("work-before-ack", "twice", "processed 2 times"),
+    ("channel-error", "twice", "processed 2 times"),
+    ("republishing-publisher", "order", "received m0.1 after m0.2"),
 ])
 def test_the_examples_answers_are_reproduced_on_our_broker(example, key, shows, impl_broker_module, tmp_path):
     setup, found = executions(example)

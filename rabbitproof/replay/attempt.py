@@ -205,7 +205,7 @@ class Replayer:
         elif method == "tx.commit":
             self.observed.commit(key)
         elif method == "basic.publish":
-            self.observed.publish(key, str(act.frame.get("msg")))
+            self.observed.publish(key, str(act.frame.get("msg")), act.again)
         elif method in ("basic.ack", "basic.nack", "basic.reject"):
             method_frame = frames[0][1]
             self.observed.settle(key, int(method_frame.delivery_tag), bool(getattr(method_frame, "multiple", False)),

@@ -34,12 +34,21 @@ class Observed:
     held: dict = field(default_factory=dict)            # channel -> {real tag: msg} deliveries held
     left: set = field(default_factory=set)              # messages left in the queues at the end
     open_channels: set = field(default_factory=set)     # channels still open when the acts ended
+    copies: dict = field(default_factory=dict)          # a republished message -> the message it publishes again
+
+    def original(self, msg: str) -> str:
+        """The message ``msg`` publishes again (itself when it is no republish): the questions count per
+        message, whichever of its publishes a copy came from."""
+        return self.copies.get(msg, msg)
 
     def select(self, key: tuple, mode: str) -> None:
         self.modes[key] = mode
         self.published[key] = 0
 
-    def publish(self, key: tuple, msg: str) -> None:
+    def publish(self, key: tuple, msg: str, again: str = "") -> None:
+        if again:
+            self.copies[msg] = self.original(again)
+        msg = self.original(msg)
         mode = self.modes.get(key)
         if mode == "confirm":
             self.published[key] += 1
@@ -64,6 +73,7 @@ class Observed:
             self.believed.update(self.committing[key].pop(0))
 
     def receive(self, key: tuple, msg: str, tag: int) -> None:
+        msg = self.original(msg)
         self.received.setdefault(key, []).append(msg)
         self.handed_out[msg] += 1
         if self.processing.get(key[0]) == AUTOMATIC:
@@ -91,7 +101,8 @@ class Observed:
                 "waits": self._waits}[question]()
 
     def _lost(self) -> tuple[bool, str]:
-        gone = sorted(m for m in self.believed if not self.processed[m] and m not in self.left)
+        left = {self.original(m) for m in self.left}
+        gone = sorted(m for m in self.believed if not self.processed[m] and m not in left)
         if gone:
             return True, f"{', '.join(gone)}: believed delivered by its publisher, never processed, not in its queue"
         return False, ("no message believed delivered is gone" if self.believed
@@ -107,7 +118,7 @@ class Observed:
         """Judged on the order the deliveries reached the client, whatever order the application took them in."""
         for key, msgs in self.arrived.items():
             latest: dict[int, tuple[int, str]] = {}
-            for msg in msgs:
+            for msg in map(self.original, msgs):
                 publisher, n = message_order(msg)
                 if publisher in latest and n < latest[publisher][0]:
                     return True, f"c{key[0]} received {msg} after {latest[publisher][1]}"

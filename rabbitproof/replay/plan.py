@@ -22,6 +22,7 @@ _CHANNEL_ERROR = re.compile(r"^CHANNEL ERROR: the broker closes c(\d+)\.ch(\d+)"
 _DETECT = re.compile(r"held as c(\d+)\)$")
 _NETWORK = re.compile(r"^connection c(\d+) (LOST|VANISHES)")
 _WORK = re.compile(r"^do the work of delivery tag (\d+)")
+_AGAIN = re.compile(r"^publish (m\d+\.\d+) again:")
 
 # Why a fault cannot be made for real; the answer names it (docs/how-to/replay.md).
 CANNOT = {
@@ -44,6 +45,7 @@ class Act:
     dropped: bool = False       # a send the network loses (the execution's broker never takes it)
     tag: int = 0                # work: the delivery tag whose work is done
     written: bool = False       # a crash after the execution's disk wrote: the replay gives the disk time first
+    again: str = ""             # a publish of a message once more (a republish): the message it publishes again
 
     def describe(self) -> str:
         who = f"c{self.conn}" + (f".ch{self.channel}" if self.channel else "")
@@ -86,6 +88,7 @@ def make_plan(steps: Sequence[Step], clients: int) -> Plan:
     heartbeats: set[int] = set()
     cannot = ""
     written = False             # the disk wrote since the start or the last crash
+    before: dict[int, list[Act]] = {}   # acts that must come before act i (a channel error ahead of what it discards)
 
     def lose_in_flight(c: int) -> None:
         untaken = len(sends[c]) - taken[c]
@@ -104,10 +107,11 @@ def make_plan(steps: Sequence[Step], clients: int) -> Plan:
             m = _WORK.match(step.action)
             if m:
                 acts.append(Act(WORK, step.number, c, ch, tag=int(m.group(1))))
+            again = _AGAIN.match(step.action)
             for f in step.frames:
                 if f.sent_by_client:
                     sends[c].append(len(acts))
-                    acts.append(Act(SEND, step.number, c, int(f.get("ch", 0)), f))
+                    acts.append(Act(SEND, step.number, c, int(f.get("ch", 0)), f, again=again.group(1) if again else ""))
                 elif step.action.startswith("receive"):
                     acts.append(Act(AWAIT, step.number, c, int(f.get("ch", 0)), f))
             continue
@@ -123,7 +127,14 @@ def make_plan(steps: Sequence[Step], clients: int) -> Plan:
         elif step.action.startswith("restart"):
             acts.append(Act(RESTART, step.number))
         elif m := _CHANNEL_ERROR.match(step.action):
-            acts.append(Act(CHANNEL_ERROR, step.number, int(m.group(1)), int(m.group(2))))
+            # The frames of the connection the execution's broker has not taken yet reach it after the
+            # error, which discards them: the request that makes the error is written before them.
+            c, error = int(m.group(1)), Act(CHANNEL_ERROR, step.number, int(m.group(1)), int(m.group(2)))
+            untaken = sends[c][taken[c]:]
+            if untaken:
+                before.setdefault(untaken[0], []).append(error)
+            else:
+                acts.append(error)
         elif step.action.startswith("heartbeat timeout") and (m := _DETECT.search(step.action)):
             acts.append(Act(DETECT, step.number, int(m.group(1))))
         elif step.action.startswith("queue fails"):
@@ -134,7 +145,8 @@ def make_plan(steps: Sequence[Step], clients: int) -> Plan:
             acts.append(Act(LOSS if m.group(2) == "LOST" else VANISH, step.number, c))
             if m.group(2) == "VANISHES":
                 heartbeats.add(c)
-    return Plan(tuple(acts), clients, _opens(acts, clients), cannot, frozenset(heartbeats))
+    ordered = [a for i, act in enumerate(acts) for a in (*before.get(i, ()), act)]
+    return Plan(tuple(ordered), clients, _opens(ordered, clients), cannot, frozenset(heartbeats))
 
 
 def _opens(acts: Sequence[Act], clients: int) -> dict:
