@@ -160,3 +160,5 @@ def test_a_file_that_is_not_checks_output_and_an_unreachable_broker_are_refused(
     assert "cannot reach 127.0.0.1:1" in capsys.readouterr().err
     assert main(["check", str(EXAMPLES / "auto-ack.toml"), "--replay", "http://x/"]) == 2
     assert "the scheme must be amqp://" in capsys.readouterr().err
+    assert main(["check", str(EXAMPLES / "auto-ack.toml"), "--tries", "3"]) == 2
+    assert "--tries is an option of the replay: give --replay URL too" in capsys.readouterr().err

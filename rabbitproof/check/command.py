@@ -71,6 +71,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
         prepared = prepare(setup, engine, bounds, args.max_states)
     except (ConfigError, ValueError) as e:
         raise InputError(str(e).splitlines()[0]) from None
+    if not args.replay:
+        replay.options_need_replay(args)
     target = replay.target_of(args, args.replay) if args.replay else None
 
     err = Console(stderr=True)

@@ -55,6 +55,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_replay_options(parser)
 
 
+def options_need_replay(args: argparse.Namespace) -> None:
+    """`check` without --replay: InputError naming a replay option given anyway (it would do nothing)."""
+    given = [name for name, default in (("--tries", DEFAULT_TRIES), ("--step-timeout", DEFAULT_STEP_TIMEOUT),
+                                        ("--kill-cmd", None), ("--start-cmd", None), ("--recordings", None))
+             if getattr(args, name[2:].replace("-", "_")) != default]
+    if given:
+        raise InputError(f"{given[0]} is an option of the replay: give --replay URL too")
+
+
 def target_of(args: argparse.Namespace, url: str) -> Target:
     """The replays' target from the options; InputError naming what is wrong, the broker probed first."""
     try:
