@@ -16,6 +16,7 @@ from rabbitproof.options import build_engine
 from rabbitproof.recording import observations
 from rabbitproof.recording.file import load
 from rabbitproof.replay.attempt import Where
+from rabbitproof.replay.observed import AT_ACK, Observed
 from rabbitproof.replay.plan import SEND, make_plan
 from rabbitproof.replay.saved import from_checked
 from rabbitproof.replay.steps import parse_step
@@ -162,3 +163,21 @@ def test_a_file_that_is_not_checks_output_and_an_unreachable_broker_are_refused(
     assert "the scheme must be amqp://" in capsys.readouterr().err
     assert main(["check", str(EXAMPLES / "auto-ack.toml"), "--tries", "3"]) == 2
     assert "--tries is an option of the replay: give --replay URL too" in capsys.readouterr().err
+
+
+def test_what_the_applications_believe_and_do_decides_whether_the_event_shows():
+    channel = (0, 0, 1)
+    seen = Observed({1: AT_ACK})
+    seen.select(channel, "confirm")
+    seen.publish(channel, "m0.1")
+    seen.publish(channel, "m0.2")
+    seen.confirmed(channel, 1, False, True)
+    seen.open_channels.add(channel)
+    assert seen.shows("waits") == (True, "c0.ch1: m0.2 never answered")
+    assert seen.shows("lost") == (True, "m0.1: believed delivered by its publisher, never processed, not in its queue")
+    seen.left.add("m0.1")
+    assert seen.shows("lost")[0] is False
+    seen.publish(channel, "m0.3", again="m0.2")       # m0.2 published again: its copy counts as m0.2
+    seen.receive((1, 0, 1), "m0.3", 7)
+    seen.settle((1, 0, 1), 7, False, True)
+    assert seen.processed["m0.2"] == 1 and seen.shows("twice")[0] is False

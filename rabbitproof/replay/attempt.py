@@ -6,6 +6,7 @@ on a channel, nothing within the timeout, a connection the broker closed. Its re
 clients sent and received, in the recording format of `rabbitproof trace`."""
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -16,8 +17,9 @@ from rabbitproof.recording.rawclient import (
     ChannelClosed, Command, ConnectionClosed, ConnectionLost, ProtocolViolation, RawConnection,
 )
 from rabbitproof.recording.observations import pamqp_name
-from rabbitproof.spec.roles import QueueSpec
 
+from rabbitproof.replay import queues
+from rabbitproof.replay.queues import Where
 from rabbitproof.replay.naming import Names, to_wire
 from rabbitproof.replay.observed import Observed
 from rabbitproof.replay.plan import (
@@ -28,8 +30,13 @@ from rabbitproof.replay.proxy import Link
 VANISH_HEARTBEAT = 1    # seconds: negotiated by a client the execution makes vanish, so the broker notices soon
 QUIET = 0.5             # seconds without a frame after the last act before the run is read
 DISK_PAUSE = 0.05       # seconds before a crash that follows a disk write, doubled at every try (at most 2 s)
-DECLARATION_PAUSE = 1.0 # seconds given to the broker to write the queues' declarations before a crash can come
 UNKNOWN_TAG_GAP = 1000  # a channel error is made with an ack of a delivery tag this far above any given out
+
+
+def spec_name(name: str) -> str:
+    """The AMQP name of a pamqp method name: ``Basic.ConsumeOk`` -> ``basic.consume-ok``."""
+    cls, method = name.split(".")
+    return cls.lower() + "." + re.sub(r"(?<!^)([A-Z])", r"-\1", method).lower()
 
 
 class Crasher(Protocol):
@@ -38,21 +45,6 @@ class Crasher(Protocol):
     def kill(self) -> None: ...
 
     def start(self) -> object: ...
-
-
-@dataclass(frozen=True)
-class Where:
-    """The broker's address and the credentials of the replay's clients."""
-
-    host: str
-    port: int
-    user: str = "guest"
-    password: str = "guest"
-    vhost: str = "/"
-
-
-class BrokerUnusable(Exception):
-    """The broker cannot be reached to set a try up; the message says why."""
 
 
 class WentAnotherWay(Exception):
@@ -108,9 +100,13 @@ class Replayer:
 
     def run(self) -> Try:
         started = time.monotonic()
-        existing = self.declare_queues()
+        try:
+            existing = queues.declare(self.where, self.names, self.durable, self.predeclared, self.step_timeout)
+        except queues.BrokerUnusable as e:
+            return Try(0, f"the queues could not be declared: {e}", 0, [], {}, self.observed,
+                       time.monotonic() - started)
         if any(a.kind == CRASH for a in self.plan.acts):
-            self.settle_declarations()
+            queues.settle_declarations(self.crasher)
         done, stopped, stopped_at = 0, "", None
         try:
             for c in range(self.plan.clients):
@@ -126,7 +122,7 @@ class Replayer:
             if self.broker_down:        # the execution ends with the broker down: up again for the next
                 self.crasher.start()
                 self.broker_down = False
-        self.observed.left = self.read_and_empty_queues()
+        self.observed.left = queues.read_and_empty(self.where, self.names, self.step_timeout)
         slots = [[c.raw.command_log() for c in self.connections[client]] for client in range(self.plan.clients)]
         for client, logs in enumerate(slots):
             for number, log in enumerate(logs):
@@ -348,40 +344,7 @@ class Replayer:
                 if conn.alive and not conn.vanished:
                     self.observed.open_channels.update((client, conn.number, ch) for ch in conn.open)
 
-    # -- before and after ---------------------------------------------------------------------------
-
-    def admin(self) -> RawConnection:
-        """A connection of the replay's own, outside the recording, to set the queues up and read them."""
-        try:
-            conn = RawConnection.connect(self.where.host, self.where.port, self.where.user, self.where.password,
-                                         vhost=self.where.vhost, timeout=self.step_timeout)
-        except (OSError, ConnectionLost, ConnectionClosed, TimeoutError) as e:
-            raise BrokerUnusable(f"cannot connect to {self.where.host}:{self.where.port}: {e}") from None
-        conn.channel_open(1)
-        return conn
-
-    def declare_queues(self) -> dict:
-        """The setup's queues, declared before the clients start (the execution starts with them), under
-        this try's names; the recording's "existing"."""
-        existing = {}
-        with self.admin() as conn:
-            for q in self.predeclared:
-                name = self.names.queue(f"q{q}")
-                conn.queue_declare(1, name, durable=self.durable[q])
-                existing[name] = QueueSpec(durable=self.durable[q])
-        return existing
-
-    def settle_declarations(self) -> None:
-        """Before an execution that crashes the broker: the queues it starts with are on the broker's disk.
-        RabbitMQ writes a declaration to disk a moment after declare-ok (docs/reference/differences.md), so
-        a crash right after the replay's own declarations could lose a durable queue the execution holds
-        to exist; a broker that can be told to write them (``sync_metadata``) is, any other is given
-        DECLARATION_PAUSE seconds."""
-        sync = getattr(self.crasher, "sync_metadata", None)
-        if sync is not None:
-            sync()
-        else:
-            time.sleep(DECLARATION_PAUSE)
+    # -- at the end -------------------------------------------------------------------------------
 
     def hang_up(self) -> None:
         for conns in self.connections.values():
@@ -389,34 +352,6 @@ class Replayer:
                 conn.raw.abort()
                 conn.link.cut()
                 conn.alive = False
-
-    def read_and_empty_queues(self) -> set:
-        """The messages left in the queues once no consumer holds any (theirs went back when their
-        connections closed), and the queues deleted."""
-        left: set = set()
-        try:
-            conn = self.admin()
-        except BrokerUnusable:
-            return left
-        with conn:
-            for q in range(len(self.names.queues)):
-                name = self.names.queue(f"q{q}")
-                try:
-                    deadline = time.monotonic() + 10
-                    while conn.queue_declare(1, name, passive=True).consumer_count and time.monotonic() < deadline:
-                        time.sleep(0.05)
-                    while True:
-                        got = conn.basic_get(1, name, no_ack=True)
-                        if not isinstance(got.method, commands.Basic.GetOk):
-                            break
-                        left.add(self.names.message_of(got.body) or "")
-                    conn.queue_delete(1, name)
-                except ChannelClosed:           # no such queue (a transient one gone with a crash)
-                    conn.send(1, commands.Channel.CloseOk())
-                    conn.channel_open(1)
-                except (ConnectionLost, ConnectionClosed, TimeoutError):
-                    break
-        return left
 
     # -- names --------------------------------------------------------------------------------------
 
@@ -433,5 +368,6 @@ class Replayer:
         return self.names.delivery_tags.get(self.key(act) + (tag,), tag)
 
     def shown(self, command: Command) -> str:
+        """A received command in the execution's words: ``basic.deliver of m0.2``."""
         msg = self.names.message_of(command.body)
-        return command.name + (f" of {msg}" if msg else "")
+        return spec_name(command.name) + (f" of {msg}" if msg else "")

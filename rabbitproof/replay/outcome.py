@@ -35,6 +35,8 @@ class Judged:
 
 def judge(attempt: Try, question: str, max_nodes: int) -> Judged:
     """The verdict of the spec on a try's recording, and whether the try shows the answer's event."""
+    if not attempt.slots:
+        return Judged(NOT_REPRODUCED, attempt.stopped, None, None, attempt)
     try:
         recorded = observations.from_recording(attempt.slots, attempt.existing, judge_texts=False)
     except observations.Unsupported as e:

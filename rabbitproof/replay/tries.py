@@ -81,9 +81,10 @@ def replay_answer(execution: Execution, setup: Setup, target: Target, label: str
     for n in range(1, target.tries + 1):
         judged = _try(plan, setup, target, execution.key, n)
         out.tries = n
-        judged.file = str(target.directory / f"{label}-{execution.key}-try{n}.json")
-        save(judged.file, judged.attempt.slots, judged.attempt.existing)
-        out.recordings.append(judged.file)
+        if judged.attempt.slots:
+            judged.file = str(target.directory / f"{label}-{execution.key}-try{n}.json")
+            save(judged.file, judged.attempt.slots, judged.attempt.existing)
+            out.recordings.append(judged.file)
         if judged.status in (REPRODUCED, DIVERGED):
             break
         out.ways.append(f"try {n}: {judged.why}")
