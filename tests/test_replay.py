@@ -18,6 +18,7 @@ from rabbitproof.recording.file import load
 from rabbitproof.replay.attempt import Where
 from rabbitproof.replay.observed import AT_ACK, Observed
 from rabbitproof.replay.plan import SEND, make_plan
+from rabbitproof.replay.report import exit_code
 from rabbitproof.replay.saved import from_checked
 from rabbitproof.replay.steps import parse_step
 from rabbitproof.replay.tries import Execution, Target, replay_answer
@@ -181,3 +182,29 @@ def test_what_the_applications_believe_and_do_decides_whether_the_event_shows():
     seen.receive((1, 0, 1), "m0.3", 7)
     seen.settle((1, 0, 1), 7, False, True)
     assert seen.processed["m0.2"] == 1 and seen.shows("twice")[0] is False
+
+
+def test_a_step_the_broker_never_takes_is_not_reproduced_and_says_where(impl_broker_module, tmp_path):
+    setup = read_setup(str(EXAMPLES / "auto-ack.toml"))
+    steps = (parse_step("1. [client c1.ch1] consume q0 as ctag 1 (automatic ack) | frames: c1 client->broker "
+                        "basic.consume(ch=1, queue=q0, consumer_tag=1, no_ack=True)"),
+             parse_step("2. [client c1.ch1] receive the next frame of channel 1 | frames: c1 broker->client "
+                        "basic.consume-ok(ch=1, consumer_tag=1)"),
+             parse_step("3. [client c1.ch1] receive the next frame of channel 1 | frames: c1 broker->client "
+                        "basic.deliver(ch=1, consumer_tag=1, delivery_tag=1, redelivered=False, msg=m0.1)"))
+    quick = Target(Where(impl_broker_module.host, impl_broker_module.port), tries=2, step_timeout=0.3,
+                   directory=tmp_path)
+    replayed = replay_answer(Execution("lost", "q", steps), setup, quick, "x")
+    assert (replayed.status, replayed.tries, len(replayed.recordings)) == ("not reproduced", 2, 2)
+    assert replayed.ways == [f"try {n}: step 3: c1.ch1 waited 0.3 s for basic.deliver(ch=1, consumer_tag=1, "
+                             "delivery_tag=1, redelivered=False, msg=m0.1); it did not come" for n in (1, 2)]
+    assert exit_code([replayed]) == 3
+
+
+def test_check_json_carries_the_replay(impl_broker_module, tmp_path, capsys):
+    assert main(["check", str(EXAMPLES / "auto-ack.toml"), "--json", "--no-advice", "--replay",
+                 url(impl_broker_module), "--recordings", str(tmp_path)]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert [a["answer"] for a in document["answers"]][0] == "can happen"
+    assert document["replay"]["schema"] == schema("replay")
+    assert [(a["key"], a["status"]) for a in document["replay"]["answers"]] == [("lost", "reproduced")]
