@@ -126,7 +126,10 @@ def test_replay_reads_a_saved_check_and_prints_json(impl_broker_module, tmp_path
     assert document["schema"] == schema("replay")
     [answer] = document["answers"]
     assert (answer["key"], answer["status"], answer["tries"]) == ("lost", "reproduced", 1)
-    assert Path(answer["recordings"][0]).is_file() and Path(answer["chart"]).is_file()
+    assert Path(answer["recordings"][0]).is_file()
+    chart = Path(answer["chart"]).read_text()
+    assert "shown on the real run: m0.1: believed delivered" in chart and "(the harm)" in chart
+    assert "c1: consumer &#x27;mailer&#x27;" in chart
     assert main(["trace", answer["recordings"][0]]) == 0
 
 

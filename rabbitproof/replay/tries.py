@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rabbitproof.check.setup_file import Setup
-from rabbitproof.conformance.chart import recording_svg
+from rabbitproof.check.answers import names as client_names
 from rabbitproof.recording.file import save
 
+from rabbitproof.replay.chart import replay_svg
 from rabbitproof.replay.attempt import VANISH_HEARTBEAT, Crasher, Replayer, Where
 from rabbitproof.replay.naming import Names
 from rabbitproof.replay.observed import AT_ACK, AUTOMATIC, BEFORE_ACK, LOOP_ROUNDS
@@ -96,7 +97,9 @@ def replay_answer(execution: Execution, setup: Setup, target: Target, label: str
         out.trace = judged.recorded.text()
         chart = target.directory / f"{label}-{execution.key}.svg"
         title = f"{label}: {execution.question} {judged.status} (try {out.tries})"
-        chart.write_text(recording_svg(title, judged.recorded, judged.verdict), encoding="utf-8")
+        harm = judged.why if judged.status == REPRODUCED else ""
+        chart.write_text(replay_svg(title, judged.recorded, judged.verdict, client_names(setup), harm),
+                         encoding="utf-8")
         out.chart = str(chart)
     out.seconds = time.monotonic() - started
     return out
