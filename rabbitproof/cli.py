@@ -5,6 +5,7 @@
     rabbitproof list                the configurations and the properties
     rabbitproof verify              every check of `make verify`: explore, agreement, proofs, BMC, CrossHair
     rabbitproof trace FILE          the spec's verdict on a recorded run
+    rabbitproof replay FILE URL     act out check's answers on a real broker, with real faults
     rabbitproof conformance URL     judge any AMQP 0-9-1 broker by the spec
     rabbitproof broker              run the reference broker
     rabbitproof bench [PART]        the benchmarks of `make bench`
@@ -32,6 +33,7 @@ from rabbitproof.explore import command as explore
 from rabbitproof.extras import MissingExtra
 from rabbitproof.options import OneLineParser, fail, output_console
 from rabbitproof.recording import command as trace
+from rabbitproof.replay import command as replay
 
 
 class Subcommand:
@@ -51,6 +53,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                          "the invariants, find the hazards, run CrossHair", verify.add_arguments, verify.run),
     "trace": Subcommand("judge a recorded run (JSON recording or .trace text) by the spec", trace.add_arguments,
                         trace.run),
+    "replay": Subcommand("act out the \"can happen\" answers of `check --json` on a broker, with real faults, "
+                         "and judge the runs by the spec", replay.add_arguments, replay.run),
     "conformance": Subcommand("run generated programs against an AMQP 0-9-1 broker and judge them by the spec",
                               conformance.add_arguments, lambda args, out: conformance.run_command(args)),
     "broker": Subcommand("run the reference AMQP 0-9-1 broker", server.add_arguments,

@@ -20,6 +20,9 @@ from rabbitproof.check.report import checked_json, print_checked, write_charts
 from rabbitproof.check.setup_file import read_setup
 from rabbitproof.check.whatif import try_changes
 from rabbitproof.explore.report import ProgressDisplay
+from rabbitproof.replay import command as replay
+from rabbitproof.replay.report import print_replays
+from rabbitproof.replay.saved import from_checked
 from rabbitproof.options import (
     EXIT_FAILED, EXIT_OK, add_progress_arguments, build_engine, check_output_options, parse_bounds, reductions_of,
 )
@@ -47,6 +50,10 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
                             "publishers with the same settings, their messages renamed with them), budgets (a state "
                             "is skipped where the same state with fewer faults spent is explored), or none")
     check.add_argument("--no-advice", action="store_true", help="do not try the what-if changes")
+    check.add_argument("--replay", metavar="URL",
+                       help="act out each \"can happen\" answer on the broker at URL with real clients and real "
+                            "faults, and judge the run by the spec (docs/how-to/replay.md)")
+    replay.add_replay_options(check)
     add_progress_arguments(check)
 
 
@@ -64,6 +71,9 @@ def run(args: argparse.Namespace, out: Console) -> int:
         prepared = prepare(setup, engine, bounds, args.max_states)
     except (ConfigError, ValueError) as e:
         raise InputError(str(e).splitlines()[0]) from None
+    if not args.replay:
+        replay.options_need_replay(args)
+    target = replay.target_of(args, args.replay) if args.replay else None
 
     err = Console(stderr=True)
     show = err.is_terminal if args.progress is None else args.progress
@@ -83,8 +93,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
     finally:
         engine.close()
     charts = write_charts(checked, args.chart) if args.chart else {}
+    replays, replayed = replay.after_check(setup, from_checked(checked), target, args.replay) if target else ([], {})
     if args.json:
-        out.file.write(json.dumps(checked_json(checked, tried, charts), indent=2) + "\n")
+        out.file.write(json.dumps({**checked_json(checked, tried, charts), **({"replay": replayed} if target else {})},
+                                  indent=2) + "\n")
     else:
         print_checked(out, checked, tried, charts)
+        if target:
+            out.print()
+            print_replays(out, setup.source, replayed["broker"], replays)
     return EXIT_FAILED if checked.failing else EXIT_OK
