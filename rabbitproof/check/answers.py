@@ -87,7 +87,7 @@ def keeps_beliefs(setup: Setup) -> bool:
     is proved for every size (rabbitproof.check.for_every_size) and no publisher republishes, the search
     need not look for a lost message: it keeps no beliefs, every other answer is the same (the other
     fields of the ghost and the programs never read them), and states that differed only by what a
-    publisher believed are one (a quarter fewer states on the issue's 1-message setup).
+    publisher believed are one (a quarter fewer states on the benchmark setup with 1 message a publisher).
     tests/test_check_for_every_size.py searches the covered examples with beliefs kept, to hold the
     proof's implication to the search."""
     return proved_for(setup, "lost") is None or any(p.republish for p in setup.publishers)
