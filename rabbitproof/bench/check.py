@@ -54,7 +54,7 @@ prefetch = 1
 
 [faults]
 broker_crash = true
-network_loss = true
+connection_closed = true
 """
 SHORT = {"can happen": "can", "cannot happen": "cannot", "undecided": "?"}
 

@@ -24,7 +24,7 @@ from rabbitproof.check.questions import (
     LIVENESS, PROPERTIES, QUESTIONS, ConsumerWork, Question, Republish, SetupMachine,
 )
 from rabbitproof.check.setup_file import Setup
-from rabbitproof.check.setup_model import erring, lossy, to_config, vanishing
+from rabbitproof.check.setup_model import bound_changes, erring, lossy, to_config, vanishing
 
 # What `rabbitproof check` reduces by default: none changes an answer (rabbitproof.check.pure_reads and the
 # other parts of ``por``, rabbitproof.check.interchangeable, rabbitproof.check.spent_budgets).
@@ -96,7 +96,7 @@ def keeps_beliefs(setup: Setup) -> bool:
 def config_for(setup: Setup, bounds: Mapping[str, Any] | None = None, max_states: int | None = None) -> Config:
     """The spec configuration of a setup, with bounds the command line overrides (ConfigError if bad)."""
     config = to_config(setup, name=setup_name(setup))
-    changes = dict(bounds or {})
+    changes = bound_changes(setup, bounds or {})
     endless = [name for name in machine_for(setup).endless if name in changes]
     if endless:
         raise ConfigError(f"bound {endless[0]}: `check` sets no bound on what the applications' programs do "
