@@ -128,7 +128,7 @@ def test_the_reference_page_is_the_tables():
 
 @pytest.mark.parametrize("page", [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))],
                          ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_page_links_out_of_the_repository_for_the_rules(page: Path):
+def test_no_page_links_out_of_the_repository(page: Path):
     outside = []
     for target in LINK.findall(page.read_text(encoding="utf-8")):
         if re.match(r"^[a-z]+:", target) or target.startswith("#"):
