@@ -9,6 +9,7 @@
     rabbitproof conformance URL     judge any AMQP 0-9-1 broker by the spec
     rabbitproof broker              run the reference broker
     rabbitproof bench [PART]        the benchmarks of `make bench`
+    rabbitproof rules [ID]          the rules the answers cite, and where each is modelled, proved, tested
 
 Exit codes, for every subcommand: 0 every check met its expectation, 1 one did not, 2 bad input (one
 line on stderr naming what is wrong, before any work starts). docs/reference/cli.md lists every option.
@@ -24,7 +25,7 @@ from rich.console import Console
 from rabbitproof.impl import server
 from rabbitproof.spark_check.bundle import InputError
 
-from rabbitproof import __version__, verify
+from rabbitproof import __version__, rules, verify
 from rabbitproof.bench import command as bench
 from rabbitproof.check import command as check
 from rabbitproof.check.setup_file import SetupError
@@ -61,6 +62,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                          lambda args, out: server.run(args)),
     "bench": Subcommand("run the benchmarks (one part, or all of them)", bench.add_arguments,
                         lambda args, out: bench.run(args)),
+    "rules": Subcommand("list the rules the answers cite (ACK-2, RQ-4, ...), or show one in full", rules.add_arguments,
+                        rules.run),
 }
 
 

@@ -14,6 +14,7 @@ exits 1 when any does. tests/test_docs_reference.py runs the check. The blocks:
   `rabbitproof.cli.build_parser`, and each `rabbitproof bench PART`'s own);
 - ``configurations``: `spec.configs.CONFIGS` with the counts pinned in rabbitproof/explore/manifest.json;
 - ``properties``: the registries `spec.properties.REGISTRY` and `LIVENESS`, as `rabbitproof list` prints them;
+- ``rules``: the rule table shipped with the package (rabbitproof/rules.toml, `rabbitproof.rules`);
 - ``setup-keys``: `rabbitproof.check.setup_file.KEYS`, the keys the setup-file reader accepts.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Callable, Iterator, Sequence
 from rabbitproof.spec.configs import CONFIGS, STANDARD
 from rabbitproof.spec.properties import LIVENESS, REGISTRY
 
+from rabbitproof import rules
 from rabbitproof.bench.command import PARTS
 from rabbitproof.check.setup_file import KEYS
 from rabbitproof.cli import SUBCOMMANDS, build_parser
@@ -188,10 +190,29 @@ def render_setup_keys() -> str:
     return out.rstrip("\n") + "\n"
 
 
+# --- the rules ------------------------------------------------------------------------------------
+
+def render_rules() -> str:
+    """Every rule of the table shipped with the package (rabbitproof/rules.toml), family by family: what it
+    says, and where it is modelled, proved and tested."""
+    rule_table = rules.table()
+    out = ""
+    for family, name in rule_table.families.items():
+        out += f"### {family}: {name}\n\n"
+        for rule in (r for r in rule_table.rules.values() if r.family == family):
+            out += f"#### {rule.id} {rule.title}\n\n{rule.says}\n\n"
+            for label, refs in (("Modelled in", rule.modelled), ("Checked or proved by", rule.proved),
+                                ("Tested in", rule.tested)):
+                out += f"- {label}: " + (", ".join(f"`{r}`" for r in refs) if refs else "none yet") + "\n"
+            out += "\n"
+    return out.rstrip("\n") + "\n"
+
+
 RENDERERS: dict[str, Callable[[], str]] = {
     "cli": render_cli,
     "configurations": render_configurations,
     "properties": render_properties,
+    "rules": render_rules,
     "setup-keys": render_setup_keys,
 }
 

@@ -494,7 +494,7 @@ class NetworkLoss(Action):
         return f"connection c{self.conn} LOST"
 
 
-# A rule ID (SEMANTICS.md) as the docstrings above cite it: ``ACK-2``, or a range ``DU-1..3``.
+# A rule ID (rabbitproof/rules.toml) as the docstrings above cite it: ``ACK-2``, or a range ``DU-1..3``.
 RULE_ID = re.compile(r"\b(DT|AM|ACK|PF|RQ|DS|PC|TX|DU|ER|RT)-(\d+)(?:\.\.(\d+))?\b")
 
 

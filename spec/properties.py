@@ -1,4 +1,4 @@
-"""Properties of the model, each citing the SEMANTICS.md rules it checks (the registry is REGISTRY).
+"""Properties of the model, each citing the rules it checks (rabbitproof/rules.toml; the registry is REGISTRY).
 
 - always: invariants, split into named conjuncts; every reachable state must satisfy them.
 - sometimes: reachability; each guards an invariant against vacuity (some state must satisfy it).

@@ -21,7 +21,7 @@ KINDS: tuple[Kind, ...] = ("always", "sometimes", "hazard")
 
 @dataclass(frozen=True)
 class Property:
-    """A named predicate on a state, with the SEMANTICS.md rule IDs it checks."""
+    """A named predicate on a state, with the IDs of the rules it checks (rabbitproof/rules.toml)."""
 
     name: str
     kind: Kind

@@ -1,4 +1,4 @@
-"""``rabbitproof bench check`` (rabbitproof/bench/check.py): issue 23's setup checked in a process of its
+"""``rabbitproof bench check`` (rabbitproof/bench/check.py): the benchmark setup checked in a process of its
 own, with its figures; bad options refused."""
 from __future__ import annotations
 

@@ -138,6 +138,7 @@ confirms = {confirms}
 persistent = true
 messages = 1
 """
+CRASH = "[faults]\nbroker_crash = true\n"
 
 
 def publisher_only(a, state) -> bool:
@@ -307,7 +308,7 @@ def test_a_consumer_that_requeues_every_delivery_loops_for_ever_RQ_6():
 def test_one_lost_connection_and_one_crash_make_no_loop():
     """The safe pipeline hit by each fault once redelivers a message twice, but no execution goes on
     redelivering it: the faults are spent (the old count of three deliveries called this a loop)."""
-    text = (EXAMPLES / "safe-pipeline.toml").read_text() + "\n[faults]\nnetwork_loss = true\nbroker_crash = true\n"
+    text = (EXAMPLES / "safe-pipeline.toml").read_text() + "\n[faults]\nconnection_closed = true\nbroker_crash = true\n"
     answers = answers_of(text)
     assert answers["loop"] == CANNOT and answers["waits"] == CANNOT and answers["lost"] == CANNOT
 
@@ -378,7 +379,12 @@ def test_json_and_charts(tmp_path):
 @pytest.mark.parametrize("text, argv, message", [
     ("[queues.q]\n[[publishers]]\nqueue = \"r\"\n", (), "t.toml:3: publisher 'publisher 1' uses queue 'r'"),
     ("[queues.q]\n[[publishers]]\nqueue = \"q\"\ncolour = 1\n", (), "t.toml:4: unknown key 'colour'"),
-    (PUBLISHER.format(confirms="true"), ("--bound", "crashes=99"), "bound crashes=99 is out of range"),
+    (PUBLISHER.format(confirms="true") + CRASH, ("--bound", "broker_crash=99"),
+     "--bound broker_crash=99 is out of range (0 to 2)"),
+    (PUBLISHER.format(confirms="true") + CRASH, ("--bound", "crashes=2"),
+     "--bound crashes: a fault is bounded by its name in the setup file: broker_crash=2"),
+    (PUBLISHER.format(confirms="true"), ("--bound", "broker_crash=2"), "the setup has no broker_crash"),
+    (PUBLISHER.format(confirms="true"), ("--bound", "colour=2"), "unknown bound 'colour' (the faults: connection_closed"),
     (PUBLISHER.format(confirms="true"), ("--bound", "requeues=1"), "bound requeues: `check` sets no bound"),
     (PUBLISHER.format(confirms="true"), ("--bound", "messages=3"), "set each publisher's messages in the setup file"),
     (PUBLISHER.format(confirms="true"), ("--engine", "warp"), "unknown engine 'warp'"),
@@ -400,9 +406,9 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, text, argv, mes
 
 def test_options_go_before_or_after_the_file(tmp_path):
     path = tmp_path / "t.toml"
-    path.write_text(PUBLISHER.format(confirms="true"))
-    before = run("check", "--bound", "crashes=1", str(path), "--json", "--no-advice")
-    after = run("check", str(path), "--json", "--no-advice", "--bound", "crashes=1")
+    path.write_text(PUBLISHER.format(confirms="true") + CRASH)
+    before = run("check", "--bound", "broker_crash=2", str(path), "--json", "--no-advice")
+    after = run("check", str(path), "--json", "--no-advice", "--bound", "broker_crash=2")
     assert before[0] == after[0] == 0 and json.loads(before[1])["answers"] == json.loads(after[1])["answers"]
 
 
@@ -435,7 +441,7 @@ def test_ctrl_c_prints_the_answers_so_far_without_a_traceback(tmp_path):
                     + "".join(f'[[publishers]]\nname = "p{i}"\nqueue = "jobs"\nconfirms = true\npersistent = true\n'
                               f"messages = 2\n" for i in (1, 2))
                     + "".join(f'[[consumers]]\nname = "w{i}"\nqueue = "jobs"\nprefetch = 1\n' for i in (1, 2))
-                    + "[faults]\nbroker_crash = true\nnetwork_loss = true\n")
+                    + "[faults]\nbroker_crash = true\nconnection_closed = true\n")
     script = Path(sys.executable).with_name("rabbitproof")
     # A shell that runs the tests in the background (`make test &`) starts them with SIGINT ignored, and
     # a child inherits that: give the command the terminal's default, as Ctrl-C in a terminal finds it.

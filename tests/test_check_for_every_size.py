@@ -34,7 +34,7 @@ on_failure = "nack-requeue"
 
 [faults]
 broker_crash = true
-consumer_connection_lost = true
+connection_closed = ["settler"]
 """
 
 

@@ -51,7 +51,7 @@ def test_a_confirm_lost_with_the_connection_makes_a_republished_duplicate_PC_9()
     """Automatic acks never redeliver, so without republishing nothing is processed twice; a publisher that
     republishes what its lost connection left unconfirmed delivers a message the broker had taken already
     once more, after the later one (the guide's reason for idempotent consumers)."""
-    lossy = CONFIRMED.replace("messages = 1", "messages = 2") + "network_loss = true\n"
+    lossy = CONFIRMED.replace("messages = 1", "messages = 2") + "connection_closed = true\n"
     _, without = answers(lossy.replace("republish = 1", "republish = 0"))
     checked, with_ = answers(lossy)
     assert without[1:3] == (CANNOT, CANNOT)
@@ -110,7 +110,7 @@ acks = "automatic"
 def test_the_bound_holds_and_a_publisher_that_cannot_learn_never_republishes():
     """Two failures, one republish: the second failed message is not published again; and without a
     republish bound the ghost never owes anything."""
-    text = CONFIRMED.replace("messages = 1", "messages = 2") + "network_loss = true\n"
+    text = CONFIRMED.replace("messages = 1", "messages = 2") + "connection_closed = true\n"
     seen = states(text)
     assert max(len(w.ghost.copies) + len(w.ghost.redo) for w in seen) == 1
     assert all(w.spec.conns[0].published <= 3 for w in seen)
@@ -129,7 +129,7 @@ def test_a_lost_message_stays_lost_so_one_state_decides_the_question(name):
     sound because on every step of these setups (each of which can lose a message) a message lost stays
     lost, whatever happens next."""
     if name == "republishing":
-        text = CONFIRMED.replace("messages = 1", "messages = 2") + "network_loss = true\n"
+        text = CONFIRMED.replace("messages = 1", "messages = 2") + "connection_closed = true\n"
     else:
         text = (EXAMPLES / f"{name}.toml").read_text()
     setup = parse_setup(text, f"{name}.toml")

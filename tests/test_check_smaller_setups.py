@@ -35,14 +35,14 @@ def can_happen(tmp_path, name: str, text: str) -> set[str]:
     return {a.key for a in report.answers if a.happens and a.key in SAFETY}
 
 
-BOTH = ("broker_crash", "network_loss")
+BOTH = ("broker_crash", "connection_closed")
 PAIRS = {   # name: (smaller, larger)
     "a second consumer": (setup_text((2,), 1, BOTH), setup_text((2,), 2, BOTH)),
     "a second message": (setup_text((1,), 2, BOTH), setup_text((2,), 2, BOTH)),
     "a second fault": (setup_text((2,), 2, ("broker_crash",)), setup_text((2,), 2, BOTH)),
     "a second publisher": (setup_text((1,), 1, BOTH), setup_text((1, 1), 1, BOTH)),
-    "automatic acks, a second consumer": (setup_text((1,), 1, ("network_loss",), "automatic"),
-                                          setup_text((1,), 2, ("network_loss",), "automatic")),
+    "automatic acks, a second consumer": (setup_text((1,), 1, ("connection_closed",), "automatic"),
+                                          setup_text((1,), 2, ("connection_closed",), "automatic")),
 }
 
 

@@ -33,11 +33,11 @@ queue = "jobs"
 
 # (consumer settings, faults): every fault, and the programs' own closes.
 FAULTS = [
-    ("prefetch = 1", "broker_crash = true\nnetwork_loss = true"),
-    ("prefetch = 1", "client_vanishes = true"),
-    ('prefetch = 1\non_failure = "close-channel"', "consumer_channel_lost = true\nbroker_crash = true"),
-    ('prefetch = 1\non_failure = "nack-requeue"', "consumer_channel_error = true\nconsumer_connection_lost = true"),
-    ("polls = true", "queue_refuses = true\nconsumer_vanishes = true"),
+    ("prefetch = 1", "broker_crash = true\nconnection_closed = true"),
+    ("prefetch = 1", "host_vanished = true"),
+    ('prefetch = 1\non_failure = "close-channel"', "channel_closed = true\nbroker_crash = true"),
+    ('prefetch = 1\non_failure = "nack-requeue"', "channel_error = true\nconnection_closed = [\"worker\"]"),
+    ("polls = true", "queue_refuses = true\nhost_vanished = [\"worker\"]"),
 ]
 
 
@@ -96,8 +96,8 @@ def test_a_twin_with_nothing_spent_can_do_all_the_other_can_and_answers_alike(co
     assert checked > 100
 
 
-FAULT_LINES = ["broker_crash = true", "network_loss = true", "client_vanishes = true",
-               "consumer_channel_error = true", "queue_refuses = true"]
+FAULT_LINES = ["broker_crash = true", "connection_closed = true", "host_vanished = true",
+               "channel_error = true", "queue_refuses = true"]
 
 
 @pytest.mark.parametrize("faults", FAULT_LINES)

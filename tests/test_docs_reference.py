@@ -69,7 +69,7 @@ def test_the_setup_key_table_is_the_readers_own():
         for key in setup_file.KEYS:
             if key.table == table and fields[key.name] is not dataclasses.MISSING and key.name != "name":
                 value = fields[key.name]
-                shown = ("true" if value else "false") if isinstance(value, bool) else (
+                shown = ("true" if value else "false") if isinstance(value, (bool, tuple)) else (
                     f'"{value}"' if isinstance(value, str) else str(value))
                 assert key.default == shown, (table, key.name)
     with pytest.raises(setup_file.SetupError, match=r"unknown key 'prefetch_count' .*known: name, queue, acks"):

@@ -257,8 +257,8 @@ prefetch = 1
 PUBLISHER_VARIANTS = [
     ((), ""),
     ((("confirms = true\n", ""), ("prefetch = 1", 'acks = "automatic"')), "broker_crash = true"),
-    ((("confirms = true\n", ""),), "network_loss = true"),
-    ((("confirms = true\n", ""), ("prefetch = 1", 'acks = "automatic"')), "client_vanishes = true"),
+    ((("confirms = true\n", ""),), "connection_closed = true"),
+    ((("confirms = true\n", ""), ("prefetch = 1", 'acks = "automatic"')), "host_vanished = true"),
     ((("confirms = true\n", "transactions = true\n"), ("prefetch = 1", 'acks = "automatic"')), ""),
     # Republishing: the copies and the messages owed again are renamed with their publisher.
     ((("confirms = true\n", "confirms = true\nrepublish = 1\n"), ("prefetch = 1", 'acks = "automatic"')),

@@ -48,7 +48,7 @@ def test_a_good_file_reads_into_its_setup():
         ("web", "jobs", True, True, 2)
     (consumer,) = setup.consumers
     assert (consumer.acks, consumer.prefetch, consumer.on_failure) == ("manual", 1, "nack-drop")
-    assert setup.faults.broker_crash and not setup.faults.network_loss
+    assert setup.faults.broker_crash and not setup.faults.connection_closed
 
 
 def test_key_lines_follow_tables_arrays_and_quoted_names():

@@ -1,6 +1,6 @@
 """The trace checker itself (spec.trace): the trace files in tests/traces, multi-connection
 interleavings, an unobserved broker crash, parse errors, and the rule citations of the property
-registry against SEMANTICS.md."""
+registry against the rule table (rabbitproof/rules.toml)."""
 from __future__ import annotations
 
 import re
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rabbitproof import rules
 from rabbitproof.spec import frames, properties, trace
 from rabbitproof.spec.frames import FIELDS, METHOD_NAMES, frame_text
 from tests.test_spec_tracekit import TRACES, accepted, cfg, pub, rejected_at
@@ -220,16 +221,9 @@ def test_parse_error_names_the_line(line, message):
 
 # ---------------------------------------------------------------- rule citations
 
-def semantics_path() -> Path:
-    """SEMANTICS.md in ../shared/, beside the repository (where CI and every developer have it)."""
-    path = REPO.parent / "shared" / "SEMANTICS.md"
-    if not path.exists():
-        raise AssertionError(f"SEMANTICS.md not found at {path} (../shared/ beside the repository)")
-    return path
-
-
 def semantics_ids() -> list:
-    return re.findall(r"^- ([A-Z]+-\d+) ", semantics_path().read_text(), re.M)
+    """Every rule ID of the table shipped with the package (rabbitproof/rules.toml)."""
+    return list(rules.table().rules)
 
 
 def test_semantics_lists_every_rule_family():

@@ -1,3 +1,3 @@
 """Benchmarks (`rabbitproof bench`, ``make bench``): explorer throughput, reductions against full
 searches, the trace checker, the broker against RabbitMQ, and the conformance suite's steps per second.
-Figures go to the issue notes and docs/results.md, never into tests as timed assertions."""
+Figures go to docs/results.md, never into tests as timed assertions."""

@@ -1,4 +1,4 @@
-"""``rabbitproof bench check``: `rabbitproof check` on the setup of issue 23, timed, on each engine.
+"""``rabbitproof bench check``: `rabbitproof check` on the benchmark setup, timed, on each engine.
 
 The setup: two publishers of confirmed persistent messages to a durable queue, two competing consumers
 with prefetch 1, a broker crash and a lost connection; with one message per publisher, then two. Each
@@ -23,7 +23,7 @@ from rich.table import Table
 
 from rabbitproof.options import OneLineParser, output_console
 
-SETUP = """# issue 23's setup: two publishers x {messages} confirmed persistent message(s), two competing consumers
+SETUP = """# the benchmark setup: two publishers x {messages} confirmed persistent message(s), two competing consumers
 # with prefetch 1, a durable queue, one broker crash and one lost connection.
 [queues.jobs]
 durable = true
@@ -54,7 +54,7 @@ prefetch = 1
 
 [faults]
 broker_crash = true
-network_loss = true
+connection_closed = true
 """
 SHORT = {"can happen": "can", "cannot happen": "cannot", "undecided": "?"}
 
@@ -63,7 +63,7 @@ def run_check(messages: int, engine: str, time_limit: float) -> dict[str, Any]:
     """One `rabbitproof check` of the setup with ``messages`` per publisher, in a process of its own: its
     JSON answer, with the wall time and the process's peak resident memory (MB) added."""
     with tempfile.TemporaryDirectory() as tmp:
-        setup = Path(tmp) / f"issue-23-{messages}.toml"
+        setup = Path(tmp) / f"benchmark-{messages}.toml"
         setup.write_text(SETUP.format(messages=messages), encoding="utf-8")
         out = Path(tmp) / "answer.json"
         started = time.perf_counter()
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.time_limit <= 0 or any(n < 1 for n in args.messages):
         parser.error("--time-limit and --messages must be positive")
     console = output_console()
-    table = Table(title=f"rabbitproof check on issue 23's setup (time limit {args.time_limit:g} s)")
+    table = Table(title=f"rabbitproof check on the benchmark setup (time limit {args.time_limit:g} s)")
     for column in ("messages", "engine", "states", "depth", "seconds", "peak MB", "complete", "answers"):
         table.add_column(column, justify="right" if column in ("states", "depth", "seconds", "peak MB") else "left")
     for messages in args.messages:

@@ -18,7 +18,7 @@ PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "recorded-trace": (recorded_trace.main, "the trace checker on a long run recorded from a broker"),
     "broker": (broker.main, "our broker's throughput beside RabbitMQ 3.10.8's"),
     "conformance": (conformance.main, "conformance steps per second against each target"),
-    "check": (check.main, "rabbitproof check on issue 23's setup (1 and 2 messages a publisher), each engine, timed"),
+    "check": (check.main, "rabbitproof check on the benchmark setup (two publishers of 1 and 2 messages), each engine, timed"),
 }
 
 # What ``rabbitproof bench`` runs without a part (``make bench``): each part with its arguments.

@@ -2,7 +2,7 @@
 
     rabbitproof bench recorded-trace [--messages 200] [--cuts 100,300,1000] [--broker rabbitmq|impl]
 
-The run is the issue's target: a publisher in confirm mode publishes persistent messages to a durable
+The run is a demanding real one: a publisher in confirm mode publishes persistent messages to a durable
 queue one at a time (``--batch``), waiting for their confirms; a consumer connection with two channels (prefetch 10
 each) acknowledges each delivery with multiple=true (which also covers any earlier one); the broker is killed (SIGKILL) half-way and
 restarted, and both clients connect again and go on until every message is confirmed and drained. The

@@ -3,7 +3,7 @@
     rabbitproof bench trace-checker [--sizes 100,300,1000] [--seeds 5] [--messages 200] [--max-nodes N]
 
 The traces are random executions of the spec (``spec.simulate``) in the configuration the trace
-checker must keep up with (issue 6): one publisher in confirm mode publishing persistent messages
+checker must keep up with: one publisher in confirm mode publishing persistent messages
 (200 by default) to a durable queue, two consumers on two channels of another connection
 acknowledging with and without multiple, and one broker crash part-way (which every client sees as
 a lost connection), after which the clients connect again. Each trace is cut to the number of
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
             table.add_row(str(size), str(seed), str(r["observations"]), r["status"], f"{r['nodes']:,}",
                           f"{r['seconds']:.2f}", f"{1000 * r['seconds'] / max(r['observations'], 1):.2f}")
     console.print(table)
-    summary = Table(title="growth with the trace's length (medians over the seeds)")
+    summary = Table(title="growth with the trace's length (medians over the random seeds)")
     for column in ("asked", "traces", "accepted", "obs", "median s", "max s", "nodes/obs", "ms/obs"):
         summary.add_column(column, justify="right")
     for g in growth(results):

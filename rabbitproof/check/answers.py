@@ -24,7 +24,7 @@ from rabbitproof.check.questions import (
     LIVENESS, PROPERTIES, QUESTIONS, ConsumerWork, Question, Republish, SetupMachine,
 )
 from rabbitproof.check.setup_file import Setup
-from rabbitproof.check.setup_model import erring, lossy, to_config, vanishing
+from rabbitproof.check.setup_model import bound_changes, erring, lossy, to_config, vanishing
 
 # What `rabbitproof check` reduces by default: none changes an answer (rabbitproof.check.pure_reads and the
 # other parts of ``por``, rabbitproof.check.interchangeable, rabbitproof.check.spent_budgets).
@@ -87,7 +87,7 @@ def keeps_beliefs(setup: Setup) -> bool:
     is proved for every size (rabbitproof.check.for_every_size) and no publisher republishes, the search
     need not look for a lost message: it keeps no beliefs, every other answer is the same (the other
     fields of the ghost and the programs never read them), and states that differed only by what a
-    publisher believed are one (a quarter fewer states on the issue's 1-message setup).
+    publisher believed are one (a quarter fewer states on the benchmark setup with 1 message a publisher).
     tests/test_check_for_every_size.py searches the covered examples with beliefs kept, to hold the
     proof's implication to the search."""
     return proved_for(setup, "lost") is None or any(p.republish for p in setup.publishers)
@@ -96,7 +96,7 @@ def keeps_beliefs(setup: Setup) -> bool:
 def config_for(setup: Setup, bounds: Mapping[str, Any] | None = None, max_states: int | None = None) -> Config:
     """The spec configuration of a setup, with bounds the command line overrides (ConfigError if bad)."""
     config = to_config(setup, name=setup_name(setup))
-    changes = dict(bounds or {})
+    changes = bound_changes(setup, bounds or {})
     endless = [name for name in machine_for(setup).endless if name in changes]
     if endless:
         raise ConfigError(f"bound {endless[0]}: `check` sets no bound on what the applications' programs do "

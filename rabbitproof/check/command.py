@@ -38,8 +38,9 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
                        help="spark engine: the search for fair cycles takes the graph to the driver once at most N "
                             "edges are left of it (default 2000000; 0: all in Spark)")
     check.add_argument("--bound", action="append", default=[], metavar="NAME=VALUE",
-                       help="override a fault's bound (repeatable; NAME=VALUE,NAME=VALUE also works): crashes, closes, "
-                            "reconnects, ...; what the programs do (requeue, poll) has no bound")
+                       help="how often a fault of the setup file may happen, by its name there (repeatable; "
+                            "NAME=VALUE,NAME=VALUE also works): broker_crash=2, channel_closed=2, ...; reconnects=N "
+                            "for the clients' reconnections; what the programs do (requeue, poll) has no bound")
     check.add_argument("--max-states", type=int, metavar="N", help="stop each exploration after N states")
     check.add_argument("--time-limit", type=float, metavar="SECONDS",
                        help="stop each exploration after this long; what it found stands, the rest is undecided")

@@ -7,7 +7,7 @@ order each consumer saw each publisher's messages. ``SetupMachine`` runs ``spec.
 watches every step beside it (a history variable, as the spec's own ghosts are): the spec decides what
 can happen, the observer only records it, so the answers come from the spec alone.
 
-What the applications are taken to do, as the seeds describe them:
+What the applications are taken to do, as RabbitMQ's guides describe them:
 
 - a publisher believes a message delivered when its publish returns (no confirms, no transaction), when
   the broker acknowledges it (confirm mode, PC-3), or when the commit that holds it is committed

@@ -13,6 +13,7 @@ from rabbitproof.check.answers import Checked, names, plain_names, setup_name
 from rabbitproof.check.cycles import ASSUMED
 from rabbitproof.check.for_every_size import ProvedFor, proved_for
 from rabbitproof.check.setup_model import notes
+from rabbitproof.check.setup_file import fault_words
 from rabbitproof.check.whatif import Tried
 from rabbitproof.explore.chart import chart_svg
 from rabbitproof.explore.report import print_trace
@@ -33,7 +34,7 @@ def bounds_text(checked: Checked) -> str:
     setup = checked.setup
     messages = ", ".join(f"{p.name}: {p.messages}" + (f", republishing at most {p.republish}" if p.republish else "")
                          for p in setup.publishers)
-    faults = [name.replace("_", " ") for name, on in vars(setup.faults).items() if on]
+    faults = fault_words(setup)
     return (f"messages ({messages}), requeues without bound, "
             + (f"faults: {', '.join(faults)} (each at most once)" if faults else "no faults"))
 

@@ -28,6 +28,7 @@ used by two connections, DU-4; nack or reject on an automatic-mode consumer, AM-
 
     [faults]
     broker_crash = true
+    connection_closed = ["consumer 1"]
 """
 from __future__ import annotations
 
@@ -49,8 +50,20 @@ ACK_STYLES = ("single", "multiple")
 PREFETCH_SCOPES = ("consumer", "channel")
 WORK = ("at-ack", "before-ack")
 ON_FAILURE = ("none", "nack-requeue", "nack-drop", "reject-requeue", "reject-drop", "close-channel")
-FAULTS = ("consumer_channel_lost", "consumer_channel_error", "consumer_connection_lost", "consumer_vanishes",
-          "network_loss", "client_vanishes", "broker_crash", "queue_refuses")
+# The faults a setup may name, as users name the failures. The first four hit clients: `true` (every client
+# they can hit), or a list of client names; the last two hit the broker or a queue.
+CLIENT_FAULTS = ("connection_closed", "host_vanished")          # any client
+CONSUMER_FAULTS = ("channel_closed", "channel_error")           # consumers only
+FAULTS = CLIENT_FAULTS + CONSUMER_FAULTS + ("broker_crash", "queue_refuses")
+# Names the faults had before, each with what to write now.
+RENAMED = {
+    "network_loss": "connection_closed = true",
+    "consumer_connection_lost": "connection_closed = [the consumers' names]",
+    "client_vanishes": "host_vanished = true",
+    "consumer_vanishes": "host_vanished = [the consumers' names]",
+    "consumer_channel_lost": "channel_closed = true",
+    "consumer_channel_error": "channel_error = true",
+}
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,10 @@ class Key:
 
 def _bool(table: str, name: str, meaning: str) -> Key:
     return Key(table, name, "false", "true, false", meaning)
+
+
+CLIENTS = "true (every client), false, or a list of client names"
+CONSUMERS = "true (every consumer), false, or a list of consumer names"
 
 
 KEYS: tuple[Key, ...] = (
@@ -117,25 +134,40 @@ KEYS: tuple[Key, ...] = (
     _bool("consumers", "idempotent", "processing a message twice does no harm (the consumer deduplicates, or its "
                                      "work is idempotent): when every consumer is, question 2 can still happen but "
                                      "is reported harmless, not a failure"),
-    _bool("faults", "consumer_channel_lost", "a consumer may close its own channel once and open it again; what it "
-                                             "sent before the close still counts (RQ-4)"),
-    _bool("faults", "consumer_channel_error", "the broker may close a consumer's channel once with a channel error "
-                                              "(as when another operation on it fails): the acks the consumer has "
-                                              "sent and the broker has not taken yet are ignored, and its "
-                                              "deliveries come back (ER-1, RQ-4); it opens the channel again"),
-    _bool("faults", "consumer_connection_lost", "a consumer's connection may drop once with its socket closed, which "
-                                                "the broker notices at once; it reconnects (RQ-4, AM-2)"),
-    _bool("faults", "consumer_vanishes", "a consumer's host may vanish once without closing its socket (a crash, a "
-                                         "partition, a paused process): it reconnects at once, while the broker "
-                                         "keeps the old connection and its deliveries until a heartbeat timeout "
-                                         "(RQ-3, RQ-4)"),
-    _bool("faults", "network_loss", "any connection may drop once with its socket closed (the broker notices at "
-                                    "once), frames in flight either way with it"),
-    _bool("faults", "client_vanishes", "any client's host may vanish once without closing its socket; the broker "
-                                       "notices at a heartbeat timeout (as consumer_vanishes, for every client)"),
+    Key("faults", "connection_closed", "false", CLIENTS,
+        "a client's connection may be closed once, its socket closed (the process exits, the connection is "
+        "reset), which the broker notices at once: frames in flight either way are lost with it, the broker "
+        "requeues what the client held, and the client reconnects (RQ-4, AM-2)"),
+    Key("faults", "host_vanished", "false", CLIENTS,
+        "a client's host may vanish once without closing its socket (a network partition, a host crash, a "
+        "paused process): the client reconnects at once, while the broker keeps the old connection and its "
+        "deliveries until a heartbeat timeout (RQ-3, RQ-4)"),
+    Key("faults", "channel_closed", "false", CONSUMERS,
+        "a consumer may close its own channel once and open it again; what it sent before the close still "
+        "counts, and its deliveries come back (RQ-4)"),
+    Key("faults", "channel_error", "false", CONSUMERS,
+        "the broker may close a consumer's channel once with a channel error (as when another operation on it "
+        "fails): the acks the consumer has sent and the broker has not taken yet are ignored, and its "
+        "deliveries come back (ER-1, RQ-4); it opens the channel again"),
     _bool("faults", "broker_crash", "the broker may crash and restart once (DU-3, PC-10)"),
     _bool("faults", "queue_refuses", "a queue may fail to take a message once: its publish is nacked (PC-6)"),
 )
+
+
+def fault_words(setup: "Setup") -> list[str]:
+    """The setup's faults in words, for the report: "connection closed (worker)" where a fault hits only
+    the clients its list names, "broker crash" where it hits all it can."""
+    everyone = tuple(c.name for c in setup.publishers + setup.consumers)
+    consumers = tuple(c.name for c in setup.consumers)
+    words = []
+    for name in FAULTS:
+        hit = getattr(setup.faults, name)
+        if not hit:
+            continue
+        can = consumers if name in CONSUMER_FAULTS else everyone
+        only = isinstance(hit, tuple) and hit != can
+        words.append(name.replace("_", " ") + (f" ({', '.join(hit)})" if only else ""))
+    return words
 
 
 def key_names(table: str) -> tuple[str, ...]:
@@ -194,14 +226,13 @@ class ConsumerSetup:
 
 @dataclass(frozen=True)
 class Faults:
-    """The faults to consider (each may happen once)."""
+    """The faults to consider (each may happen once): for those that hit clients, the names of the clients
+    it may hit (none: it does not happen)."""
 
-    consumer_channel_lost: bool = False
-    consumer_channel_error: bool = False
-    consumer_connection_lost: bool = False
-    consumer_vanishes: bool = False
-    network_loss: bool = False
-    client_vanishes: bool = False
+    connection_closed: tuple[str, ...] = ()     # socket closed, noticed at once
+    host_vanished: tuple[str, ...] = ()         # socket left open, noticed at the heartbeat timeout
+    channel_closed: tuple[str, ...] = ()        # a consumer closes its own channel
+    channel_error: tuple[str, ...] = ()         # the broker closes a consumer's channel with an error
     broker_crash: bool = False
     queue_refuses: bool = False
 
@@ -351,8 +382,8 @@ class _Reader:
             raise self.fail(("publishers", last, "republish"),
                             f"{total} messages and {publishes - total} republishes: at most {MAX_PUBLISHES} "
                             "publishes in all can be explored")
-        faults = self.read_faults(data.get("faults", {}))
-        self.check_together(queues, publishers, consumers, faults)
+        self.check_together(queues, publishers, consumers)
+        faults = self.read_faults(data.get("faults", {}), publishers, consumers)
         return Setup(self.source, queues, publishers, consumers, faults, self.lines)
 
     def read_queues(self, value: Any) -> tuple[QueueSetup, ...]:
@@ -434,11 +465,39 @@ class _Reader:
                                                  "it sends no acknowledgements (AM-1)")
         return consumer
 
-    def read_faults(self, value: Any) -> Faults:
+    def read_faults(self, value: Any, publishers: tuple, consumers: tuple) -> Faults:
+        if isinstance(value, dict):
+            for old in value:
+                if old in RENAMED:
+                    raise self.fail(("faults", old), f"faults.{old} is now written {RENAMED[old]}")
         self.table(value, ("faults",), key_names("faults"))
-        return Faults(*(self.boolean(value, ("faults",), name) for name in FAULTS))
+        everyone = tuple(c.name for c in publishers + consumers)
+        hit = {name: self.clients(value, name, everyone, tuple(c.name for c in consumers) if name in CONSUMER_FAULTS
+                                  else everyone) for name in CLIENT_FAULTS + CONSUMER_FAULTS}
+        return Faults(**hit, broker_crash=self.boolean(value, ("faults",), "broker_crash"),
+                      queue_refuses=self.boolean(value, ("faults",), "queue_refuses"))
 
-    def check_together(self, queues, publishers, consumers, faults: Faults) -> None:
+    def clients(self, table: dict, key: str, everyone: tuple[str, ...], allowed: tuple[str, ...]) -> tuple[str, ...]:
+        """The clients a fault may hit: true is every client it can hit, a list names them, false none."""
+        path = ("faults", key)
+        kind = "consumer" if key in CONSUMER_FAULTS else "client"
+        value = table.get(key, False)
+        if isinstance(value, bool):
+            if value and not allowed:
+                raise self.fail(path, f"faults.{key} needs a {kind}")
+            return allowed if value else ()
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise self.fail(path, f"faults.{key} must be true, false or a list of {kind} names, not {value!r}")
+        for name in value:
+            if name not in allowed:
+                what = (f"a publisher: faults.{key} hits consumers only" if name in everyone
+                        else f"not a {kind} of the setup ({kind}s: {', '.join(allowed) or 'none'})")
+                raise self.fail(path, f"faults.{key} names {name!r}, {what}")
+        if len(set(value)) != len(value):
+            raise self.fail(path, f"faults.{key} names a client twice")
+        return tuple(n for n in allowed if n in value)
+
+    def check_together(self, queues, publishers, consumers) -> None:
         for q in queues:
             if not q.exclusive:
                 continue
@@ -456,9 +515,6 @@ class _Reader:
                     raise self.fail(path, f"two clients are named {client.name!r} (the other on line {first}): "
                                           "the report tells them apart by name")
                 seen[client.name] = path
-        for key in ("consumer_channel_lost", "consumer_channel_error", "consumer_connection_lost", "consumer_vanishes"):
-            if getattr(faults, key) and not consumers:
-                raise self.fail(("faults", key), f"faults.{key} needs a consumer")
 
 
 def _name(path: tuple) -> str:

@@ -9,22 +9,26 @@ then tries every order of every choice, faults included, within the bounds deriv
 - a consumer consumes its queue in manual or automatic mode (AM-1), sets its prefetch first (PF-1,
   PF-2), acknowledges one delivery or several (ACK-2), and on failure nacks or rejects with or without
   requeue (ACK-5, ACK-6) or closes its channel (RQ-4); an exclusive queue is declared by its consumer (DU-4);
-- faults: a consumer's channel closes, a consumer's connection is lost (and it reconnects), any
-  connection is lost (network loss), the broker crashes (DU-3), a queue refuses a message (PC-6). A
-  connection dropped with its socket closed is the spec's NetworkLoss: frames in flight either way are
-  gone and the broker notices at once (RQ-4, AM-2); `lossy` says which connections it may hit. A client
-  that vanishes is the spec's ClientVanish, noticed later (BrokerDetect: RQ-3, RQ-4); `vanishing` says
-  which. A broker's channel error is BrokerChannelError (ER-1), on consumers' channels (`erring`).
+- faults: a client's connection is closed (and it reconnects), a client's host vanishes, a consumer closes
+  its channel, the broker closes a consumer's channel with an error, the broker crashes (DU-3), a queue
+  refuses a message (PC-6); the first four hit the clients the setup names. A connection closed, its
+  socket closed, is the spec's NetworkLoss: frames in flight either way are gone and the broker notices at
+  once (RQ-4, AM-2); `lossy` says which connections it may hit. A host that vanishes is the spec's
+  ClientVanish, noticed at the heartbeat timeout (BrokerDetect: RQ-3, RQ-4); `vanishing` says which. A
+  broker's channel error is BrokerChannelError (ER-1), on consumers' channels (`erring`).
 
 The spec bounds publishes in all: the publishers' `messages` and `republish` add up to its budget, and
 `rabbitproof.check.questions.SetupMachine` holds each publisher to its own (`limits`, `republish`).
 """
 from __future__ import annotations
 
-from rabbitproof.spec.configs import BOUNDS, Config
+from typing import Mapping
+
+from rabbitproof.spec.configs import BOUNDS, Config, ConfigError
 from rabbitproof.spec.frames import DEFAULT_EXCHANGE
 from rabbitproof.spec.roles import QueueSpec, Role
 
+from rabbitproof.check.cycles import ENDLESS
 from rabbitproof.check.setup_file import ConsumerSetup, PublisherSetup, Setup
 
 # Requeues allowed. The check's machine never spends this budget (rabbitproof.check.cycles.ENDLESS), nor
@@ -78,7 +82,7 @@ def consumer_role(consumer: ConsumerSetup, queue: int, exclusive: bool, faults, 
                 nack=(failure == "nack-requeue",) if failure.startswith("nack") else (),
                 reject=(failure == "reject-requeue",) if failure.startswith("reject") else (),
                 qos=qos, declare=(queue,) if exclusive else (),
-                close=failure == "close-channel" or faults.consumer_channel_lost)
+                close=failure == "close-channel" or consumer.name in faults.channel_closed)
 
 
 def polls(setup: Setup, messages: int, requeues: int) -> int:
@@ -91,21 +95,17 @@ def polls(setup: Setup, messages: int, requeues: int) -> int:
 
 def lossy(setup: Setup) -> tuple[bool, ...]:
     """Per connection (publishers first): whether the setup's faults may drop it, socket closed (NetworkLoss)."""
-    faults = setup.faults
-    return ((faults.network_loss,) * len(setup.publishers)
-            + (faults.network_loss or faults.consumer_connection_lost,) * len(setup.consumers))
+    return tuple(c.name in setup.faults.connection_closed for c in setup.publishers + setup.consumers)
 
 
 def vanishing(setup: Setup) -> tuple[bool, ...]:
     """Per connection (publishers first): whether its client may vanish, noticed late (ClientVanish)."""
-    faults = setup.faults
-    return ((faults.client_vanishes,) * len(setup.publishers)
-            + (faults.client_vanishes or faults.consumer_vanishes,) * len(setup.consumers))
+    return tuple(c.name in setup.faults.host_vanished for c in setup.publishers + setup.consumers)
 
 
 def erring(setup: Setup) -> tuple[bool, ...]:
     """Per connection (publishers first): whether the broker may close its channel with an error."""
-    return (False,) * len(setup.publishers) + (setup.faults.consumer_channel_error,) * len(setup.consumers)
+    return tuple(c.name in setup.faults.channel_error for c in setup.publishers + setup.consumers)
 
 
 def to_config(setup: Setup, name: str = "setup") -> Config:
@@ -124,10 +124,9 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
     # A consumer that closes its channel on failure does so at every failure: as many closes as requeues
     # are explored, so that a message failing each time comes back again (RQ-4, RQ-6); the fault adds one.
     closes = (REQUEUE_BUDGET if any(c.on_failure == "close-channel" for c in setup.consumers) else 0) \
-        + int(faults.consumer_channel_lost)
-    reconnects = int(faults.consumer_connection_lost or faults.network_loss or faults.consumer_vanishes
-                     or faults.client_vanishes)
-    channel_errors = int(faults.consumer_channel_error)
+        + int(bool(faults.channel_closed))
+    reconnects = int(bool(faults.connection_closed or faults.host_vanished))
+    channel_errors = int(bool(faults.channel_error))
     requeues = REQUEUE_BUDGET if requeueing or closes or reconnects or channel_errors or faults.broker_crash else 0
     return Config(
         name, f"the setup of {setup.source}",
@@ -135,10 +134,48 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
         messages=messages,
         requeues=requeues,
         closes=closes, reconnects=reconnects,
-        losses=int(faults.network_loss or faults.consumer_connection_lost),
-        vanishes=int(faults.consumer_vanishes or faults.client_vanishes), channel_errors=channel_errors,
+        losses=int(bool(faults.connection_closed)),
+        vanishes=int(bool(faults.host_vanished)), channel_errors=channel_errors,
         crashes=int(faults.broker_crash), failures=int(faults.queue_refuses),
         qos=sum(1 for c in setup.consumers if binding_prefetch(c, messages))
         * (1 + closes + reconnects + channel_errors + int(faults.broker_crash)),
         gets=polls(setup, messages, requeues),
         deadlock_is_error=False, category="setup")
+
+
+# `check --bound NAME=N` names a fault as the setup file does; each sets one budget of the spec.
+FAULT_BOUNDS = {"connection_closed": "losses", "host_vanished": "vanishes", "channel_closed": "closes",
+                "channel_error": "channel_errors", "broker_crash": "crashes", "queue_refuses": "failures"}
+# Bounds that are not faults: how often a client may connect again, and what check refuses to bound (ENDLESS).
+OTHER_BOUNDS = ("reconnects",) + ENDLESS
+
+
+def bound_changes(setup: Setup, bounds: Mapping[str, str]) -> dict[str, object]:
+    """`--bound` as changes to the spec's budgets: a fault of the setup file, by its name, may happen N
+    times. ConfigError (one line) for a budget's own name where a fault's is meant (crashes for
+    broker_crash), a fault the setup does not have, a value out of range, or an unknown name."""
+    config = to_config(setup)
+    changes: dict[str, object] = {}
+    for name, raw in bounds.items():
+        fault = next((f for f, budget in FAULT_BOUNDS.items() if budget == name), None)
+        if fault:
+            raise ConfigError(f"--bound {name}: a fault is bounded by its name in the setup file: {fault}={raw}")
+        if name in OTHER_BOUNDS:
+            changes[name] = raw
+            continue
+        if name not in FAULT_BOUNDS:
+            raise ConfigError(f"unknown bound {name!r} (the faults: {', '.join(FAULT_BOUNDS)}; and reconnects)")
+        if not getattr(setup.faults, name):
+            raise ConfigError(f"--bound {name}: the setup has no {name}; name it under [faults] first")
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(f"--bound {name} must be a whole number, not {raw!r}") from None
+        budget = FAULT_BOUNDS[name]
+        # A consumer that closes its channel on failure spends closes too: the fault's come on top.
+        base = getattr(config, budget) - 1 if budget == "closes" else 0
+        most = BOUNDS[budget][1] - base
+        if not 0 <= value <= most:
+            raise ConfigError(f"--bound {name}={value} is out of range (0 to {most})")
+        changes[budget] = base + value
+    return changes

@@ -7,7 +7,7 @@ What it compares
 (``State.used``: crashes, lost connections, channel errors, refused publishes, ... spent so far). Two
 states equal but for their counters are twins; x *covers* y when x has spent no more of any budget, and
 less of one. The engines keep, of twins, only those no other covers (spark_check.subsumption says how,
-the same way in every engine). Of the 1-message version of the issue's setup, a third of the states
+the same way in every engine). Of the 1-message version of the benchmark setup (rabbitproof bench check), a third of the states
 are covered by a twin (measured on the complete graph).
 
 Why no answer changes

@@ -1,4 +1,4 @@
-"""What-if advice: the single changes to a setup that the seeds recommend, each checked by exploring the
+"""What-if advice: the single changes to a setup that RabbitMQ's guides recommend, each checked by exploring the
 changed setup with the spec, never looked up in a table.
 
 A change is one setting, applied wherever the setup has it the other way (turn on confirms: for every
@@ -46,7 +46,7 @@ def _names(items) -> str:
 
 
 def single_changes(setup: Setup) -> tuple[Change, ...]:
-    """Every single change the seeds recommend that this setup does not have yet."""
+    """Every single change RabbitMQ's guides recommend that this setup does not have yet."""
     out: list[Change] = []
     pubs = setup.publishers
 

@@ -269,7 +269,7 @@ FAMILIES = ("DT", "AM", "ACK", "PF", "RQ", "DS", "PC", "TX", "DU", "ER", "RT")
 
 
 def families(program: Program) -> set[str]:
-    """The rule families (SEMANTICS.md) a program exercises, from what it sends."""
+    """The rule families (rabbitproof/rules.toml) a program exercises, from what it sends."""
     found: set[str] = set()
     for s in program.steps:
         if isinstance(s, Crash):

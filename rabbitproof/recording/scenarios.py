@@ -1,4 +1,4 @@
-"""Recorded scenarios: short client programs, one or more per rule family of SEMANTICS.md, run with the
+"""Recorded scenarios: short client programs, one or more per rule family (rabbitproof/rules.toml), run with the
 raw client against a broker; each returns its recording (slots of command logs) for
 ``rabbitproof.recording.observations`` to turn into a trace the spec judges.
 
