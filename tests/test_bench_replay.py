@@ -23,7 +23,7 @@ def test_two_examples_are_replayed_on_our_broker_with_a_real_crash(tmp_path, cap
     document = json.loads(capsys.readouterr().out)
     assert code == NOTHING_FOUND
     assert document["schema"] == schema("bench.replay")
-    assert document["brokers"] == ["impl"]
+    assert document["brokers"] == ["impl"] and set(document["seconds"]) == {"impl"}
     assert [e["example"] for e in document["examples"]] == ["auto-ack", "fire-and-forget"]
     replays = {(e["example"], r["key"]): r for e in document["examples"] for r in e["replays"]["impl"]}
     assert set(replays) == {("auto-ack", "lost"), ("fire-and-forget", "lost"), ("fire-and-forget", "twice")}

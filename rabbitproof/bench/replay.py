@@ -175,10 +175,16 @@ def replay_on(broker_name: str, examples: Sequence[Example], options: argparse.N
                     progress.print(f"replaying {example.name} {execution.key} on {broker_name} ...",
                                    highlight=False)
                     replayed = replay_answer(execution, example.setup, target, example.name)
+                    progress.print(f"  {replayed.status}{tries_text(replayed)}", highlight=False)
                     rows.append(Row(example.name, broker_name, replayed))
         finally:
             broker.close()
     return rows
+
+
+def tries_text(r: Replayed) -> str:
+    """The tries and their seconds in brackets, as in " (2 tries, 1.3 s)"; nothing for an answer not tried."""
+    return f" ({r.tries} {'try' if r.tries == 1 else 'tries'}, {r.seconds:.1f} s)" if r.tries else ""
 
 
 def why_cell(r: Replayed) -> str:
@@ -204,8 +210,9 @@ def table(rows: Sequence[Row], tries: int) -> Table:
 
 
 def document(examples: Sequence[Example], rows: Sequence[Row], options: argparse.Namespace, directory: Path,
-             code: int) -> dict:
-    """The `--json` document: per example its check's seconds and per broker its answers' replays."""
+             code: int, wall: dict[str, float]) -> dict:
+    """The `--json` document: the seconds spent on each broker (its start included), and per example its
+    check's seconds and per broker its answers' replays."""
     return {
         "schema": schema("bench.replay"),
         "brokers": list(options.brokers),
@@ -213,6 +220,7 @@ def document(examples: Sequence[Example], rows: Sequence[Row], options: argparse
         "step_timeout": options.step_timeout,
         "recordings": str(directory),
         "exit_code": code,
+        "seconds": {name: round(seconds, 3) for name, seconds in wall.items()},
         "examples": [{
             "example": e.name,
             "setup": e.setup.source,
@@ -229,7 +237,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     code (see the module's docstring)."""
     options = parse_args(argv)
     if not options.examples:
-        return fail(PROG, f"no examples found in {EXAMPLES.name}/ beside the package: run it from a checkout of rabbitproof")
+        return fail(PROG, f"no examples found in {EXAMPLES.name}/ beside the package: run it from a checkout "
+                          "of rabbitproof")
     try:
         if "rabbitmq" in options.brokers:
             require_rabbitmq()
@@ -243,11 +252,14 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         progress.print(f"checking {name} ...", highlight=False)
         examples.append(checked(name))
     rows: list[Row] = []
+    wall: dict[str, float] = {}
     for broker_name in options.brokers:
+        started = time.monotonic()
         rows += replay_on(broker_name, examples, options, directory, progress)
+        wall[broker_name] = time.monotonic() - started
     code = exit_code([row.replayed for row in rows])
     if options.json:
-        console.file.write(json.dumps(document(examples, rows, options, directory, code), indent=2) + "\n")
+        console.file.write(json.dumps(document(examples, rows, options, directory, code, wall), indent=2) + "\n")
         return code
     console.print(table(rows, options.tries))
     questions = {row.replayed.key: row.replayed.question for row in rows}
@@ -258,8 +270,9 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         console.print(f"no answer can happen, nothing to replay: {', '.join(nothing)}", highlight=False)
     counts = {s: sum(row.replayed.status == s for row in rows) for s in (REPRODUCED, NOT_REPRODUCED, DIVERGED, CANNOT)}
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()) + f"; checking the examples took "
-                  f"{sum(e.check_seconds for e in examples):.1f} s; recordings and charts: {directory}",
-                  highlight=False)
+                  f"{sum(e.check_seconds for e in examples):.1f} s, replaying on "
+                  + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in wall.items())
+                  + f" (with starting the broker); recordings and charts: {directory}", highlight=False)
     return code
 
 
