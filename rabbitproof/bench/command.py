@@ -8,6 +8,7 @@ import argparse
 from typing import Callable, Sequence
 
 from rabbitproof.bench import broker, check, compiled, conformance, engines, recorded_trace, reductions, trace_checker
+from rabbitproof.bench import replay
 from rabbitproof.options import fail
 
 PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
@@ -19,6 +20,7 @@ PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "broker": (broker.main, "our broker's throughput beside RabbitMQ 3.10.8's"),
     "conformance": (conformance.main, "conformance steps per second against each target"),
     "check": (check.main, "rabbitproof check on the benchmark setup (two publishers of 1 and 2 messages), each engine, timed"),
+    "replay": (replay.main, "every example's \"can happen\" answers replayed on our broker and RabbitMQ 3.10.8, with real crashes"),
 }
 
 # What ``rabbitproof bench`` runs without a part (``make bench``): each part with its arguments.
@@ -32,6 +34,7 @@ EVERYTHING: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("recorded-trace", ("--messages", "250")),
     ("broker", ()),
     ("conformance", ("--programs", "60")),
+    ("replay", ()),
 )
 
 
