@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from rabbitproof.check.answers import Checked, names, plain_names, setup_name
@@ -16,10 +15,38 @@ from rabbitproof.check.setup_model import notes
 from rabbitproof.check.whatif import Tried
 from rabbitproof.explore.chart import chart_svg
 from rabbitproof.explore.report import print_trace
+from rabbitproof.explore.steps import trace_object
+from rabbitproof.exits import FOUND, NOTHING_FOUND, UNDECIDED
+from rabbitproof.output import new_table, show
 
 VERDICT_STYLE = {"can happen": "bold red", "cannot happen": "green", "undecided": "yellow"}
 TITLES = {"lost": "lost", "twice": "processed twice", "order": "out of order", "loop": "requeue loop",
           "waits": "waits for ever"}
+# What happens at the step a counterexample marks (rabbitproof.explore.steps.harm_step); a loop or a wait
+# for ever does its harm in its repeated steps, marked as a loop.
+HARMS = {"lost": "the message is lost", "twice": "a message is processed the second time",
+         "order": "a message arrives after one published later: it was overtaken"}
+
+
+def exit_code(checked: Checked) -> int:
+    """1 when a question can happen (and is not harmless here), else 3 when one is undecided, else 0."""
+    if any(a.happens and not a.harmless for a in checked.answers):
+        return FOUND
+    if any(a.happens is None for a in checked.answers):
+        return UNDECIDED
+    return NOTHING_FOUND
+
+
+def verdict_detail(checked: Checked) -> str:
+    """The verdict line's words: which questions can happen, or are undecided, or that none can."""
+    name = setup_name(checked.setup)
+    found = [TITLES[a.key] for a in checked.answers if a.happens and not a.harmless]
+    open_ = [TITLES[a.key] for a in checked.answers if a.happens is None]
+    if found:
+        return f"{name}: can happen: {', '.join(found)}" + (f"; undecided: {', '.join(open_)}" if open_ else "")
+    if open_:
+        return f"{name}: {', '.join(open_)} not decided (the search stopped: {checked.result.error})"
+    return f"{name}: none of the {len(checked.answers)} questions can happen"
 
 
 # Said when a search stops: what the tutorial's "When a setup is too large" shows (docs/tutorial/check-your-setup.md).
@@ -122,16 +149,12 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
     r = checked.result
     console.print(Text(f"{checked.setup.source}: {r.distinct_states:,} states, depth {r.depth}, "
                        f"{r.seconds:.1f} s ({r.engine} engine)", style="bold"))
-    table = Table(show_lines=False)
-    table.add_column("#", justify="right")
-    table.add_column("question")
-    table.add_column("answer")
-    table.add_column("rules")
+    table = new_table(console, "#", "question", "answer", "rules", right=("#",), whole=("answer",))
     for n, a in enumerate(checked.answers, 1):
         shown = Text(f"{a.verdict}, harmless", style="yellow") if a.harmless else \
             Text(a.verdict, style=VERDICT_STYLE[a.verdict])
         table.add_row(str(n), a.question, shown, ", ".join(a.rules))
-    console.print(table)
+    show(console, table)
     console.print(Text(checked_text(checked), style="dim"))
     for note in notes(checked.setup):
         console.print(Text(f"Note: {note}.", style="dim"))
@@ -144,7 +167,8 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
             continue
         console.print()
         print_trace(console, f"{n}. {a.question} How", a.trace,
-                    same_state=" (the same but for delivery tag numbers, which RabbitMQ issues anew: DT-1)")
+                    same_state=" (the same but for delivery tag numbers, which RabbitMQ issues anew: DT-1)",
+                    harm=HARMS.get(a.key, ""))
         if a.harmless:
             console.print(Text(f"  harmless here: {a.harmless}", style="yellow"))
         if a.key in charts:
@@ -157,19 +181,14 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
             console.print(Text("  no single change tried prevents it", style="yellow"))
     if tried:
         console.print()
-        advice = Table(title="What if: each single change, explored")
-        advice.add_column("change")
-        advice.add_column("makes pass")
-        advice.add_column("still fails")
-        advice.add_column("makes fail")
-        advice.add_column("states", justify="right")
-        advice.add_column("s", justify="right")
+        advice = new_table(console, "change", "makes pass", "still fails", "makes fail", "states", "s",
+                           title="What if: each single change, explored", right=("states", "s"))
         for t in tried:
             advice.add_row(t.change.text, ", ".join(TITLES[k] for k in t.fixes) or "-",
                            ", ".join(TITLES[k] for k in t.still) or "-",
                            Text(", ".join(TITLES[k] for k in t.breaks) or "-", style="red" if t.breaks else ""),
                            f"{t.states:,}", f"{t.seconds:.1f}")
-        console.print(advice)
+        show(console, advice)
 
 
 def lifeline_names(setup) -> dict[str, str]:
@@ -191,7 +210,8 @@ def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
         shape = f"{len(a.trace.steps)} steps" if loop is None else \
             f"{loop} steps, then steps {loop + 1}–{len(a.trace.steps)} for ever"
         title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({shape}) {cast}"
-        path.write_text(chart_svg(title, a.trace, lifeline_names(checked.setup)), encoding="utf-8")
+        path.write_text(chart_svg(title, a.trace, lifeline_names(checked.setup), harm=HARMS.get(a.key, ""),
+                                  described=names(checked.setup)), encoding="utf-8")
         written[a.key] = path
     return written
 
@@ -217,12 +237,13 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
                    "requeues": checked.config.requeues,
                    "faults": [k for k, on in vars(checked.setup.faults).items() if on]},
         "passed": not checked.failing,
+        "reductions": list(r.reductions),
         "names": names(checked.setup),
         "answers": [
             {"key": a.key, "question": a.question, "answer": a.verdict, "harmless": a.harmless or None,
              "rules": list(a.rules),
-             "steps": [s.text() for s in a.trace.steps] if a.trace else None,
-             "cycle_start": a.trace.cycle_start if a.trace else None, "chart": str(charts[a.key]) if a.key in charts else None,
+             "trace": trace_object(a.trace, HARMS.get(a.key, "")),
+             "chart": str(charts[a.key]) if a.key in charts else None,
              "prevented_by": [t.change.key for t in tried if a.key in t.fixes],
              "for_every_size": list(proved[a.key].invariants) if a.key in proved else None}
             for a in checked.answers

@@ -24,6 +24,7 @@ from rabbitproof.spec.properties_api import Liveness, Property
 
 from rabbitproof.explore.manifest import MANIFEST, compare, pinned_entry, read_manifest, write_manifest
 from rabbitproof.explore.report import ProgressDisplay, print_trace, verdict_title
+from rabbitproof.output import show
 
 
 @dataclass
@@ -125,7 +126,7 @@ def print_report(console: Console, report: VerifyReport) -> None:
         table.add_row(r.config, f"{r.distinct_states:,}", str(r.depth), f"{r.seconds:.2f}",
                       f"{r.states_per_second:,.0f}", counts(r, "always"), counts(r, "hazard"),
                       counts(r, "sometimes"), counts(r, "liveness"), verdict)
-    console.print(table)
+    show(console, table)
     for o in report.outcomes:
         if not o.ok:
             console.print(Text(f"{o.result.config}: " + "; ".join(o.failures), "red"))
