@@ -178,3 +178,32 @@ def test_a_bad_junit_path_is_refused_before_any_work(tmp_path, capsys):
     code, out = run("check", str(EXAMPLES / "auto-ack.toml"), "--junit", str(tmp_path / "no" / "r.xml"))
     assert code == 2 and out == ""
     assert capsys.readouterr().err.startswith("rabbitproof check: error: --junit: no such directory")
+
+
+RECORDINGS = EXAMPLES / "recordings"
+
+
+def test_trace_exit_codes_accepted_rejected_and_a_spent_budget():
+    assert run("trace", str(RECORDINGS / "requeue-and-ack.json"))[0] == 0
+    code, text = run("trace", str(RECORDINGS / "requeue-not-redelivered.json"))
+    assert code == 1 and text.rstrip().splitlines()[-1] == \
+        "trace: found: requeue-not-redelivered.json: rejected (exit 1)"
+    code, text = run("trace", str(RECORDINGS / "requeue-and-ack.json"), "--max-nodes", "3")
+    assert code == 3 and text.rstrip().splitlines()[-1] == \
+        "trace: undecided: requeue-and-ack.json: inconclusive (exit 3)"
+
+
+def test_trace_json_gives_where_it_broke_and_the_observations_as_data():
+    code, text = run("trace", str(RECORDINGS / "requeue-not-redelivered.json"), "--json")
+    data = json.loads(text)
+    assert code == 1 and (data["schema"], data["exit_code"], data["status"]) == ("rabbitproof.trace/1", 1, "rejected")
+    broke = data["rejected_at"]
+    assert (broke["connection"], broke["observation"]) == ("c1", 11)
+    assert broke["allowed"][0].endswith("redelivered=True, msg=m0.2)") and "redelivered=False" in broke["text"]
+    assert data["observations"][0] == {"connection": "c0", "direction": "sent", "method": "channel.open",
+                                       "fields": {"ch": 1}, "text": "c0 sent channel.open(ch=1)"}
+    assert "q0 = 'jobs'" in data["names"]
+    code, text = run("trace", str(RECORDINGS / "requeue-and-ack.json"), "--json")
+    data = json.loads(text)
+    assert code == 0 and data["rejected_at"] is None
+    assert data["explanation_steps"][0] == {"action": "ClientChannelOpen", "text": "open channel"}
