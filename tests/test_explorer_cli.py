@@ -103,7 +103,9 @@ def test_json_holds_figures_verdicts_and_traces(tmp_path, capsys):
     assert (hazard["name"], hazard["verdict"], hazard["passed"]) == ("autoack_loses_messages", "found", True)
     steps = hazard["trace"]["steps"]
     assert steps[-1] == {"number": 3, "actor": "consumer", "action": "ConsumerCrash", "text": "consumer crashes",
-                         "fused": False, "repeats": False, "harm": True, "frames": []}
+                         "fused": False, "repeats": False, "harm": True, "frames": [],
+                         "changes": [{"where": "locs[0]", "before": "2", "after": "6"},
+                                     {"where": "crashes_left", "before": "1", "after": "0"}]}
     assert (hazard["trace"]["harm_step"], hazard["trace"]["harm"]) == (3, "autoack_loses_messages happens")
     assert steps[1]["frames"] == [{"from": "broker", "to": "consumer", "text": "broker -> consumer: basic.deliver m0"}]
     assert data["never_fired"] == ["BrokerPurge", "BrokerSettle", "ConsumerAck"]

@@ -207,3 +207,35 @@ def test_trace_json_gives_where_it_broke_and_the_observations_as_data():
     data = json.loads(text)
     assert code == 0 and data["rejected_at"] is None
     assert data["explanation_steps"][0] == {"action": "ClientChannelOpen", "text": "open channel"}
+
+
+def test_a_step_says_what_it_changed_in_the_state():
+    from typing import NamedTuple
+
+    from rabbitproof.spark_check.results import state_changes
+
+    class Channel(NamedTuple):
+        next_tag: int
+        unacked: tuple
+
+    class State(NamedTuple):
+        channels: tuple
+        up: bool
+
+    before = State((Channel(1, ()), Channel(1, ())), True)
+    after = State((Channel(1, ()), Channel(2, ((1, 7),))), True)
+    assert state_changes(before, after) == [("channels[1].next_tag", "1", "2"), ("channels[1].unacked", "()", "((1, 7),)")]
+    assert state_changes(before, before) == []
+    assert state_changes(State((), True), State((Channel(1, ()),), False)) == [
+        ("channels", "()", "(Channel(next_tag=1, unacked=()),)"), ("up", "True", "False")]
+
+
+def test_check_json_steps_carry_their_state_changes():
+    code, text = run("check", str(EXAMPLES / "auto-ack.toml"), "--json", "--no-progress", "--no-advice")
+    steps = {s["number"]: s for s in json.loads(text)["answers"][0]["trace"]["steps"]}
+    lost = next(s for s in steps.values() if s["harm"])
+    assert lost["text"] == "connection c1 LOST"
+    # The delivery in flight to the consumer is gone with its connection: the harm, in the state.
+    assert any(c["where"].endswith("conns[1].to_client[1]") and "BasicDeliver" in c["before"] and c["after"] == "()"
+               for c in lost["changes"])
+    assert all(s["changes"] == [] for s in steps.values() if s["fused"])

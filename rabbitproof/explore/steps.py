@@ -77,10 +77,12 @@ def harm_step(trace: Trace | None) -> int | None:
 
 def step_object(step: TraceStep, harm: int | None = None, loop_from: int | None = None) -> dict[str, Any]:
     """One step as data: its number, actor, action (the class and the words), whether a reduction fused it
-    into the step before, whether it repeats for ever (in a lasso), whether it does the harm, its frames."""
+    into the step before, whether it repeats for ever (in a lasso), whether it does the harm, its frames,
+    and what it changed in the state (with the steps fused after it)."""
     return {"number": step.number, "actor": step.actor, "action": step.action_type, "text": step.action,
             "fused": step.fused, "repeats": loop_from is not None and step.number >= loop_from,
-            "harm": step.number == harm, "frames": [frame_object(f) for f in step.frames]}
+            "harm": step.number == harm, "frames": [frame_object(f) for f in step.frames],
+            "changes": [{"where": where, "before": before, "after": after} for where, before, after in step.changes]}
 
 
 def trace_object(trace: Trace | None, harm_label: str = "") -> dict[str, Any] | None:
