@@ -58,19 +58,37 @@ def new_table(console: Console, *columns: str, title: str | None = None,
     return table
 
 
+def _plain(cell: object) -> str:
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+def narrowest(table: Table) -> int:
+    """The fewest characters ``table`` takes with every header and every no-wrap cell whole and every
+    other cell wrapped at its spaces: a column's widest unbreakable piece, plus a space either side and a
+    border between columns (the tables here all draw their edges)."""
+    width = 1
+    for column in table.columns:
+        texts = [_plain(column.header)] + [_plain(c) for c in column.cells]
+        if column.no_wrap:
+            piece = max(len(line) for t in texts for line in t.splitlines() or [""])
+        else:
+            piece = max([len(w) for t in texts for w in t.split()] + [column.min_width or 0, len(_plain(column.header))])
+        width += piece + 3
+    return width
+
+
 def show(console: Console, table: Table) -> None:
     """Print ``table`` if it fits the console's width with every header whole; else the same rows as a
     list, one row a line (``- config: ack_basics; distinct states: 8,536; ...``), wrapped under its
     indent: a table too wide for the report is never cut."""
-    if table.__rich_measure__(console, console.options).minimum <= console.width:
+    if narrowest(table) <= console.width:
         console.print(table)
         return
     if table.title:
         console.print(Text(str(table.title), style="italic"))
     headers = [str(c.header) for c in table.columns]
     for cells in zip(*(list(c.cells) for c in table.columns)):
-        parts = [f"{h}: {c.plain if isinstance(c, Text) else c}" for h, c in zip(headers, cells)
-                 if (c.plain if isinstance(c, Text) else str(c)).strip()]
+        parts = [f"{h}: {_plain(c)}" for h, c in zip(headers, cells) if _plain(c).strip()]
         console.print(Text("- " + "; ".join(parts)))
 
 

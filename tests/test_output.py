@@ -239,3 +239,17 @@ def test_check_json_steps_carry_their_state_changes():
     assert any(c["where"].endswith("conns[1].to_client[1]") and "BasicDeliver" in c["before"] and c["after"] == "()"
                for c in lost["changes"])
     assert all(s["changes"] == [] for s in steps.values() if s["fused"])
+
+
+def test_a_table_too_wide_for_the_report_is_listed_row_by_row_not_cut():
+    from rabbitproof.output import show
+
+    console = Console(file=io.StringIO(), width=40)
+    table = new_table(console, "property", "kind", "rules", title="Properties", whole=("property", "kind"))
+    table.add_row("confirmed_only_when_on_disk", "always", "PC-5, PC-4")
+    show(console, table)
+    assert " ".join(console.file.getvalue().split()) == \
+        "Properties - property: confirmed_only_when_on_disk; kind: always; rules: PC-5, PC-4"
+    wide = Console(file=io.StringIO(), width=80)
+    show(wide, table)
+    assert "| confirmed_only_when_on_disk | always | PC-5, PC-4 |" in wide.file.getvalue()

@@ -14,6 +14,7 @@ from rich.text import Text
 from rabbitproof.spark_check.engine import ExplorationResult, PropertyResult, Trace
 
 from rabbitproof.explore.steps import harm_step, trace_object
+from rabbitproof.output import show
 
 VERDICT_STYLE = {
     "holds": "green",
@@ -124,17 +125,17 @@ def summary(result: ExplorationResult, terminal: bool = True) -> Group:
     figures.add_row("result", Text("OK", "bold green") if result.ok else Text("FAILED", "bold red"))
 
     verdicts = Table(title="Properties", box=lines)
-    verdicts.add_column("property")
-    verdicts.add_column("kind")
-    verdicts.add_column("rules")
-    verdicts.add_column("verdict")
-    verdicts.add_column("trace", justify="right")
+    verdicts.add_column("property", no_wrap=True)             # names and verdicts whole; the rules wrap
+    verdicts.add_column("kind", no_wrap=True)
+    verdicts.add_column("rules", ratio=1, min_width=6)
+    verdicts.add_column("verdict", no_wrap=True)
+    verdicts.add_column("trace", justify="right", no_wrap=True)
     for p in result.properties:
         steps = str(len(p.trace.steps)) if p.trace is not None else ""
         verdicts.add_row(p.name, p.kind, ", ".join(p.rules), verdict_text(p), steps)
 
     coverage = Table(title="Action coverage (transitions)", box=lines)
-    coverage.add_column("action")
+    coverage.add_column("action", no_wrap=True)
     coverage.add_column("fired", justify="right")
     for name, n in result.coverage.items():
         coverage.add_row(name, Text(f"{n:,}", "yellow" if n == 0 else ""))
@@ -217,7 +218,11 @@ def harm_of(p: PropertyResult) -> str:
 
 def print_result(console: Console, result: ExplorationResult, show_state: bool = False) -> None:
     """The summary tables, then every counterexample."""
-    console.print(summary(result, console.is_terminal))
+    for part in summary(result, console.is_terminal).renderables:
+        if isinstance(part, Table):
+            show(console, part)             # listed row by row where it would not fit
+        else:
+            console.print(part)
     harms = {id(p.trace): harm_of(p) for p in result.properties if p.trace is not None}
     for title, trace in counterexamples(result):
         console.print()
