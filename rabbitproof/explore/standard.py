@@ -23,7 +23,7 @@ from rabbitproof.spark_check.reductions import written_for
 from rabbitproof.spec.properties_api import Liveness, Property
 
 from rabbitproof.explore.manifest import MANIFEST, compare, pinned_entry, read_manifest, write_manifest
-from rabbitproof.explore.report import ProgressDisplay, print_trace, verdict_title
+from rabbitproof.explore.report import ProgressDisplay, harm_of, print_trace, verdict_title
 from rabbitproof.output import show
 
 
@@ -138,7 +138,7 @@ def print_report(console: Console, report: VerifyReport) -> None:
             if not p.passed:
                 console.print()
                 if p.trace is not None:
-                    print_trace(console, f"{r.config}: {verdict_title(p)}", p.trace)
+                    print_trace(console, f"{r.config}: {verdict_title(p)}", p.trace, harm=harm_of(p))
                 else:
                     console.print(Text(f"{r.config}: {p.name} {p.verdict}: no reachable state "
                                        f"{'satisfies' if p.kind == 'sometimes' else 'falsifies'} it", "bold red"))
