@@ -23,8 +23,8 @@ EXAMPLES = ROOT / "examples"
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def step(number, actor, action, action_type, *frames, fused=False):
-    return TraceStep(number, actor, action, action_type, tuple(frames), fused)
+def step(number, actor, action, action_type, *frames, fused=False, changes=()):
+    return TraceStep(number, actor, action, action_type, tuple(frames), fused, changes)
 
 
 def test_the_width_is_columns_else_the_terminal_else_80():
@@ -88,8 +88,9 @@ def test_a_label_gives_up_tags_before_the_flags_that_make_the_point():
 
 
 def vanished_trace() -> Trace:
-    """c1 vanishes; the broker, not knowing, delivers to its old connection (held as c2); the client
-    connects again as c1; the heartbeat timeout closes c2, and the message goes to c1 a second time."""
+    """c1 vanishes; the broker, not knowing, delivers to its old connection (held as c2: the spec writes
+    no frame there, only the delivery it holds unacknowledged); the client connects again as c1; the
+    heartbeat timeout closes c2, and the message goes to c1 a second time."""
     return Trace((
         step(1, "broker", "deliver the head of q0", "BrokerDeliver",
              "c1 broker->client basic.deliver(ch=1, consumer_tag=1, delivery_tag=1, redelivered=False, msg=m0.1)"),
@@ -97,7 +98,10 @@ def vanished_trace() -> Trace:
              "c1 broker->client basic.deliver(ch=1, consumer_tag=1, delivery_tag=1, redelivered=False, msg=m0.1)"),
         step(3, "network", "connection c1 VANISHES (the broker has not noticed)", "ClientVanish"),
         step(4, "broker", "deliver the head of q0", "BrokerDeliver",
-             "c2 broker->client basic.deliver(ch=1, consumer_tag=1, delivery_tag=2, redelivered=False, msg=m0.2)"),
+             changes=(("spec.conns[2].channels[0].unacked", "(Unacked(tag=1, queue=0, key=1, msg=1, redelivered=False, "
+                       "persistent=False, consumer=1),)", "(Unacked(tag=1, queue=0, key=1, msg=1, redelivered=False, "
+                       "persistent=False, consumer=1), Unacked(tag=2, queue=0, key=2, msg=2, redelivered=False, "
+                       "persistent=False, consumer=1))"),)),
         step(5, "client c1", "connect", "ClientConnect"),
         step(6, "broker", "heartbeat timeout: the broker closes the vanished client's old connection (held as c2)",
              "BrokerDetect"),
@@ -118,6 +122,7 @@ def test_a_vanished_client_s_old_connection_has_a_lifeline_and_a_legend_entry():
                          "disk": "disk"}
     to_old = [g for g in root.iter(f"{SVG}g") if g.get("class") == "frame" and g.get("data-to") == "c2"]
     assert [(g.get("data-sent"), g.get("data-read")) for g in to_old] == [("4", "")]       # never read
+    assert "".join(to_old[0].find(f"{SVG}text").itertext()) == "basic.deliver m0.2 tag=2 (client gone)"
     legend = [t.text for g in root.iter(f"{SVG}g") if g.get("class") == "legend" for t in g.iter(f"{SVG}text")]
     assert "worker (c1): consumer 'worker'" in legend
     assert any(line.startswith("old worker (c2): the old connection of worker (c1), left open when its client "
@@ -253,3 +258,15 @@ def test_a_table_too_wide_for_the_report_is_listed_row_by_row_not_cut():
     wide = Console(file=io.StringIO(), width=80)
     show(wide, table)
     assert "| confirmed_only_when_on_disk | always | PC-5, PC-4 |" in wide.file.getvalue()
+
+
+def test_the_text_trace_shows_a_delivery_to_a_vanished_client_s_old_connection():
+    from rabbitproof.explore.report import print_trace
+
+    console = Console(file=io.StringIO(), width=200)
+    print_trace(console, "t", vanished_trace(), harm="a message is processed the second time")
+    text = console.file.getvalue()
+    assert ("  4. [broker] deliver the head of q0\n       c2 broker->client basic.deliver(ch=1, delivery_tag=2, "
+            "redelivered=False, msg=m0.2), never read: its client is gone\n") in text
+    assert "  8. [client c1.ch1] receive the next frame of channel 1  <-- here a message is processed the second time" \
+        in text

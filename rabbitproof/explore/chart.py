@@ -19,7 +19,7 @@ from typing import Sequence
 
 from rabbitproof.spark_check.results import ExplorationResult, Trace
 
-from rabbitproof.explore.steps import harm_step
+from rabbitproof.explore.steps import harm_step, unseen_delivery
 
 _SPEC_FRAME = re.compile(r"^c(\d+) (client->broker|broker->client) (.*)$")
 _PLAIN_FRAME = re.compile(r"^(.+?) -> (.+?): (.*)$")
@@ -96,6 +96,8 @@ def _old_connections(trace: Trace) -> dict[str, tuple[str, int]]:
         named = [f"c{m.group(1)}" for f in s.frames if (m := _SPEC_FRAME.match(f))]
         if s.action_type == "BrokerDetect" and (m := _CONN.search(s.action)):
             named.append(f"c{m.group(1)}")
+        if (unseen := unseen_delivery(s)) is not None:
+            named.append(unseen[0])
         for conn in named:
             if conn not in acting and row > vanishes[0][0]:
                 first_seen.setdefault(conn, row)
@@ -129,6 +131,10 @@ def chart_of(title: str, trace: Trace) -> Chart:
                 shown = True
         if step.action_type == "BrokerDetect" and (m := _CONN.search(step.action)) and f"c{m.group(1)}" in chart.old:
             chart.boxes.append((row, f"c{m.group(1)}", step.action))    # the old connection ends here
+            shown = True
+        if (unseen := unseen_delivery(step)) is not None and unseen[0] in chart.old:
+            chart.arrows.append(Arrow("broker", unseen[0], unseen[1], row, note="(client gone)",
+                                      frame=f"{unseen[0]} broker->client {unseen[1]}"))
             shown = True
         for frame in step.frames:
             m = _SPEC_FRAME.match(frame) if spec_like else None
@@ -329,7 +335,9 @@ def render_svg(chart: Chart, described: dict[str, str] | None = None) -> str:
         y2 = _y(a.end) if a.end is not None else y1 + ROW // 2
         if a.end is None:
             x2 = x1 + (x2 - x1) * 3 // 4
-        span = max(abs(x2 - x1), chart.column - 20) - 10
+        # A label may run past the arrow's end, over the next lifeline (its halo keeps it readable): one
+        # step a row, so no other label shares its line.
+        span = max(abs(_x(chart, a.target) - x1), 2 * chart.column - 20) - 10
         note = f" {a.note}" if a.note else ""
         method, _, fields = fitted(a.label, max(8, span // 7 - len(note))).partition(" ")
         # Above the arrow's higher end, where it is written: the arrow only goes down from there, so the

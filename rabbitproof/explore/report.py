@@ -13,7 +13,7 @@ from rich.text import Text
 
 from rabbitproof.spark_check.engine import ExplorationResult, PropertyResult, Trace
 
-from rabbitproof.explore.steps import harm_step, trace_object
+from rabbitproof.explore.steps import harm_step, trace_object, unseen_delivery
 from rabbitproof.output import show
 
 VERDICT_STYLE = {
@@ -201,6 +201,9 @@ def print_trace(console: Console, title: str, trace: Trace, show_state: bool = F
         console.print(Padding(line, (0, 0, 0, 2), expand=False))          # a long line wraps under its own indent
         for frame in s.frames:
             console.print(Padding(Text(frame, style="dim"), (0, 0, 0, 7), expand=False))
+        if (unseen := unseen_delivery(s)) is not None:      # to a connection no client reads any more
+            console.print(Padding(Text(f"{unseen[0]} broker->client {unseen[1]}, never read: its client is gone",
+                                       style="dim"), (0, 0, 0, 7), expand=False))
     if loop is not None:
         console.print(Text(f"  ↻ back to the state before step {first}{same_state}: steps {first} to {last} again, "
                            "for ever", style="bold magenta"))

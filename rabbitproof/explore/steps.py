@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from rabbitproof.spark_check.results import Trace, TraceStep
+from rabbitproof.spec.frames import msg_name
 
 _SPEC_FRAME = re.compile(r"^c(\d+) (client->broker|broker->client) ([a-z]+\.[a-z-]+)\((.*)\)$")
 _PLAIN_FRAME = re.compile(r"^(.+?) -> (.+?): (.*)$")
@@ -62,6 +63,26 @@ def frame_object(frame: str) -> dict[str, Any]:
     if p:
         return {"from": p.group(1), "to": p.group(2), "text": frame}
     return {"text": frame}
+
+
+_UNACKED = re.compile(r"conns\[(\d+)\]\.channels\[(\d+)\]\.unacked$")
+_HELD = re.compile(r"Unacked\(tag=(\d+),.*?msg=(\d+), redelivered=(True|False)")
+
+
+def unseen_delivery(step: TraceStep) -> tuple[str, str] | None:
+    """A delivery the trace shows no frame of: the broker's to a connection whose client is gone (a
+    vanished client's old connection, which no client reads). Its connection and the frame it stands for,
+    from what the step changed in the state (the delivery it now holds unacknowledged); None otherwise."""
+    if step.frames or step.action_type != "BrokerDeliver":
+        return None
+    for where, before, after in step.changes:
+        m = _UNACKED.search(where)
+        held = _HELD.findall(after)
+        if m and held and len(held) > len(_HELD.findall(before)):
+            tag, msg, redelivered = held[-1]
+            return (f"c{m.group(1)}", f"basic.deliver(ch={int(m.group(2)) + 1}, delivery_tag={tag}, "
+                                      f"redelivered={redelivered}, msg={msg_name(int(msg))})")
+    return None
 
 
 def harm_step(trace: Trace | None) -> int | None:
