@@ -374,7 +374,7 @@ def test_json_and_charts(tmp_path):
     steps = trace["steps"]
     lost = max(i for i, step in enumerate(steps) if step["text"] == "connection c1 LOST")
     assert all(step["actor"].startswith("client c1") for step in steps[lost + 1:])   # then it sets up again, at once
-    assert trace["harm_step"] == steps[lost]["number"] and trace["harm"] == "the message is lost"
+    assert trace["harm_step"] == steps[lost]["number"] and trace["harm"] == "a message the publisher believes delivered is gone"
     assert [s["number"] for s in steps if s["harm"]] == [trace["harm_step"]]
     deliver = next(f for s in steps for f in s["frames"] if f.get("method") == "basic.deliver")
     assert deliver["connection"] == "c1" and deliver["direction"] == "broker->client"
@@ -388,7 +388,7 @@ def test_json_and_charts(tmp_path):
     assert '<g class="lifeline" data-name="c0">' in svg and ">app (c0)</text>" in svg and ">mailer (c1)</text>" in svg
     assert "connection mailer (c1) LOST" in svg
     # The step where the message is lost is marked, in the chart as in the text.
-    assert f'<g class="harm" data-row="{trace["harm_step"]}">' in svg and "here the message is lost" in svg
+    assert f'<g class="harm" data-row="{trace["harm_step"]}">' in svg and "here a message the publisher believes delivered is gone" in svg
     assert "mailer (c1): consumer &#x27;mailer&#x27;" in svg          # the legend
 
 

@@ -22,9 +22,11 @@ from rabbitproof.output import new_table, show
 VERDICT_STYLE = {"can happen": "bold red", "cannot happen": "green", "undecided": "yellow"}
 TITLES = {"lost": "lost", "twice": "processed twice", "order": "out of order", "loop": "requeue loop",
           "waits": "waits for ever"}
-# What happens at the step a counterexample marks (rabbitproof.explore.steps.harm_step); a loop or a wait
-# for ever does its harm in its repeated steps, marked as a loop.
-HARMS = {"lost": "the message is lost", "twice": "a message is processed the second time",
+# What happens at the step a counterexample marks (rabbitproof.explore.steps.harm_step): the first step
+# where the question's harm holds. For "lost" that is where the message is gone and the publisher believes
+# it delivered, whichever came second (a confirm can arrive after the loss). A loop or a wait for ever
+# does its harm in its repeated steps, marked as a loop.
+HARMS = {"lost": "a message the publisher believes delivered is gone", "twice": "a message is processed the second time",
          "order": "a message arrives after one published later: it was overtaken"}
 
 

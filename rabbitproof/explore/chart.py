@@ -65,7 +65,7 @@ class Chart:
     notes: list[tuple[int, str]] = field(default_factory=list)     # (row, a line of text across the chart)
     column: int = COLUMN                # pixels between lifelines (wider for long frames)
     harm_row: int | None = None         # the step that does the harm (rabbitproof.explore.steps.harm_step)
-    harm: str = ""                      # what happens there: "the message is lost"
+    harm: str = ""                      # what happens there: "a message is processed the second time"
     old: dict[str, tuple[str, int]] = field(default_factory=dict)   # a vanished client's old connection ->
                                                                     # (the client's connection, the vanish's row)
 
