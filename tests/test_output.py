@@ -270,3 +270,10 @@ def test_the_text_trace_shows_a_delivery_to_a_vanished_client_s_old_connection()
             "redelivered=False, msg=m0.2), never read: its client is gone\n") in text
     assert "  8. [client c1.ch1] receive the next frame of channel 1  <-- here a message is processed the second time" \
         in text
+
+
+def test_check_names_the_old_connection_a_vanished_client_left_behind():
+    code, text = run("check", str(EXAMPLES / "flaky-hosts.toml"), "--json", "--no-progress", "--no-advice")
+    names = json.loads(text)["names"]
+    assert names["c1"] == "consumer 'fulfilment'"
+    assert names["c2"] == "the old connection of consumer 'fulfilment', whose client vanished"

@@ -13,7 +13,7 @@ from rabbitproof.check.cycles import ASSUMED
 from rabbitproof.check.for_every_size import ProvedFor, proved_for
 from rabbitproof.check.setup_model import notes
 from rabbitproof.check.whatif import Tried
-from rabbitproof.explore.chart import chart_svg
+from rabbitproof.explore.chart import chart_svg, old_connections
 from rabbitproof.explore.report import print_trace
 from rabbitproof.explore.steps import trace_object
 from rabbitproof.exits import FOUND, NOTHING_FOUND, UNDECIDED
@@ -162,7 +162,7 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
         console.print(Text(f"Note: {note}.", style="dim"))
     if any(a.trace is not None for a in checked.answers):
         console.print()
-        console.print(Text("In the steps: " + ", ".join(f"{k} = {v}" for k, v in names(checked.setup).items()),
+        console.print(Text("In the steps: " + ", ".join(f"{k} = {v}" for k, v in step_names(checked).items()),
                            style="bold"))
     for n, a in enumerate(checked.answers, 1):
         if a.trace is None:
@@ -191,6 +191,17 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
                            Text(", ".join(TITLES[k] for k in t.breaks) or "-", style="red" if t.breaks else ""),
                            f"{t.states:,}", f"{t.seconds:.1f}")
         show(console, advice)
+
+
+def step_names(checked: Checked) -> dict[str, str]:
+    """What the names in the steps stand for: the setup's clients and queues, and each connection a
+    vanished client left behind (``c2 = the old connection of consumer 'settler'``) that a trace names."""
+    named = names(checked.setup)
+    old: dict[str, str] = {}
+    for a in checked.answers:
+        for conn, (client, _) in (old_connections(a.trace) if a.trace is not None else {}).items():
+            old.setdefault(conn, f"the old connection of {named.get(client, client)}, whose client vanished")
+    return {**named, **old}
 
 
 def lifeline_names(setup) -> dict[str, str]:
@@ -240,7 +251,7 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
                    "faults": [k for k, on in vars(checked.setup.faults).items() if on]},
         "passed": not checked.failing,
         "reductions": list(r.reductions),
-        "names": names(checked.setup),
+        "names": step_names(checked),
         "answers": [
             {"key": a.key, "question": a.question, "answer": a.verdict, "harmless": a.harmless or None,
              "rules": list(a.rules),

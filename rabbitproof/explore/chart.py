@@ -81,7 +81,7 @@ def _actor_lifeline(actor: str) -> str:
     return f"c{m.group(1)}" if actor.startswith("client") and m else actor
 
 
-def _old_connections(trace: Trace) -> dict[str, tuple[str, int]]:
+def old_connections(trace: Trace) -> dict[str, tuple[str, int]]:
     """The connections a vanished client left behind: a connection that a frame or the broker's heartbeat
     timeout names but no client step acts on, after a ``ClientVanish``. The broker moves an old connection
     to a slot of its own when its client vanishes, so the n-th such slot to appear is the n-th vanish's:
@@ -110,7 +110,7 @@ def chart_of(title: str, trace: Trace) -> Chart:
     chart = Chart(title, loop_from=None if trace.cycle_start is None else trace.cycle_start + 1)
     spec_like = any(_SPEC_FRAME.match(f) for s in trace.steps for f in s.frames)
     if spec_like:
-        chart.old = _old_connections(trace)
+        chart.old = old_connections(trace)
         conns = sorted({int(m.group(1)) for s in trace.steps for f in s.frames if (m := _SPEC_FRAME.match(f))}
                        | {int(m.group(1)) for s in trace.steps if s.actor.startswith("client") and (m := _CONN.search(s.actor))}
                        | {int(c[1:]) for c in chart.old})
