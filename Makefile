@@ -54,7 +54,8 @@ explore: $(STAMP) $(FAST_DEP) $(if $(filter spark,$(ENGINE)),java)
 	$(BIN)/rabbitproof explore $(CONFIG) --engine $(ENGINE) $(if $(MASTER),--master $(MASTER)) --reduce $(REDUCE) $(ARGS)
 
 ## check: answer the five delivery questions for your setup file (FILE=examples/work-queue.toml,
-## ENGINE=local|spark, ARGS=--json --chart DIR ...); exit code 0 all pass, 1 one fails, 2 bad input.
+## ENGINE=local|spark, ARGS=--json --chart DIR ...); exit code 0 all pass, 1 one can happen, 2 bad input,
+## 3 undecided (docs/reference/cli.md).
 FILE ?=
 check: $(STAMP) $(FAST_DEP) $(if $(filter spark,$(ENGINE)),java)
 	@test -n "$(FILE)" || (echo "make check: name the setup file: make check FILE=examples/work-queue.toml" >&2; exit 2)

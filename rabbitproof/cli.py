@@ -11,8 +11,9 @@
     rabbitproof bench [PART]        the benchmarks of `make bench`
     rabbitproof rules [ID]          the rules the answers cite, and where each is modelled, proved, tested
 
-Exit codes, for every subcommand: 0 every check met its expectation, 1 one did not, 2 bad input (one
-line on stderr naming what is wrong, before any work starts). docs/reference/cli.md lists every option.
+Exit codes, for every subcommand (rabbitproof.exits): 0 nothing found, 1 something found (can happen,
+rejected, violated), 2 bad input (one line on stderr naming what is wrong, before any work starts),
+3 undecided (a time limit, a state cap, Ctrl-C). docs/reference/cli.md lists every option.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from rabbitproof.impl import server
 from rabbitproof.spark_check.bundle import InputError
 
 from rabbitproof import __version__, rules, verify
+from rabbitproof.exits import UNDECIDED
 from rabbitproof.bench import command as bench
 from rabbitproof.check import command as check
 from rabbitproof.check.setup_file import SetupError
@@ -49,7 +51,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "check": Subcommand("answer the delivery questions for a setup file (TOML)", check.add_arguments, check.run),
     "explore": Subcommand("explore one configuration of the spec exhaustively", explore.add_explore_arguments,
                           explore.run_explore),
-    "list": Subcommand("list the configurations and the properties", explore.add_model_argument, explore.run_list),
+    "list": Subcommand("list the configurations and the properties", explore.add_list_arguments, explore.run_list),
     "verify": Subcommand("explore every standard configuration, check the Z3 model against the spec, prove "
                          "the invariants, find the hazards, run CrossHair", verify.add_arguments, verify.run),
     "trace": Subcommand("judge a recorded run (JSON recording or .trace text) by the spec", trace.add_arguments,
@@ -86,6 +88,9 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None) -> int:
         return SUBCOMMANDS[args.command].run(args, out or output_console())
     except (InputError, SetupError, MissingExtra) as e:
         return fail(f"rabbitproof {args.command}", e)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"rabbitproof {args.command}: interrupted: undecided (exit {UNDECIDED})\n")
+        return UNDECIDED
 
 
 def console_main() -> None:

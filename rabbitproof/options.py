@@ -10,12 +10,13 @@ from typing import Any, NoReturn, Sequence
 
 from rich.console import Console
 
+from rabbitproof.output import stdout_console
 from rabbitproof.spark_check.bundle import InputError
 from rabbitproof.spark_check.checkpoint import check_writable
 from rabbitproof.spark_check.engines import ENGINES, Engine, engine_named
 from rabbitproof.spark_check.reductions import REDUCTIONS, parse_reductions
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from rabbitproof.exits import BAD_INPUT as EXIT_BAD_INPUT, FOUND as EXIT_FAILED, NOTHING_FOUND as EXIT_OK
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -111,5 +112,6 @@ def build_engine(name: str, *, master: str | None = None, exact: bool = False, c
 
 
 def output_console() -> Console:
-    """Standard output; 120 columns wide when it is not a terminal (rich would assume 80)."""
-    return Console() if sys.stdout.isatty() else Console(width=120)
+    """Standard output: as wide as ``COLUMNS`` or the terminal, plain text when piped
+    (rabbitproof.output.stdout_console)."""
+    return stdout_console()

@@ -43,7 +43,9 @@ from rabbitproof.spec import configs, machine
 from rabbitproof import compiled
 from rabbitproof.extras import MissingExtra, require
 from rabbitproof.explore.standard import verify
+from rabbitproof import exits
 from rabbitproof.options import add_engine_arguments, build_engine, fail
+from rabbitproof.output import print_json, show, verdict_line
 
 PARTS = ("explore", "agreement", "proofs", "bmc", "crosshair")
 LONGEST_FIRST = ("explore", "proofs", "bmc", "agreement", "crosshair")     # measured: 128, 67, 47, 43, 11 s
@@ -120,7 +122,7 @@ def run_proofs(console: Console, invariants: Sequence[str] = (), actions: Sequen
         table.add_row(name, str(sum(o.status == PROVED for o in mine)),
                       str(sum(o.status == COUNTEREXAMPLE for o in mine)), str(sum(o.status == UNKNOWN for o in mine)),
                       f"{sum(o.seconds for o in mine):.2f}", f"{slow.action} {slow.seconds:.2f} s")
-    console.print(table)
+    show(console, table)
     for o in outcomes:
         if o.status != PROVED:
             console.print(Text(f"{o.invariant} x {o.action}: {o.status} ({o.seconds:.2f} s)", "bold red"))
@@ -153,7 +155,7 @@ def run_bmc(console: Console, hazards: Sequence[str] = ()) -> PartResult:
                                                        if o.hazard in EXPECTED_UNKNOWN and not o.ok else ""))
         table.add_row(o.hazard, o.config, "-" if o.length is None else str(o.length),
                       "-" if o.explorer_length is None else str(o.explorer_length), f"{o.seconds:.1f}", verdict)
-    console.print(table)
+    show(console, table)
     for note in notes:
         console.print(Text(note, "yellow"))
     for o in outcomes:
@@ -192,7 +194,7 @@ def print_summary(console: Console, results: Sequence[PartResult]) -> None:
         table.add_row(r.part, f"{r.checks:,}", f"{r.passed:,}", f"{r.failed:,}", f"{r.unknown:,}",
                       f"{r.seconds:.1f}", Text("PASS" + (f" ({r.unknown} listed unknown)" if r.unknown else ""), "bold green")
                       if r.ok else Text("FAIL", "bold red"))
-    console.print(table)
+    show(console, table)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -210,6 +212,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--update-manifest", action="store_true",
                         help="explore: rewrite the pinned counts of the configurations explored")
     parser.add_argument("--no-progress", action="store_true", help="never show progress")
+    parser.add_argument("--json", action="store_true", help="print each part's counts as JSON instead of the report")
     parser.add_argument("--jobs", type=int, metavar="N",
                         help="run the parts N at a time, each in a process of its own (default 2 with the local engine "
                              "on a machine with two cores or more, else 1); the output is the same, in the same order")
@@ -267,7 +270,8 @@ def _checked(args: argparse.Namespace) -> Engine:
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
-    """`rabbitproof verify`: the exit code (0 every part passes, 1 one fails, 2 bad input)."""
+    """`rabbitproof verify`: the exit code (rabbitproof.exits: 0 every part passes, 1 one fails, 2 bad input,
+    3 undecided: Ctrl-C, or a solver's unknown that is not listed as expected and nothing failed)."""
     try:
         engine = _checked(args)
     except InputError as e:
@@ -285,6 +289,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
                                           f"{compiled.ENV} (it is for explore, check and bench), or name the parts "
                                           f"to run without crosshair (--part)")
     console = console or Console()
+    report, console = console, (Console(file=io.StringIO(), width=console.width) if args.json else console)
     progress = Console(stderr=True).is_terminal and not args.no_progress
     jobs = min(jobs_of(args), len(parts))
     started = time.perf_counter()
@@ -298,14 +303,41 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
             finally:
                 engine.close()
     except KeyboardInterrupt:
-        console.print(Text(f"verify: interrupted after {time.perf_counter() - started:.0f} s; nothing is judged",
-                           "bold red"))
-        return 130
+        seconds = time.perf_counter() - started
+        if args.json:
+            print_json(report, "verify", {"parts": [], "seconds": round(seconds, 1), "interrupted": True}, exits.UNDECIDED)
+        else:
+            console.print(Text(f"verify: interrupted after {seconds:.0f} s; nothing is judged", "bold red"))
+            verdict_line(console, "verify", exits.UNDECIDED, "interrupted")
+        return exits.UNDECIDED
+    code = exit_code(results)
+    seconds = time.perf_counter() - started
+    if args.json:
+        print_json(report, "verify", {"parts": [parts_json(r) for r in results], "seconds": round(seconds, 1),
+                                      "interrupted": False}, code)
+        return code
     print_summary(console, results)
     ok = all(r.ok for r in results)
-    took = f" in {time.perf_counter() - started:.0f} s" + (f", {jobs} parts at a time" if jobs > 1 else "")
+    took = f" in {seconds:.0f} s" + (f", {jobs} parts at a time" if jobs > 1 else "")
     console.print(Text(("verify: PASS" if ok else "verify: FAIL") + took, "bold green" if ok else "bold red"))
-    return 0 if ok else 1
+    verdict_line(console, "verify", code, ", ".join(f"{r.part} {'PASS' if r.ok else 'FAIL'}" for r in results))
+    return code
+
+
+def exit_code(results: Sequence[PartResult]) -> int:
+    """1 when a check failed (or a part ran none), else 3 when a solver answered unknown where no unknown
+    is expected, else 0."""
+    if any(r.failed or r.checks == 0 for r in results):
+        return exits.FOUND
+    if any(r.unknown != r.expected_unknown for r in results):
+        return exits.UNDECIDED
+    return exits.NOTHING_FOUND
+
+
+def parts_json(r: PartResult) -> dict:
+    """One part's counts as data."""
+    return {"part": r.part, "checks": r.checks, "passed": r.passed, "failed": r.failed, "unknown": r.unknown,
+            "expected_unknown": r.expected_unknown, "seconds": round(r.seconds, 1), "ok": r.ok}
 
 
 def run_part(part: str, args: argparse.Namespace, console: Console, engine: Engine | None,

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .expansion import ON_EXPANDED_STATE, Expander
 from .liveness import UNFAIR, Lasso
-from .results import ExplorationResult, PropertyResult, Trace, TraceStep
+from .results import ExplorationResult, PropertyResult, Trace, TraceStep, state_changes
 
 # Looks up the parent fingerprint of each given fingerprint (an initial state is its own parent).
 ParentLookup = Callable[[set], Mapping[Any, Any]]
@@ -81,6 +81,7 @@ class TraceBuilder:
                 cycle_start = len(steps)
             for edge in self.expander.edges(state):
                 if fingerprint(edge.target) == target and (fair_class == UNFAIR or class_of(edge.steps[0][0]) == fair_class):
+                    changes = tuple(state_changes(state, edge.target))
                     for i, (action, frames) in enumerate(edge.steps):
                         steps.append(TraceStep(
                             number=len(steps) + 1,
@@ -89,6 +90,7 @@ class TraceBuilder:
                             action_type=type(action).__name__,
                             frames=tuple(str(f) for f in frames),
                             fused=i > 0,
+                            changes=changes if i == 0 else (),
                         ))
                     state = edge.target
                     break

@@ -1,7 +1,7 @@
 """What an exploration establishes, the same for every engine: figures, verdicts, traces, coverage."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 
@@ -15,11 +15,32 @@ class TraceStep:
     action_type: str
     frames: tuple[str, ...]
     fused: bool = False             # taken in the same edge as the step before it (a reduction, ``por``)
+    # What the step, with the steps fused after it, changed in the state: (where, before, after), e.g.
+    # ("queues[0].ready", "(1,)", "()"); on the first step of each explored edge, empty on those fused.
+    changes: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
 
     def text(self) -> str:
         """The step in one line: ``2. [broker] delivers m0 | frames: broker -> consumer: basic.deliver m0``."""
         head = f"{self.number}. [{self.actor}] {self.action}"
         return f"{head} | frames: {'; '.join(self.frames)}" if self.frames else head
+
+
+def state_changes(before: Any, after: Any, where: str = "") -> list[tuple[str, str, str]]:
+    """Where ``after`` differs from ``before``, field by field through named tuples and dataclasses and
+    position by position through tuples of the same length: (where, before, after) for each smallest part
+    that differs (``conns[1].channels[0].unacked``), its values as their repr."""
+    if before == after:
+        return []
+    if type(before) is type(after) and hasattr(before, "_fields"):
+        return [c for name in before._fields
+                for c in state_changes(getattr(before, name), getattr(after, name), f"{where}.{name}" if where else name)]
+    if type(before) is type(after) and is_dataclass(before) and not isinstance(before, type):
+        return [c for f in fields(before)
+                for c in state_changes(getattr(before, f.name), getattr(after, f.name),
+                                       f"{where}.{f.name}" if where else f.name)]
+    if isinstance(before, tuple) and isinstance(after, tuple) and len(before) == len(after):
+        return [c for i, (b, a) in enumerate(zip(before, after)) for c in state_changes(b, a, f"{where}[{i}]")]
+    return [(where, repr(before), repr(after))]
 
 
 @dataclass(frozen=True)

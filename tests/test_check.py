@@ -25,7 +25,8 @@ from rabbitproof.check.setup_model import to_config
 from rabbitproof.check.whatif import single_changes, try_changes
 from rabbitproof.cli import main
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
 CAN, CANNOT = "can happen", "cannot happen"
 
 # Each example's answers, in question order: lost, twice, order, loop, waits.
@@ -323,12 +324,14 @@ def test_a_loop_reads_as_a_lasso_in_the_text_the_json_and_the_chart(tmp_path):
     code, text = run("check", path, "--no-progress", "--no-advice", "--chart", str(tmp_path))
     assert code == 1 and "a lasso," in text and "↻ from here, steps" in text and "↻ back to the state before step" in text
     data = json.loads(run("check", path, "--json", "--no-progress", "--no-advice")[1])
-    loop = next(a for a in data["answers"] if a["key"] == "loop")
-    assert 0 < loop["cycle_start"] < len(loop["steps"]) and loop["steps"][loop["cycle_start"]].startswith(
-        f"{loop['cycle_start'] + 1}. [broker] deliver")
+    loop = next(a for a in data["answers"] if a["key"] == "loop")["trace"]
+    first = loop["loop_from"]
+    assert 1 < first <= len(loop["steps"]) and loop["harm_step"] is None
+    assert loop["steps"][first - 1]["action"] == "BrokerDeliver" and loop["steps"][first - 1]["text"].startswith("deliver")
+    assert [s["repeats"] for s in loop["steps"]] == [s["number"] >= first for s in loop["steps"]]
     assert "weakly fair" in data["checked"] and any("runner" in c for c in data["fair"])
     svg = (tmp_path / "requeue-on-failure-loop.svg").read_text()
-    assert f'<g class="loop" data-from="{loop["cycle_start"] + 1}" data-to="{len(loop["steps"])}">' in svg
+    assert f'<g class="loop" data-from="{first}" data-to="{len(loop["steps"])}">' in svg
 
 
 # --- the command line -----------------------------------------------------------------------------
@@ -340,16 +343,21 @@ def run(*argv: str) -> tuple[int, str]:
 
 
 def test_exit_codes_all_pass_and_one_fails():
-    assert run("check", str(EXAMPLES / "safe-pipeline.toml"), "--no-progress")[0] == 0
+    code, text = run("check", str(EXAMPLES / "safe-pipeline.toml"), "--no-progress")
+    assert code == 0
+    assert text.rstrip().splitlines()[-1] == "check: nothing found: safe-pipeline: none of the 5 questions can happen (exit 0)"
     code, text = run("check", str(EXAMPLES / "requeue-on-failure.toml"), "--no-progress")
     assert code == 1
     assert "requeue loop" in text and "can happen" in text and "nack without requeue to a dead-letter queue" in text
+    assert text.rstrip().splitlines()[-1] == \
+        "check: found: requeue-on-failure: can happen: out of order, requeue loop (exit 1)"
 
 
-def test_a_search_cut_short_answers_undecided_and_fails(tmp_path):
+def test_a_search_cut_short_answers_undecided_and_exits_3(tmp_path):
     code, text = run("check", str(EXAMPLES / "work-queue.toml"), "--json", "--no-progress", "--max-states", "50")
     data = json.loads(text)
-    assert code == 1 and not data["complete"] and data["what_if"] == []
+    assert code == 3 and not data["complete"] and data["what_if"] == []
+    assert (data["schema"], data["exit_code"], data["verdict"]) == ("rabbitproof.check/1", 3, "undecided")
     # work-queue's shape has "lost" proved for every size (rabbitproof.check.for_every_size): that answer
     # stands however far the search got; the others are undecided.
     answers = {a["key"]: a for a in data["answers"]}
@@ -363,9 +371,15 @@ def test_json_and_charts(tmp_path):
     data = json.loads(text)
     answers = {a["key"]: a for a in data["answers"]}
     assert answers["lost"]["answer"] == CAN and answers["lost"]["prevented_by"] == ["manual-acks"]
-    steps = answers["lost"]["steps"]
-    lost = max(i for i, step in enumerate(steps) if step.endswith("connection c1 LOST"))
-    assert all("[client c1" in step for step in steps[lost + 1:])      # then it sets up again, at once
+    trace = answers["lost"]["trace"]
+    steps = trace["steps"]
+    lost = max(i for i, step in enumerate(steps) if step["text"] == "connection c1 LOST")
+    assert all(step["actor"].startswith("client c1") for step in steps[lost + 1:])   # then it sets up again, at once
+    assert trace["harm_step"] == steps[lost]["number"] and trace["harm"] == "a message the publisher believes delivered is gone"
+    assert [s["number"] for s in steps if s["harm"]] == [trace["harm_step"]]
+    deliver = next(f for s in steps for f in s["frames"] if f.get("method") == "basic.deliver")
+    assert deliver["connection"] == "c1" and deliver["direction"] == "broker->client"
+    assert deliver["fields"] == {"ch": 1, "consumer_tag": 1, "delivery_tag": 1, "redelivered": False, "msg": "m0.1"}
     assert data["names"] == names(read_setup(EXAMPLES / "auto-ack.toml"))
     svg = Path(answers["lost"]["chart"]).read_text()
     assert svg.startswith("<svg") and "basic.deliver" in svg and "LOST" in svg
@@ -374,6 +388,9 @@ def test_json_and_charts(tmp_path):
     # Lifelines by the setup's names; the fault names the client it hits.
     assert '<g class="lifeline" data-name="c0">' in svg and ">app (c0)</text>" in svg and ">mailer (c1)</text>" in svg
     assert "connection mailer (c1) LOST" in svg
+    # The step where the message is lost is marked, in the chart as in the text.
+    assert f'<g class="harm" data-row="{trace["harm_step"]}">' in svg and "here a message the publisher believes delivered is gone" in svg
+    assert "mailer (c1): consumer &#x27;mailer&#x27;" in svg          # the legend
 
 
 @pytest.mark.parametrize("text, argv, message", [
@@ -418,9 +435,8 @@ def test_a_missing_file_is_bad_input(tmp_path, capsys):
 
 
 def test_the_console_script_runs_the_check():
-    script = Path(sys.executable).with_name("rabbitproof")
-    done = subprocess.run([str(script), "check", str(EXAMPLES / "requeue-on-failure.toml"), "--json", "--no-advice"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "rabbitproof", "check", str(EXAMPLES / "requeue-on-failure.toml"),
+                           "--json", "--no-advice"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 1, done.stderr
     assert [a["answer"] for a in json.loads(done.stdout)["answers"]] == list(EXPECTED["requeue-on-failure"])
 
@@ -428,9 +444,11 @@ def test_the_console_script_runs_the_check():
 def test_a_search_stopped_short_answers_what_it_found_and_leaves_the_rest_undecided(tmp_path):
     code, text = run("check", str(EXAMPLES / "two-workers.toml"), "--time-limit", "1e-9", "--json", "--no-progress")
     answers = json.loads(text)
-    assert code == 1 and not answers["complete"] and answers["error"].startswith("time limit of 1e-09 s reached")
+    assert not answers["complete"] and answers["error"].startswith("time limit of 1e-09 s reached")
     assert all(a["answer"] in ("undecided", "can happen") or a["for_every_size"] for a in answers["answers"])
-    assert all(a["steps"] for a in answers["answers"] if a["answer"] == "can happen")
+    assert all(a["trace"]["steps"] for a in answers["answers"] if a["answer"] == "can happen")
+    found = any(a["answer"] == "can happen" for a in answers["answers"])
+    assert code == (1 if found else 3) == answers["exit_code"]
 
 
 def test_ctrl_c_prints_the_answers_so_far_without_a_traceback(tmp_path):
@@ -442,11 +460,10 @@ def test_ctrl_c_prints_the_answers_so_far_without_a_traceback(tmp_path):
                               f"messages = 2\n" for i in (1, 2))
                     + "".join(f'[[consumers]]\nname = "w{i}"\nqueue = "jobs"\nprefetch = 1\n' for i in (1, 2))
                     + "[faults]\nbroker_crash = true\nconnection_closed = true\n")
-    script = Path(sys.executable).with_name("rabbitproof")
     # A shell that runs the tests in the background (`make test &`) starts them with SIGINT ignored, and
     # a child inherits that: give the command the terminal's default, as Ctrl-C in a terminal finds it.
-    child = subprocess.Popen([str(script), "check", str(path), "--no-progress"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
+    child = subprocess.Popen([sys.executable, "-m", "rabbitproof", "check", str(path), "--no-progress"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         child.wait(timeout=4)
@@ -454,5 +471,8 @@ def test_ctrl_c_prints_the_answers_so_far_without_a_traceback(tmp_path):
         child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=120)
     assert "Traceback" not in err, err
-    assert child.returncode == 1 and "The search stopped at" in out and "(interrupted at depth" in out
+    assert "The search stopped at" in out and "(interrupted at depth" in out
+    # Ctrl-C leaves the run undecided (exit 3), unless what it found before already answers "can happen".
+    verdict = out[out.rindex("\ncheck: ") + 1:].split(":")[1].strip()
+    assert (child.returncode, verdict) in ((3, "undecided"), (1, "found")), out
     assert "undecided" in out

@@ -58,7 +58,7 @@ def test_the_installed_package_runs_from_any_directory(tmp_path):
     explored = rabbitproof("explore", "ack_basics", "--no-progress")
     assert explored.returncode == 0, explored.stderr
     assert "as pinned for ack_basics" in explored.stdout           # the manifest came with the package
-    listed = rabbitproof("list")
+    listed = rabbitproof("list", "--properties")
     assert listed.returncode == 0 and "confirms_exactly_once" in listed.stdout
     checked = rabbitproof("check", str(ROOT / "examples" / "work-queue.toml"), "--json", "--no-advice",
                           "--no-progress")

@@ -116,7 +116,7 @@ def test_the_compiled_spec_gives_the_pure_specs_counts_and_answers(tmp_path: Pat
         for fast in (None, str(out)):
             target = tmp_path / f"{n}-{'fast' if fast else 'pure'}.json"
             if args[0] == "explore":
-                done = run(args + ["--no-progress", "--json", str(target)], fast, cwd=root)
+                done = run(args + ["--no-progress", "--json-file", str(target)], fast, cwd=root)
             else:
                 done = run(args + ["--json"], fast, cwd=root)
                 target.write_text(done.stdout)

@@ -39,7 +39,7 @@ def run(argv, capsys):
         (["explore", "manual", "--engine", "warp"], "unknown engine 'warp'; available: local, spark"),
         (["explore", "manual", "--max-states", "0"], "--max-states must be positive"),
         (["explore", "manual", "--max-states", "many"], "invalid int value"),
-        (["explore", "manual", "--json", "/no/such/dir/out.json"], "no such directory"),
+        (["explore", "manual", "--json-file", "/no/such/dir/out.json"], "no such directory"),
         (["explore", "manual", "--master", "local[2]"], "--master is for the spark engine"),
         (["explore", "manual", "--engine", "spark", "--exact"], "--exact keeps states in one process"),
         (["explore", "manual", "--engine", "spark", "--master", "mesos-ish"], "is not a Spark master URL"),
@@ -86,33 +86,71 @@ def test_show_state_prints_the_final_state_of_each_trace(capsys):
 def test_explore_passing_configuration_exits_0_and_bounds_apply(capsys):
     code, out, _ = run(["explore", "manual", "--bound", "messages=1"], capsys)
     assert code == 0
-    assert "│ distinct states" in out and "17 │" in out
+    assert "| distinct states" in out and "17 |" in out       # plain ASCII: not a terminal
+    assert out.rstrip().splitlines()[-1].startswith("explore: nothing found: manual: ")
 
 
 def test_json_holds_figures_verdicts_and_traces(tmp_path, capsys):
     path = tmp_path / "out.json"
-    code, _, _ = run(["explore", "autoack", "--json", str(path)], capsys)
+    code, _, _ = run(["explore", "autoack", "--json-file", str(path)], capsys)
     assert code == 1  # deadlocks are errors in this configuration
     data = json.loads(path.read_text())
+    assert (data["schema"], data["exit_code"], data["verdict"]) == ("rabbitproof.explore/1", 1, "found")
     assert (data["distinct_states"], data["depth"], data["transitions"]) == (41, 8, 70)
     assert data["deadlocks"]["count"] == 3 and data["deadlocks"]["failed"] is True
-    assert len(data["deadlocks"]["trace"]) == 6
+    assert len(data["deadlocks"]["trace"]["steps"]) == 5
     hazard = data["properties"][0]
     assert (hazard["name"], hazard["verdict"], hazard["passed"]) == ("autoack_loses_messages", "found", True)
-    assert hazard["trace"][-1] == "3. [consumer] consumer crashes"
+    steps = hazard["trace"]["steps"]
+    assert steps[-1] == {"number": 3, "actor": "consumer", "action": "ConsumerCrash", "text": "consumer crashes",
+                         "fused": False, "repeats": False, "harm": True, "frames": [],
+                         "changes": [{"where": "locs[0]", "before": "2", "after": "6"},
+                                     {"where": "crashes_left", "before": "1", "after": "0"}]}
+    assert (hazard["trace"]["harm_step"], hazard["trace"]["harm"]) == (3, "autoack_loses_messages happens")
+    assert steps[1]["frames"] == [{"from": "broker", "to": "consumer", "text": "broker -> consumer: basic.deliver m0"}]
     assert data["never_fired"] == ["BrokerPurge", "BrokerSettle", "ConsumerAck"]
     assert data["ok"] is False and data["collision_probability"] == 41**2 / 2**65
 
 
-def test_max_states_flag_makes_an_error_result(capsys):
+def test_json_goes_to_stdout_as_one_object_and_the_report_is_left_out(tmp_path, capsys):
+    buffer = io.StringIO()
+    code = main(["explore", "autoack", "--json", "--no-progress", *TOY], out=Console(file=buffer, width=80))
+    data = json.loads(buffer.getvalue())
+    assert code == 1 and data["schema"] == "rabbitproof.explore/1" and data["exit_code"] == 1
+    assert data["properties"][0]["trace"]["harm_step"] == 3
+
+
+def test_the_step_that_does_the_harm_is_marked_in_the_text(capsys):
+    code, out, _ = run(["explore", "autoack"], capsys)
+    assert "  3. [consumer] consumer crashes  <-- here autoack_loses_messages happens" in out
+
+
+def test_a_state_cap_leaves_the_run_undecided_exit_3(capsys):
     code, out, _ = run(["explore", "manual", "--max-states", "20"], capsys)
-    assert code == 1 and "more than 20 distinct states" in out
+    assert code == 3 and "more than 20 distinct states" in out
+    assert out.rstrip().splitlines()[-1].startswith("explore: undecided: manual: the search stopped (more than 20")
 
 
-def test_list_names_configurations_and_properties(capsys):
+def test_list_is_a_table_of_configurations_and_properties_is_the_long_form(capsys):
     code, out, _ = run(["list"], capsys)
     assert code == 0
-    assert "autoack_lenient" in out and "autoack_loses_messages" in out and "* manual" in out
+    assert "autoack_lenient" in out and "* manual" in out and "autoack_loses_messages" not in out
+    assert "| name " in out and "| states |" in out and "| depth |" in out and "what it exhibits" in out
+    assert out.rstrip().splitlines()[-1] == "list: listed: 7 configurations, 5 properties (--properties lists them) (exit 0)"
+    code, out, _ = run(["list", "--properties"], capsys)
+    assert code == 0 and "autoack_loses_messages" in out
+
+
+def test_list_json_is_one_object_with_the_schema(capsys):
+    buffer = io.StringIO()
+    assert main(["list", "--json"], out=Console(file=buffer, width=80)) == 0
+    data = json.loads(buffer.getvalue())
+    assert data["schema"] == "rabbitproof.list/1" and data["exit_code"] == 0
+    spec = {c["name"]: c for c in data["configurations"]}
+    pinned = json.loads((ROOT / "rabbitproof" / "explore" / "manifest.json").read_text())["configs"]
+    assert spec["ack_basics"]["distinct_states"] == pinned["ack_basics"]["distinct_states"]
+    assert spec["ack_basics"]["depth"] == pinned["ack_basics"]["depth"] and spec["ack_basics"]["standard"]
+    assert {p["kind"] for p in data["properties"]} >= {"always", "hazard", "liveness"}
 
 
 def test_a_checkpoint_directory_that_cannot_be_written_is_refused(tmp_path, capsys):

@@ -77,7 +77,7 @@ def test_explores_on_a_standalone_master_and_worker(standalone):
     # Run from another directory: the executors get the project as the zip the engine ships.
     proc = subprocess.run(
         [sys.executable, "-m", "rabbitproof", "explore", "manual", "--model", "tests.toy_model", "--engine", "spark",
-         "--master", master, "--json", str(out), "--no-progress"],
+         "--master", master, "--json-file", str(out), "--no-progress"],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())

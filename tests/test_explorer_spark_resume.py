@@ -42,7 +42,7 @@ def test_a_run_killed_partway_resumes_to_the_same_result(tmp_path):
     assert 6 <= killed_at < 19, "the run was not killed partway (depth of the whole run: 20 levels)"
 
     out = tmp_path / "resumed.json"
-    resumed = subprocess.run([*RUN, "--resume", str(checkpoint), "--json", str(out)], cwd=ROOT, env=ENV,
+    resumed = subprocess.run([*RUN, "--resume", str(checkpoint), "--json-file", str(out)], cwd=ROOT, env=ENV,
                              capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     result = json.loads(out.read_text())
@@ -52,14 +52,14 @@ def test_a_run_killed_partway_resumes_to_the_same_result(tmp_path):
     assert (result["distinct_states"], result["depth"], result["transitions"]) == (
         local.distinct_states, local.depth, local.transitions) == (6**3 + 11**3, 20, result["transitions"])
     assert result["coverage"] == local.coverage and result["complete"]
-    assert [(p["name"], p["verdict"], len(p["trace"] or [])) for p in result["properties"]] == [
-        (p.name, p.verdict, len(p.trace.lines()) if p.trace else 0) for p in local.properties]
+    assert [(p["name"], p["verdict"], len((p["trace"] or {}).get("steps", []))) for p in result["properties"]] == [
+        (p.name, p.verdict, len(p.trace.steps) if p.trace else 0) for p in local.properties]
     progress = json.loads((checkpoint / "progress.json").read_text())
     assert (progress["level"], progress["finished"]) == (19, True)
 
     # Resuming a finished run rebuilds the same result without expanding anything again.
     again = tmp_path / "again.json"
-    rerun = subprocess.run([*RUN, "--resume", str(checkpoint), "--json", str(again)], cwd=ROOT, env=ENV,
+    rerun = subprocess.run([*RUN, "--resume", str(checkpoint), "--json-file", str(again)], cwd=ROOT, env=ENV,
                            capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     repeated = json.loads(again.read_text())

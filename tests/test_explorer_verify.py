@@ -64,6 +64,7 @@ def test_failed_checks_fail_verify_and_print_their_counterexamples(tmp_path):
     text = console.export_text()
     assert "autoack: deadlock: shortest trace, 5 steps" in text
     assert "manual: at_most_once VIOLATED: shortest trace, 3 steps" in text
+    assert "  <-- here at_most_once fails" in text          # the step that does the harm, marked
     assert "manual: autoack_loses_messages NOT FOUND: no reachable state falsifies it" in text
 
 

@@ -3,6 +3,7 @@ by side print as they would one after another."""
 from __future__ import annotations
 
 import argparse
+import json
 import io
 import os
 import re
@@ -36,6 +37,26 @@ def test_one_part_runs_and_prints_the_summary():
     r = _run("--part", "proofs", "--invariant", "confirm_and_tx_exclusive", "--action", "BrokerConfirm")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "make verify" in r.stdout and "proofs" in r.stdout and "verify: PASS" in r.stdout
+    assert r.stdout.rstrip().splitlines()[-1] == "verify: nothing found: proofs PASS (exit 0)"
+
+
+def test_json_is_one_object_with_each_part_s_counts():
+    r = _run("--part", "proofs", "--invariant", "confirm_and_tx_exclusive", "--action", "BrokerConfirm", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(r.stdout)
+    assert (data["schema"], data["exit_code"], data["verdict"], data["interrupted"]) == (
+        "rabbitproof.verify/1", 0, "nothing found", False)
+    [part] = data["parts"]
+    assert (part["part"], part["failed"], part["ok"]) == ("proofs", 0, True) and part["checks"] == part["passed"] > 0
+
+
+def test_the_exit_code_says_failed_before_undecided():
+    ok = verify.PartResult("proofs", 3, 3, 0, 0, 1.0)
+    unknown = verify.PartResult("bmc", 3, 2, 0, 1, 1.0)
+    failed = verify.PartResult("explore", 3, 2, 1, 0, 1.0)
+    assert verify.exit_code([ok]) == 0 and verify.exit_code([ok, unknown]) == 3
+    assert verify.exit_code([unknown, failed]) == 1
+    assert verify.exit_code([verify.PartResult("bmc", 3, 2, 0, 1, 1.0, expected_unknown=1)]) == 0
 
 
 def _shape(text):
@@ -80,7 +101,7 @@ def test_ctrl_c_stops_every_part_and_says_so():
     assert proc.poll() is None
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends the whole group
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, out + err
+    assert proc.returncode == 3, out + err         # undecided
     assert "verify: interrupted after" in out and "verify: PASS" not in out and err == ""
     deadline = time.monotonic() + 20            # no part left running (once the system has reaped them)
     while True:

@@ -47,11 +47,11 @@ def test_explore_says_which_helpers_it_left_out_and_checks_a_named_one():
 
 
 def test_list_marks_the_helpers():
-    code, out = run(["list"])
+    code, out = run(["list", "--properties"])
     assert code == 0
-    line = next(line for line in out.splitlines() if "│ channel_lifecycle " in line)
+    line = next(line for line in out.splitlines() if "| channel_lifecycle " in line)
     assert "helper" in line
-    line = next(line for line in out.splitlines() if "│ copies_conserved " in line)
+    line = next(line for line in out.splitlines() if "| copies_conserved " in line)
     assert "helper" not in line
 
 

@@ -206,15 +206,15 @@ def test_explore_judges_the_liveness_properties_and_names_them_in_json(tmp_path,
     path = tmp_path / "out.json"
     out = _console()
     code = main(["explore", "hazard_unconfirmed_lost", "--property", "confirms_eventually_answered", "--no-progress",
-                 "--json", str(path)], out=out)
+                 "--json-file", str(path)], out=out)
     assert code == 0
     (verdict,) = json.loads(path.read_text())["properties"]
-    assert (verdict["name"], verdict["kind"], verdict["verdict"], verdict["cycle_start"]) == (
+    assert (verdict["name"], verdict["kind"], verdict["verdict"], verdict["trace"]) == (
         "confirms_eventually_answered", "liveness", "holds", None)
-    assert "confirms_eventually_answered │ liveness │ PC-2, PC-3, PC-6" in out.export_text()
+    assert "confirms_eventually_answered | liveness | PC-2, PC-3, PC-6" in out.export_text()   # plain: not a terminal
     out = _console()
-    assert main(["list"], out=out) == 0
-    assert re.search(r"confirms_eventually_answered +│ liveness +│ +│ PC-2, PC-3, PC-6", out.export_text())
+    assert main(["list", "--properties"], out=out) == 0
+    assert re.search(r"confirms_eventually_answered +\| liveness +\| +\| PC-2, PC-3, PC-6", out.export_text())
 
 
 @pytest.mark.parametrize("bug, how", [(ConfirmOfFirstDoesNothing, ": a lasso, "),

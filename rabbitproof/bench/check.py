@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from rich.table import Table
 
+from rabbitproof.exits import FOUND, NOTHING_FOUND, UNDECIDED
 from rabbitproof.options import OneLineParser, output_console
 
 SETUP = """# the benchmark setup: two publishers x {messages} confirmed persistent message(s), two competing consumers
@@ -76,7 +77,7 @@ def run_check(messages: int, engine: str, time_limit: float) -> dict[str, Any]:
             child.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.perf_counter() - started
         text = out.read_text()
-        if child.returncode not in (0, 1) or not text:
+        if child.returncode not in (NOTHING_FOUND, FOUND, UNDECIDED) or not text:      # 2: bad input
             raise RuntimeError(f"check of the {messages}-message setup on {engine} failed (exit {child.returncode})")
         answer = json.loads(text)
     answer["wall"] = seconds

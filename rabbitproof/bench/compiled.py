@@ -48,7 +48,7 @@ def explore(config: str, fast: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         done = subprocess.run([sys.executable, "-m", "rabbitproof", "explore", config, "--reduce", "none",
-                               "--no-progress", "--json", str(out)], env=env, capture_output=True, text=True)
+                               "--no-progress", "--json-file", str(out)], env=env, capture_output=True, text=True)
         if not out.exists():
             raise RuntimeError(f"explore {config} ({'compiled' if fast else 'pure'}) failed:\n{done.stderr[-2000:]}")
         return json.loads(out.read_text())

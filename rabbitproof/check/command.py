@@ -1,13 +1,13 @@
 """``rabbitproof check FILE``: answer the five delivery questions for the setup described in FILE.
 
-Exit codes: 0 every question passes (cannot happen), 1 a question fails (can happen, or the search was
-cut short before deciding it), 2 bad input: a mistake in the file, a bad flag or bound, an engine that
-cannot start (one line on stderr, before any exploration).
+Exit codes (rabbitproof.exits): 0 every question passes (cannot happen, or harmless here), 1 a question
+can happen, 2 bad input: a mistake in the file, a bad flag or bound, an engine that cannot start (one line
+on stderr, before any exploration), 3 undecided: nothing can happen as far as the search went, but it
+stopped (time limit, state cap, Ctrl-C) before deciding every question.
 """
 from __future__ import annotations
 
 import argparse
-import json
 
 from rich.console import Console
 
@@ -16,21 +16,25 @@ from rabbitproof.spark_check.engines import ENGINES
 from rabbitproof.spec.configs import ConfigError
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, prepare, setup_name
-from rabbitproof.check.report import checked_json, print_checked, write_charts
+from rabbitproof.check.junit import check_junit_path, write_junit
+from rabbitproof.check.report import checked_json, exit_code, print_checked, verdict_detail, write_charts
 from rabbitproof.check.setup_file import read_setup
 from rabbitproof.check.whatif import try_changes
 from rabbitproof.explore.report import ProgressDisplay
 from rabbitproof.replay import command as replay
 from rabbitproof.replay.report import print_replays
 from rabbitproof.replay.saved import from_checked
+from rabbitproof.output import print_json, verdict_line
 from rabbitproof.options import (
-    EXIT_FAILED, EXIT_OK, add_progress_arguments, build_engine, check_output_options, parse_bounds, reductions_of,
+    add_progress_arguments, build_engine, check_output_options, parse_bounds, reductions_of,
 )
 
 def add_arguments(check: argparse.ArgumentParser) -> None:
     """The options of `rabbitproof check`."""
     check.add_argument("file", help="the setup file (TOML; see examples/ and docs/reference/setup-file.md)")
     check.add_argument("--json", action="store_true", help="print the answers as JSON instead of the report")
+    check.add_argument("--junit", metavar="FILE", help="also write the answers as a JUnit XML file (one case per "
+                                                       "question) for CI")
     check.add_argument("--chart", metavar="DIR", help="write a message-sequence chart (SVG) per failing question")
     check.add_argument("--engine", default="local", help=f"engine: {', '.join(sorted(ENGINES))} (default local)")
     check.add_argument("--master", metavar="URL", help="spark engine: the Spark master (default local[*])")
@@ -63,6 +67,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
     # Everything is checked before any exploration starts.
     setup = read_setup(args.file)
     check_output_options(args.max_states, args.chart, args.time_limit)
+    if args.junit:
+        check_junit_path(args.junit)
     bounds = parse_bounds(args.bound)
     if "messages" in bounds:
         raise InputError("--bound messages: set each publisher's messages in the setup file")
@@ -95,12 +101,16 @@ def run(args: argparse.Namespace, out: Console) -> int:
         engine.close()
     charts = write_charts(checked, args.chart) if args.chart else {}
     replays, replayed = replay.after_check(setup, from_checked(checked), target, args.replay) if target else ([], {})
+    code = exit_code(checked)
+    if args.junit:
+        write_junit(checked, args.junit)
     if args.json:
-        out.file.write(json.dumps({**checked_json(checked, tried, charts), **({"replay": replayed} if target else {})},
-                                  indent=2) + "\n")
+        print_json(out, "check", {**checked_json(checked, tried, charts), **({"replay": replayed} if target else {})},
+                   code)
     else:
         print_checked(out, checked, tried, charts)
         if target:
             out.print()
             print_replays(out, setup.source, replayed["broker"], replays)
-    return EXIT_FAILED if checked.failing else EXIT_OK
+        verdict_line(out, "check", code, verdict_detail(checked))
+    return code

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from rabbitproof.check.answers import Checked, names, plain_names, setup_name
@@ -15,12 +14,42 @@ from rabbitproof.check.for_every_size import ProvedFor, proved_for
 from rabbitproof.check.setup_model import notes
 from rabbitproof.check.setup_file import fault_words
 from rabbitproof.check.whatif import Tried
-from rabbitproof.explore.chart import chart_svg
+from rabbitproof.explore.chart import chart_svg, old_connections
 from rabbitproof.explore.report import print_trace
+from rabbitproof.explore.steps import trace_object
+from rabbitproof.exits import FOUND, NOTHING_FOUND, UNDECIDED
+from rabbitproof.output import new_table, show
 
 VERDICT_STYLE = {"can happen": "bold red", "cannot happen": "green", "undecided": "yellow"}
 TITLES = {"lost": "lost", "twice": "processed twice", "order": "out of order", "loop": "requeue loop",
           "waits": "waits for ever"}
+# What happens at the step a counterexample marks (rabbitproof.explore.steps.harm_step): the first step
+# where the question's harm holds. For "lost" that is where the message is gone and the publisher believes
+# it delivered, whichever came second (a confirm can arrive after the loss). A loop or a wait for ever
+# does its harm in its repeated steps, marked as a loop.
+HARMS = {"lost": "a message the publisher believes delivered is gone", "twice": "a message is processed the second time",
+         "order": "a message arrives after one published later: it was overtaken"}
+
+
+def exit_code(checked: Checked) -> int:
+    """1 when a question can happen (and is not harmless here), else 3 when one is undecided, else 0."""
+    if any(a.happens and not a.harmless for a in checked.answers):
+        return FOUND
+    if any(a.happens is None for a in checked.answers):
+        return UNDECIDED
+    return NOTHING_FOUND
+
+
+def verdict_detail(checked: Checked) -> str:
+    """The verdict line's words: which questions can happen, or are undecided, or that none can."""
+    name = setup_name(checked.setup)
+    found = [TITLES[a.key] for a in checked.answers if a.happens and not a.harmless]
+    open_ = [TITLES[a.key] for a in checked.answers if a.happens is None]
+    if found:
+        return f"{name}: can happen: {', '.join(found)}" + (f"; undecided: {', '.join(open_)}" if open_ else "")
+    if open_:
+        return f"{name}: {', '.join(open_)} not decided (the search stopped: {checked.result.error})"
+    return f"{name}: none of the {len(checked.answers)} questions can happen"
 
 
 # Said when a search stops: what the tutorial's "When a setup is too large" shows (docs/tutorial/check-your-setup.md).
@@ -123,29 +152,26 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
     r = checked.result
     console.print(Text(f"{checked.setup.source}: {r.distinct_states:,} states, depth {r.depth}, "
                        f"{r.seconds:.1f} s ({r.engine} engine)", style="bold"))
-    table = Table(show_lines=False)
-    table.add_column("#", justify="right")
-    table.add_column("question")
-    table.add_column("answer")
-    table.add_column("rules")
+    table = new_table(console, "#", "question", "answer", "rules", right=("#",), whole=("answer",))
     for n, a in enumerate(checked.answers, 1):
         shown = Text(f"{a.verdict}, harmless", style="yellow") if a.harmless else \
             Text(a.verdict, style=VERDICT_STYLE[a.verdict])
         table.add_row(str(n), a.question, shown, ", ".join(a.rules))
-    console.print(table)
+    show(console, table)
     console.print(Text(checked_text(checked), style="dim"))
     for note in notes(checked.setup):
         console.print(Text(f"Note: {note}.", style="dim"))
     if any(a.trace is not None for a in checked.answers):
         console.print()
-        console.print(Text("In the steps: " + ", ".join(f"{k} = {v}" for k, v in names(checked.setup).items()),
+        console.print(Text("In the steps: " + ", ".join(f"{k} = {v}" for k, v in step_names(checked).items()),
                            style="bold"))
     for n, a in enumerate(checked.answers, 1):
         if a.trace is None:
             continue
         console.print()
         print_trace(console, f"{n}. {a.question} How", a.trace,
-                    same_state=" (the same but for delivery tag numbers, which RabbitMQ issues anew: DT-1)")
+                    same_state=" (the same but for delivery tag numbers, which RabbitMQ issues anew: DT-1)",
+                    harm=HARMS.get(a.key, ""))
         if a.harmless:
             console.print(Text(f"  harmless here: {a.harmless}", style="yellow"))
         if a.key in charts:
@@ -158,19 +184,25 @@ def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], ch
             console.print(Text("  no single change tried prevents it", style="yellow"))
     if tried:
         console.print()
-        advice = Table(title="What if: each single change, explored")
-        advice.add_column("change")
-        advice.add_column("makes pass")
-        advice.add_column("still fails")
-        advice.add_column("makes fail")
-        advice.add_column("states", justify="right")
-        advice.add_column("s", justify="right")
+        advice = new_table(console, "change", "makes pass", "still fails", "makes fail", "states", "s",
+                           title="What if: each single change, explored", right=("states", "s"))
         for t in tried:
             advice.add_row(t.change.text, ", ".join(TITLES[k] for k in t.fixes) or "-",
                            ", ".join(TITLES[k] for k in t.still) or "-",
                            Text(", ".join(TITLES[k] for k in t.breaks) or "-", style="red" if t.breaks else ""),
                            f"{t.states:,}", f"{t.seconds:.1f}")
-        console.print(advice)
+        show(console, advice)
+
+
+def step_names(checked: Checked) -> dict[str, str]:
+    """What the names in the steps stand for: the setup's clients and queues, and each connection a
+    vanished client left behind (``c2 = the old connection of consumer 'settler'``) that a trace names."""
+    named = names(checked.setup)
+    old: dict[str, str] = {}
+    for a in checked.answers:
+        for conn, (client, _) in (old_connections(a.trace) if a.trace is not None else {}).items():
+            old.setdefault(conn, f"the old connection of {named.get(client, client)}, whose client vanished")
+    return {**named, **old}
 
 
 def lifeline_names(setup) -> dict[str, str]:
@@ -192,7 +224,8 @@ def write_charts(checked: Checked, directory: str | Path) -> dict[str, Path]:
         shape = f"{len(a.trace.steps)} steps" if loop is None else \
             f"{loop} steps, then steps {loop + 1}–{len(a.trace.steps)} for ever"
         title = f"{setup_name(checked.setup)}: {TITLES[a.key]} ({shape}) {cast}"
-        path.write_text(chart_svg(title, a.trace, lifeline_names(checked.setup)), encoding="utf-8")
+        path.write_text(chart_svg(title, a.trace, lifeline_names(checked.setup), harm=HARMS.get(a.key, ""),
+                                  described=names(checked.setup)), encoding="utf-8")
         written[a.key] = path
     return written
 
@@ -218,12 +251,13 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
                    "requeues": checked.config.requeues,
                    "faults": [k for k, on in vars(checked.setup.faults).items() if on]},
         "passed": not checked.failing,
-        "names": names(checked.setup),
+        "reductions": list(r.reductions),
+        "names": step_names(checked),
         "answers": [
             {"key": a.key, "question": a.question, "answer": a.verdict, "harmless": a.harmless or None,
              "rules": list(a.rules),
-             "steps": [s.text() for s in a.trace.steps] if a.trace else None,
-             "cycle_start": a.trace.cycle_start if a.trace else None, "chart": str(charts[a.key]) if a.key in charts else None,
+             "trace": trace_object(a.trace, HARMS.get(a.key, "")),
+             "chart": str(charts[a.key]) if a.key in charts else None,
              "prevented_by": [t.change.key for t in tried if a.key in t.fixes],
              "for_every_size": list(proved[a.key].invariants) if a.key in proved else None}
             for a in checked.answers

@@ -1,8 +1,10 @@
 """`rabbitproof explore CONFIG` and `rabbitproof list`: explore one configuration of the spec (or of
 any module with its interface, ``--model``), or list the configurations and properties.
 
-Exit codes: 0 every check met its expectation, 1 some check failed (or the state cap was hit),
-2 bad input (reported in one line on stderr before any exploration starts).
+Exit codes (rabbitproof.exits): 0 every check met its expectation, 1 one did not (a property violated,
+a hazard or witness not found, an erroneous deadlock), 2 bad input (one line on stderr before any
+exploration starts), 3 undecided: the search stopped (state cap, time limit, Ctrl-C) before it failed
+anything.
 """
 from __future__ import annotations
 
@@ -12,17 +14,18 @@ import os
 from typing import Any, Sequence
 
 from rich.console import Console
-from rich.table import Table
 
 from rabbitproof.spark_check.bundle import InputError, SpecBundle, helpers_left_out, load_module, load_spec
-from rabbitproof.spark_check.engine import Engine, ExplorationResult
+from rabbitproof.spark_check.engine import Engine, ExplorationResult, stopped_short
 from rabbitproof.spark_check.reductions import build_reduction
 
 from rabbitproof.explore.chart import write_charts
-from rabbitproof.explore.manifest import manifest_check
+from rabbitproof.explore.manifest import MANIFEST, manifest_check, read_manifest
 from rabbitproof.explore.report import ProgressDisplay, print_result, result_json
+from rabbitproof.exits import FOUND, NOTHING_FOUND, UNDECIDED, schema
+from rabbitproof.output import VERDICT_WORDS, new_table, print_json, show, verdict_line
 from rabbitproof.options import (
-    EXIT_FAILED, EXIT_OK, add_engine_arguments, add_progress_arguments, build_engine, check_output_options,
+    add_engine_arguments, add_progress_arguments, build_engine, check_output_options,
     parse_bounds, reductions_of,
 )
 
@@ -47,7 +50,8 @@ def add_explore_arguments(explore: argparse.ArgumentParser) -> None:
                          help="override a bound (repeatable; NAME=VALUE,NAME=VALUE also works) of the configuration")
     explore.add_argument("--property", action="extend", nargs="+", default=[], metavar="NAME",
                          help="check these properties (liveness ones too) instead of the configuration's own")
-    explore.add_argument("--json", metavar="FILE", help="also write the full result as JSON")
+    explore.add_argument("--json", action="store_true", help="print the full result as JSON instead of the report")
+    explore.add_argument("--json-file", metavar="FILE", help="also write the full result as JSON to FILE")
     explore.add_argument("--chart", metavar="DIR",
                          help="write each counterexample as a message-sequence chart (SVG) in DIR")
     explore.add_argument("--chart-witnesses", action="store_true",
@@ -103,10 +107,10 @@ def run_explore(args: argparse.Namespace, out: Console) -> int:
                           resume=args.resume, reductions=reductions_of(args.reduce),
                           driver_memory=args.driver_memory)
     check_output_options(args.max_states, args.chart, args.time_limit)
-    if args.json:
-        folder = os.path.dirname(os.path.abspath(args.json))
+    if args.json_file:
+        folder = os.path.dirname(os.path.abspath(args.json_file))
         if not os.path.isdir(folder):
-            raise InputError(f"--json: no such directory {folder!r}")
+            raise InputError(f"--json-file: no such directory {folder!r}")
     bounds = parse_bounds(args.bound)
     bundle = bundle_for(args.model)
     config = bundle.config(args.config, bounds)
@@ -136,44 +140,122 @@ def run_explore(args: argparse.Namespace, out: Console) -> int:
         liveness=liveness,
     )
     engine.close()
-    print_result(out, result, args.show_state)
+    code = exit_code(result)
+    left = []
     if left_out:
-        out.print(f"not checked: {len(left_out)} proof helpers ({', '.join(left_out)}); make verify checks them, "
-                  "--property NAME checks one")
+        left.append(f"{len(left_out)} proof helpers ({', '.join(left_out)}); make verify checks them, "
+                    "--property NAME checks one")
     if live_left_out:
-        out.print(f"not checked: the liveness propert{'ies' if len(live_left_out) > 1 else 'y'} "
-                  f"{', '.join(live_left_out)} (judged on the whole graph, which it keeps); make verify checks "
-                  "it, --property NAME checks it")
-    if args.chart:
-        for path in write_charts(result, args.chart, witnesses=args.chart_witnesses):
-            out.print(f"chart: {path}")
+        left.append(f"the liveness propert{'ies' if len(live_left_out) > 1 else 'y'} {', '.join(live_left_out)} "
+                    "(judged on the whole graph, which it keeps); make verify checks it, --property NAME checks it")
+    charts = [str(p) for p in write_charts(result, args.chart, witnesses=args.chart_witnesses)] if args.chart else []
     pinned = None if args.model or args.bound or args.property else manifest_check(result)
+    document = {**result_json(result), "not_checked": left, "charts": charts, "manifest": pinned}
+    if args.json_file:
+        with open(args.json_file, "w", encoding="utf-8") as f:
+            json.dump({"schema": schema("explore"), "exit_code": code, "verdict": VERDICT_WORDS[code], **document},
+                      f, indent=2)
+            f.write("\n")
+    if args.json:
+        print_json(out, "explore", document, code)
+        return code
+    print_result(out, result, args.show_state)
+    for line in left:
+        out.print(f"not checked: {line}")
+    for path in charts:
+        out.print(f"chart: {path}")
     if pinned:
         out.print(pinned, style="red" if "!=" in pinned else "green")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result_json(result), f, indent=2)
-            f.write("\n")
-    return EXIT_OK if result.ok else EXIT_FAILED
+    verdict_line(out, "explore", code, verdict_detail(result))
+    return code
+
+
+def exit_code(result: ExplorationResult) -> int:
+    """1 when a property failed, an erroneous deadlock was reached or the model raised; else 3 when the
+    search stopped before the end (state cap, time limit, Ctrl-C); else 0."""
+    failed = [p for p in result.properties if p.decided and not p.passed]
+    if failed or result.deadlock_failed or (result.error and not stopped_short(result.error)):
+        return FOUND
+    if not result.complete or result.error or any(not p.decided for p in result.properties):
+        return UNDECIDED
+    return NOTHING_FOUND
+
+
+def verdict_detail(result: ExplorationResult) -> str:
+    """Why the exit code is what it is, in a few words."""
+    failed = [f"{p.name} {p.verdict}" for p in result.properties if p.decided and not p.passed]
+    if result.deadlock_failed:
+        failed.append(f"{result.deadlocks:,} deadlocks")
+    if result.error and not stopped_short(result.error):
+        failed.append(result.error)
+    if failed:
+        return f"{result.config}: " + ", ".join(failed)
+    if exit_code(result) == UNDECIDED:
+        undecided = sum(not p.decided for p in result.properties)
+        return f"{result.config}: the search stopped ({result.error or 'incomplete'}); {undecided} properties undecided"
+    return f"{result.config}: {len(result.properties)} properties met their expectation in {result.distinct_states:,} states"
+
+
+def add_list_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `rabbitproof list`."""
+    add_model_argument(parser)
+    parser.add_argument("--properties", action="store_true",
+                        help="the long form: every configuration's settings and properties, and every property")
+    parser.add_argument("--json", action="store_true", help="print the configurations and properties as JSON")
+
+
+def configurations(bundle: SpecBundle) -> list[dict[str, Any]]:
+    """Each configuration as data: its name, whether make verify runs it, its distinct states and depth as
+    pinned in the manifest (None where none are pinned), what it exhibits, its cap and its properties."""
+    standard = set(getattr(bundle.configs, "STANDARD", ()))
+    pins = read_manifest(MANIFEST) if bundle.configs is load_spec().configs else {}
+    out = []
+    for name, c in bundle.configs.CONFIGS.items():
+        pin = pins.get(name, {})
+        out.append({"name": name, "standard": name in standard, "distinct_states": pin.get("distinct_states"),
+                    "depth": pin.get("depth"), "exhibits": c.description, "deadlock_is_error": c.deadlock_is_error,
+                    "max_states": c.max_states, "properties": list(c.properties)})
+    return out
+
+
+def properties_of(bundle: SpecBundle) -> list[dict[str, Any]]:
+    """Each property (safety and liveness) as data: name, kind, whether it is a proof helper, rules, meaning."""
+    out = [{"name": name, "kind": p.kind, "helper": p.helper, "rules": list(p.rules), "meaning": p.doc}
+           for name, p in sorted(bundle.registry.items())]
+    out += [{"name": name, "kind": "liveness", "helper": False, "rules": list(live.rules), "meaning": live.doc}
+            for name, live in sorted(bundle.liveness.items())]
+    return out
 
 
 def run_list(args: argparse.Namespace, out: Console) -> int:
-    """`rabbitproof list`: the configurations (those `make verify` runs marked) and the properties."""
+    """`rabbitproof list`: the configurations as a table (those `make verify` runs marked), with their
+    pinned state counts; ``--properties`` adds each one's properties and the table of properties."""
     bundle = bundle_for(args.model)
-    standard = set(getattr(bundle.configs, "STANDARD", ()))
-    configs = Table(title="Configurations (* = run by make verify)")
-    for col in ("name", "description", "deadlock is error", "max states", "properties"):
-        configs.add_column(col)
-    for name, c in bundle.configs.CONFIGS.items():
-        configs.add_row(("* " if name in standard else "  ") + name, c.description, str(c.deadlock_is_error),
-                        f"{c.max_states:,}", ", ".join(c.properties) or "(all)")
-    props = Table(title="Properties (helper: a proof helper, checked by make verify and when named, not by default)")
-    for col in ("name", "kind", "helper", "rules", "meaning"):
-        props.add_column(col)
-    for name, p in sorted(bundle.registry.items()):
-        props.add_row(name, p.kind, "helper" if p.helper else "", ", ".join(p.rules), p.doc)
-    for name, live in sorted(bundle.liveness.items()):
-        props.add_row(name, "liveness", "", ", ".join(live.rules), live.doc)
-    out.print(configs)
-    out.print(props)
-    return EXIT_OK
+    configs, props = configurations(bundle), properties_of(bundle)
+    if args.json:
+        print_json(out, "list", {"configurations": configs, "properties": props}, NOTHING_FOUND)
+        return NOTHING_FOUND
+    table = new_table(out, "name", "states", "depth", "what it exhibits",
+                      title="Configurations (* = run by make verify; states and depth as pinned)",
+                      right=("states", "depth"), whole=("name",))
+    for c in configs:
+        table.add_row(("* " if c["standard"] else "") + c["name"],
+                      "-" if c["distinct_states"] is None else f"{c['distinct_states']:,}",
+                      "-" if c["depth"] is None else str(c["depth"]), c["exhibits"])
+    show(out, table)
+    if args.properties:
+        long = new_table(out, "name", "deadlock is error", "max states", "properties", title="Their settings",
+                         right=("max states",), whole=("name", "deadlock is error"))
+        for c in configs:
+            long.add_row(c["name"], str(c["deadlock_is_error"]), f"{c['max_states']:,}",
+                         ", ".join(c["properties"]) or "(all)")
+        show(out, long)
+        table = new_table(out, "name", "kind", "helper", "rules", "meaning",
+                          title="Properties (helper: a proof helper, checked by make verify and when named)",
+                          whole=("name", "kind", "helper"))
+        for p in props:
+            table.add_row(p["name"], p["kind"], "helper" if p["helper"] else "", ", ".join(p["rules"]), p["meaning"])
+        show(out, table)
+    verdict_line(out, "list", NOTHING_FOUND, words="listed", detail=f"{len(configs)} configurations, {len(props)} properties"
+                 + ("" if args.properties else " (--properties lists them)"))
+    return NOTHING_FOUND

@@ -4,12 +4,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich import box
 from rich.console import Console, Group
+from rich.padding import Padding
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from rabbitproof.spark_check.engine import ExplorationResult, PropertyResult, Trace
+
+from rabbitproof.explore.steps import harm_step, trace_object, unseen_delivery
+from rabbitproof.output import show
 
 VERDICT_STYLE = {
     "holds": "green",
@@ -95,9 +100,11 @@ def verdict_text(p: PropertyResult) -> Text:
     return Text.assemble((p.verdict, VERDICT_STYLE.get(p.verdict, "")), f" ({mark})")
 
 
-def summary(result: ExplorationResult) -> Group:
-    """The figures, the property verdicts and the action coverage of one exploration, as rich tables."""
-    figures = Table(title=f"Exploration of {result.config} ({result.engine} engine)", show_header=False)
+def summary(result: ExplorationResult, terminal: bool = True) -> Group:
+    """The figures, the property verdicts and the action coverage of one exploration, as rich tables
+    (drawn in ASCII when not for a ``terminal``)."""
+    lines = box.HEAVY_HEAD if terminal else box.ASCII
+    figures = Table(title=f"Exploration of {result.config} ({result.engine} engine)", show_header=False, box=lines)
     figures.add_column("figure", style="bold")
     figures.add_column("value", justify="right")
     figures.add_row("distinct states", f"{result.distinct_states:,}")
@@ -117,18 +124,18 @@ def summary(result: ExplorationResult) -> Group:
         figures.add_row("search", Text("stopped at the first violation", "yellow"))
     figures.add_row("result", Text("OK", "bold green") if result.ok else Text("FAILED", "bold red"))
 
-    verdicts = Table(title="Properties")
-    verdicts.add_column("property")
-    verdicts.add_column("kind")
-    verdicts.add_column("rules")
-    verdicts.add_column("verdict")
-    verdicts.add_column("trace", justify="right")
+    verdicts = Table(title="Properties", box=lines)
+    verdicts.add_column("property", no_wrap=True)             # names and verdicts whole; the rules wrap
+    verdicts.add_column("kind", no_wrap=True)
+    verdicts.add_column("rules", ratio=1, min_width=6)
+    verdicts.add_column("verdict", no_wrap=True)
+    verdicts.add_column("trace", justify="right", no_wrap=True)
     for p in result.properties:
         steps = str(len(p.trace.steps)) if p.trace is not None else ""
         verdicts.add_row(p.name, p.kind, ", ".join(p.rules), verdict_text(p), steps)
 
-    coverage = Table(title="Action coverage (transitions)")
-    coverage.add_column("action")
+    coverage = Table(title="Action coverage (transitions)", box=lines)
+    coverage.add_column("action", no_wrap=True)
     coverage.add_column("fired", justify="right")
     for name, n in result.coverage.items():
         coverage.add_row(name, Text(f"{n:,}", "yellow" if n == 0 else ""))
@@ -160,10 +167,14 @@ def counterexamples(result: ExplorationResult) -> list[tuple[str, Trace]]:
     return out
 
 
-def print_trace(console: Console, title: str, trace: Trace, show_state: bool = False, same_state: str = "") -> None:
+def print_trace(console: Console, title: str, trace: Trace, show_state: bool = False, same_state: str = "",
+                harm: str = "") -> None:
     """A trace as numbered steps: actor, action, then each frame that crossed, with its direction; the
     final state (long for the real spec) only when asked (it is always in the JSON). A lasso's repeated
-    steps are marked ↻; ``same_state`` says in what sense its loop comes back to the same state."""
+    steps are marked ↻; ``same_state`` says in what sense its loop comes back to the same state. The step
+    that does the harm (rabbitproof.explore.steps.harm_step) is marked ``<-- here`` with ``harm``, what
+    happens there."""
+    harm_at = harm_step(trace) if harm else None
     fused = sum(s.fused for s in trace.steps)
     at_start = next((i for i, s in enumerate(trace.steps) if not s.fused), len(trace.steps))  # fused into the start
     shortest = "shortest trace" if not fused else \
@@ -180,14 +191,19 @@ def print_trace(console: Console, title: str, trace: Trace, show_state: bool = F
     for s in trace.steps:
         if s.number == first:
             console.print(Text(f"  ↻ from here, steps {first} to {last} repeat for ever:", style="bold magenta"))
-        line = Text(f"  {s.number}. " if loop is None or s.number < first else f"  ↻ {s.number}. ")
+        line = Text(f"{s.number}. " if loop is None or s.number < first else f"↻ {s.number}. ")
         line.append(f"[{s.actor}]", style="cyan")
         line.append(f" {s.action}")
         if s.fused:
             line.append(" (fused into the start)" if s.number <= at_start else " (fused)", style="dim")
-        console.print(line)
+        if s.number == harm_at:
+            line.append(f"  <-- here {harm}", style="bold red")
+        console.print(Padding(line, (0, 0, 0, 2), expand=False))          # a long line wraps under its own indent
         for frame in s.frames:
-            console.print(Text(f"       {frame}", style="dim"))
+            console.print(Padding(Text(frame, style="dim"), (0, 0, 0, 7), expand=False))
+        if (unseen := unseen_delivery(s)) is not None:      # to a connection no client reads any more
+            console.print(Padding(Text(f"{unseen[0]} broker->client {unseen[1]}, never read: its client is gone",
+                                       style="dim"), (0, 0, 0, 7), expand=False))
     if loop is not None:
         console.print(Text(f"  ↻ back to the state before step {first}{same_state}: steps {first} to {last} again, "
                            "for ever", style="bold magenta"))
@@ -195,20 +211,30 @@ def print_trace(console: Console, title: str, trace: Trace, show_state: bool = F
         console.print(Text(f"  final state: {trace.final_state}", style="dim"), overflow="fold")
 
 
+def harm_of(p: PropertyResult) -> str:
+    """What a property's counterexample shows at its harm step, in words: ``autoack_loses_messages
+    happens`` (a found hazard), ``no_lost_messages fails`` (a violated invariant); "" for a witness."""
+    if p.kind == "sometimes" or p.trace is None:
+        return ""
+    return f"{p.name} {'happens' if p.kind == 'hazard' else 'fails'}"
+
+
 def print_result(console: Console, result: ExplorationResult, show_state: bool = False) -> None:
     """The summary tables, then every counterexample."""
-    console.print(summary(result))
+    for part in summary(result, console.is_terminal).renderables:
+        if isinstance(part, Table):
+            show(console, part)             # listed row by row where it would not fit
+        else:
+            console.print(part)
+    harms = {id(p.trace): harm_of(p) for p in result.properties if p.trace is not None}
     for title, trace in counterexamples(result):
         console.print()
-        print_trace(console, title, trace, show_state)
-
-
-def trace_json(trace: Trace | None) -> list[str] | None:
-    return None if trace is None else trace.lines()
+        print_trace(console, title, trace, show_state, harm=harms.get(id(trace), ""))
 
 
 def result_json(result: ExplorationResult) -> dict[str, Any]:
-    """Every figure, verdict and trace of ``result`` as plain JSON data (traces as lists of strings)."""
+    """Every figure, verdict and trace of ``result`` as plain JSON data (traces as objects whose steps are
+    objects: rabbitproof.explore.steps.trace_object)."""
     return {
         "config": result.config,
         "engine": result.engine,
@@ -228,8 +254,7 @@ def result_json(result: ExplorationResult) -> dict[str, Any]:
             "count": result.deadlocks,
             "is_error": result.deadlock_is_error,
             "failed": result.deadlock_failed,
-            "trace": trace_json(result.deadlock_trace),
-            "final_state": result.deadlock_trace.final_state if result.deadlock_trace else None,
+            "trace": trace_object(result.deadlock_trace),
         },
         "properties": [
             {
@@ -240,13 +265,11 @@ def result_json(result: ExplorationResult) -> dict[str, Any]:
                 "verdict": p.verdict,
                 "found": p.found,
                 "passed": p.passed,
-                "trace": trace_json(p.trace),
-                "cycle_start": p.trace.cycle_start if p.trace else None,
-                "final_state": p.trace.final_state if p.trace else None,
+                "trace": trace_object(p.trace, harm_of(p)),
             }
             for p in result.properties
         ],
-        "error_trace": trace_json(result.error_trace),
+        "error_trace": trace_object(result.error_trace),
         "coverage": result.coverage,
         "never_fired": list(result.never_fired),
         "notes": list(result.notes),

@@ -23,7 +23,8 @@ from rabbitproof.spark_check.reductions import written_for
 from rabbitproof.spec.properties_api import Liveness, Property
 
 from rabbitproof.explore.manifest import MANIFEST, compare, pinned_entry, read_manifest, write_manifest
-from rabbitproof.explore.report import ProgressDisplay, print_trace, verdict_title
+from rabbitproof.explore.report import ProgressDisplay, harm_of, print_trace, verdict_title
+from rabbitproof.output import show
 
 
 @dataclass
@@ -125,7 +126,7 @@ def print_report(console: Console, report: VerifyReport) -> None:
         table.add_row(r.config, f"{r.distinct_states:,}", str(r.depth), f"{r.seconds:.2f}",
                       f"{r.states_per_second:,.0f}", counts(r, "always"), counts(r, "hazard"),
                       counts(r, "sometimes"), counts(r, "liveness"), verdict)
-    console.print(table)
+    show(console, table)
     for o in report.outcomes:
         if not o.ok:
             console.print(Text(f"{o.result.config}: " + "; ".join(o.failures), "red"))
@@ -137,7 +138,7 @@ def print_report(console: Console, report: VerifyReport) -> None:
             if not p.passed:
                 console.print()
                 if p.trace is not None:
-                    print_trace(console, f"{r.config}: {verdict_title(p)}", p.trace)
+                    print_trace(console, f"{r.config}: {verdict_title(p)}", p.trace, harm=harm_of(p))
                 else:
                     console.print(Text(f"{r.config}: {p.name} {p.verdict}: no reachable state "
                                        f"{'satisfies' if p.kind == 'sometimes' else 'falsifies'} it", "bold red"))
