@@ -6,7 +6,9 @@
 - a content header shorter than its fixed fields (class, weight, body size) was answered 505 "class 0";
   it cannot decode: 501, as RabbitMQ 3.10.8 answers;
 - a content frame on a channel never opened was answered 504 `expected 'channel.open'`; RabbitMQ 3.10.8
-  answers 505 "expected method frame, got non method frame instead", and so do we now."""
+  answers 505 "expected method frame, got non method frame instead", and so do we now;
+- exchange.delete of an amq.* name never declared (amq.default) was answered delete-ok; RabbitMQ 3.10.8
+  refuses every amq.* name with 403, and so do we now."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 from pamqp import body as amqp_body
 from pamqp import commands, frame, header
 
-from rabbitproof.fuzz.cases import Case, connection, raw_frame
+from rabbitproof.fuzz.cases import Case, channel, connection, raw_frame
 from rabbitproof.fuzz.wire import FuzzConnection
 from rabbitproof.impl.core.frames import canonical_properties
 
@@ -77,3 +79,17 @@ def test_content_on_a_channel_never_opened_is_505_as_in_rabbitmq_ER_2(impl_broke
     outcome, text = run(impl_broker_module, content)
     assert (outcome, text) == (("connection", 505), "UNEXPECTED_FRAME - expected method frame, got non method "
                                                      "frame instead")
+
+
+@pytest.mark.parametrize("name", ["amq.default", "amq.not-declared", "amq.direct"])
+def test_deleting_any_amq_exchange_is_refused_as_in_rabbitmq_ER_2(impl_broker_module, name):
+    """RabbitMQ refuses exchange.delete of every amq.* name, declared or not (403); we deleted nothing
+    but answered delete-ok for one never declared (amq.default among them)."""
+    conn = FuzzConnection(impl_broker_module.host, impl_broker_module.port, "guest", "guest", "findings", timeout=5)
+    try:
+        outcome, text = conn.run_case(Case("finding", frame.marshal(commands.Exchange.Delete(exchange=name), 1), 1,
+                                           channel(403)))
+    finally:
+        conn.close()
+    assert (outcome, text) == (("channel", 403), f"ACCESS_REFUSED - deletion of system exchange '{name}' in "
+                                                 f"vhost '/' not allowed")

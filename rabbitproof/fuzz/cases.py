@@ -11,7 +11,8 @@ delivery tag, a missing queue). A case names the outcomes AMQP 0-9-1 allows:
   specification assigns to that kind of fault;
 - ``("channel", code)``: channel.close with a soft-error code (404, 406), after which the connection lives;
 - ``("served", 0)``: the input was valid after all (a flipped bit can land in a routing key);
-- ``("client-close", 0)``: the input became the client's own connection.close, answered with close-ok.
+- ``("client-close", 0)``: the input became the client's own connection.close or channel.close, answered
+  with close-ok.
 
 Never allowed: silence (an incomplete frame is completed with zero filler, so the broker must judge it),
 541 internal error, a reply that does not decode, or a soft code on a connection.close (and a hard code on
@@ -20,8 +21,10 @@ reported, and allowed only where the case says ``may_drop`` (framing lost)."""
 
 from __future__ import annotations
 
+import datetime
 import random
 import struct
+import warnings
 from dataclasses import dataclass
 
 from pamqp import body as amqp_body
@@ -392,6 +395,111 @@ def valid_command(rng: random.Random, queue: str) -> Case:
     return Case("valid", data, 0, SERVED, keeps_state=True)
 
 
+# Methods a client sends on an open channel, filled at random by `random_method`.
+CLIENT_METHODS = (
+    commands.Channel.Flow, commands.Channel.Close,
+    commands.Exchange.Declare, commands.Exchange.Delete, commands.Exchange.Bind, commands.Exchange.Unbind,
+    commands.Queue.Declare, commands.Queue.Bind, commands.Queue.Purge, commands.Queue.Delete, commands.Queue.Unbind,
+    commands.Basic.Qos, commands.Basic.Consume, commands.Basic.Cancel, commands.Basic.Publish, commands.Basic.Get,
+    commands.Basic.Ack, commands.Basic.Reject, commands.Basic.RecoverAsync, commands.Basic.Recover,
+    commands.Basic.Nack, commands.Tx.Select, commands.Tx.Commit, commands.Tx.Rollback, commands.Confirm.Select,
+)
+ARGUMENT_KEYS = ("x-max-length", "x-max-length-bytes", "x-message-ttl", "x-expires", "x-dead-letter-exchange",
+                 "x-dead-letter-routing-key", "x-max-priority", "x-queue-type", "x-overflow",
+                 "x-single-active-consumer", "x-queue-mode", "x-match", "x-priority", "alternate-exchange", "k")
+
+
+def random_name(rng: random.Random, queue: str) -> str:
+    """A queue, exchange or tag name: mostly ones that exist or are reserved, from a small pool (so that a
+    long run does not pile up durable queues and exchanges), sometimes odd ones."""
+    return rng.choice([queue, queue, "", "amq.direct", "amq.fanout", "amq.topic", "amq.headers", "amq.match",
+                       "amq.default", "amq.fuzz", f"fuzz-any-{rng.randint(0, 4)}", f"c{rng.randint(0, 3)}",
+                       "x" * 255, "".join(chr(rng.randint(32, 126)) for _ in range(rng.randint(1, 12))),
+                       "é\u00ff\u4e2d"])
+
+
+def random_value(rng: random.Random, depth: int = 0) -> object:
+    """A field-table value of a type drawn at random, edge values likely."""
+    choice = rng.randrange(8 if depth < 2 else 5)
+    if choice == 0:
+        return rng.choice([0, 1, -1, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63), rng.randint(-1000, 100000)])
+    if choice == 1:
+        return rng.choice(["", "direct", "topic", "fanout", "headers", "quorum", "classic", "stream", "lazy",
+                           "reject-publish", "drop-head", "all", "any", "nonsense", "100", "-5"])
+    if choice == 2:
+        return rng.random() < 0.5
+    if choice == 3:
+        return rng.choice([0.0, 1.5, -2.25, 1e300])
+    if choice == 4:
+        return rng.randbytes(rng.randint(0, 8)).decode("latin-1")
+    if choice == 5:
+        return {rng.choice(ARGUMENT_KEYS): random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    if choice == 6:
+        return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return rng.choice([2**64 - 1, -(2**63) - 1])  # beyond a 64-bit integer: pamqp may refuse it
+
+
+def random_field(rng: random.Random, kind: str, name: str, queue: str) -> object:
+    if kind == "bit":
+        return rng.random() < 0.5
+    if kind == "octet":
+        return rng.choice([0, 1, 2, 9, 10, 255])
+    if kind == "short":
+        return rng.choice([0, 1, 200, 320, 404, 541, 65535, rng.randrange(65536)])
+    if kind == "long":
+        return rng.choice([0, 1, 100, 2**31, 2**32 - 1, rng.randrange(2**32)])
+    if kind == "longlong":
+        return rng.choice([0, 1, 2, 2**63, 2**64 - 1, rng.randrange(2**64)])
+    if kind == "table":
+        return {rng.choice(ARGUMENT_KEYS): random_value(rng) for _ in range(rng.randint(0, 4))}
+    if kind == "longstr":
+        return rng.randbytes(rng.randint(0, 16)).decode("latin-1")
+    if name in ("exchange_type",):
+        return rng.choice(["direct", "fanout", "topic", "headers", "x-consistent-hash", "", "nonsense"])
+    if name in ("routing_key", "reply_text"):
+        return rng.choice([queue, "", "#", "*.a", "a.b.c", "x" * 255])
+    return random_name(rng, queue)
+
+
+def random_properties(rng: random.Random) -> bytes:
+    """Encoded content-header properties, some values out of range (delivery mode 7, priority 255,
+    expiration "-1" or "abc")."""
+    chosen = [name for name in commands.Basic.Properties.__slots__ if rng.random() < 0.3]
+    values = {
+        "content_type": "text/plain", "content_encoding": "gzip", "headers": {"k": random_value(rng)},
+        "delivery_mode": rng.choice([1, 2]), "priority": rng.choice([0, 5, 9, 10, 255]), "correlation_id": "c",
+        "reply_to": random_name(rng, "r"), "expiration": rng.choice(["0", "100", "-1", "abc", "", "99999999999999999"]),
+        "message_id": "m", "message_type": "t", "user_id": rng.choice(["guest", "someone", ""]), "app_id": "a",
+        "cluster_id": "",
+    }
+    values["timestamp"] = datetime.datetime(2020, 1, 1)
+    properties = commands.Basic.Properties(**{name: values[name] for name in chosen})
+    return properties.marshal()
+
+
+def random_method(rng: random.Random, queue: str) -> Case:
+    """A client method of any kind on channel 1, every argument drawn at random (names from a pool, edge
+    numbers, odd tables); a publish comes with a content header of random properties and a body. The
+    frames are well-formed, so the broker must answer in words: never by dropping the connection."""
+    for _ in range(20):
+        kind = rng.choice(CLIENT_METHODS)
+        with warnings.catch_warnings():  # pamqp warns that basic.recover-async is deprecated: so it is, and sent
+            warnings.simplefilter("ignore", DeprecationWarning)
+            method = kind()
+        for name in method.__slots__:
+            setattr(method, name, random_field(rng, method.amqp_type(name), name, queue))
+        try:
+            data = marshal(1, method)
+            if kind is commands.Basic.Publish:
+                body = rng.randbytes(rng.choice([0, 1, 10, 200]))
+                head = struct.pack(">HHQ", 60, 0, len(body)) + random_properties(rng)
+                data += raw_frame(2, 1, head) + (marshal(1, amqp_body.ContentBody(body)) if body else b"")
+        except Exception:  # pamqp refuses some values (an integer beyond 64 bits): draw again
+            continue
+        return Case("random-method", data, 1, ANY_CLEAR)
+    return Case("random-method", marshal(1, commands.Basic.Recover(requeue=True)), 1, ANY_CLEAR)
+
+
 def random_bytes(rng: random.Random, queue: str) -> Case:
     data = rng.randbytes(rng.randint(1, 64))
     return Case("random-bytes", data, 1, ANY_CLEAR, may_drop=True)
@@ -403,6 +511,7 @@ KINDS = {
     "flip": (flip, 12),
     "flip-burst": (flip_burst, 6),
     "random-bytes": (random_bytes, 2),
+    "random-method": (random_method, 10),
     "truncated-frame": (truncated_frame, 3),
     "truncated-arguments": (truncated_arguments, 3),
     "extra-arguments": (extra_arguments, 2),

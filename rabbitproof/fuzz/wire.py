@@ -7,7 +7,8 @@ basic.qos on channel 1, and reads until it can classify what the broker did:
 - ``served``: the probe's qos-ok came back (the input was accepted);
 - ``channel``: a channel.close with its code (answered with close-ok; channel 1 is opened again);
 - ``connection``: a connection.close with its code (answered with close-ok, then the socket closes);
-- ``client-close``: a connection.close-ok (the input became the client's own connection.close);
+- ``client-close``: a connection.close-ok or a channel.close-ok (the input became the client's own
+  connection.close or channel.close);
 - ``dropped``: the TCP stream ended without a connection.close;
 - ``silent``: nothing decisive within the time limit;
 - ``undecodable``: the broker sent bytes that are not AMQP frames.
@@ -29,10 +30,11 @@ INDEX = struct.Struct(">I")
 PROBE = frame.marshal(commands.Basic.Qos(prefetch_count=3), 1)
 QOS_OK = commands.Basic.QosOk.index
 CHANNEL_CLOSE = commands.Channel.Close.index
+CHANNEL_CLOSE_OK = commands.Channel.CloseOk.index
 CHANNEL_OPEN_OK = commands.Channel.OpenOk.index
 CONNECTION_CLOSE = commands.Connection.Close.index
 CONNECTION_CLOSE_OK = commands.Connection.CloseOk.index
-WATCHED = {QOS_OK, CHANNEL_CLOSE, CHANNEL_OPEN_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK,
+WATCHED = {QOS_OK, CHANNEL_CLOSE, CHANNEL_CLOSE_OK, CHANNEL_OPEN_OK, CONNECTION_CLOSE, CONNECTION_CLOSE_OK,
            commands.Connection.Start.index, commands.Connection.Tune.index, commands.Connection.OpenOk.index,
            commands.Queue.DeclareOk.index}
 
@@ -187,7 +189,12 @@ class FuzzConnection:
                 return ("connection", int(method.reply_code)), str(method.reply_text)
             if isinstance(method, commands.Connection.CloseOk):
                 self.open = False
-                return ("client-close", 0), ""
+                return ("client-close", 0), "connection.close-ok"
+            if isinstance(method, commands.Channel.CloseOk):
+                # The input became the client's own channel.close: a broker may drop the probe that came
+                # right behind it on the closing channel (RabbitMQ 3.10.8 does, and so do we).
+                self.open = False
+                return ("client-close", 0), "channel.close-ok"
             if isinstance(method, commands.Channel.Close):
                 self.send(frame.marshal(commands.Channel.CloseOk(), number))
                 if number == 1:
