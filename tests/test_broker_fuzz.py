@@ -8,6 +8,7 @@ pieces are tested on their own: the filler that completes a cut frame and the ju
 
 from __future__ import annotations
 
+import json
 import random
 import struct
 
@@ -98,8 +99,6 @@ def test_rabbitmq_gets_the_same_cases_and_its_faults_are_found(rabbitmq_node):
 def test_the_bench_part_reports_and_exits_0_on_our_broker(capsys):
     code = bench_fuzz.main(["--cases", "150", "--targets", "impl", "--round-trip-every", "20", "--json"])
     out = capsys.readouterr().out
-    import json
-
     document = json.loads(out)
     assert code == 0
     assert document["schema"] == "rabbitproof.bench.fuzz/1"

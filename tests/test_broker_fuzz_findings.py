@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import datetime
 import struct
 
 import pytest
@@ -38,8 +39,6 @@ def test_property_values_must_fill_the_header_exactly_ER_3(properties, why):
 
 
 def test_every_property_of_a_well_formed_header_still_decodes_ER_3():
-    import datetime
-
     full = commands.Basic.Properties(
         content_type="a", content_encoding="b", headers={"x": 1, "y": "s", "t": {"n": [1, 2]}}, delivery_mode=2,
         priority=3, correlation_id="c", reply_to="r", expiration="100", message_id="m",

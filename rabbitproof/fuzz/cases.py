@@ -26,6 +26,7 @@ import random
 import struct
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 from pamqp import body as amqp_body
 from pamqp import commands, exceptions, frame, header
@@ -75,7 +76,7 @@ class Case:
         return 0 if self.keeps_state else self.bad_frames
 
 
-def marshal(channel_number: int, value: object) -> bytes:
+def marshal(channel_number: int, value: Any) -> bytes:
     return frame.marshal(value, channel_number)
 
 
@@ -465,7 +466,7 @@ def random_properties(rng: random.Random) -> bytes:
     """Encoded content-header properties, some values out of range (delivery mode 7, priority 255,
     expiration "-1" or "abc")."""
     chosen = [name for name in commands.Basic.Properties.__slots__ if rng.random() < 0.3]
-    values = {
+    values: dict[str, Any] = {
         "content_type": "text/plain", "content_encoding": "gzip", "headers": {"k": random_value(rng)},
         "delivery_mode": rng.choice([1, 2]), "priority": rng.choice([0, 5, 9, 10, 255]), "correlation_id": "c",
         "reply_to": random_name(rng, "r"), "expiration": rng.choice(["0", "100", "-1", "abc", "", "99999999999999999"]),

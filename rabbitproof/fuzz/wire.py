@@ -186,7 +186,7 @@ class FuzzConnection:
             if isinstance(method, commands.Connection.Close):
                 self.open = False
                 self.send(frame.marshal(commands.Connection.CloseOk(), 0))
-                return ("connection", int(method.reply_code)), str(method.reply_text)
+                return ("connection", int(method.reply_code or 0)), str(method.reply_text)
             if isinstance(method, commands.Connection.CloseOk):
                 self.open = False
                 return ("client-close", 0), "connection.close-ok"
@@ -203,8 +203,8 @@ class FuzzConnection:
                         self.expect(1, commands.Channel.OpenOk)
                     except (Unanswered, TimeoutError, Undecodable) as error:
                         self.open = False
-                        return ("channel", int(method.reply_code)), f"{method.reply_text}; then {error}"
-                return ("channel", int(method.reply_code)), str(method.reply_text)
+                        return ("channel", int(method.reply_code or 0)), f"{method.reply_text}; then {error}"
+                return ("channel", int(method.reply_code or 0)), str(method.reply_text)
 
     def closed_after_close_ok(self, wait: float) -> bool:
         """After our connection.close-ok: does the broker close the socket within `wait` seconds?"""
