@@ -211,7 +211,8 @@ def main(argv: list[str] | None = None, console: Console | None = None) -> int:
             try:
                 reports[target] = fuzz_target(target, options, Path(workdir), console)
             except (ImplStartFailed, RabbitMQStartFailed, OSError) as error:
-                console.print(f"[red]{target}: {type(error).__name__}: {error}[/]")
+                sys.stderr.write(f"rabbitproof bench fuzz: {target} failed to run: {type(error).__name__}: "
+                                 f"{str(error).splitlines()[0] if str(error) else ''}\n")
                 return exits.FOUND
     found = "impl" in reports and bool(reports["impl"].failures)
     code = exits.FOUND if found else exits.NOTHING_FOUND
