@@ -12,6 +12,7 @@ import json
 import random
 import struct
 
+import pika
 import pytest
 from pamqp import commands, frame
 
@@ -118,3 +119,47 @@ def test_bad_options_are_one_line_and_exit_2(argv, message, capsys):
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+class LosingBroker:
+    """Our broker, except that its restart loses the durable queue's messages (a planted fault)."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.kind, self.host, self.port = broker.kind, broker.host, broker.port
+        self.user, self.password = broker.user, broker.password
+
+    def is_running(self) -> bool:
+        return self.broker.is_running()
+
+    def restart(self) -> None:
+        with pika.BlockingConnection(campaign.pika_parameters(self.host, self.port, self.user,
+                                                              self.password)) as conn:
+            conn.channel().queue_purge(campaign.DURABLE_QUEUE)
+        self.broker.restart()
+
+
+class DyingBroker(LosingBroker):
+    """Our broker, reported stopped after its first connections (as if it had crashed)."""
+
+    def __init__(self, broker) -> None:
+        super().__init__(broker)
+        self.asked = 0
+
+    def is_running(self) -> bool:
+        self.asked += 1
+        return self.asked < 30
+
+
+def test_lost_durable_messages_are_a_failure(impl_broker_module):
+    report = campaign.run(LosingBroker(impl_broker_module), 50, SEED, durable_messages=5, restart=True)
+    assert report.durable_checks[0] == "after the last case: 5 of 5 intact"
+    assert report.durable_checks[1].startswith("after a restart: the durable queue holds 0 messages")
+    assert report.failures == [f"durable data {report.durable_checks[1]}"]
+
+
+def test_a_broker_that_stops_is_a_failure(impl_broker_module):
+    report = campaign.run(DyingBroker(impl_broker_module), 500, SEED, durable_messages=5)
+    assert not report.broker_alive
+    assert report.failures == ["the broker is not running after connection 30"]
+    assert report.cases < 500 and report.durable_checks == []
