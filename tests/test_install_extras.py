@@ -15,8 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # Every module the extras bring, and what they bring in turn, made unimportable.
 BLOCKED = sorted({m for modules in EXTRAS.values() for m in modules} | {"py4j", "numpy", "_pytest"})
 RUN = ("import sys\n"
-       f"for name in {BLOCKED!r}:\n"
-       "    sys.modules[name] = None\n"
+       "class Absent:\n"
+       "    def find_spec(self, name, path=None, target=None):\n"
+       f"        if name.partition('.')[0] in {BLOCKED!r}:\n"
+       "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+       "sys.meta_path.insert(0, Absent())\n"
        "from rabbitproof.cli import main\n"
        "sys.exit(main(sys.argv[1:]))\n")
 

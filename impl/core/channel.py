@@ -532,12 +532,10 @@ class Channel:
         name = m.exchange
         if name == "":
             raise Refused(errors.ACCESS_REFUSED, "operation not permitted on the default exchange")
+        if name.startswith("amq."):  # any amq.* name, declared or not, as RabbitMQ 3.10.8 refuses it
+            raise Refused(errors.ACCESS_REFUSED, f"deletion of system {vhost_resource('exchange', name)} not allowed")
         exchange = self.broker.exchanges.get(name)
         if exchange is not None:
-            if name.startswith("amq."):
-                raise Refused(
-                    errors.ACCESS_REFUSED, f"deletion of system {vhost_resource('exchange', name)} not allowed"
-                )
             if m.if_unused and exchange.has_bindings():
                 raise Refused(errors.PRECONDITION_FAILED, vhost_resource("exchange", name) + " in use")
             self.broker.delete_exchange(exchange)

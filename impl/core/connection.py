@@ -261,8 +261,8 @@ class Connection:
     def content_frame(self, channel_number: int, frame_type: int, payload: bytes) -> None:
         """A content header or body frame on a channel."""
         channel = self.channels.get(channel_number)
-        if channel is None:
-            self.fail(Fault(errors.CHANNEL_ERROR, "expected 'channel.open'"))
+        if channel is None:  # a channel never opened expects channel.open, a method: 505, as RabbitMQ says
+            self.fail(Fault(errors.UNEXPECTED_FRAME, "expected method frame, got non method frame instead"))
             return
         if channel.closing:
             return  # ER-1: ignored until close-ok
@@ -283,7 +283,10 @@ class Connection:
                     )
                 )
                 return
-            class_id = struct.unpack_from(">H", payload)[0] if len(payload) >= 2 else 0
+            if len(payload) < 14:  # class, weight, body size: a header this short cannot decode
+                self.fail(Fault(errors.FRAME_ERROR, f"cannot decode content header: {len(payload)} octets", 60, 40))
+                return
+            class_id = struct.unpack_from(">H", payload)[0]
             if class_id != 60:
                 self.fail(
                     Fault(

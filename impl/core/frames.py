@@ -36,6 +36,9 @@ _HEARTBEAT = _frame_head.pack(FRAME_HEARTBEAT, 0, 0) + FRAME_END_BYTE
 _DELIVERY_MODE_FLAG = commands.Basic.Properties.flags["delivery_mode"]
 _KNOWN_PROPERTY_FLAGS = sum(commands.Basic.Properties.flags.values())
 _NO_PROPERTIES = b"\x00\x00"
+_PROPERTY_TYPES = tuple((name, getattr(commands.Basic.Properties, "_" + name))
+                        for name in commands.Basic.Properties.__slots__)
+_PROPERTY_WIDTHS = {"octet": 1, "timestamp": 8}
 
 
 class ContentHeader:
@@ -78,11 +81,36 @@ def canonical_properties(raw: bytes) -> tuple[bytes, int]:
     if flags & ~_KNOWN_PROPERTY_FLAGS & 0xFFFF:
         raise ValueError(f"unknown property flags {flags:#06x}")
     try:
+        check_property_values(flags, raw)
         properties = decode_properties(raw)
         encoded = properties.marshal()
     except Exception as error:  # pamqp raises struct.error, ValueError, TypeError, UnicodeDecodeError
         raise ValueError(str(error)) from error
     return encoded, properties.delivery_mode or 0
+
+
+def check_property_values(flags: int, raw: bytes) -> None:
+    """ValueError unless the values the flags announce fill the properties exactly, each inside them.
+
+    pamqp's decoder takes what is there: a short string that claims more bytes than remain comes back
+    shorter, and bytes after the last value are ignored; either would change the message unseen."""
+    position = 2
+    for name, kind in _PROPERTY_TYPES:
+        if not flags & commands.Basic.Properties.flags[name]:
+            continue
+        if kind == "shortstr":
+            if position >= len(raw) or position + 1 + raw[position] > len(raw):
+                raise ValueError(f"property {name} overruns the content header")
+            position += 1 + raw[position]
+        elif kind == "table":
+            check_table(raw, position)
+            position += 4 + struct.unpack_from(">I", raw, position)[0]
+        else:
+            position += _PROPERTY_WIDTHS[kind]
+            if position > len(raw):
+                raise ValueError(f"property {name} overruns the content header")
+    if position != len(raw):
+        raise ValueError("bytes after the last property of the content header")
 
 
 def decode_method(payload: bytes) -> Any:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Sequence
 
-from rabbitproof.bench import broker, check, compiled, conformance, engines, recorded_trace, reductions, trace_checker
-from rabbitproof.bench import replay
+from rabbitproof.bench import (broker, check, compiled, conformance, engines, fuzz, recorded_trace, reductions,
+                               replay, trace_checker)
 from rabbitproof.options import fail
 
 PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
@@ -19,6 +19,7 @@ PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "recorded-trace": (recorded_trace.main, "the trace checker on a long run recorded from a broker"),
     "broker": (broker.main, "our broker's throughput beside RabbitMQ 3.10.8's"),
     "conformance": (conformance.main, "conformance steps per second against each target"),
+    "fuzz": (fuzz.main, "our broker fuzzed with bad frames, every answer judged; RabbitMQ 3.10.8's beside it"),
     "check": (check.main, "rabbitproof check on the benchmark setup (two publishers of 1 and 2 messages), each engine, timed"),
     "replay": (replay.main, "every example's \"can happen\" answers replayed on our broker and RabbitMQ 3.10.8, with real crashes"),
 }
@@ -34,6 +35,7 @@ EVERYTHING: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("recorded-trace", ("--messages", "250")),
     ("broker", ()),
     ("conformance", ("--programs", "60")),
+    ("fuzz", ()),
     ("replay", ()),
 )
 
