@@ -149,7 +149,7 @@ def test_check_replays_its_answers_with_the_replay_option(impl_broker_module, tm
 ])
 def test_bad_options_are_refused_before_any_work(extra, message, tmp_path, capsys):
     saved = tmp_path / "answers.json"
-    saved.write_text(json.dumps({"setup": str(EXAMPLES / "auto-ack.toml"), "answers": []}))
+    saved.write_text(json.dumps({"schema": schema("check"), "setup": str(EXAMPLES / "auto-ack.toml"), "answers": []}))
     assert main(["replay", str(saved), "amqp://127.0.0.1:1/", *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
@@ -160,7 +160,7 @@ def test_a_file_that_is_not_checks_output_and_an_unreachable_broker_are_refused(
     saved.write_text("{}")
     assert main(["replay", str(saved), "amqp://127.0.0.1:1/"]) == 2
     assert "not the output of `rabbitproof check --json`" in capsys.readouterr().err
-    saved.write_text(json.dumps({"setup": str(EXAMPLES / "auto-ack.toml"), "answers": []}))
+    saved.write_text(json.dumps({"schema": schema("check"), "setup": str(EXAMPLES / "auto-ack.toml"), "answers": []}))
     assert main(["replay", str(saved), "amqp://127.0.0.1:1/"]) == 2
     assert "cannot reach 127.0.0.1:1" in capsys.readouterr().err
     assert main(["check", str(EXAMPLES / "auto-ack.toml"), "--replay", "http://x/"]) == 2

@@ -8,7 +8,8 @@ from typing import Any
 
 from rabbitproof.check.setup_file import Setup, read_setup
 
-from rabbitproof.replay.steps import StepError, from_trace, parse_step
+from rabbitproof.exits import schema
+from rabbitproof.replay.steps import StepError, from_trace, step_from_object
 from rabbitproof.replay.tries import Execution
 
 
@@ -34,16 +35,21 @@ def read_saved(path: str, setup_path: str | None = None) -> tuple[Setup, list[Ex
         raise SavedError(f"{path}: not JSON: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("answers"), list) or "setup" not in data:
         raise SavedError(f"{path}: not the output of `rabbitproof check --json` (no \"setup\" and \"answers\")")
+    if data.get("schema") != schema("check"):
+        raise SavedError(f"{path}: written as {data.get('schema')!r}, not {schema('check')!r}: check the setup again "
+                         f"with this version's `rabbitproof check --json`")
     executions = []
     for n, answer in enumerate(data["answers"], 1):
-        if not isinstance(answer, dict) or answer.get("answer") != "can happen" or not answer.get("steps"):
+        trace = answer.get("trace") if isinstance(answer, dict) else None
+        if answer.get("answer") != "can happen" or not isinstance(trace, dict) or not trace.get("steps"):
             continue
         try:
-            steps = tuple(parse_step(s) for s in answer["steps"])
+            steps = tuple(step_from_object(s) for s in trace["steps"])
         except (StepError, TypeError) as e:
             raise SavedError(f"{path}: answer {n}: {e}") from None
+        loop_from = trace.get("loop_from")
         executions.append(Execution(str(answer.get("key")), str(answer.get("question", "")), steps,
-                                    answer.get("cycle_start")))
+                                    loop_from - 1 if isinstance(loop_from, int) else None))
     return read_setup(_setup_file(file, str(data["setup"]), setup_path)), executions
 
 

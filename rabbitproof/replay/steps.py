@@ -93,6 +93,19 @@ def parse_step(text: str) -> Step:
     return Step(int(number), actor.strip(), action.strip(), parsed, text.strip())
 
 
+def step_from_object(step: Any) -> Step:
+    """A step from its object in a `check --json` document (``{"number", "actor", "text", "frames": [{"text"}]}``,
+    docs/reference/json-output.md); StepError if it is not one."""
+    if not isinstance(step, dict) or not isinstance(step.get("number"), int) or not isinstance(step.get("frames"), list):
+        raise StepError(f"cannot read the step {step!r}")
+    frames = tuple(parse_frame(str(f.get("text", ""))) if isinstance(f, dict) else parse_frame(str(f))
+                   for f in step["frames"])
+    line = f"{step['number']}. [{step.get('actor', '')}] {step.get('text', '')}"
+    if frames:
+        line += " | frames: " + "; ".join(f.wire() for f in frames)
+    return Step(step["number"], str(step.get("actor", "")), str(step.get("text", "")), frames, line)
+
+
 def from_trace(trace: Any) -> tuple[Step, ...]:
     """The steps of a ``spark_check.results.Trace`` (an answer found in this process)."""
     return tuple(parse_step(s.text()) for s in trace.steps)
