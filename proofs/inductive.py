@@ -1,11 +1,11 @@
 """Inductive proofs, for every size: Init => Inv, and Inv and Action => Inv' for every invariant of
 ``model.invariants`` (helpers included, each proved the same way) and every spec action.
 
-Each obligation gets its own solver and Z3's resource budget (``model.budgets``), never a time limit. An obligation assumes the invariant and its
-helpers before the step, the relation's guard, and nothing about the action's fields or oracles (so it
-holds for any frame, any tag, any queue outcome), and asks for a channel where the invariant fails
-after. ``proved``: no such channel (unsat); ``counterexample``: Z3 found one, shown as the two states
-around it (every field of ``model.state.FIELDS``, at the indices the witness names: ``_places``);
+Each obligation gets its own solver and Z3's resource budget (``model.budgets``), never a time limit.
+An obligation assumes the invariant and its helpers before the step, the relation's guard, and nothing
+about the action's fields or oracles (so it holds for any frame, any tag, any queue outcome), and asks
+for a channel where the invariant fails after. ``proved``: no such channel (unsat); ``counterexample``:
+Z3 found one, shown as the two states around it (every field of ``model.state.FIELDS``, at the indices the witness names: ``_places``);
 ``unknown``: the solver gave up or ran out of its budget (then it is neither proved nor refuted).
 """
 from __future__ import annotations
