@@ -25,6 +25,7 @@ from rabbitproof.spec.properties import (
 )
 from rabbitproof.spec.state import CONN_DOWN, MODE_TX
 
+from . import budgets
 from .actions import RELATIONS, concrete, symbolic
 from .oracles import CHANNEL_ERR, CONNECTION_ERR, OK, values
 from .state import abstract, fresh, message, same
@@ -240,24 +241,26 @@ def _substitute(e: z3.ExprRef, *pairs) -> z3.ExprRef:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of one (state, action) check; ``problem`` is empty when the model agrees."""
+    """The outcome of one (state, action) check; ``problem`` is empty when the model agrees; ``undecided``
+    when the solver ran out of its budget (``model.budgets``) twice: neither agreement nor a problem."""
 
     action: object
     enabled: bool
     problem: str = ""
+    undecided: bool = False
 
     @property
     def ok(self) -> bool:
-        return not self.problem
+        return not self.problem and not self.undecided
 
 
 class Checker:
-    """Checks (state, action) pairs with one reused solver (push/pop per pair)."""
+    """Checks (state, action) pairs with one reused solver (push/pop per pair), every query within Z3's
+    resource budget for an agreement query (``model.budgets``), never a time limit."""
 
-    def __init__(self, timeout_ms: int = 10_000) -> None:
+    def __init__(self, budget: int | None = None) -> None:
         self.solver = z3.Solver()
-        self.solver.set("timeout", timeout_ms)
-        self.timeout_ms = timeout_ms
+        self.budget = budget if budget is not None else budgets.BUDGETS["agreement"]
         self.y = fresh("y")
         # "y equals the spec's successor", built once over a symbolic z that is substituted per pair
         # (building the equalities in Python for every pair was the check's largest cost).
@@ -277,6 +280,12 @@ class Checker:
             got = self._symbolic[cls] = (x, a, o, t.guard, formula)
         return got
 
+    def _fresh(self, query) -> z3.CheckSatResult:
+        """``query`` in a fresh solver, retried once with a larger budget when it runs out."""
+        again = z3.Solver()
+        again.add(query)
+        return budgets.check_twice(again, "agreement", self.budget)
+
     def check(self, state, action, enabled: bool, x=None) -> Verdict:
         """Whether the model agrees with the spec on ``action`` in ``state`` (enabled or not);
         ``x`` is ``abstract(state)`` when the caller has it already."""
@@ -291,38 +300,40 @@ class Checker:
         s.push()
         try:
             if not enabled:
-                s.add(_substitute(guard, *pairs))
-                r = s.check()
+                query = _substitute(guard, *pairs)
+                s.add(query)
+                r = budgets.check(s, "agreement", self.budget)
+                if r == z3.unknown:
+                    r = self._fresh(query)
+                if r == z3.unknown:
+                    return Verdict(action, False, undecided=True)
                 return Verdict(action, False, "" if r == z3.unsat else f"guard not false in Z3 ({r})")
             after = abstract(machine.step(state, action)[0])
             y = self.y
             is_after = _substitute(self._y_is_z, *[(v, w) for (_, v), (_, w) in zip(self.z.items(), after.items())])
             query = _substitute(formula, *pairs) != is_after
             s.add(query)
-            r = s.check()
+            r = budgets.check(s, "agreement", self.budget)
             if r != z3.unsat:
                 # The reused (incremental) solver has answered sat once for a pair that a fresh solver, and
                 # the same solver asked again, found unsat (seen on a publish, after thousands of pairs),
                 # and "unknown (incomplete quantifiers)" at once for pairs a fresh solver finds unsat (seen
                 # on publishes after a reconnect, after a few thousand pairs of one configuration): a "sat"
                 # or an "unknown" is only believed when a fresh solver agrees.
-                again = z3.Solver()
-                again.set("timeout", self.timeout_ms)
-                again.add(query)
-                r = again.check()
+                r = self._fresh(query)
             if r == z3.unsat:
                 return Verdict(action, True)
-            # sat, or unknown (a search for another successor can be slow on a loaded machine): the
-            # relation at the spec's successor alone is concrete and quick, and tells the two apart.
+            # sat, or unknown: the relation at the spec's successor alone is concrete and quick, and
+            # tells a wrong successor from a second one.
             s.pop()
             s.push()
             s.add(_substitute(formula, *pairs, *[(v, w) for (_, v), (_, w) in zip(y.items(), after.items())]))
-            holds = s.check()
+            holds = budgets.check_twice(s, "agreement", self.budget)
             if holds == z3.unsat:
                 return Verdict(action, True, "relation does not hold for the spec's successor")
             if r == z3.sat and holds == z3.sat:
                 return Verdict(action, True, "relation admits another successor")
-            return Verdict(action, True, f"solver {r}")
+            return Verdict(action, True, undecided=True)
         finally:
             s.pop()
 

@@ -9,8 +9,10 @@ configuration's initial spec state, and at each step one action of the configura
 a step is an 8-bit vector, like the fields, so the whole query is bit-vector logic and Z3 decides it by
 bit-blasting (an integer there made every query several times slower). One step is built once over
 fresh constants and renamed for each step of the unrolling. ``search`` asks for a violation within
-bounds 1, 2, 3, ... in turn (each query in its own solver with a time limit), so the first execution
-found is a shortest one the bounded model has; a query that runs out of time makes the outcome unknown.
+bounds 1, 2, 3, ... in turn (each query in its own solver with Z3's resource budget, ``model.budgets``,
+never a time limit), so the first execution found is a shortest one the bounded model has; a bound the
+solver does not decide within its budget is passed over, asked again with a larger one once a longer
+execution is found, and makes the outcome unknown if it stays undecided and nothing is found.
 
 Interleavings (``independent_pairs``): two actions are independent when neither writes a field the
 other reads or writes (read and write sets taken from their relations over a symbolic state). The
@@ -44,21 +46,14 @@ from dataclasses import dataclass, field
 import z3
 
 from rabbitproof.model import bounded as B
+from rabbitproof.model import budgets
 from rabbitproof.model import bounded_state as S
 from rabbitproof.spark_check.bundle import load_spec
 from rabbitproof.spark_check.engine import LocalEngine
 from rabbitproof.spec import configs, machine
 from rabbitproof.spec.properties import get
 
-TIMEOUT_MS = 60_000
 MAX_STEPS = 20
-SECONDS = 60.0          # each hazard's time limit in ``make verify`` (searches, replay and exploration)
-
-# Hazards whose search does not finish within SECONDS on this machine, with the reason: reported as
-# unknown in the table (never as found), and not counted as an unexpected unknown by ``make verify``.
-# None since the search passes over a bound it cannot decide in a quarter of the time (``search``):
-# consumer_sees_publication_order, listed before, is found in about 20 s.
-EXPECTED_UNKNOWN: dict[str, str] = {}
 
 # Each hazard and the standard configuration the explorer exhibits it in (spec.configs.EXPECT).
 HAZARD_CONFIGS = {
@@ -138,7 +133,7 @@ def independent_pairs(config, shape: S.Shape, alphabet: list, conditional: bool 
     appends a frame, the other takes or reads the oldest) for which Z3 proves, over a state of fresh
     constants (so in every state), that when both are enabled and i is still enabled after j, then j is
     enabled after i and both orders end in the same state. Pairs Z3 refutes or does not decide in its
-    time limit are left out. ``built``: (x, relations) already made, the relations over the state x of
+    budget are left out. ``built``: (x, relations) already made, the relations over the state x of
     fresh constants."""
     if built is None:
         x = {n: S.var(n) for n in S.names(shape)}
@@ -160,7 +155,7 @@ def independent_pairs(config, shape: S.Shape, alphabet: list, conditional: bool 
     return independent, commuting
 
 
-def _commute(config, shape, alphabet, relations, x, i, j, timeout_ms: int = 5000) -> bool:
+def _commute(config, shape, alphabet, relations, x, i, j) -> bool:
     """Z3 proves: g_i(x) and g_j(x) and g_i(j(x)) imply g_j(i(x)) and i(j(x)) = j(i(x))."""
     ti, tj = relations[i], relations[j]
     after_i, after_j = {**x, **ti.after}, {**x, **tj.after}
@@ -168,26 +163,24 @@ def _commute(config, shape, alphabet, relations, x, i, j, timeout_ms: int = 5000
     j_after_i = B.relation(shape, config, alphabet[j], after_i)
     ji, ij = {**after_j, **i_after_j.after}, {**after_i, **j_after_i.after}
     same = [ji[n] == ij[n] for n in x if not ji[n].eq(ij[n])]
-    solver = _solver(timeout_ms)
+    solver = _solver()
     solver.add(ti.guard, tj.guard, i_after_j.guard)
     for claim in [j_after_i.guard, *same]:      # one claim at a time: several times faster than all at once
         if z3.is_true(z3.simplify(claim)):
             continue
         solver.push()
         solver.add(z3.Not(claim))
-        result = solver.check()
+        result = budgets.check_twice(solver, "commute")
         solver.pop()
         if result != z3.unsat:
             return False
     return True
 
 
-def _solver(timeout_ms: int) -> z3.Solver:
+def _solver() -> z3.Solver:
     """A fresh solver for one query: bit-blasting the whole unrolling at once (Z3's QF_BV solver) is far
     faster here than one incremental solver kept across lengths."""
-    solver = z3.SolverFor("QF_BV")
-    solver.set("timeout", max(1, timeout_ms))
-    return solver
+    return z3.SolverFor("QF_BV")
 
 
 class Unrolling:
@@ -249,15 +242,15 @@ class Unrolling:
             self.choices.append(act)
             self.ends.append(len(self.constraints))
 
-    def violation_within(self, prop, k: int, timeout_ms: int):
+    def violation_within(self, prop, k: int, budget: int):
         """(result, model): is the property false at some step 1..k? Asked as "false after step k": an
         execution that violates it at step j <= k and then halts keeps that state to step k, and an
         execution false after step k is false at some step <= k."""
         self.extend(k)
-        solver = _solver(timeout_ms)
+        solver = _solver()
         solver.add(*self.constraints[:self.ends[k - 1]])
         solver.add(z3.Not(prop(self.states[k], self.shape)))
-        result = solver.check()
+        result = budgets.check(solver, "bmc", budget)
         return result, (solver.model() if result == z3.sat else solver.reason_unknown())
 
     def first_violation(self, prop, model) -> list:
@@ -272,9 +265,8 @@ class Unrolling:
         raise AssertionError("the model violates the property at no step")
 
 
-def search(hazard: str, config, max_steps: int = MAX_STEPS, timeout_ms: int = TIMEOUT_MS,
-           deadline: float | None = None, canonical: bool = True, conditional: bool = True,
-           query_ms: int | None = None) -> tuple[str, list, str]:
+def search(hazard: str, config, max_steps: int = MAX_STEPS, canonical: bool = True, conditional: bool = True,
+           budget: int | None = None) -> tuple[str, list, str]:
     """An execution of the bounded model (up to ``max_steps``) that ends where the hazard's property
     is false, a shortest one when every smaller bound was decided: (FOUND, actions, "" or which bound
     is undecided) or (NOT_FOUND / UNKNOWN, [], why).
@@ -285,30 +277,18 @@ def search(hazard: str, config, max_steps: int = MAX_STEPS, timeout_ms: int = TI
     this small, a query at bound k costs less than the one at k + 1, and the sum up to the shortest
     length less than jumping past it and coming back down, which was measured.)
 
-    Each query has at most ``query_ms`` (a quarter of ``timeout_ms`` by default); a bound it does not
-    decide in that time is passed over, not given up on, since the query that finds a violation is
-    often far quicker than the one before it that shows there is none. Once one is found, the bound
-    just below its length, if it was passed over, is asked again with all the time left: a violation
-    there is shorter (and is asked about in turn), none makes the one found a shortest."""
+    Each query has ``budget`` units of Z3's work (``model.budgets``, the same on any machine at any
+    load); a bound it does not decide within them is passed over, not given up on, since the query that
+    finds a violation is often far quicker than the one before it that shows there is none. Once one is
+    found, the bound just below its length, if it was passed over, is asked again with ``budgets.RETRY``
+    times the budget: a violation there is shorter (and is asked about in turn), none makes the one
+    found a shortest."""
     prop = B.PROPERTIES[hazard]
     unrolling = Unrolling(config, canonical, conditional)
-    per_query = query_ms if query_ms is not None else max(1, timeout_ms // 4)
-
-    def budget(cap: int) -> int:
-        if deadline is None:
-            return cap
-        return max(1, min(cap, int((deadline - time.perf_counter()) * 1000)))
-
-    def out_of_time() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
+    per_query = budget if budget is not None else budgets.BUDGETS["bmc"]
     undecided: list[int] = []
-    reached = 0
     for k in range(1, max_steps + 1):
-        if out_of_time():
-            return UNKNOWN, [], (f"out of time at bound {k}" + (
-                f"; the solver gave up at bound(s) {', '.join(map(str, undecided))}" if undecided else ""))
-        reached = k
-        result, model = unrolling.violation_within(prop, k, budget(per_query))
+        result, model = unrolling.violation_within(prop, k, per_query)
         if result == z3.unknown:
             undecided.append(k)
             continue
@@ -317,8 +297,8 @@ def search(hazard: str, config, max_steps: int = MAX_STEPS, timeout_ms: int = TI
         found = unrolling.first_violation(prop, model)
         # Its first violation is at step k, or earlier at a bound passed over (one decided admits none).
         assert len(found) == k or len(found) in undecided, "a violation within a bound that admitted none"
-        while len(found) - 1 in undecided and not out_of_time():
-            result, model = unrolling.violation_within(prop, len(found) - 1, budget(timeout_ms))
+        while len(found) - 1 in undecided:
+            result, model = unrolling.violation_within(prop, len(found) - 1, budgets.RETRY * per_query)
             if result == z3.sat:
                 found = unrolling.first_violation(prop, model)
             elif result == z3.unsat:
@@ -330,7 +310,7 @@ def search(hazard: str, config, max_steps: int = MAX_STEPS, timeout_ms: int = TI
         return FOUND, found, ""
     if undecided:
         return UNKNOWN, [], (f"the solver gave up at bound(s) {', '.join(map(str, undecided))} and found none "
-                             f"at the others up to {reached}")
+                             f"at the others up to {max_steps}")
     return NOT_FOUND, [], f"no violation within {max_steps} steps of the bounded model"
 
 
@@ -405,8 +385,7 @@ def explorer_length(hazard: str, config) -> int | None:
     return len(trace.steps) if result.properties[0].found and trace is not None else None
 
 
-def check_hazard(hazard: str, max_steps: int = MAX_STEPS, timeout_ms: int = TIMEOUT_MS,
-                 deadline: float | None = None) -> BmcOutcome:
+def check_hazard(hazard: str, max_steps: int = MAX_STEPS, budget: int | None = None) -> BmcOutcome:
     """Search, replay and compare for one hazard in its standard configuration."""
     started = time.perf_counter()
     config = configs.get(HAZARD_CONFIGS[hazard])
@@ -418,9 +397,7 @@ def check_hazard(hazard: str, max_steps: int = MAX_STEPS, timeout_ms: int = TIME
         out.seconds = time.perf_counter() - started
         return out
     out.explorer_length = explorer_length(hazard, config)
-    if deadline is None:
-        deadline = started + SECONDS
-    status, actions, why = search(hazard, config, max_steps, timeout_ms, deadline)
+    status, actions, why = search(hazard, config, max_steps, budget=budget)
     out.status, out.actions, out.detail = status, actions, why
     if status == FOUND:
         out.length = len(actions)

@@ -2,7 +2,8 @@
 
 Each function in ``CONTRACTS`` states a rule in its docstring (``pre:`` / ``post:`` lines, PEP 316).
 ``crosshair check --analysis_kind PEP316 --report_all`` runs over each one, in a subprocess, with a
-per-condition time limit; with ``--report_all`` CrossHair prints one line per postcondition:
+per-condition limit of CPU time (CrossHair's own: its process's CPU time, so other work on the machine
+does not shorten it); with ``--report_all`` CrossHair prints one line per postcondition:
 
 - ``error: false when calling f(...)``: a counterexample (the check fails);
 - ``info: Confirmed over all paths.``: every path was explored, the condition holds for every input;
@@ -11,6 +12,11 @@ per-condition time limit; with ``--report_all`` CrossHair prints one line per po
 
 A postcondition CrossHair printed nothing for is counted as not checked (a failure), so a silent
 CrossHair never passes for a checked one.
+
+Inside that limit CrossHair gives each Z3 query of a path a wall-clock limit of its own; a query cut
+short leaves its path unexplored and is never a counterexample. So load can only make the search find
+less (a postcondition "not confirmed" rather than "confirmed over all paths", or a counterexample on a
+path left unexplored missed), never make a failure: a counterexample is a concrete input.
 """
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """Inductive proofs, for every size: Init => Inv, and Inv and Action => Inv' for every invariant of
 ``model.invariants`` (helpers included, each proved the same way) and every spec action.
 
-Each obligation gets its own solver and time limit. An obligation assumes the invariant and its
-helpers before the step, the relation's guard, and nothing about the action's fields or oracles (so it
-holds for any frame, any tag, any queue outcome), and asks for a channel where the invariant fails
-after. ``proved``: no such channel (unsat); ``counterexample``: Z3 found one, shown as the two states
-around it (every field of ``model.state.FIELDS``, at the indices the witness names: ``_places``);
-``unknown``: the solver gave up or ran out of time.
+Each obligation gets its own solver and Z3's resource budget (``model.budgets``), never a time limit.
+An obligation assumes the invariant and its helpers before the step, the relation's guard, and nothing
+about the action's fields or oracles (so it holds for any frame, any tag, any queue outcome), and asks
+for a channel where the invariant fails after. ``proved``: no such channel (unsat); ``counterexample``:
+Z3 found one, shown as the two states around it (every field of ``model.state.FIELDS``, at the indices the witness names: ``_places``);
+``unknown``: the solver gave up or ran out of its budget (then it is neither proved nor refuted).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Iterable
 
 import z3
 
+from rabbitproof.model import budgets
 from rabbitproof.model.actions import RELATIONS, symbolic
 from rabbitproof.model.invariants import HELPERS, INVARIANTS, Invariant, init
 from rabbitproof.model.state import (
@@ -25,7 +26,6 @@ from rabbitproof.model.state import (
 )
 
 PROVED, COUNTEREXAMPLE, UNKNOWN = "proved", "counterexample", "unknown"
-TIMEOUT_MS = 20_000
 
 
 @dataclass
@@ -119,8 +119,8 @@ def _window(low: int, top: int, witness: int) -> list[int]:
 
 
 def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3State, c0, ch0, s0,
-            started: float, extra: Iterable[str] = ()) -> Outcome:
-    result = solver.check()
+            started: float, extra: Iterable[str] = (), budget: int | None = None) -> Outcome:
+    result = budgets.check(solver, "inductive", budget)
     seconds = time.perf_counter() - started
     if result == z3.unsat:
         return Outcome(inv.name, action, PROVED, seconds)
@@ -135,15 +135,19 @@ def _decide(solver: z3.Solver, inv: Invariant, action: str, x: Z3State, y: Z3Sta
     return Outcome(inv.name, action, UNKNOWN, seconds, [solver.reason_unknown()])
 
 
-def prove_init(inv: Invariant, timeout_ms: int = TIMEOUT_MS) -> Outcome:
-    """Init => Inv."""
+def prove_init(inv: Invariant, budget: int | None = None) -> Outcome:
+    """Init => Inv, asked once more with a larger budget if the first runs out."""
+    budget = budget if budget is not None else budgets.BUDGETS["inductive"]
     started = time.perf_counter()
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
     x = fresh("x")
     c0, ch0, s0 = z3.Ints("c0 ch0 s0")
-    solver.add(init(x), z3.Not(inv.at(x, c0, ch0, s0)))
-    return _decide(solver, inv, "Init", x, x, c0, ch0, s0, started)
+    for limit in (budget, budgets.RETRY * budget):
+        solver = z3.Solver()
+        solver.add(init(x), z3.Not(inv.at(x, c0, ch0, s0)))
+        outcome = _decide(solver, inv, "Init", x, x, c0, ch0, s0, started, budget=limit)
+        if outcome.status != UNKNOWN:
+            break
+    return outcome
 
 
 # The frame methods a step may read (``o.method``): relations that read a frame are proved one method
@@ -151,59 +155,56 @@ def prove_init(inv: Invariant, timeout_ms: int = TIMEOUT_MS) -> Outcome:
 _METHODS = tuple(range(1, 40))
 
 
-def prove_step(inv: Invariant, cls: type, helpers: Iterable[Invariant], timeout_ms: int = TIMEOUT_MS) -> Outcome:
+def prove_step(inv: Invariant, cls: type, helpers: Iterable[Invariant], budget: int | None = None) -> Outcome:
     """Inv and helpers and Action => Inv'. A relation that reads a frame is split by the frame's method,
-    each case in its own solver with the time limit; the obligation is proved when every case is."""
+    each case in its own solver with the budget; the obligation is proved when every case is."""
+    budget = budget if budget is not None else budgets.BUDGETS["inductive"]
     helpers = list(helpers)
     o = _transition(cls)[2]     # the shared terms, not a second set: term order sways Z3's search
     if "method" not in o:
-        return _prove_step_case(inv, cls, helpers, timeout_ms, None)
+        return _prove_step_case(inv, cls, helpers, budget, None)
     started = time.perf_counter()
     for m in _METHODS:
-        outcome = _prove_step_case(inv, cls, helpers, timeout_ms, m)
+        outcome = _prove_step_case(inv, cls, helpers, budget, m)
         if outcome.status != PROVED:
             outcome.seconds = time.perf_counter() - started
             outcome.counterexample.insert(0, f"case: frame method {m}")
             return outcome
-    outcome = _prove_step_case(inv, cls, helpers, timeout_ms, 0)
+    outcome = _prove_step_case(inv, cls, helpers, budget, 0)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
 
 # A step case Z3 gives up on is tried again with other random seeds. With "incomplete quantifiers" it
 # found a candidate model it could not check against a quantified hypothesis (usually a true
-# counterexample through a Lambda array); on a timeout its search went down a long path. Which
+# counterexample through a Lambda array); out of its budget, its search went down a long path. Which
 # candidate or path it meets first depends on the order its terms were made in, so the same
 # obligation could come back proved in 3 s in one process and unknown after 20 s in another that had
 # built other terms before (the whole test suite before tests/test_proofs_inductive.py); another seed
 # is another search, and an answer from any of them is as good as the first.
 #
-# The seeds' times are far apart: one planted fault's counterexample came in 0.06 s with one seed, in
-# 3 to 9 s with three others, and not within 60 s with two. So the seeds first get a short limit each
-# (every case of ``make verify`` but one is decided within 1.2 s), and only then the full one.
+# The seeds' work is far apart: one planted fault's counterexample came in 0.06 s with one seed, in
+# 3 to 9 s with three others, and not within 60 s with two. So the seeds first get the budget each,
+# and only then the first ones ``budgets.RETRY`` times the budget (the retry).
 _SEEDS = (0, 1, 2, 3)
 _FULL_SEEDS = (0, 1, 2)
-_SHORT_MS = 4_000
 
 
-def _attempts(timeout_ms: int) -> list[tuple[int, int]]:
-    """(seed, time limit) pairs, in the order tried: every seed briefly, then the first ones in full."""
-    short = [(seed, min(_SHORT_MS, timeout_ms)) for seed in _SEEDS]
-    if timeout_ms <= _SHORT_MS:
-        return short
-    return short + [(seed, timeout_ms) for seed in _FULL_SEEDS]
+def _attempts(budget: int) -> list[tuple[int, int]]:
+    """(seed, budget) pairs, in the order tried: every seed with the budget, then the first ones with
+    the larger one."""
+    return [(seed, budget) for seed in _SEEDS] + [(seed, budgets.RETRY * budget) for seed in _FULL_SEEDS]
 
 
-def _prove_step_case(inv: Invariant, cls: type, helpers: list[Invariant], timeout_ms: int,
+def _prove_step_case(inv: Invariant, cls: type, helpers: list[Invariant], budget: int,
                      method: int | None) -> Outcome:
     """One case of a step obligation: ``method`` fixes the frame read (0: any method outside _METHODS)."""
     started = time.perf_counter()
     x, a, o, t = _transition(cls)
     c0, ch0, s0 = z3.Ints("c0 ch0 s0")
     hints = [i.at(x, c0, ch0, s0) for i in (inv, *helpers)]         # the hypotheses at the witness
-    for seed, limit in _attempts(timeout_ms):
+    for seed, limit in _attempts(budget):
         solver = z3.Solver()
-        solver.set("timeout", limit)
         solver.set("random_seed", seed)
         solver.add(inv.holds(x), *[h.holds(x) for h in helpers], *hints, t.guard,
                    z3.Not(inv.at(t.after, c0, ch0, s0)))
@@ -211,7 +212,7 @@ def _prove_step_case(inv: Invariant, cls: type, helpers: list[Invariant], timeou
             solver.add(o.method == method)
         elif method == 0:
             solver.add(*[o.method != m for m in _METHODS])
-        outcome = _decide(solver, inv, cls.__name__, x, t.after, c0, ch0, s0, started)
+        outcome = _decide(solver, inv, cls.__name__, x, t.after, c0, ch0, s0, started, budget=limit)
         if outcome.status != UNKNOWN:
             break
     if outcome.status == COUNTEREXAMPLE:
@@ -249,7 +250,7 @@ def invariants_named(names: Iterable[str] = ()) -> list[Invariant]:
 
 
 def prove_all(invariants: Iterable[Invariant], actions: Iterable[type] | None = None,
-              timeout_ms: int = TIMEOUT_MS) -> list[Outcome]:
+              budget: int | None = None) -> list[Outcome]:
     """Every obligation of these invariants: Init, then each action (all spec actions by default).
 
     A helper may itself lean on the invariant it helps (``held_back_tags_issued`` and
@@ -261,7 +262,7 @@ def prove_all(invariants: Iterable[Invariant], actions: Iterable[type] | None = 
     out = []
     for inv in invariants:
         helpers = [known[h] for h in inv.helpers]
-        out.append(prove_init(inv, timeout_ms))
+        out.append(prove_init(inv, budget))
         for cls in classes:
-            out.append(prove_step(inv, cls, helpers, timeout_ms))
+            out.append(prove_step(inv, cls, helpers, budget))
     return out

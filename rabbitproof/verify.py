@@ -5,7 +5,10 @@ manifest; ``--update-manifest`` rewrites it), ``agreement`` (the Z3 model
 against spec/ on a sample of reachable states), ``proofs`` (the inductive obligations, printed as a
 table invariant x action), ``bmc`` (a bounded search for each hazard, replayed through the spec,
 its length beside the explorer's: ``proofs.bmc``), ``crosshair`` (CrossHair over the contracts of the spec's pure functions,
-``proofs.contracts``: one check per postcondition). ``--part`` runs one. Exits 1 on any failure or unknown, 2 on bad input.
+``proofs.contracts``: one check per postcondition). ``--part`` runs one. Every Z3 query is bounded by Z3's
+resource budget (``model.budgets``), not by time, so the results do not depend on the machine's load; a
+query still undecided after its retry is counted as unknown, neither passed nor failed. Exits 0 when
+every check passed, 1 on any failure, 3 when none failed but some are unknown, 2 on bad input.
 
 The parts run ``--jobs`` at a time (two with the local engine on a machine of two cores or more), each
 in a process of its own, longest first; each part's output is kept until the parts before it have
@@ -31,7 +34,7 @@ from rich.text import Text
 
 from rabbitproof.model.actions import RELATIONS
 from rabbitproof.model.agreement import Checker
-from rabbitproof.proofs.bmc import EXPECTED_UNKNOWN, FOUND, HAZARD_CONFIGS, check_hazard
+from rabbitproof.proofs.bmc import FOUND, HAZARD_CONFIGS, check_hazard
 from rabbitproof.proofs.bmc import UNKNOWN as BMC_UNKNOWN
 from rabbitproof.proofs.contracts import check_all, print_outcomes
 from rabbitproof.proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, invariants_named, prove_all
@@ -40,7 +43,7 @@ from rabbitproof.spark_check.engine import Engine
 from rabbitproof.spark_check.reductions import build_reduction, parse_reductions, written_for
 from rabbitproof.spec import configs, machine
 
-from rabbitproof import compiled
+from rabbitproof import compiled, exits
 from rabbitproof.extras import MissingExtra, require
 from rabbitproof.explore.standard import verify
 from rabbitproof import exits
@@ -53,7 +56,8 @@ LONGEST_FIRST = ("explore", "proofs", "bmc", "agreement", "crosshair")     # mea
 
 @dataclass
 class PartResult:
-    """One part's counts."""
+    """One part's counts: an unknown (the solver undecided within its budget, retried) is neither
+    passed nor failed."""
 
     part: str
     checks: int
@@ -61,11 +65,25 @@ class PartResult:
     failed: int
     unknown: int
     seconds: float
-    expected_unknown: int = 0           # unknowns listed with their reason (proofs.bmc.EXPECTED_UNKNOWN)
 
     @property
     def ok(self) -> bool:
-        return self.failed == 0 and self.unknown == self.expected_unknown and self.checks > 0
+        return self.failed == 0 and self.checks > 0
+
+    @property
+    def exit_code(self) -> int:
+        """exits.FOUND on a failure (or no check at all), UNDECIDED with unknowns, else NOTHING_FOUND."""
+        if not self.ok:
+            return exits.FOUND
+        return exits.UNDECIDED if self.unknown else exits.NOTHING_FOUND
+
+    @property
+    def verdict(self) -> Text:
+        if not self.ok:
+            return Text("FAIL", "bold red")
+        if self.unknown:
+            return Text("UNKNOWN", "bold yellow")
+        return Text("PASS", "bold green")
 
 
 def run_explore(console: Console, names: Sequence[str] = (), engine: Engine | None = None,
@@ -88,7 +106,7 @@ def run_agreement(console: Console, walks: int = 60, length: int = 40, seed: int
     rng = random.Random(seed)
     names = [n for n in configs.STANDARD if configs.get(n).category != "medium"]
     checker = Checker()
-    checks = passed = 0
+    checks = passed = unknown = 0
     for w in range(walks):
         config = configs.get(names[w % len(names)])
         state = machine.initial_states(config)[0]
@@ -97,13 +115,17 @@ def run_agreement(console: Console, walks: int = 60, length: int = 40, seed: int
                 checks += 1
                 if verdict.ok:
                     passed += 1
+                elif verdict.undecided:
+                    unknown += 1
+                    console.print(Text(f"agreement: {config.name}: {verdict.action!r}: unknown (the solver "
+                                       f"ran out of its budget twice)", "yellow"))
                 else:
                     console.print(Text(f"agreement: {config.name}: {verdict.action!r}: {verdict.problem}", "red"))
             enabled = machine.enabled(state, config)
             if not enabled:
                 break
             state = machine.step(state, rng.choice(enabled))[0]
-    return PartResult("agreement", checks, passed, checks - passed, 0, time.perf_counter() - started)
+    return PartResult("agreement", checks, passed, checks - passed - unknown, unknown, time.perf_counter() - started)
 
 
 def run_proofs(console: Console, invariants: Sequence[str] = (), actions: Sequence[str] = ()) -> PartResult:
@@ -125,7 +147,8 @@ def run_proofs(console: Console, invariants: Sequence[str] = (), actions: Sequen
     show(console, table)
     for o in outcomes:
         if o.status != PROVED:
-            console.print(Text(f"{o.invariant} x {o.action}: {o.status} ({o.seconds:.2f} s)", "bold red"))
+            console.print(Text(f"{o.invariant} x {o.action}: {o.status} ({o.seconds:.2f} s)",
+                               "bold red" if o.status == COUNTEREXAMPLE else "yellow"))
             for line in o.counterexample:
                 console.print(f"  {line}")
     return PartResult("proofs", len(outcomes), sum(o.status == PROVED for o in outcomes),
@@ -136,7 +159,8 @@ def run_proofs(console: Console, invariants: Sequence[str] = (), actions: Sequen
 def run_bmc(console: Console, hazards: Sequence[str] = ()) -> PartResult:
     """proofs.bmc for every hazard (or those named): a check passes when Z3 found an execution and
     the spec, replaying it, is enabled at every step and ends with the property false. A hazard the
-    bounded model does not reach, or whose replay fails, fails; one the solver could not decide is unknown."""
+    bounded model does not reach, or whose replay fails, fails; one the solver could not decide within its
+    budget is unknown."""
     started = time.perf_counter()
     outcomes = [check_hazard(h) for h in (hazards or HAZARD_CONFIGS)]
     table = Table(title="bounded model checking of the hazards (Z3, replayed through spec.machine.step)")
@@ -146,13 +170,12 @@ def run_bmc(console: Console, hazards: Sequence[str] = ()) -> PartResult:
     for o in outcomes:
         if o.ok:
             verdict = Text("found, replayed" + ("; shorter undecided" if o.detail else ""), "bold green")
-        elif o.status == BMC_UNKNOWN and o.hazard in EXPECTED_UNKNOWN:
-            verdict = Text("unknown (listed)", "yellow")
+        elif o.status == BMC_UNKNOWN:
+            verdict = Text("unknown", "yellow")
         else:
             verdict = Text(o.status, "bold red")
-        if o.detail or o.status == BMC_UNKNOWN and o.hazard in EXPECTED_UNKNOWN:
-            notes.append(f"{o.hazard}: {o.detail}" + (f"; listed: {EXPECTED_UNKNOWN[o.hazard]}"
-                                                       if o.hazard in EXPECTED_UNKNOWN and not o.ok else ""))
+        if o.detail:
+            notes.append(f"{o.hazard}: {o.detail}")
         table.add_row(o.hazard, o.config, "-" if o.length is None else str(o.length),
                       "-" if o.explorer_length is None else str(o.explorer_length), f"{o.seconds:.1f}", verdict)
     show(console, table)
@@ -163,14 +186,15 @@ def run_bmc(console: Console, hazards: Sequence[str] = ()) -> PartResult:
             console.print(Text(f"{o.hazard}: BMC found {o.length} steps, the explorer {o.explorer_length}", "yellow"))
     unknown = sum(o.status == BMC_UNKNOWN for o in outcomes)
     passed = sum(o.status == FOUND for o in outcomes)
-    expected = sum(o.status == BMC_UNKNOWN and o.hazard in EXPECTED_UNKNOWN for o in outcomes)
     return PartResult("bmc", len(outcomes), passed, len(outcomes) - passed - unknown, unknown,
-                      time.perf_counter() - started, expected_unknown=expected)
+                      time.perf_counter() - started)
 
 
 def run_crosshair(console: Console) -> PartResult:
     """proofs.contracts: every postcondition is a check; one with a counterexample fails, one CrossHair
-    did not report on fails too (silence is not a pass)."""
+    did not report on fails too (silence is not a pass); "not confirmed" (no counterexample within
+    CrossHair's limit of CPU time) passes, as a bounded search; a CrossHair that went wrong leaves its
+    postconditions unknown."""
     started = time.perf_counter()
     outcomes = check_all()
     print_outcomes(console, outcomes)
@@ -192,8 +216,7 @@ def print_summary(console: Console, results: Sequence[PartResult]) -> None:
         table.add_column(col, justify="left" if col in ("part", "verdict") else "right")
     for r in results:
         table.add_row(r.part, f"{r.checks:,}", f"{r.passed:,}", f"{r.failed:,}", f"{r.unknown:,}",
-                      f"{r.seconds:.1f}", Text("PASS" + (f" ({r.unknown} listed unknown)" if r.unknown else ""), "bold green")
-                      if r.ok else Text("FAIL", "bold red"))
+                      f"{r.seconds:.1f}", r.verdict)
     show(console, table)
 
 
@@ -271,7 +294,7 @@ def _checked(args: argparse.Namespace) -> Engine:
 
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
     """`rabbitproof verify`: the exit code (rabbitproof.exits: 0 every part passes, 1 one fails, 2 bad input,
-    3 undecided: Ctrl-C, or a solver's unknown that is not listed as expected and nothing failed)."""
+    3 undecided: Ctrl-C, or a check a solver left unknown within its budget and nothing failed)."""
     try:
         engine = _checked(args)
     except InputError as e:
@@ -317,27 +340,24 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
                                       "interrupted": False}, code)
         return code
     print_summary(console, results)
-    ok = all(r.ok for r in results)
     took = f" in {seconds:.0f} s" + (f", {jobs} parts at a time" if jobs > 1 else "")
-    console.print(Text(("verify: PASS" if ok else "verify: FAIL") + took, "bold green" if ok else "bold red"))
-    verdict_line(console, "verify", code, ", ".join(f"{r.part} {'PASS' if r.ok else 'FAIL'}" for r in results))
+    word, style = {exits.NOTHING_FOUND: ("PASS", "bold green"), exits.UNDECIDED: ("UNKNOWN", "bold yellow")}.get(
+        code, ("FAIL", "bold red"))
+    console.print(Text(f"verify: {word}" + took + (f" ({sum(r.unknown for r in results)} unknown)"
+                                                    if code == exits.UNDECIDED else ""), style))
+    verdict_line(console, "verify", code, ", ".join(f"{r.part} {r.verdict.plain}" for r in results))
     return code
 
 
 def exit_code(results: Sequence[PartResult]) -> int:
-    """1 when a check failed (or a part ran none), else 3 when a solver answered unknown where no unknown
-    is expected, else 0."""
-    if any(r.failed or r.checks == 0 for r in results):
-        return exits.FOUND
-    if any(r.unknown != r.expected_unknown for r in results):
-        return exits.UNDECIDED
-    return exits.NOTHING_FOUND
+    """1 when a check failed (or a part ran none), else 3 when a check is unknown, else 0."""
+    return exits.worst([r.exit_code for r in results])
 
 
 def parts_json(r: PartResult) -> dict:
     """One part's counts as data."""
     return {"part": r.part, "checks": r.checks, "passed": r.passed, "failed": r.failed, "unknown": r.unknown,
-            "expected_unknown": r.expected_unknown, "seconds": round(r.seconds, 1), "ok": r.ok}
+            "seconds": round(r.seconds, 1), "ok": r.ok, "verdict": r.verdict.plain}
 
 
 def run_part(part: str, args: argparse.Namespace, console: Console, engine: Engine | None,

@@ -670,3 +670,14 @@ def test_a_restart_that_keeps_revived_copies_gone_is_caught(monkeypatch):
         t = M.BrokerRestart(x, a, o)
         return M.Transition(t.guard, t.after.replace(gone_this_life=x.gone_this_life))
     _caught(monkeypatch, state, action, A.BrokerRestart, keeps)
+
+
+def test_a_pair_the_solver_does_not_decide_within_its_budget_is_neither_agreement_nor_a_problem():
+    """With a budget of one unit of Z3's work (retried with budgets.RETRY units) the solver decides
+    nothing: the verdict is undecided, with no problem and not ok; with the usual budget the same pair
+    agrees."""
+    config = configs.get("confirms")
+    state, action = _first_state(config, lambda a: isinstance(a, A.BrokerConfirm) and a.multiple)
+    verdict = Checker(budget=1).check(state, action, True)
+    assert verdict.undecided and verdict.problem == "" and not verdict.ok
+    assert Checker().check(state, action, True).ok

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import z3
 
@@ -109,7 +108,7 @@ def test_canonical_interleavings_keep_the_shortest_length():
 
 
 def test_the_prefetch_hazard_is_found_at_the_explorers_length_with_no_shorter_one():
-    o = bmc.check_hazard("outstanding_within_prefetch", deadline=time.perf_counter() + 3600)     # no time limit
+    o = bmc.check_hazard("outstanding_within_prefetch")
     assert o.status == bmc.FOUND and o.detail == "", o.detail
     assert o.length == o.explorer_length
 
@@ -124,17 +123,17 @@ def test_unknown_hazard_is_one_error_line_and_exit_code_2():
 
 def _giving_up_at(monkeypatch, bound, times: int):
     """The solver gives up on the query at ``bound`` (or at each of several bounds) the first ``times``
-    times it is asked (a query that runs out of time); every other query is Z3's own answer."""
+    times it is asked (a query that runs out of its budget); every other query is Z3's own answer."""
     bounds = (bound,) if isinstance(bound, int) else tuple(bound)
     asked = {"n": 0, **{b: 0 for b in bounds}}
     real = bmc.Unrolling.violation_within
 
-    def violation_within(self, prop, k, timeout_ms):
+    def violation_within(self, prop, k, budget):
         if k in bounds and asked[k] < times:
             asked[k] += 1
             asked["n"] += 1
-            return z3.unknown, "timeout"
-        return real(self, prop, k, timeout_ms)
+            return z3.unknown, "max. resource limit exceeded"
+        return real(self, prop, k, budget)
     monkeypatch.setattr(bmc.Unrolling, "violation_within", violation_within)
     return asked
 
@@ -172,3 +171,22 @@ def test_a_bound_left_undecided_is_reported(monkeypatch):
     status, actions, why = bmc.search("persistent_never_lost", config, max_steps=2)
     assert (status, actions) == (bmc.UNKNOWN, [])
     assert why == "the solver gave up at bound(s) 1 and found none at the others up to 2"
+
+
+def test_a_search_out_of_budget_at_every_bound_is_unknown_and_a_bound_is_retried_with_more(monkeypatch):
+    """With a budget of one unit no bound is decided: the outcome is unknown, not "not found"; a bound
+    passed over below a violation is asked again with budgets.RETRY times the budget, and decided then."""
+    config = configs.get("hazard_unconfirmed_lost")
+    status, actions, why = bmc.search("persistent_never_lost", config, max_steps=2, budget=1)
+    assert (status, actions) == (bmc.UNKNOWN, [])
+    assert why == "the solver gave up at bound(s) 1, 2 and found none at the others up to 2"
+    asked = []
+    real = bmc.Unrolling.violation_within
+
+    def violation_within(self, prop, k, budget):
+        asked.append((k, budget))
+        return real(self, prop, k, 1 if k == 2 and budget == 10_000_000 else budget)
+    monkeypatch.setattr(bmc.Unrolling, "violation_within", violation_within)
+    status, actions, why = bmc.search("persistent_never_lost", config, budget=10_000_000)
+    assert (status, len(actions), why) == (bmc.FOUND, 3, "")
+    assert asked == [(1, 10_000_000), (2, 10_000_000), (3, 10_000_000), (2, bmc.budgets.RETRY * 10_000_000)]

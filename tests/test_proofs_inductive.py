@@ -14,6 +14,7 @@ from pathlib import Path
 import z3
 
 from rabbitproof.model import actions as M
+from rabbitproof.model import budgets
 from rabbitproof.model import invariants as MI
 from rabbitproof.model.invariants import HELPERS, INVARIANTS, Invariant, _live_copies, init
 from rabbitproof.model.state import FIELDS, QUEUE, abstract
@@ -68,22 +69,23 @@ def test_every_invariant_is_proved_initially_and_for_every_fault():
     assert [(o.invariant, o.action, o.status) for o in outcomes if o.status != PROVED] == []
 
 
-def test_a_case_the_short_limit_leaves_undecided_is_decided_at_the_full_one(monkeypatch):
-    """Each step case tries its seeds with a short limit first, then with the full one: with the short
-    limit at 1 ms every brief attempt gives up, and the obligation is still proved."""
+def test_a_case_the_budget_leaves_undecided_is_decided_with_the_larger_one(monkeypatch):
+    """Each step case tries its seeds with the budget first, then the first seeds with budgets.RETRY
+    times it: with a budget of one unit every first attempt gives up, and the obligation is still
+    proved by a retry (RETRY set here so that the retry has the usual budget)."""
     inv = HELPERS["unwritten_copies_hold_their_confirm"]
     helpers = invariants_named(inv.helpers)
-    monkeypatch.setattr(inductive, "_SHORT_MS", 1)
+    monkeypatch.setattr(inductive.budgets, "RETRY", inductive.budgets.BUDGETS["inductive"])
     results = []
     real_decide = inductive._decide
 
-    def deciding(solver, *args):
-        outcome = real_decide(solver, *args)
+    def deciding(solver, *args, **kwargs):
+        outcome = real_decide(solver, *args, **kwargs)
         results.append(outcome.status)
         return outcome
     monkeypatch.setattr(inductive, "_decide", deciding)
-    assert prove_step(inv, A.BrokerDeliver, helpers).status == PROVED
-    # Every brief attempt gives up; then the full-limit seeds in turn, the first answer winning (which
+    assert prove_step(inv, A.BrokerDeliver, helpers, budget=1).status == PROVED
+    # Every first attempt gives up; then the retried seeds in turn, the first answer winning (which
     # seed is quick depends on the order the terms were built in, so any of them may be the one).
     assert results[:len(inductive._SEEDS)] == [UNKNOWN] * len(inductive._SEEDS)
     full = results[len(inductive._SEEDS):]
@@ -200,7 +202,7 @@ def test_init_holds_in_every_standard_initial_state():
         for state in machine.initial_states(configs.get(name)):
             solver = z3.Solver()
             solver.add(z3.Not(init(abstract(state))))
-            assert solver.check() == z3.unsat, name
+            assert budgets.check_twice(solver, "inductive") == z3.unsat, name
 
 
 # A planted wrong invariant of the queues (DU-4): "no queue is exclusive".
@@ -319,13 +321,12 @@ def _order_broken_by(method: int, requeued_behind_a_ready_copy: bool = False) ->
     x, a, o, t = _transition(A.BrokerTakeFrame)
     q, ahead, behind = z3.Ints("q0 ahead0 behind0")
     solver = z3.Solver()
-    solver.set("timeout", 20_000)
     solver.add(inv.holds(x), inv.at(x, q, ahead, behind), t.guard, z3.Not(inv.at(t.after, q, ahead, behind)),
                o.method == method, o.copies_added == z3.K(z3.IntSort(), z3.IntVal(0)))
     if requeued_behind_a_ready_copy:
         solver.add(ahead > behind, x.ready[q, ahead], z3.Not(x.ready[q, behind]),
                    t.after.ahead_in_queue[q, ahead, behind])
-    result = solver.check()
+    result = budgets.check_twice(solver, "inductive")
     assert result != z3.unknown
     return result == z3.sat
 
