@@ -76,10 +76,12 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
                                     invariants=why.invariants)
     open_safety = tuple(q.key for q in QUESTIONS if q.key in SAFETY and q.key not in answers)
     said: list[str] = []
+    interrupted = None
     if open_safety:
         budget = smaller_seconds if time_limit is None else min(time_limit, smaller_seconds)
-        found, said = search_smaller(setup, open_safety, budget)
-        for key, f in found.items():
+        searched_smaller = search_smaller(setup, open_safety, budget)
+        said, interrupted = searched_smaller.said, searched_smaller.interrupted
+        for key, f in searched_smaller.found.items():
             q = next(q for q in QUESTIONS if q.key == key)
             rules = tuple(r for r in dict.fromkeys(q.rules + rules_of_trace(f.trace)) if applies(r, setup))
             answers[key] = Answer(key, q.text, True, f.trace, rules, harmless(key, setup), method="found",
@@ -88,7 +90,7 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
     result, machine, config = None, None, None
     left = [q for q in QUESTIONS if q.key not in answers]
     large = too_large(setup)
-    if left and not large:
+    if left and not large and not interrupted:
         prepared = prepare(setup, engine, bounds, max_states)
         searched = check_setup(setup, engine, progress=progress, prepared=prepared, time_limit=time_limit)
         result, machine, config = searched.result, searched.machine, searched.config
@@ -105,7 +107,7 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
                                                                      "bounds printed")
     for q in left:
         if q.key not in answers:
-            reason = large + ("; no smaller setup searched showed it" if q.key in SAFETY else
+            reason = interrupted or large + ("; no smaller setup searched showed it" if q.key in SAFETY else
                               f"; no argument covers it here ({unmet(setup, q.key)})")
             answers[q.key] = Answer(q.key, q.text, None, None, tuple(r for r in q.rules if applies(r, setup)),
                                     method="undecided", how=f"{reason}; to try: {_what_to_try(q.key)}")

@@ -46,10 +46,14 @@ def checked_text(checked: Checked) -> str:
     """What "cannot happen" rests on, in one sentence."""
     r = checked.result
     if r is None:
+        if checked.machine is None:
+            return ("The setup is larger than the exhaustive search takes on: each answer is proved for every "
+                    "size, found in a smaller setup, or undecided, as said below each.")
+        if any(a.happens is None for a in checked.answers):
+            return ("Stopped before the exhaustive search: what no argument and no smaller setup answered is "
+                    "undecided, as said below each.")
         return ("No exhaustive search was needed: each answer is proved for every size or found in a smaller "
-                "setup, as said below each." if checked.machine is not None else
-                "The setup is larger than the exhaustive search takes on: each answer is proved for every size, "
-                "found in a smaller setup, or undecided, as said below each.")
+                "setup, as said below each.")
     if not r.complete:
         text = (f"The search stopped at {r.distinct_states:,} states ({r.error}): the questions it had not "
                 "answered yet are undecided")

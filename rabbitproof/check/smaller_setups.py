@@ -204,18 +204,28 @@ def replay(smaller: Smaller, trace: Trace, question: str) -> Trace | None:
     return Trace(tuple(steps), repr(there))
 
 
+@dataclass
+class Searched:
+    """What the smaller setups gave: the executions found, what the searches could not do (a setup cut
+    short, a replay refused), in words, and the interruption (Ctrl-C) that stopped them, if one did."""
+
+    found: dict[str, Found]
+    said: list[str]
+    interrupted: str | None = None
+    setups: int = 0
+
+
 def search_smaller(full: Setup, questions: tuple[str, ...], time_limit: float,
-                   each: float = 60.0) -> tuple[dict[str, Found], list[str]]:
+                   each: float = 60.0) -> Searched:
     """Search the smaller setups of ``full``, smallest first, for an execution of each of ``questions``
     (of SAFETY), within ``time_limit`` seconds in all and ``each`` seconds a setup; a question is answered
-    by the first execution that replays in ``full``. What was found, and what the searches could not do
-    (a setup cut short, a replay refused), in words."""
+    by the first execution that replays in ``full``."""
     from rabbitproof.check.answers import ACTION_TYPES, DEFAULT_REDUCTIONS, machine_for
     from rabbitproof.check.questions import PROPERTIES, QUESTIONS
 
     wanted = [q for q in questions if q in SAFETY]
-    found: dict[str, Found] = {}
-    said: list[str] = []
+    out = Searched({}, [])
+    found, said = out.found, out.said
     start = time.monotonic()
     names = {q.key: q.prop.name for q in QUESTIONS if q.prop is not None}
     for smaller in smaller_setups(full):
@@ -228,8 +238,12 @@ def search_smaller(full: Setup, questions: tuple[str, ...], time_limit: float,
         engine = LocalEngine(reductions=DEFAULT_REDUCTIONS)
         build_reduction(engine.reductions, machine, config)
         result = engine.explore(machine, config, PROPERTIES, action_types=ACTION_TYPES, time_limit=min(each, left))
+        out.setups += 1
         if result.error is not None and not stopped_short(result.error):
             raise RuntimeError(f"exploring a smaller setup of {full.source} failed: {result.error}")
+        if result.error is not None and result.error.startswith("interrupted"):
+            out.interrupted = f"the search of a smaller setup ({smaller.text()}) was {result.error}"
+            break
         if not result.complete:
             said.append(f"the smaller setup ({smaller.text()}) was cut short at {result.distinct_states:,} states")
         verdicts = {p.name: p for p in result.properties}
@@ -244,4 +258,4 @@ def search_smaller(full: Setup, questions: tuple[str, ...], time_limit: float,
                 continue
             found[question] = Found(question, trace, smaller, result.distinct_states, result.seconds)
             wanted.remove(question)
-    return found, said
+    return out
