@@ -49,7 +49,8 @@ at its receipt (automatic acks), or at the work of a consumer that works before 
 again needs a second delivery of the same message, or a second copy of it. Copies come only from a
 publisher that republishes. A second delivery of a message already acked needs the ack not taken by the
 broker before a requeue: a connection lost or vanished with the ack in flight, a broker's channel error
-(which ignores the acks on their way, ER-1), or a crash that restores it from disk (DU-3); a consumer's
+(which ignores the acks on their way, ER-1), or a crash that restores it from disk (DU-3: only a
+persistent message in a durable queue is restored, so a crash counts only where the setup has both); a consumer's
 own channel close keeps the acks sent before it (RQ-4). Received in automatic mode, a message is gone
 from the broker but for a crash (DU-3). A consumer that works before it acks has processed a message it
 has not acked yet: any requeue of it (its own close, a nack or reject, a fault) brings it back
@@ -63,7 +64,8 @@ DS-1). A consumer sees them out of that order only if one comes back to a queue 
 others: a requeue (RQ-1, RQ-3) or a dead-lettering, whose order is that of the rejections, not the
 publication; or a copy republished after later messages. Conditions: ``no_republish``,
 ``no_requeue_at_all`` (no consumer requeues or closes its channel on failure, no fault that requeues:
-a channel or connection lost or closed, a vanished client, a crash), ``no_dead_letter``.
+a channel or connection lost or closed, a vanished client, a crash that restores persistent messages of a
+durable queue), ``no_dead_letter``.
 """
 from __future__ import annotations
 
@@ -120,7 +122,17 @@ def dead_letter_cycle(setup: Setup) -> bool:
 
 
 def _faults(setup: Setup, *names: str) -> bool:
-    return any(getattr(setup.faults, n) for n in names)
+    """Whether any of the faults ``names`` may happen; a crash counts only where it can bring a message back:
+    a restart restores only persistent messages of durable queues (DU-2, DU-3), and takes away the rest."""
+    on = [n for n in names if getattr(setup.faults, n)]
+    if on == ["broker_crash"]:
+        return crash_restores(setup)
+    return bool(on)
+
+
+def crash_restores(setup: Setup) -> bool:
+    """Whether a crash can bring a message back: some queue is durable and some publisher persistent."""
+    return any(q.durable for q in setup.queues) and any(p.persistent for p in setup.publishers)
 
 
 NO_REQUEUE_ON_FAILURE = Condition(
@@ -139,7 +151,8 @@ NO_REPUBLISH = Condition(
 LOSES_AN_ACK = ("network_loss", "consumer_connection_lost", "consumer_vanishes", "client_vanishes",
                 "consumer_channel_error", "broker_crash")
 NO_FAULT_LOSES_AN_ACK = Condition(
-    "no_fault_loses_an_ack", "no lost or vanished connection, no channel error, no broker crash",
+    "no_fault_loses_an_ack", "no lost or vanished connection, no channel error, no broker crash that restores "
+                             "messages (persistent ones in a durable queue)",
     lambda s: not _faults(s, *LOSES_AN_ACK))
 WORK_BEFORE_ACK_NEVER_RETURNED = Condition(
     "work_before_ack_never_returned",
