@@ -16,8 +16,9 @@ from rabbitproof.check.answers import DEFAULT_REDUCTIONS, Prepared, check_setup,
 from rabbitproof.check.by_argument import ARGUMENTS, argued, dead_letter_cycle
 from rabbitproof.check.cycles import SetupFairness
 from rabbitproof.check.methods import answer_setup
-from rabbitproof.check.questions import SetupMachine
+from rabbitproof.check.questions import QUESTIONS, SetupMachine
 from rabbitproof.check.setup_file import SetupError, parse_setup
+from tests.test_check import EXAMPLES, EXPECTED
 
 CANNOT, CAN = "cannot happen", "can happen"
 
@@ -218,3 +219,35 @@ def random_setups(count: int) -> list[str]:
 def test_setups_drawn_at_random_get_the_search_s_answers(n):
     """A few in `make test`; RABBITPROOF_RANDOM_SETUPS=60 runs sixty (seeded, so the same ones each time)."""
     held_to_the_search(random_setups(n + 1)[n])
+
+
+# --- the examples and the mixed setups ------------------------------------------------------------
+
+MIXED = sorted((EXAMPLES.parent / "tests" / "fixtures" / "mixed_setups").glob("*.toml"))
+KEYS = [q.key for q in QUESTIONS]
+
+
+def test_every_argued_answer_of_an_example_is_the_pinned_one():
+    argued_any = 0
+    for name, answers in EXPECTED.items():
+        setup = parse_setup((EXAMPLES / f"{name}.toml").read_text(), f"{name}.toml")
+        for key, verdict in zip(KEYS, answers):
+            if argued(setup, key) is not None:
+                argued_any += 1
+                assert verdict == CANNOT, (name, key)
+    assert argued_any > len(EXPECTED)           # most examples have several answers argued
+
+
+ALL = [EXAMPLES / f"{name}.toml" for name in sorted(EXPECTED)] + MIXED
+
+
+@pytest.mark.parametrize("path", ALL if os.environ.get("RABBITPROOF_ALL_SETUPS") else MIXED[:2],
+                         ids=lambda p: p.stem)
+def test_check_s_road_gives_the_search_s_answers(path):
+    """`check`'s three methods give every example and mixed setup the answers the exhaustive search gives
+    (two mixed setups in `make test`; RABBITPROOF_ALL_SETUPS=1 runs them all)."""
+    text = path.read_text()
+    setup = parse_setup(text, path.name)
+    road = answer_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS), smaller_seconds=60)
+    truth = searched(text)
+    assert [a.verdict for a in road.answers] == [truth[k] for k in KEYS]
