@@ -159,8 +159,9 @@ FAULT_CHOICES = ("consumer_channel_lost", "consumer_channel_error", "consumer_co
 
 
 def random_setup(rng: random.Random) -> str:
-    """One or two publishers of one or two messages in all, one or two consumers, one queue (a
-    dead-letter queue sometimes), at most one fault: small enough to search in full in seconds."""
+    """One or two publishers of one or two messages in all, one or two consumers (three clients at most),
+    one queue (a dead-letter queue sometimes), at most one fault: small enough to search in full in
+    seconds."""
     publishers = []
     for n in range(rng.choice((1, 1, 2))):
         mode = rng.choice(("confirms", "confirms", "transactions", "none"))
@@ -173,7 +174,7 @@ def random_setup(rng: random.Random) -> str:
     if len(publishers) == 1 and rng.random() < 0.5:
         publishers[0]["messages"] = 2
     consumers = []
-    for n in range(rng.choice((1, 1, 2))):
+    for n in range(rng.choice((1, 1, 2)) if len(publishers) == 1 else 1):
         keys = {"acks": rng.choice(("manual", "manual", "manual", "automatic"))}
         if keys["acks"] == "manual":
             keys["on_failure"] = rng.choice(("none", "none", "nack-requeue", "reject-drop", "close-channel"))
