@@ -56,7 +56,16 @@ TWO = {**CONFIRMED, "messages": 2}
 PREFETCH_1 = {"prefetch": 1}
 
 # question -> (the covered setup, {condition: a setup breaking that condition alone})
+TX = {"transactions": True}
+TRANSIENT = {"jobs": {}}
 DROPS = {
+    "lost": (setup_text((TX,), ({},), TRANSIENT, ("network_loss",)), {
+        "confirmed_or_committed": setup_text(({},), ({},), TRANSIENT, ("network_loss",)),
+        "no_crash": setup_text((TX,), ({},), TRANSIENT, ("broker_crash",)),
+        "shared_no_dead_letter": setup_text((TX,), ({},), {"jobs": {"exclusive": True}},
+                                            ("consumer_connection_lost",)),
+        "manual_never_drops": setup_text((TX,), ({"on_failure": "nack-drop"},), TRANSIENT, ("network_loss",)),
+    }),
     "loop": (setup_text((CONFIRMED,), ({},)), {
         "no_requeue_on_failure": setup_text((CONFIRMED,), ({"on_failure": "nack-requeue"},)),
         "no_close_on_failure": setup_text((CONFIRMED,), ({"on_failure": "close-channel"},)),

@@ -14,6 +14,17 @@ the clients' steps, per queue for deliveries, the disk's writes and a restart as
 fairness between two consumers of one queue: RabbitMQ's round-robin is not modelled as a promise that
 each consumer gets a turn, so no argument here uses one).
 
+**Lost**, beyond rabbitproof.check.for_every_size's shape (which covers crashes with persistent
+messages in durable queues), where the broker does not crash: a publisher with confirms believes a
+message delivered at its basic.ack, one with transactions at the tx.commit-ok of the commit holding it;
+either way its queue, which always exists (shared, declared from the start, never deleted), took a copy
+(TX-1, PC-3, PC-4). ``copies_conserved`` (proved by Z3 for every size) says every copy a queue took is
+live or gone with a recorded fate; with no crash, manual acks, nothing dropped and no dead-letter queue,
+the only fate left is "acknowledged", which is processed. So no believed message is lost, whether the
+messages are persistent or not. A mandatory publish changes nothing here: the queue exists, so nothing
+is returned. Conditions: ``confirmed_or_committed``, ``no_crash``, ``shared_no_dead_letter``,
+``manual_never_drops``.
+
 **Loop** (a message handed out again and again, never processed). A message goes from its queue to a
 consumer only by a delivery (basic.deliver or basic.get-ok), and comes back to a queue only by a
 requeue (RQ-4) or a dead-lettering (ACK-6). A requeue needs a nack or reject with requeue (ACK-5), a
@@ -95,6 +106,7 @@ class Argument:
     question: str
     by: str
     conditions: tuple[Condition, ...]
+    invariants: tuple[str, ...] = ()        # the invariants proved by Z3 (model/invariants.py) it rests on
 
     def covers(self, setup: Setup) -> bool:
         return all(c.holds(setup) for c in self.conditions)
@@ -168,7 +180,21 @@ NO_REQUEUE_AT_ALL = Condition(
 NO_DEAD_LETTER = Condition(
     "no_dead_letter", "no dead-letter queue", lambda s: not any(q.dead_letter for q in s.queues))
 
+CONFIRMED_OR_COMMITTED = Condition(
+    "confirmed_or_committed", "every publisher uses confirms or transactions",
+    lambda s: all(p.confirms or p.transactions for p in s.publishers))
+NO_CRASH = Condition("no_crash", "the broker does not crash", lambda s: not s.faults.broker_crash)
+SHARED_NO_DEAD_LETTER = Condition(
+    "shared_no_dead_letter", "every queue is shared with no dead-letter queue",
+    lambda s: all(not q.exclusive and not q.dead_letter for q in s.queues))
+MANUAL_NEVER_DROPS = Condition(
+    "manual_never_drops", "every consumer acks manually and never drops a message",
+    lambda s: all(c.acks == "manual" and c.on_failure not in ("nack-drop", "reject-drop") for c in s.consumers))
+
 ARGUMENTS: tuple[Argument, ...] = (
+    Argument("lost", "a message believed delivered was taken by its queue, and with no crash no copy a queue "
+                     "took is gone but acknowledged", (CONFIRMED_OR_COMMITTED, NO_CRASH, SHARED_NO_DEAD_LETTER,
+                                                      MANUAL_NEVER_DROPS), ("copies_conserved",)),
     Argument("loop", "every requeue needs a fault, and each fault happens at most once",
              (NO_REQUEUE_ON_FAILURE, NO_CLOSE_ON_FAILURE, NO_DEAD_LETTER_CYCLE)),
     Argument("waits", "every step that answers a publish or a commit is fair and stays possible until taken",
@@ -204,5 +230,5 @@ def argued(setup: Setup, question: str) -> Argued | None:
         return Argued(question, "proved invariants", proved.invariants, proved.shape)
     for argument in ARGUMENTS:
         if argument.question == question and argument.covers(setup):
-            return Argued(question, argument.by, (), argument.shape)
+            return Argued(question, argument.by, argument.invariants, argument.shape)
     return None
