@@ -449,7 +449,7 @@ def test_ctrl_c_prints_the_answers_so_far_without_a_traceback(tmp_path):
                              stderr=subprocess.PIPE, text=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        child.wait(timeout=4)
+        child.wait(timeout=10)          # past the imports, even on a loaded machine
     except subprocess.TimeoutExpired:
         child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=120)
