@@ -44,6 +44,9 @@ class Answer:
     trace: Trace | None
     rules: tuple[str, ...]          # the question's rules, then those of the actions its trace takes
     harmless: str = ""              # why a "can happen" does no harm in this setup (not a failure)
+    method: str = "exhaustive"      # how it was obtained: proved, found, exhaustive, undecided (rabbitproof.check.methods)
+    how: str = ""                   # the argument or invariants, the smaller setup, or the reason, in words
+    invariants: tuple[str, ...] = ()    # the proved invariants a "proved" answer rests on, if any
 
     @property
     def verdict(self) -> str:
@@ -52,13 +55,16 @@ class Answer:
 
 @dataclass(frozen=True)
 class Checked:
-    """A setup, the configuration it explored as, the exploration, and the answers."""
+    """A setup, the configuration it explored as, the exploration, and the answers. ``result`` (and
+    ``config``, ``machine`` for a setup beyond the search's bounds) is None where no exhaustive search ran:
+    every answer came from an argument or a smaller setup (rabbitproof.check.methods)."""
 
     setup: Setup
-    config: Config
-    result: ExplorationResult
+    config: Config | None
+    result: ExplorationResult | None
     answers: tuple[Answer, ...]
-    machine: SetupMachine
+    machine: SetupMachine | None
+    seconds: float | None = None        # all methods together, where rabbitproof.check.methods answered
 
     @property
     def failing(self) -> tuple[str, ...]:
@@ -177,12 +183,16 @@ def answer(question: Question, result: ExplorationResult, setup: Setup) -> Answe
     verdict = next(p for p in result.properties if p.name == question.name)
     trace = verdict.trace
     happens = True if verdict.found else (False if verdict.decided else None)
-    if happens is None and proved_for(setup, question.key) is not None:
+    proved = proved_for(setup, question.key)
+    if happens is None and proved is not None:
         happens = False
     rules = tuple(r for r in dict.fromkeys(question.rules + rules_of_trace(trace if happens else None))
                   if applies(r, setup))
+    method = "proved" if proved is not None and happens is False else \
+        ("undecided" if happens is None else "exhaustive")
     return Answer(question.key, question.text, happens, trace if happens else None, rules,
-                  harmless(question.key, setup) if happens else "")
+                  harmless(question.key, setup) if happens else "", method=method,
+                  invariants=proved.invariants if method == "proved" else ())
 
 
 def harmless(key: str, setup: Setup) -> str:

@@ -15,8 +15,9 @@ from rabbitproof.spark_check.bundle import InputError
 from rabbitproof.spark_check.engines import ENGINES
 from rabbitproof.spec.configs import ConfigError
 
-from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, prepare, setup_name
+from rabbitproof.check.answers import DEFAULT_REDUCTIONS, prepare, setup_name
 from rabbitproof.check.junit import check_junit_path, write_junit
+from rabbitproof.check.methods import answer_setup, too_large
 from rabbitproof.check.report import checked_json, exit_code, print_checked, verdict_detail, write_charts
 from rabbitproof.check.setup_file import read_setup
 from rabbitproof.check.whatif import try_changes
@@ -75,7 +76,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
     engine = build_engine(args.engine, master=args.master, reductions=reductions_of(args.reduce),
                           driver_core_edges=args.driver_core_edges)
     try:
-        prepared = prepare(setup, engine, bounds, args.max_states)
+        if not too_large(setup):
+            prepare(setup, engine, bounds, args.max_states)
     except (ConfigError, ValueError) as e:
         raise InputError(str(e).splitlines()[0]) from None
     if not args.replay:
@@ -90,8 +92,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
 
     try:
         with progress(setup_name(setup)) as display:
-            checked = check_setup(setup, engine, progress=display.callback, prepared=prepared,
-                                  time_limit=args.time_limit)
+            checked = answer_setup(setup, engine, bounds=bounds, max_states=args.max_states,
+                                   progress=display.callback, time_limit=args.time_limit)
         tried = ()
         if not args.no_advice:
             tried = try_changes(checked, engine, bounds=bounds, max_states=args.max_states,

@@ -25,8 +25,9 @@ words:
    to a durable queue is lost in a crash.
 
 So a believed message is always live or processed, for any number of messages; the exploration checks
-the same on this setup's bounds. The other questions, and "lost" for other shapes, have no such
-implication: their "cannot happen" holds within the bounds named in the report.
+the same on this setup's bounds. The other questions have arguments of their own, for the shapes they
+name (rabbitproof.check.by_argument); elsewhere a "cannot happen" holds within the bounds named in the
+report.
 """
 from __future__ import annotations
 

@@ -68,9 +68,22 @@ def bounds_text(checked: Checked) -> str:
             + (f"faults: {', '.join(faults)} (each at most once)" if faults else "no faults"))
 
 
+METHOD_TITLES = {"proved": "proved for every size", "found": "found in a smaller setup",
+                 "exhaustive": "exhaustive search", "undecided": "undecided"}
+
+
 def checked_text(checked: Checked) -> str:
     """What "cannot happen" rests on, in one sentence."""
     r = checked.result
+    if r is None:
+        if checked.machine is None:
+            return ("The setup is larger than the exhaustive search takes on: each answer is proved for every "
+                    "size, found in a smaller setup, or undecided, as said below each.")
+        if any(a.happens is None for a in checked.answers):
+            return ("Stopped before the exhaustive search: what no argument and no smaller setup answered is "
+                    "undecided, as said below each.")
+        return ("No exhaustive search was needed: each answer is proved for every size or found in a smaller "
+                "setup, as said below each.")
     if not r.complete:
         text = (f"The search stopped at {r.distinct_states:,} states ({r.error}): the questions it had not "
                 "answered yet are undecided")
@@ -112,7 +125,7 @@ def sure_text(checked: Checked) -> str:
 def reach(checked: Checked, key: str) -> str:
     """How a proved "cannot happen" stands beside the search: checked by it too, or left to the proof (the
     search keeps no beliefs where the proof covers "lost": rabbitproof.check.answers.keeps_beliefs)."""
-    if key == "lost" and not checked.machine.beliefs:
+    if key == "lost" and checked.machine is not None and not checked.machine.beliefs:
         return "is proved for any number of messages, so the search did not look for it"
     return "holds for any number of messages too"
 
@@ -150,15 +163,21 @@ def covered_text(checked: Checked) -> str:
 def print_checked(console: Console, checked: Checked, tried: Sequence[Tried], charts: dict[str, Path]) -> None:
     """The report: one row per question, then each execution that makes a question fail, then advice."""
     r = checked.result
-    console.print(Text(f"{checked.setup.source}: {r.distinct_states:,} states, depth {r.depth}, "
-                       f"{r.seconds:.1f} s ({r.engine} engine)", style="bold"))
-    table = new_table(console, "#", "question", "answer", "rules", right=("#",), whole=("answer",))
+    if r is None:
+        console.print(Text(f"{checked.setup.source}: {checked.seconds or 0:.1f} s, no exhaustive search", style="bold"))
+    else:
+        console.print(Text(f"{checked.setup.source}: {r.distinct_states:,} states, depth {r.depth}, "
+                           f"{r.seconds:.1f} s ({r.engine} engine)", style="bold"))
+    table = new_table(console, "#", "question", "answer", "how", "rules", right=("#",), whole=("answer",))
     for n, a in enumerate(checked.answers, 1):
         shown = Text(f"{a.verdict}, harmless", style="yellow") if a.harmless else \
             Text(a.verdict, style=VERDICT_STYLE[a.verdict])
-        table.add_row(str(n), a.question, shown, ", ".join(a.rules))
+        table.add_row(str(n), a.question, shown, METHOD_TITLES[a.method], ", ".join(a.rules))
     show(console, table)
     console.print(Text(checked_text(checked), style="dim"))
+    for n, a in enumerate(checked.answers, 1):
+        if a.how:
+            console.print(Text(f"{n}. {TITLES[a.key]}: {a.how}.", style="dim"))
     for note in notes(checked.setup):
         console.print(Text(f"Note: {note}.", style="dim"))
     if any(a.trace is not None for a in checked.answers):
@@ -235,20 +254,20 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
     r = checked.result
     plain = plain_names(checked.setup)
     proved = proved_answers(checked)
+    fair = [] if checked.machine is None else checked.machine.fairness(checked.config).classes
     return {
         "setup": checked.setup.source,
-        "engine": r.engine,
-        "distinct_states": r.distinct_states,
-        "depth": r.depth,
-        "seconds": round(r.seconds, 3),
-        "complete": r.complete,
-        "error": r.error,
+        "engine": r.engine if r else None,
+        "distinct_states": r.distinct_states if r else 0,
+        "depth": r.depth if r else 0,
+        "seconds": round(r.seconds if r else checked.seconds or 0.0, 3),
+        "complete": r.complete if r else None,
+        "error": r.error if r else None,
         "checked": checked_text(checked),
-        "fair": [re.sub(r"\bc\d+\b", lambda m: plain.get(m.group(0), m.group(0)), text)
-                 for text in checked.machine.fairness(checked.config).classes],
+        "fair": [re.sub(r"\bc\d+\b", lambda m: plain.get(m.group(0), m.group(0)), text) for text in fair],
         "notes": list(notes(checked.setup)),
         "bounds": {"messages": {p.name: p.messages for p in checked.setup.publishers},
-                   "requeues": checked.config.requeues,
+                   "requeues": checked.config.requeues if checked.config else None,
                    "faults": [k for k, on in vars(checked.setup.faults).items() if on]},
         "passed": not checked.failing,
         "reductions": list(r.reductions),
@@ -259,7 +278,8 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
              "trace": trace_object(a.trace, HARMS.get(a.key, "")),
              "chart": str(charts[a.key]) if a.key in charts else None,
              "prevented_by": [t.change.key for t in tried if a.key in t.fixes],
-             "for_every_size": list(proved[a.key].invariants) if a.key in proved else None}
+             "for_every_size": list(proved[a.key].invariants) if a.key in proved else None,
+             "method": a.method, "how": a.how or None}
             for a in checked.answers
         ],
         "what_if": [

@@ -108,18 +108,21 @@ def erring(setup: Setup) -> tuple[bool, ...]:
     return tuple(c.name in setup.faults.channel_error for c in setup.publishers + setup.consumers)
 
 
-def to_config(setup: Setup, name: str = "setup") -> Config:
-    """The spec configuration that explores this setup."""
+def to_config(setup: Setup, name: str = "setup", prefetch_for: int | None = None) -> Config:
+    """The spec configuration that explores this setup; ``prefetch_for``: the number of publishes that
+    decides whether a prefetch binds (by default the setup's own): a smaller setup searched on behalf of a
+    larger one (rabbitproof.check.smaller_setups) sets its consumers' prefetch as the larger one does."""
     queues = queue_specs(setup)
     index = {q.name: i for i, q in enumerate(setup.queues)}
     exclusive = {q.name for q in setup.queues if q.exclusive}
     faults = setup.faults
     messages = publishes(setup)
+    binding = messages if prefetch_for is None else prefetch_for
     roles = {}
     for c, publisher in enumerate(setup.publishers):
         roles[(c, 1)] = publisher_role(publisher, index[publisher.queue])
     for n, consumer in enumerate(setup.consumers, start=len(setup.publishers)):
-        roles[(n, 1)] = consumer_role(consumer, index[consumer.queue], consumer.queue in exclusive, faults, messages)
+        roles[(n, 1)] = consumer_role(consumer, index[consumer.queue], consumer.queue in exclusive, faults, binding)
     requeueing = any(c.on_failure.endswith("requeue") or c.on_failure == "close-channel" for c in setup.consumers)
     # A consumer that closes its channel on failure does so at every failure: as many closes as requeues
     # are explored, so that a message failing each time comes back again (RQ-4, RQ-6); the fault adds one.
@@ -137,7 +140,7 @@ def to_config(setup: Setup, name: str = "setup") -> Config:
         losses=int(bool(faults.connection_closed)),
         vanishes=int(bool(faults.host_vanished)), channel_errors=channel_errors,
         crashes=int(faults.broker_crash), failures=int(faults.queue_refuses),
-        qos=sum(1 for c in setup.consumers if binding_prefetch(c, messages))
+        qos=sum(1 for c in setup.consumers if binding_prefetch(c, binding))
         * (1 + closes + reconnects + channel_errors + int(faults.broker_crash)),
         gets=polls(setup, messages, requeues),
         deadlock_is_error=False, category="setup")

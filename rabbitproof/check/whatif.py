@@ -152,7 +152,7 @@ def try_changes(checked: Checked, engine: Engine, *, bounds: Mapping[str, Any] |
     stop at the first whose search is cut short (its state cap, ``time_limit``, Ctrl-C).
     ``display_for(change)`` gives a context manager whose ``callback`` receives the progress."""
     failing = set(checked.failing)
-    if not failing or not checked.result.complete:
+    if not failing or checked.result is None or not checked.result.complete:
         return ()
     out = []
     for change in single_changes(checked.setup):
