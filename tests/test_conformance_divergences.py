@@ -109,3 +109,18 @@ def test_a_broker_that_deadlocks_is_reported_with_the_other_findings(tmp_path):
 def test_every_divergence_patch_applies_once(tmp_path):
     make_copy(DIVERGENCES, tmp_path)        # StalePatch when an old text does not occur exactly once
     assert len(DIVERGENCES) >= 10 and len({d.name for d in DIVERGENCES}) == len(DIVERGENCES)
+
+
+ALLOWED = [d for d in DIVERGENCES if d.kind == "allowed"]
+
+
+@pytest.mark.parametrize("divergence", ALLOWED, ids=[d.name for d in ALLOWED])
+def test_what_amqp_leaves_open_is_allowed_by_the_standard_dialect_only(divergence, tmp_path):
+    with planted([divergence.name], tmp_path) as broker:
+        code, standard = conformance(broker)
+        rabbitmq_code, rabbitmq = conformance(broker, "--dialect", "rabbitmq")
+    assert code == 0 and standard["findings"] == [], [(f["rules"], f["statement"]) for f in standard["findings"]]
+    [difference] = standard["allowed_differences"]
+    assert difference["count"] >= 1 and "RabbitMQ 3.10.8" in difference["statement"]
+    assert rabbitmq_code == 1 and rabbitmq["allowed_differences"] == []
+    assert [f["rules"] for f in rabbitmq["findings"]] == [["ER-2"]]

@@ -76,7 +76,6 @@ UNOBSERVABLE = {
     "PF-5": "it allows deliveries already sent beyond a lowered bound: nothing a broker does can break it",
     "TX-9": "it allows any subset of a transaction after a crash: nothing a broker does can break it",
     "PC-6": "a nack needs a queue that fails to take a message, which no client can cause",
-    "ER-3": "a broker crash is seen as a lost connection, judged by the rule of the step that caused it",
 }
 
 # Rules only programs that crash the broker can show (--kill-cmd and --start-cmd).

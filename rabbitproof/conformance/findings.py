@@ -187,3 +187,45 @@ def _rejection(verdict, program: P.Program) -> Diagnosis:
         return found(("ER-2",), f"the broker stays silent where it owes {owed[0] if owed else 'a reply'}",
                      "silent", owed[0] if owed else "")
     return found(("ER-2",), f"{method} where the spec allowed: {'; '.join(verdict.allowed[:2])}", "unexpected")
+
+
+# What AMQP 0-9-1 leaves open and RabbitMQ 3.10.8 decides one way: the standard dialect takes either
+# (docs/reference/conformance.md lists them). Each is (the method the client sent, the reply RabbitMQ
+# gives, the reply codes the standard also allows, why).
+OPEN_IN_AMQP = (
+    ("queue.delete", "queue.delete-ok", ("404",),
+     "queue.delete of a queue that does not exist answered 404 NOT_FOUND (AMQP 0-9-1's must-exist rule; "
+     "RabbitMQ 3.10.8 answers delete-ok)"),
+    ("queue.declare", "channel.close", ("405", "406"),
+     "a redeclare with another exclusive flag refused with another channel error than RabbitMQ 3.10.8's 405 "
+     "(AMQP 0-9-1 asks only for a channel exception)"),
+)
+
+
+def allowed_difference(outcome, program: P.Program) -> str:
+    """For a rejection, the difference AMQP 0-9-1 allows that it is ("" when it is none): the broker
+    closed the channel where RabbitMQ answers otherwise, in a case AMQP 0-9-1 leaves open."""
+    if outcome.status != REJECTED:
+        return ""
+    verdict = outcome.judgement.verdict
+    observation = verdict.observation
+    if observation[:1] != ("received",):
+        return ""
+    direction, method, fields = parse(f"received {frame_text(observation[1])}")
+    if method != "channel.close":
+        return ""
+    sent = ""
+    for earlier in reversed(outcome.judgement.recording.observations[verdict.conn][:verdict.index]):
+        if earlier[0] == "sent" and earlier[1].channel == observation[1].channel:
+            sent = parse(f"sent {frame_text(earlier[1])}")[1]
+            break
+    allowed = [parse(text) for text in verdict.allowed]
+    for asked, rabbitmq_reply, codes, why in OPEN_IN_AMQP:
+        if sent != asked or fields.get("reply_code") not in codes:
+            continue
+        replies = [a for a in allowed if a[0] == "received" and a[1] == rabbitmq_reply]
+        if rabbitmq_reply == "channel.close":
+            replies = [a for a in replies if a[2].get("reply_code") in codes]
+        if replies:
+            return why
+    return ""

@@ -23,7 +23,7 @@ from rabbitproof.brokers.commanded import CommandFailed
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.catalogue import NEED_CRASHES, RULES, UNOBSERVABLE, family
 from rabbitproof.conformance.coverage import Coverage, steer
-from rabbitproof.conformance.findings import STOPPED, UNSUPPORTED, Diagnosis, diagnose, method_of
+from rabbitproof.conformance.findings import STOPPED, UNSUPPORTED, Diagnosis, allowed_difference, diagnose, method_of
 from rabbitproof.conformance.probes import PROBES
 from rabbitproof.conformance.shrink import MAX_RERUNS, Shrunk, shrink
 
@@ -60,6 +60,7 @@ class Run:
     coverage: Coverage = field(default_factory=Coverage)
     probe_rules: set = field(default_factory=set)       # rules of the probes the broker passed
     excluded: list = field(default_factory=list)        # methods left out of later programs
+    differences: dict = field(default_factory=dict)     # a difference AMQP 0-9-1 allows -> programs showing it
     stopped: str = ""                                   # why the run stopped early ("" : it did not)
 
 
@@ -84,8 +85,9 @@ class Suite:
 
     def __init__(self, outcome_of: Callable, alive: Callable[[], bool], restart: Callable | None = None,
                  time_limit: float | None = None, progress: Callable | None = None,
-                 shrink_reruns: int = MAX_RERUNS) -> None:
+                 shrink_reruns: int = MAX_RERUNS, standard: bool = True) -> None:
         self.outcome_of, self.alive, self.restart = outcome_of, alive, restart
+        self.standard = standard            # the standard dialect: what AMQP 0-9-1 leaves open is allowed
         self.deadline = time.monotonic() + time_limit if time_limit else None
         self.progress = progress or (lambda run: None)
         self.shrink_reruns = shrink_reruns
@@ -119,6 +121,10 @@ class Suite:
         if out.status in ("no answer", "error") and not self.alive():
             out = out._replace(status=STOPPED, explanation=f"the broker stopped answering during this program "
                                                            f"({out.explanation})")
+        difference = allowed_difference(out, program) if self.standard else ""
+        if difference:      # judged up to the difference: what follows it is not judged
+            run.differences[difference] = run.differences.get(difference, 0) + 1
+            out = out._replace(status="accepted")
         totals = run.totals
         totals["programs"] += 1
         totals["probes" if probe_rules else "generated"] += 1
@@ -127,8 +133,9 @@ class Suite:
         totals["crashes"] += out.crashes
         if out.status == "accepted":
             totals["accepted"] += 1
-            run.coverage.add(out.judgement.verdict.path)
-            run.probe_rules.update(probe_rules)
+            if not difference:
+                run.coverage.add(out.judgement.verdict.path)
+                run.probe_rules.update(probe_rules)
             row = run.table[home]
         else:
             totals["found"] += 1
@@ -138,6 +145,8 @@ class Suite:
                 run.findings[diagnosis.key] = Finding(diagnosis, program, out)
             else:
                 finding.count += 1
+                if len(program.steps) < len(finding.program.steps):     # the shortest is shrunk and shown
+                    finding.diagnosis, finding.program, finding.outcome = diagnosis, program, out
             if diagnosis.kind == UNSUPPORTED and diagnosis.method not in run.excluded:
                 run.excluded.append(diagnosis.method)
             row = run.table[diagnosis.family]
@@ -210,6 +219,9 @@ class Suite:
                 continue
             if self.out_of_time():
                 finding.shrink_note = "not shrunk: the time limit was reached"
+                continue
+            if self.run.stopped:
+                finding.shrink_note = "not shrunk: the broker stopped answering"
                 continue
             key = finding.diagnosis.key
 
