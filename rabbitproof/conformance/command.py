@@ -1,24 +1,17 @@
-"""`rabbitproof conformance amqp://user:pass@host:port/vhost [--programs N] [--dialect D] [--json]
-[--chart DIR]`: run generated programs against any AMQP 0-9-1 broker and print, per rule family, programs,
-steps and what became of them (accepted, rejected, unsupported, no answer, error, inconclusive), then the
-first program of each family not accepted, shrunk, as numbered steps and why; and the spec's coverage.
+"""`rabbitproof conformance amqp://user:pass@host:port/vhost [--programs N] [--dialect D] [--time-limit S]
+[--json] [--junit FILE] [--chart DIR]`: run a probe per catalogue rule, then generated programs, against any
+AMQP 0-9-1 broker, judge every recording by the spec, and report each distinct finding (suite.py,
+findings.py): its rules, a statement in a broker author's words, how many programs showed it, its
+program shrunk against the broker, the spec's verdict and what the clients saw; then a table per rule
+family and the coverage of the rule catalogue (docs/reference/conformance.md).
 
-- Shrinking (shrink.py): the first program of each family the broker rejected (or did not answer, or
-  answered with an error) is run again with steps and methods deleted, while the broker still fails it
-  the same way, at most ``--shrink-reruns`` runs (40) per program; the report says when that cap stopped it.
-- ``--chart DIR`` writes, per family, that shrunk program's recorded run as an SVG message-sequence chart
-  (FAMILY.svg, chart.py; a rejection only) and as a runnable Python file (FAMILY.py, replay.py): run it
-  with a URL to replay the steps and judge them again, without the generator.
-- Coverage (coverage.py): the spec actions the accepted runs' explanations took (``spec.trace.Verdict.path``)
-  and the rule IDs those actions cite, and which never; in the text and in ``--json``.
-- Steering: every 25 programs, the op kinds that lead to an action not yet exercised weigh more in the
-  next ones (``--no-steering`` to draw them all alike). The programs are a function of the seed (the
-  fixed CI programs without ``--seed``) and of which actions the broker's accepted runs covered.
-
-Reply codes and fields are judged, as the standard fixes them; RabbitMQ 3.10.8's exact reply texts only
-with ``--dialect rabbitmq``. Exit 0 when every program is accepted, 1 when one is not, 2 for bad input (a
-bad URL, a ``--chart`` directory that cannot be written) or a broker that cannot be used (one line naming
-why)."""
+- ``--chart DIR`` writes, per finding, finding-N.svg (a rejection's recorded run as a message-sequence
+  chart, chart.py) and finding-N.py (the shrunk program, runnable with a URL, replay.py).
+- ``--dialect standard`` (the default) allows what AMQP 0-9-1 leaves open; ``rabbitmq`` holds RabbitMQ
+  3.10.8's choices, texts included.
+- Exit codes and the ``--json`` document follow rabbitproof/exits.py: 0 no finding, 1 findings, 2 bad
+  input (a bad URL, a broker that cannot be used, a failing kill or start command; one line), 3 the time
+  limit came before any program finished; ``"schema": "rabbitproof.conformance/1"``."""
 from __future__ import annotations
 
 import argparse
@@ -32,6 +25,7 @@ from urllib.parse import unquote, urlparse
 from xml.etree import ElementTree
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rabbitproof.recording import observations
@@ -234,9 +228,9 @@ def redacted(url: str) -> str:
     return url.replace(f":{parsed.password}@", ":***@", 1)
 
 
-LEGEND = ("legend: each step is one write of methods by client connection cN (cN: ...), on channels 1 and 2; "
-          "queues q0 and q1 are the program's, q2 is never declared; messages are named mQ.N (the Nth "
-          "published to queue qQ)")
+LEGEND = ("legend: a program's steps are numbered writes of methods by client connection cN, on its channels 1 "
+          "and 2; queues q0 and q1 are the program's, q2 is never declared; in the traces, the first lines name "
+          "the queues on the wire and mQ.N is the Nth message published to qQ")
 
 
 def print_report(result: dict) -> None:
@@ -249,8 +243,8 @@ def print_report(result: dict) -> None:
     say(f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {t['programs']} programs "
         f"({t['probes']} probes, {t['generated']} generated)")
     for entry in findings:
-        rules = ", ".join(entry["rules"]) or entry["kind"]
-        console.print(f"\n[bold]finding {entry['id']} [{rules}] {entry['kind']}[/bold]", highlight=False)
+        rules = ", ".join(entry["rules"]) or entry["method"] or entry["kind"]
+        console.print(escape(f"\nfinding {entry['id']} [{rules}] {entry['kind']}"), style="bold", highlight=False)
         say(f"{entry['statement']}")
         say(f"shown by {entry['count']} program{'s' if entry['count'] != 1 else ''}")
         small = entry["shrunk"]
