@@ -132,3 +132,11 @@ def test_the_command_as_a_broker_author_types_it_accepts_rabbitmq_and_our_broker
         assert result.returncode == 0, f"{b.kind}: {json.dumps(findings, indent=1)[:6000]}" + result.stderr[-2000:]
         totals = json.loads(result.stdout)["totals"]
         assert totals["generated"] == 100 and totals["accepted"] == totals["programs"] == 100 + len(PROBES), totals
+
+
+def test_a_time_limit_before_any_program_is_undecided(impl_broker_module):
+    b = impl_broker_module
+    result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--time-limit", "0.001", "--json")
+    assert result.returncode == 3, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "undecided" and report["time_limit_reached"] and report["totals"]["programs"] == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 import pytest
 
 from rabbitproof.brokers.impl_broker import ImplBroker
+from rabbitproof.brokers.ports import free_port, wait_until_listening
 from rabbitproof.substitute import IMPL_ENV
 from tests.fixtures.divergences import BY_NAME, DIVERGENCES, make_copy
 from tests.fixtures.mutants import REPO
@@ -124,3 +126,28 @@ def test_what_amqp_leaves_open_is_allowed_by_the_standard_dialect_only(divergenc
     assert difference["count"] >= 1 and "RabbitMQ 3.10.8" in difference["statement"]
     assert rabbitmq_code == 1 and rabbitmq["allowed_differences"] == []
     assert [f["rules"] for f in rabbitmq["findings"]] == [["ER-2"]]
+
+
+def test_a_broker_that_stops_answering_is_started_again_with_the_start_command(tmp_path):
+    """With --start-cmd, a deadlocked broker is reported, started again (the user's command kills the
+    wedged process first), and the run goes on to its end."""
+    copy = make_copy([BY_NAME["queue_delete_with_a_consumer_deadlocks"]], tmp_path)
+    port, pid, data = free_port(), tmp_path / "broker.pid", tmp_path / "data"
+    old = f"$(cat {shlex.quote(str(pid))} 2>/dev/null)"
+    start = (f"kill -9 {old} 2>/dev/null; while kill -0 {old} 2>/dev/null; do sleep 0.1; done; "
+             f"{IMPL_ENV}={shlex.quote(str(copy))} {shlex.quote(sys.executable)} -m rabbitproof.impl.server "
+             f"--port {port} --data-dir {shlex.quote(str(data))} > /dev/null 2>&1 & echo $! > {shlex.quote(str(pid))}")
+    subprocess.run(start, shell=True, check=True)
+    try:
+        assert wait_until_listening("127.0.0.1", port, 60)
+        env = {k: v for k, v in os.environ.items() if k != IMPL_ENV}
+        done = subprocess.run([sys.executable, "-m", "rabbitproof", "conformance", f"amqp://127.0.0.1:{port}/",
+                               "--programs", "10", "--json", "--start-cmd", start], cwd=REPO, capture_output=True,
+                              text=True, timeout=600, env=env)
+        assert done.returncode == 1, done.stderr[-3000:]
+        report = json.loads(done.stdout)
+        assert report["stopped"] is None and report["totals"]["generated"] == 10
+        [stopped] = [f for f in report["findings"] if f["kind"] == "stopped answering"]
+        assert "Delete(ch=1, queue=0" in stopped["program"] and stopped["count"] >= 1
+    finally:
+        subprocess.run(f"kill -9 $(cat {shlex.quote(str(pid))}) 2>/dev/null", shell=True)

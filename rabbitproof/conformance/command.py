@@ -157,7 +157,10 @@ def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False,
     target = TcpTarget("broker", where["host"], where["port"], where["user"], where["password"], where["vhost"],
                        broker=broker if crashes else None)
     restart = broker.start if broker is not None else None
-    suite = Suite(lambda program: outcome(program, target, judge_texts), lambda: answers(where), restart,
+    def alive() -> bool:        # asked again after a second, so that a broker just started is not taken as gone
+        return answers(where) or (time.sleep(1.0) is None and answers(where))
+
+    suite = Suite(lambda program: outcome(program, target, judge_texts), alive, restart,
                   time_limit, progress, shrink_reruns, standard=not judge_texts)
     try:
         if probes:

@@ -145,7 +145,8 @@ class Suite:
                 run.findings[diagnosis.key] = Finding(diagnosis, program, out)
             else:
                 finding.count += 1
-                if len(program.steps) < len(finding.program.steps):     # the shortest is shrunk and shown
+                if len(program.steps) < len(finding.program.steps) and diagnosis.kind != STOPPED:
+                    # the shortest is shrunk and shown (a broker that stopped: the first program it stopped in)
                     finding.diagnosis, finding.program, finding.outcome = diagnosis, program, out
             if diagnosis.kind == UNSUPPORTED and diagnosis.method not in run.excluded:
                 run.excluded.append(diagnosis.method)
