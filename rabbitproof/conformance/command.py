@@ -254,8 +254,12 @@ def print_report(result: dict) -> None:
         if small:
             capped = (f"; the cap of {small['reruns']} reruns stopped it, it may shrink further"
                       if small["capped"] else "")
-            say(f"shrunk from {small['steps_before']} steps to {small['steps_after']} in {small['reruns']} reruns"
-                f"{capped}:")
+            if small["steps_after"] < small["steps_before"]:
+                say(f"shrunk from {small['steps_before']} steps to {small['steps_after']} in {small['reruns']} "
+                    f"reruns{capped}:")
+            else:
+                say(f"{small['steps_after']} steps: none of {small['reruns']} shorter candidates failed the same "
+                    f"way{capped}")
             say(small["steps"])
         else:
             if entry["shrink_note"]:
