@@ -136,7 +136,7 @@ def test_the_command_as_a_broker_author_types_it_accepts_rabbitmq_and_our_broker
 
 def test_a_time_limit_before_any_program_is_undecided(impl_broker_module):
     b = impl_broker_module
-    result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--time-limit", "0.001", "--json")
+    result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--time-limit", "1e-9", "--json")
     assert result.returncode == 3, result.stderr[-2000:]
     report = json.loads(result.stdout)
     assert report["verdict"] == "undecided" and report["time_limit_reached"] and report["totals"]["programs"] == 0

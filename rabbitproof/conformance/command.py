@@ -147,7 +147,7 @@ def answers(where: dict, timeout: float = 5.0) -> bool:
 def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False,
         broker: CommandedBroker | None = None, steering: bool = True, shrink_reruns: int = MAX_RERUNS,
         time_limit: float | None = None, progress=None, probes: bool = True,
-        crashes: bool | None = None) -> tuple[dict, Suite]:
+        crashes: bool | None = None, started: float | None = None) -> tuple[dict, Suite]:
     """The probes, then ``programs`` generated programs, their findings shrunk (``shrink_reruns`` runs
     each at most), all within ``time_limit`` seconds; the result as JSON and the suite. With ``broker``
     (the user's kill and start commands) generated programs crash the broker and restart it (DU, PC-10);
@@ -161,7 +161,7 @@ def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False,
         return answers(where) or (time.sleep(1.0) is None and answers(where))
 
     suite = Suite(lambda program: outcome(program, target, judge_texts), alive, restart,
-                  time_limit, progress, shrink_reruns, standard=not judge_texts)
+                  time_limit, progress, shrink_reruns, standard=not judge_texts, started=started)
     try:
         if probes:
             suite.probes()
@@ -382,6 +382,7 @@ def progress_line(started: float):
 
 def run_command(options: argparse.Namespace) -> int:
     """`rabbitproof conformance`: the exit code (rabbitproof/exits.py)."""
+    started = time.monotonic()
     try:
         if options.programs < 0:
             raise UsageError("--programs must be 0 or more")
@@ -400,7 +401,6 @@ def run_command(options: argparse.Namespace) -> int:
     except UsageError as error:
         sys.stderr.write(f"rabbitproof conformance: error: {error}\n")
         return BAD_INPUT
-    started = time.monotonic()
     broker = CommandedBroker(where["host"], where["port"], where["user"], where["password"], options.kill_cmd,
                              options.start_cmd) if options.start_cmd else None
     show = None if options.quiet or not sys.stderr.isatty() else progress_line(started)
@@ -408,7 +408,7 @@ def run_command(options: argparse.Namespace) -> int:
         result, suite = run(where, options.programs, options.seed, judge_texts=options.dialect == "rabbitmq",
                             broker=broker, steering=not options.no_steering, shrink_reruns=options.shrink_reruns,
                             time_limit=options.time_limit, progress=show, probes=not options.no_probes,
-                            crashes=bool(options.kill_cmd))
+                            crashes=bool(options.kill_cmd), started=started)
     except UsageError as error:
         sys.stderr.write(f"rabbitproof conformance: error: {error}\n")
         return BAD_INPUT

@@ -85,10 +85,11 @@ class Suite:
 
     def __init__(self, outcome_of: Callable, alive: Callable[[], bool], restart: Callable | None = None,
                  time_limit: float | None = None, progress: Callable | None = None,
-                 shrink_reruns: int = MAX_RERUNS, standard: bool = True) -> None:
+                 shrink_reruns: int = MAX_RERUNS, standard: bool = True, started: float | None = None) -> None:
         self.outcome_of, self.alive, self.restart = outcome_of, alive, restart
         self.standard = standard            # the standard dialect: what AMQP 0-9-1 leaves open is allowed
-        self.deadline = time.monotonic() + time_limit if time_limit else None
+        # The time limit counts from ``started`` (the command's start: connecting to the broker counts too).
+        self.deadline = (time.monotonic() if started is None else started) + time_limit if time_limit else None
         self.progress = progress or (lambda run: None)
         self.shrink_reruns = shrink_reruns
         self.run = Run(table={f: {"programs": 0, "steps": 0, "accepted": 0, "found": 0} for f in P.FAMILIES},
