@@ -67,7 +67,8 @@ def test_a_planted_divergence_is_named_by_its_rule_and_shrunk(divergence, tmp_pa
     named = [f for f in report["findings"] if set(f["rules"]) & set(divergence.rules)]
     assert named, [(f["rules"], f["statement"]) for f in report["findings"]]
     best = min(named, key=shown_steps)
-    assert best["kind"] == "rejected" and shown_steps(best) <= 5, best["steps"] + (best["shrunk"] or {}).get("steps", "")
+    shown = (best["shrunk"] or best)["steps"]
+    assert best["kind"] == "rejected" and shown_steps(best) <= 5, shown
     assert best["statement"] and best["count"] >= 1 and best["verdict"].startswith("rejected: ")
 
 
