@@ -214,14 +214,20 @@ def allowed_difference(outcome, program: P.Program) -> str:
     direction, method, fields = parse(f"received {frame_text(observation[1])}")
     if method != "channel.close":
         return ""
-    sent = ""
-    for earlier in reversed(outcome.judgement.recording.observations[verdict.conn][:verdict.index]):
-        if earlier[0] == "sent" and earlier[1].channel == observation[1].channel:
-            sent = parse(f"sent {frame_text(earlier[1])}")[1]
-            break
+    pending: list = []      # the methods the channel sent and has no answer to yet
+    for earlier in outcome.judgement.recording.observations[verdict.conn][:verdict.index]:
+        if earlier[0] not in ("sent", "received") or earlier[1].channel != observation[1].channel:
+            continue
+        name = parse(f"{earlier[0]} {frame_text(earlier[1])}")[1]
+        if earlier[0] == "sent":
+            pending.append(name)
+        elif name == "channel.open-ok":
+            pending = []
+        elif name.endswith("-ok") and name[:-3] in pending:
+            pending.remove(name[:-3])
     allowed = [parse(text) for text in verdict.allowed]
     for asked, rabbitmq_reply, codes, why in OPEN_IN_AMQP:
-        if sent != asked or fields.get("reply_code") not in codes:
+        if asked not in pending or fields.get("reply_code") not in codes:
             continue
         replies = [a for a in allowed if a[0] == "received" and a[1] == rabbitmq_reply]
         if rabbitmq_reply == "channel.close":
