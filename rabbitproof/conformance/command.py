@@ -156,11 +156,20 @@ def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False,
     crashes = broker is not None if crashes is None else crashes
     target = TcpTarget("broker", where["host"], where["port"], where["user"], where["password"], where["vhost"],
                        broker=broker if crashes else None)
-    restart = broker.start if broker is not None else None
+    def restart() -> None:
+        """Start the broker again and wait until it answers (its port may still be held by the old one)."""
+        broker.start()
+        deadline = time.monotonic() + broker.ready_timeout
+        while not answers(where):
+            if time.monotonic() > deadline:
+                raise CommandFailed(f"after --start-cmd the broker at {where['host']}:{where['port']} did not "
+                                    f"answer within {broker.ready_timeout:g} s")
+            time.sleep(0.5)
+
     def alive() -> bool:        # asked again after a second, so that a broker just started is not taken as gone
         return answers(where) or (time.sleep(1.0) is None and answers(where))
 
-    suite = Suite(lambda program: outcome(program, target, judge_texts), alive, restart,
+    suite = Suite(lambda program: outcome(program, target, judge_texts), alive, restart if broker else None,
                   time_limit, progress, shrink_reruns, standard=not judge_texts, started=started)
     try:
         if probes:
