@@ -1,5 +1,6 @@
-"""`rabbitproof conformance URL` (make conformance): a table per rule family against a real broker, JSON for
-machines, and one clear error (exit code 2) for a bad URL, an unreachable broker or bad credentials."""
+"""`rabbitproof conformance URL` (make conformance): findings, a table per rule family and the coverage of
+the catalogue against a real broker, JSON for machines, and one clear error (exit code 2) for a bad URL, an
+unreachable broker or bad credentials."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,9 @@ import subprocess
 import sys
 from xml.etree import ElementTree
 
-from rabbitproof.conformance.command import STATUSES, junit_xml
+from rabbitproof.conformance.catalogue import RULES as CATALOGUE
+from rabbitproof.conformance.command import junit_xml
+from rabbitproof.conformance.probes import PROBES
 from tests.fixtures.mutants import REPO
 
 
@@ -23,56 +26,68 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_json_result_per_family_against_the_impl_server(impl_broker_module):
+def test_json_result_against_the_impl_server(impl_broker_module):
     b = impl_broker_module
     result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--programs", "6", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
-    assert report["totals"]["programs"] == 6 and report["totals"]["accepted"] == 6
+    assert report["schema"] == "rabbitproof.conformance/1" and report["verdict"] == "no findings"
+    assert report["findings"] == [] and report["unsupported"] == [] and report["stopped"] is None
+    totals = report["totals"]
+    assert totals["probes"] == len(PROBES) and totals["generated"] == 6
+    assert totals["programs"] == totals["accepted"] == len(PROBES) + 6
     assert set(report["families"]) == {"DT", "AM", "ACK", "PF", "RQ", "DS", "PC", "TX", "DU", "ER", "RT"}
-    assert sum(row["programs"] for row in report["families"].values()) >= 6
-    # Coverage: the actions the six accepted runs' explanations took, the rules those cite, and the rest.
+    assert sum(row["programs"] for row in report["families"].values()) == totals["programs"]   # each once
+    # Coverage over the whole catalogue: every rule is covered, named by a finding, or said why not.
     coverage = report["coverage"]
-    assert coverage["runs"] == 6 and coverage["actions"]["total"] == 37 and coverage["rules"]["total"] == 38
+    assert coverage["total"] == len(CATALOGUE) and set(coverage["rules"]) == set(CATALOGUE)
+    assert coverage["rules"]["DT-1"] == "covered" and coverage["rules"]["RQ-1"] == "covered"
+    assert coverage["rules"]["PC-7"].startswith("unobservable: ")
+    assert coverage["rules"]["DU-2"].startswith("not run: it needs broker crashes")
+    assert coverage["findings"] == 0 and coverage["covered"] + coverage["unobservable"] <= coverage["total"]
     assert {"ClientPublish", "ClientGet", "BrokerTakeFrame", "ClientReceive"} <= set(coverage["actions"]["exercised"])
-    assert {"BrokerCrash", "BrokerRestart", "ClientVanish"} <= set(coverage["actions"]["never"])
-    assert len(coverage["actions"]["exercised"]) + len(coverage["actions"]["never"]) == 37
-    assert "PC-1" in coverage["rules"]["exercised"] and "DU-2" in coverage["rules"]["never"]     # ClientPublish; BrokerCrash
-    assert all(coverage["actions"]["taken"][name] > 0 for name in coverage["actions"]["exercised"])
 
 
 def test_junit_for_ci(impl_broker_module, tmp_path):
     b = impl_broker_module
     path = tmp_path / "conformance.xml"
-    result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--programs", "3", "--junit", str(path))
+    result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--programs", "3", "--junit", str(path),
+                         "--no-probes")
     assert result.returncode == 0, result.stderr[-2000:]
     suite = ElementTree.parse(path).getroot()
-    assert suite.tag == "testsuite" and suite.get("tests") == "11" and suite.get("failures") == "0"
-    assert {case.get("name") for case in suite.iter("testcase")} == {"DT", "AM", "ACK", "PF", "RQ", "DS", "PC", "TX",
-                                                                      "DU", "ER", "RT"}
+    assert suite.tag == "testsuite" and suite.get("tests") == "1" and suite.get("failures") == "0"
+    assert [case.get("name") for case in suite.iter("testcase")] == ["no finding"]
 
 
-def test_a_family_with_a_program_not_accepted_fails_in_junit():
-    families = {f: {"programs": 1, "steps": 3, **{s: 0 for s in STATUSES}, "first_rejection": None}
-                for f in ("DT", "ER")}
-    families["DT"]["accepted"] = 1
-    families["ER"]["rejected"] = 1
-    families["ER"]["first_rejection"] = {"status": "rejected", "program": "Program()", "steps": "1. c0: ack",
-                                         "verdict": "rejected: connection c0, observation 3 has no explanation"}
-    suite = ElementTree.fromstring(junit_xml({"families": families, "totals": {"seconds": 1.0}}, "amqp://x/"))
-    cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert suite.get("failures") == "1" and cases["DT"].find("failure") is None
-    failure = cases["ER"].find("failure")
-    assert failure.get("type") == "rejected" and failure.get("message").startswith("rejected: connection c0")
-    assert "Program()" in failure.text
+def test_each_finding_is_a_failed_case_in_junit():
+    finding = {"kind": "rejected", "rules": ["RQ-2"], "statement": "redelivered is false on a message that was "
+               "delivered before", "count": 3, "verdict": "rejected: connection c0, observation 3 has no explanation",
+               "program": "Program()", "steps": "1. c0: get", "shrunk": None}
+    unsupported = {**finding, "kind": "unsupported", "rules": [], "statement": "tx.select is never answered"}
+    result = {"findings": [finding, unsupported], "totals": {"seconds": 1.0}}
+    suite = ElementTree.fromstring(junit_xml(result, "amqp://x:secret@h/"))
+    cases = list(suite.iter("testcase"))
+    assert suite.get("failures") == "2" and len(cases) == 2 and "secret" not in junit_xml(result, "amqp://x:secret@h/")
+    assert cases[0].get("name") == "[RQ-2] redelivered is false on a message that was delivered before"
+    assert cases[1].get("name").startswith("[unsupported] tx.select")
+    failure = cases[0].find("failure")
+    assert failure.get("type") == "rejected" and "shown by 3 programs" in failure.text and "Program()" in failure.text
 
 
-def test_table_is_printed(impl_broker_module):
+def test_report_is_printed(impl_broker_module):
     b = impl_broker_module
     result = conformance(f"amqp://guest:guest@{b.host}:{b.port}", "--programs", "3")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "conformance per rule family" in result.stdout and "steps/s" in result.stdout
-    assert "spec actions exercised by the 3 accepted runs:" in result.stdout
+    assert result.stdout.startswith(f"0 findings in {len(PROBES) + 3} programs")
+    assert "programs per rule family" in result.stdout and "steps/s" in result.stdout
+    assert "rules of the catalogue: " in result.stdout and "PC-7: unobservable" in result.stdout
+
+
+def test_bad_numbers_are_one_clear_error():
+    for args, message in ((("--time-limit", "0"), "--time-limit must be a positive"),
+                          (("--programs", "-1"), "--programs must be 0 or more")):
+        result = conformance("amqp://127.0.0.1:1/", *args)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
 
 
 def test_unreachable_url_is_one_clear_error():
@@ -113,8 +128,15 @@ def test_the_command_as_a_broker_author_types_it_accepts_rabbitmq_and_our_broker
     3.10.8 and against our broker: every program accepted, in both dialects' default (standard)."""
     for b in (rabbitmq_node, impl_broker_module):
         result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--json")
-        findings = {f: row["first_rejection"] for f, row in json.loads(result.stdout or "{}").get("families", {}).items()
-                    if row["first_rejection"]}
+        findings = json.loads(result.stdout or "{}").get("findings")
         assert result.returncode == 0, f"{b.kind}: {json.dumps(findings, indent=1)[:6000]}" + result.stderr[-2000:]
         totals = json.loads(result.stdout)["totals"]
-        assert totals["programs"] == 100 and totals["accepted"] == 100, totals
+        assert totals["generated"] == 100 and totals["accepted"] == totals["programs"] == 100 + len(PROBES), totals
+
+
+def test_a_time_limit_before_any_program_is_undecided(impl_broker_module):
+    b = impl_broker_module
+    result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--time-limit", "1e-9", "--json")
+    assert result.returncode == 3, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "undecided" and report["time_limit_reached"] and report["totals"]["programs"] == 0

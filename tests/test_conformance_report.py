@@ -86,31 +86,34 @@ def test_a_candidate_that_passes_is_not_kept(target, impl_broker_module):
     assert shrunk.program == NOISY and shrunk.outcome is failed
 
 
-def test_chart_and_runnable_program_of_each_family_first_rejection(proxy, impl_broker_module, tmp_path):
+def test_chart_and_runnable_program_of_each_finding(proxy, impl_broker_module, tmp_path):
     url = f"amqp://guest:guest@127.0.0.1:{proxy.port}/"
     result = conformance(url, "--programs", "2", "--shrink-reruns", "12", "--chart", str(tmp_path), "--json")
     assert result.returncode == 1, result.stderr[-2000:]
     report = json.loads(result.stdout)
-    found = {family: row for family, row in report["families"].items() if row["first_rejection"]}
-    assert found and all(row["first_rejection"]["status"] == "rejected" for row in found.values())
-    family, row = sorted(found.items())[0]
-    shrunk = row["first_rejection"]["shrunk"]
+    assert report["verdict"] == "findings" and report["findings"]
+    # Every 406 comes through as 404: one finding (ER-2, the reply code), however many programs show it.
+    [finding] = [f for f in report["findings"] if f["rules"] == ["ER-2"]]
+    assert finding["kind"] == "rejected" and finding["count"] > 1
+    assert finding["statement"] == "channel.close with reply code 404 where AMQP 0-9-1 requires 406"
+    shrunk = finding["shrunk"]
     assert shrunk["steps_after"] <= shrunk["steps_before"] and 0 < shrunk["reruns"] <= 12
-    assert row["files"] == [str(tmp_path / f"{family}.svg"), str(tmp_path / f"{family}.py")]
-    svg = ElementTree.parse(tmp_path / f"{family}.svg").getroot()
+    name = f"finding-{finding['id']}"
+    assert finding["files"] == [str(tmp_path / f"{name}.svg"), str(tmp_path / f"{name}.py")]
+    svg = ElementTree.parse(tmp_path / f"{name}.svg").getroot()
     faults = [g for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "fault"]
     frames = [g.findtext("{http://www.w3.org/2000/svg}title") for g in svg.iter("{http://www.w3.org/2000/svg}g")
               if g.get("class") == "frame"]
     assert len(faults) == 1 and "has no explanation" in "".join(faults[0].itertext())
     assert any("channel.close" in f and "reply_code=404" in f for f in frames)
     assert "the spec allowed there: received channel.close" in "".join(svg.itertext())
-    assert "guest:guest" not in (tmp_path / f"{family}.py").read_text()
+    assert "guest:guest" not in (tmp_path / f"{name}.py").read_text()
     # The runnable program reproduces the rejection through the proxy, and passes against our broker.
-    replay = subprocess.run([sys.executable, str(tmp_path / f"{family}.py"), url], cwd=tmp_path,
+    replay = subprocess.run([sys.executable, str(tmp_path / f"{name}.py"), url], cwd=tmp_path,
                             capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(REPO)})
     assert replay.returncode == 1 and "reply_code=404" in replay.stdout, replay.stdout[-2000:] + replay.stderr
     assert replay.stdout.splitlines()[-1].startswith("rejected: connection c0")
-    honest = subprocess.run([sys.executable, str(tmp_path / f"{family}.py"),
+    honest = subprocess.run([sys.executable, str(tmp_path / f"{name}.py"),
                              f"amqp://guest:guest@{impl_broker_module.host}:{impl_broker_module.port}/"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(REPO)})
     assert honest.returncode == 0 and honest.stdout.splitlines()[-1].startswith("accepted: all"), honest.stdout

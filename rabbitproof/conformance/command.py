@@ -1,24 +1,17 @@
-"""`rabbitproof conformance amqp://user:pass@host:port/vhost [--programs N] [--dialect D] [--json]
-[--chart DIR]`: run generated programs against any AMQP 0-9-1 broker and print, per rule family, programs,
-steps and what became of them (accepted, rejected, unsupported, no answer, error, inconclusive), then the
-first program of each family not accepted, shrunk, as numbered steps and why; and the spec's coverage.
+"""`rabbitproof conformance amqp://user:pass@host:port/vhost [--programs N] [--dialect D] [--time-limit S]
+[--json] [--junit FILE] [--chart DIR]`: run a probe per catalogue rule, then generated programs, against any
+AMQP 0-9-1 broker, judge every recording by the spec, and report each distinct finding (suite.py,
+findings.py): its rules, a statement in a broker author's words, how many programs showed it, its
+program shrunk against the broker, the spec's verdict and what the clients saw; then a table per rule
+family and the coverage of the rule catalogue (docs/reference/conformance.md).
 
-- Shrinking (shrink.py): the first program of each family the broker rejected (or did not answer, or
-  answered with an error) is run again with steps and methods deleted, while the broker still fails it
-  the same way, at most ``--shrink-reruns`` runs (40) per program; the report says when that cap stopped it.
-- ``--chart DIR`` writes, per family, that shrunk program's recorded run as an SVG message-sequence chart
-  (FAMILY.svg, chart.py; a rejection only) and as a runnable Python file (FAMILY.py, replay.py): run it
-  with a URL to replay the steps and judge them again, without the generator.
-- Coverage (coverage.py): the spec actions the accepted runs' explanations took (``spec.trace.Verdict.path``)
-  and the rule IDs those actions cite, and which never; in the text and in ``--json``.
-- Steering: every 25 programs, the op kinds that lead to an action not yet exercised weigh more in the
-  next ones (``--no-steering`` to draw them all alike). The programs are a function of the seed (the
-  fixed CI programs without ``--seed``) and of which actions the broker's accepted runs covered.
-
-Reply codes and fields are judged, as the standard fixes them; RabbitMQ 3.10.8's exact reply texts only
-with ``--dialect rabbitmq``. Exit 0 when every program is accepted, 1 when one is not, 2 for bad input (a
-bad URL, a ``--chart`` directory that cannot be written) or a broker that cannot be used (one line naming
-why)."""
+- ``--chart DIR`` writes, per finding, finding-N.svg (a rejection's recorded run as a message-sequence
+  chart, chart.py) and finding-N.py (the shrunk program, runnable with a URL, replay.py).
+- ``--dialect standard`` (the default) allows what AMQP 0-9-1 leaves open; ``rabbitmq`` holds RabbitMQ
+  3.10.8's choices, texts included.
+- Exit codes and the ``--json`` document follow rabbitproof/exits.py: 0 no finding, 1 findings, 2 bad
+  input (a bad URL, a broker that cannot be used, a failing kill or start command; one line), 3 the time
+  limit came before any program finished; ``"schema": "rabbitproof.conformance/1"``."""
 from __future__ import annotations
 
 import argparse
@@ -28,12 +21,11 @@ import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
-from xml.etree import ElementTree
 from urllib.parse import unquote, urlparse
+from xml.etree import ElementTree
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rabbitproof.recording import observations
@@ -41,10 +33,11 @@ from rabbitproof.recording import observations
 from rabbitproof.brokers.commanded import CommandedBroker, CommandFailed
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.chart import recording_svg
-from rabbitproof.conformance.coverage import Coverage, steer
+from rabbitproof.conformance.suite import Finding, Suite, catalogue_coverage
+from rabbitproof.exits import BAD_INPUT, FOUND, NOTHING_FOUND, UNDECIDED, schema
 from rabbitproof.conformance.judge import Judgement, judge, wire_problem
 from rabbitproof.conformance.replay import script
-from rabbitproof.conformance.shrink import MAX_RERUNS, SHRUNK, Shrunk, shrink
+from rabbitproof.conformance.shrink import MAX_RERUNS
 from rabbitproof.conformance.targets import TcpTarget, run_program
 from rabbitproof.recording.rawclient import ConnectionClosed, ConnectionLost, ProtocolViolation, RawConnection
 
@@ -95,13 +88,11 @@ def probe(where: dict) -> None:
 STATUSES = ("accepted", "rejected", "unsupported", "no answer", "error", "inconclusive")
 
 
-BATCH = 25                  # programs drawn between two steerings
-
-
 class Outcome(NamedTuple):
-    """What became of one program: its status (one of STATUSES), steps run, seconds, why (the verdict's
-    explanation), the trace in the spec's language (when it was judged), broker crashes it caused, and
-    the judgement (when it was judged: the recording, and the verdict with its path when accepted)."""
+    """What became of one program: its status (one of STATUSES, or "stopped answering"), steps run,
+    seconds, why (the verdict's explanation), the trace in the spec's language (when it was judged),
+    broker crashes it caused, and the judgement (when it was judged: the recording, and the verdict with
+    its path when accepted)."""
 
     status: str
     steps: int
@@ -114,9 +105,9 @@ class Outcome(NamedTuple):
 
 def outcome(program: P.Program, target: TcpTarget, judge_texts: bool) -> Outcome:
     """Run one program and judge it. Never raises for what the broker does: a recording the spec cannot
-    express is "unsupported" (a method the broker refused with 540, or texts the rabbitmq dialect does
-    not know), a step whose replies do not come is "no answer", a connection that fails in a way the
-    client cannot go on from, or a frame it cannot decode, is "error"."""
+    express is "unsupported" (texts the rabbitmq dialect does not know), a step whose replies do not come
+    is "no answer", a connection that fails in a way the client cannot go on from, or a frame it cannot
+    decode, is "error"."""
     try:
         run_ = run_program(program, target)
     except (OSError, ConnectionClosed, ConnectionLost, ProtocolViolation, TimeoutError) as error:
@@ -134,141 +125,111 @@ def outcome(program: P.Program, target: TcpTarget, judge_texts: bool) -> Outcome
                    run_.crashes, verdict)
 
 
-class Finding(NamedTuple):
-    """A family's first program not accepted, what became of it, and its shrinking (None: not shrunk)."""
-
-    program: P.Program
-    outcome: Outcome
-    shrunk: Shrunk | None = None
-
-    def shown(self) -> tuple[P.Program, Outcome]:
-        """The program to show and its outcome: the shrunk one when there is one."""
-        return (self.shrunk.program, self.shrunk.outcome) if self.shrunk else (self.program, self.outcome)
+def answers(where: dict, timeout: float = 5.0) -> bool:
+    """Whether the broker still answers a new connection (a handshake and a channel.open)."""
+    try:
+        conn = RawConnection.connect(where["host"], where["port"], where["user"], where["password"],
+                                     vhost=where["vhost"], timeout=timeout)
+    except (OSError, ConnectionClosed, ConnectionLost, ProtocolViolation, TimeoutError):
+        return False
+    try:
+        conn.channel_open(1)
+        return True
+    except (OSError, ConnectionClosed, ConnectionLost, ProtocolViolation, TimeoutError):
+        return False
+    finally:
+        try:
+            conn.close(timeout=1.0)
+        except (OSError, ConnectionClosed, ConnectionLost, ProtocolViolation, TimeoutError):
+            pass
 
 
 def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False,
-        broker: CommandedBroker | None = None, steering: bool = True,
-        shrink_reruns: int = MAX_RERUNS) -> tuple[dict, dict]:
-    """Run `programs` generated programs (steered every BATCH programs towards the spec actions not yet
-    exercised, unless not ``steering``); the result (the table per family, the first finding of each,
-    shrunk by at most ``shrink_reruns`` runs, and the coverage) and the findings per family. With
-    ``broker`` (the user's kill and start commands) every program crashes the broker at least once and
-    restarts it (DU, PC-10: a restart takes seconds, so such programs are few and each must crash);
-    UsageError when those commands fail."""
+        broker: CommandedBroker | None = None, steering: bool = True, shrink_reruns: int = MAX_RERUNS,
+        time_limit: float | None = None, progress=None, probes: bool = True,
+        crashes: bool | None = None, started: float | None = None) -> tuple[dict, Suite]:
+    """The probes, then ``programs`` generated programs, their findings shrunk (``shrink_reruns`` runs
+    each at most), all within ``time_limit`` seconds; the result as JSON and the suite. With ``broker``
+    (the user's kill and start commands) generated programs crash the broker and restart it (DU, PC-10);
+    a broker that stops answering is started again with its start command. UsageError when those
+    commands fail."""
+    crashes = broker is not None if crashes is None else crashes
     target = TcpTarget("broker", where["host"], where["port"], where["user"], where["password"], where["vhost"],
-                       broker=broker)
-    broken: list[str] = []
-    table = {f: {"programs": 0, "steps": 0, **{s: 0 for s in STATUSES}, "first_rejection": None}
-             for f in P.FAMILIES}
-    totals = {"programs": 0, "steps": 0, **{s: 0 for s in STATUSES}, "crashes": 0, "seconds": 0.0}
-    coverage = Coverage()
-    weights = P.Steering() if steering else None
-    findings: dict[str, Finding] = {}
+                       broker=broker if crashes else None)
+    def restart() -> None:
+        """Start the broker again and wait until it answers (its port may still be held by the old one)."""
+        broker.start()
+        deadline = time.monotonic() + broker.ready_timeout
+        while not answers(where):
+            if time.monotonic() > deadline:
+                raise CommandFailed(f"after --start-cmd the broker at {where['host']}:{where['port']} did not "
+                                    f"answer within {broker.ready_timeout:g} s")
+            time.sleep(0.5)
 
-    def one(program):
-        if broken:
-            return
-        try:
-            out = outcome(program, target, judge_texts)
-        except CommandFailed as error:
-            broken.append(str(error))
-            return
-        totals["programs"] += 1
-        totals["steps"] += out.steps
-        totals["seconds"] += out.seconds
-        totals["crashes"] += out.crashes
-        totals[out.status] += 1
-        if out.status == "accepted":
-            coverage.add(out.judgement.verdict.path)
-        for family in sorted(P.families(program)):
-            row = table[family]
-            row["programs"] += 1
-            row["steps"] += out.steps
-            row[out.status] += 1
-            if out.status != "accepted" and family not in findings:
-                findings[family] = Finding(program, out)
+    def alive() -> bool:        # asked again after a second, so that a broker just started is not taken as gone
+        return answers(where) or (time.sleep(1.0) is None and answers(where))
 
-    # A batch is a Hypothesis run of its own, with the weights set before it (a strategy must not change
-    # within a run). The first is drawn as without steering: derandomized (CI's fixed programs), or from
-    # the seed; batch k after it from seed k (or seed * 1000 + k).
-    batches = [programs] if weights is None else [min(BATCH, programs - i) for i in range(0, programs, BATCH)]
-    for k, count in enumerate(batches):
-        if broken:
-            break
-        strategy = P.programs(rabbitmq_safe=True, errors=False, crashes=broker is not None,
-                              min_crashes=int(broker is not None),
-                              steering=None if weights is None else P.Steering(dict(weights.factors)))
-        draw = settings(max_examples=count, deadline=None, database=None, derandomize=seed is None and k == 0,
-                        suppress_health_check=list(HealthCheck),
-                        phases=[p for p in Phase if p is not Phase.shrink])(given(strategy)(one))
-        if seed is not None or k:
-            draw = hypothesis_seed(k if seed is None else seed if k == 0 else seed * 1000 + k)(draw)
-        draw()
-        if weights is not None:
-            steer(weights, coverage)
-    if broken:
-        raise UsageError(f"{broken[0]} (after {totals['programs']} programs)")
-    findings = shrink_findings(findings, target, judge_texts, shrink_reruns)
-    totals["shrink_reruns"] = sum({id(f.shrunk): f.shrunk.reruns for f in findings.values() if f.shrunk}.values())
-    for family, finding in findings.items():
-        table[family]["first_rejection"] = finding_json(finding)
-    return {"families": table, "totals": totals, "coverage": coverage.report(), "steered": steering}, findings
+    suite = Suite(lambda program: outcome(program, target, judge_texts), alive, restart if broker else None,
+                  time_limit, progress, shrink_reruns, standard=not judge_texts, started=started)
+    try:
+        if probes:
+            suite.probes()
+        suite.generated(programs, seed, steering, crashes=crashes)
+        if suite.failed is None:
+            suite.shrink_all()
+        if suite.failed is not None:
+            raise suite.failed
+    except CommandFailed as error:
+        raise UsageError(f"{error} (after {suite.run.totals['programs']} programs)") from None
+    return result_json(suite, crashes=crashes), suite
 
 
-def shrink_findings(findings: dict, target: TcpTarget, judge_texts: bool, reruns: int) -> dict:
-    """The findings with those worth shrinking (SHRUNK) shrunk, a program that is the first finding of
-    several families once; UsageError when the broker's kill or start command fails meanwhile."""
-    done: dict = {}
-
-    def rerun(program: P.Program) -> Outcome:
-        try:
-            return outcome(program, target, judge_texts)
-        except CommandFailed as error:
-            raise UsageError(f"{error} (while shrinking)") from None
-
-    out = {}
-    for family, finding in findings.items():
-        if reruns > 0 and finding.outcome.status in SHRUNK:
-            if finding.program not in done:
-                done[finding.program] = shrink(finding.program, finding.outcome, rerun, reruns)
-            finding = finding._replace(shrunk=done[finding.program])
-        out[family] = finding
-    return out
+def result_json(suite: Suite, crashes: bool) -> dict:
+    """The result as the --json document shows it."""
+    run_ = suite.run
+    findings = [finding_json(f) for f in run_.findings.values()]
+    for number, entry in enumerate(findings, 1):
+        entry["id"] = number
+    undecided = run_.totals["programs"] == 0
+    return {"schema": schema("conformance"), "verdict": "findings" if findings else "undecided" if undecided
+            else "no findings", "findings": findings, "families": run_.table, "totals": run_.totals,
+            "unsupported": list(run_.excluded), "stopped": run_.stopped or None,
+            "allowed_differences": [{"statement": k, "count": v} for k, v in run_.differences.items()],
+            "time_limit_reached": suite.out_of_time(), "coverage": catalogue_coverage(run_, crashes)}
 
 
 def finding_json(finding: Finding) -> dict:
-    """A family's first finding as the result shows it: the program as generated, and shrunk."""
-    program, out = finding.program, finding.outcome
-    entry = {"status": out.status, "program": repr(program), "steps": program.numbered(),
-             "verdict": out.explanation, "trace": out.trace, "shrunk": None}
+    """One finding as the result shows it: kind, rules, statement, count, the program as generated and
+    shrunk, and the verdict of the program shown."""
+    d = finding.diagnosis
+    program, out = finding.shown()
+    entry = {"kind": d.kind, "rules": list(d.rules), "method": d.method or None, "statement": d.statement,
+             "count": finding.count, "verdict": out.explanation, "trace": out.trace,
+             "program": repr(finding.program), "steps": finding.program.numbered(), "shrunk": None,
+             "shrink_note": finding.shrink_note or None}
     if finding.shrunk:
-        small, small_out = finding.shown()
-        entry["shrunk"] = {"status": small_out.status, "program": repr(small), "steps": small.numbered(),
-                           "verdict": small_out.explanation, "trace": small_out.trace,
-                           "steps_before": len(program.steps), "steps_after": len(small.steps),
+        entry["shrunk"] = {"program": repr(program), "steps": program.numbered(),
+                           "steps_before": len(finding.program.steps), "steps_after": len(program.steps),
                            "reruns": finding.shrunk.reruns, "capped": finding.shrunk.capped}
     return entry
 
 
-def write_findings(findings: dict, directory: Path, url: str, dialect: str) -> dict:
-    """Per family, its finding (shrunk) as FAMILY.svg (a rejection's recorded run, charted) and FAMILY.py
-    (the program, runnable); the files written per family."""
-    written: dict = {}
-    for family, finding in findings.items():
+def write_findings(result: dict, suite: Suite, directory: Path, url: str, dialect: str) -> None:
+    """Per finding, its program (shrunk) as finding-N.py, runnable, and, for a rejection, its recorded run
+    as finding-N.svg, a message-sequence chart; the files go into each finding's "files"."""
+    for entry, finding in zip(result["findings"], suite.run.findings.values()):
         program, out = finding.shown()
-        count = len(program.steps)
-        shrunk = f", shrunk to {count} step{'s' if count != 1 else ''}" if finding.shrunk else ""
-        title = f"{family}: first program not accepted ({out.status}{shrunk}) by {redacted(url)}"
+        name = f"finding-{entry['id']}"
+        title = f"{', '.join(entry['rules']) or entry['kind']}: {entry['statement']} ({redacted(url)})"
         files = []
         if out.status == "rejected" and out.judgement is not None:
-            chart = directory / f"{family}.svg"
+            chart = directory / f"{name}.svg"
             chart.write_text(recording_svg(title, out.judgement.recording, out.judgement.verdict), encoding="utf-8")
             files.append(str(chart))
-        runnable = directory / f"{family}.py"
+        runnable = directory / f"{name}.py"
         runnable.write_text(script(program, title, out.explanation, dialect), encoding="utf-8")
         files.append(str(runnable))
-        written[family] = files
-    return written
+        entry["files"] = files
 
 
 def redacted(url: str) -> str:
@@ -279,66 +240,106 @@ def redacted(url: str) -> str:
     return url.replace(f":{parsed.password}@", ":***@", 1)
 
 
-def print_table(result: dict) -> None:
+LEGEND = ("legend: a program's steps are numbered writes of methods by client connection cN, on its channels 1 "
+          "and 2; queues q0 and q1 are the program's, q2 is never declared; in the traces, the first lines name "
+          "the queues on the wire and mQ.N is the Nth message published to qQ")
+
+
+def print_report(result: dict) -> None:
+    """The result for people: the findings, each with its rules, statement, count, shrunk program and the
+    spec's verdict; the table per family; the coverage of the catalogue."""
     console = Console()
-    table = Table(title="conformance per rule family")
-    columns = ("programs", "steps", *STATUSES)
-    for column in ("family", *columns):
-        table.add_column(column, justify="left" if column == "family" else "right")
-    for family, row in result["families"].items():
-        table.add_row(family, *(str(row[k]) for k in columns))
+    say = lambda text="", **kw: console.print(text, markup=False, highlight=False, **kw)     # noqa: E731
+    findings = result["findings"]
     t = result["totals"]
-    table.add_row("all", *(str(t[k]) for k in columns))
+    say(f"{len(findings)} finding{'s' if len(findings) != 1 else ''} in {t['programs']} programs "
+        f"({t['probes']} probes, {t['generated']} generated)")
+    for entry in findings:
+        rules = ", ".join(entry["rules"]) or entry["method"] or entry["kind"]
+        console.print(escape(f"\nfinding {entry['id']} [{rules}] {entry['kind']}"), style="bold", highlight=False)
+        say(f"{entry['statement']}")
+        say(f"shown by {entry['count']} program{'s' if entry['count'] != 1 else ''}")
+        small = entry["shrunk"]
+        if small:
+            capped = (f"; the cap of {small['reruns']} reruns stopped it, it may shrink further"
+                      if small["capped"] else "")
+            if small["steps_after"] < small["steps_before"]:
+                say(f"shrunk from {small['steps_before']} steps to {small['steps_after']} in {small['reruns']} "
+                    f"reruns{capped}:")
+            else:
+                say(f"{small['steps_after']} steps: none of {small['reruns']} shorter candidates failed the same "
+                    f"way{capped}")
+            say(small["steps"])
+        else:
+            if entry["shrink_note"]:
+                say(entry["shrink_note"])
+            say(entry["steps"])
+        say(entry["verdict"])
+        if entry["trace"]:
+            say("what the clients saw, in the spec's names (legend first):")
+            say(entry["trace"])
+        say("as a program (from rabbitproof.conformance.programs import *):\n" +
+            (small["program"] if small else entry["program"]), style="dim")
+        for path in entry.get("files", ()):
+            say(f"written: {path}")
+    if findings:
+        say("\n" + LEGEND)
+    table = Table(title="programs per rule family (each counted once: its first finding's family)")
+    for column in ("family", "programs", "steps", "accepted", "found"):
+        table.add_column(column, justify="left" if column == "family" else "right")
+    for family_, row in result["families"].items():
+        table.add_row(family_, *(str(row[k]) for k in ("programs", "steps", "accepted", "found")))
+    table.add_row("all", *(str(t[k]) for k in ("programs", "steps", "accepted", "found")))
     console.print(table)
     rate = t["steps"] / t["seconds"] if t["seconds"] else 0.0
-    console.print(f"{t['steps']} steps in {t['seconds']:.1f} s of running ({rate:.0f} steps/s)")
-    console.print(coverage_text(result["coverage"]), markup=False, highlight=False)
-    for family, row in result["families"].items():
-        first = row["first_rejection"]
-        if first:
-            console.print(f"\n[bold]{family}: first program not accepted ({first['status']})[/bold]", markup=True)
-            shown = first["shrunk"] or first
-            if first["shrunk"]:
-                small = first["shrunk"]
-                capped = (f"; the cap of {small['reruns']} reruns stopped it, it may shrink further"
-                          if small["capped"] else "; no single deletion keeps the failure")
-                console.print(f"shrunk from {small['steps_before']} steps to {small['steps_after']} in "
-                              f"{small['reruns']} reruns{capped}", markup=False, highlight=False)
-            console.print(f"{shown['steps']}\n{shown['verdict']}", markup=False, highlight=False)
-            console.print("as a program (from rabbitproof.conformance.programs import *):\n" + shown["program"],
-                          markup=False, highlight=False, style="dim")
-            for path in row.get("files", ()):
-                console.print(f"written: {path}", markup=False, highlight=False)
+    say(f"{t['steps']} steps in {t['seconds']:.1f} s of running ({rate:.0f} steps/s); "
+        f"{t['duplicates']} duplicate programs skipped")
+    for difference in result["allowed_differences"]:
+        say(f"allowed by AMQP 0-9-1 (the standard dialect), in {difference['count']} programs, each judged up to "
+            f"there: {difference['statement']}")
+    if result["unsupported"]:
+        say(f"left out of later programs (not implemented): {', '.join(result['unsupported'])}")
+    if result["stopped"]:
+        say(f"the run stopped early: {result['stopped']}")
+    if result["time_limit_reached"]:
+        say("the time limit was reached: the run ends with what it has")
+    say(coverage_text(result["coverage"]))
 
 
 def coverage_text(coverage: dict) -> str:
-    """The coverage in two lines: actions and rule IDs exercised of all, and those never."""
-    lines = []
-    for what, title in (("actions", "spec actions"), ("rules", "rule IDs their docstrings cite")):
-        part = coverage[what]
-        lines.append(f"{title} exercised by the {coverage['runs']} accepted runs: {len(part['exercised'])} of "
-                     f"{part['total']}; never: {', '.join(part['never']) or 'none'}")
+    """The coverage of the catalogue: how many rules were shown, found broken, cannot be observed, and
+    the others with why."""
+    rules = coverage["rules"]
+    lines = [f"rules of the catalogue: {coverage['total']}; shown kept by an accepted program: "
+             f"{coverage['covered']}; named by a finding: {coverage['findings']}; unobservable: "
+             f"{coverage['unobservable']}"]
+    for rule, state in rules.items():
+        if state not in ("covered", "finding"):
+            lines.append(f"  {rule}: {state}")
     return "\n".join(lines)
 
 
 def junit_xml(result: dict, url: str) -> str:
-    """The result as JUnit XML for CI: one test case per rule family, failed when a program exercising
-    it was not accepted (the first one's verdict and program in the failure)."""
+    """The result as JUnit XML for CI: one failed test case per finding (its rules and statement as the
+    name, the shrunk program and verdict in the failure), and one passed case when there is none."""
     totals = result["totals"]
-    failures = sum(1 for row in result["families"].values() if row["first_rejection"])
-    suite = ElementTree.Element("testsuite", name=f"rabbitproof conformance {url}",
-                                tests=str(len(result["families"])), failures=str(failures),
+    findings = result["findings"]
+    suite = ElementTree.Element("testsuite", name=f"rabbitproof conformance {redacted(url)}",
+                                tests=str(max(1, len(findings))), failures=str(len(findings)),
                                 time=f"{totals['seconds']:.3f}")
-    for family, row in result["families"].items():
-        case = ElementTree.SubElement(suite, "testcase", classname="rabbitproof.conformance", name=family)
-        first = row["first_rejection"]
-        if first:
-            shown = first.get("shrunk") or first
-            failure = ElementTree.SubElement(case, "failure", type=first["status"],
-                                             message=shown["verdict"].splitlines()[0][:500])
-            failure.text = f"{shown['steps']}\n{shown['verdict']}\n{shown['program']}"
+    for entry in findings:
+        rules = ", ".join(entry["rules"]) or entry["kind"]
+        case = ElementTree.SubElement(suite, "testcase", classname="rabbitproof.conformance",
+                                      name=f"[{rules}] {entry['statement']}"[:300])
+        failure = ElementTree.SubElement(case, "failure", type=entry["kind"], message=entry["statement"][:500])
+        shown = entry["shrunk"] or entry
+        failure.text = (f"shown by {entry['count']} programs\n{shown['steps']}\n{entry['verdict']}\n"
+                        f"{shown['program']}")
+    if not findings:
+        case = ElementTree.SubElement(suite, "testcase", classname="rabbitproof.conformance",
+                                      name="no finding")
         out = ElementTree.SubElement(case, "system-out")
-        out.text = ", ".join(f"{k} {row[k]}" for k in ("programs", "steps", *STATUSES))
+        out.text = f"{totals['programs']} programs, {totals['steps']} steps, all accepted"
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
 
@@ -356,25 +357,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "programs crash and restart it (the DU and PC-10 families)")
     parser.add_argument("--start-cmd", metavar="CMD",
                         help="a shell command that starts the broker again on the same port and data")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON (with the coverage)")
-    parser.add_argument("--junit", metavar="FILE", help="also write the result as JUnit XML (a test case per family)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop running programs (and shrinking) after this many seconds and report what was "
+                             "found (exit 3 when no program finished)")
+    parser.add_argument("--no-probes", action="store_true",
+                        help="run only generated programs (default: first a short program per rule of the catalogue)")
+    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    parser.add_argument("--json", action="store_true",
+                        help="print the result as JSON (schema rabbitproof.conformance/1: findings, families, "
+                             "totals, coverage)")
+    parser.add_argument("--junit", metavar="FILE", help="also write the result as JUnit XML (a test case per finding)")
     parser.add_argument("--chart", metavar="DIR",
-                        help="write each family's first program not accepted, shrunk, into DIR: FAMILY.svg, its "
-                             "recorded run as a message-sequence chart (a rejection), and FAMILY.py, the program "
-                             "as a runnable file (python3 FAMILY.py URL replays it and judges it again)")
+                        help="write each finding's program, shrunk, into DIR: finding-N.svg, its recorded run as "
+                             "a message-sequence chart (a rejection), and finding-N.py, the program as a runnable "
+                             "file (python3 finding-N.py URL replays it and judges it again)")
     parser.add_argument("--shrink-reruns", type=int, default=MAX_RERUNS, metavar="N",
-                        help=f"runs of smaller candidates to shrink each family's first program not accepted "
+                        help=f"runs of smaller candidates to shrink each finding's first program "
                              f"(default {MAX_RERUNS}; 0: no shrinking)")
     parser.add_argument("--no-steering", action="store_true",
                         help="draw every batch of 25 programs alike (default: towards the spec actions not yet "
                              "exercised)")
 
 
+def progress_line(started: float):
+    """A callback printing one line on stderr, rewritten after each program (a terminal only)."""
+    def show(run_) -> None:
+        t = run_.totals
+        sys.stderr.write(f"\r{t['programs']} programs ({t['probes']} probes), {t['steps']} steps, "
+                         f"{len(run_.findings)} findings, {time.monotonic() - started:.0f} s ")
+        sys.stderr.flush()
+    return show
+
+
 def run_command(options: argparse.Namespace) -> int:
-    """`rabbitproof conformance`: the exit code."""
+    """`rabbitproof conformance`: the exit code (rabbitproof/exits.py)."""
+    started = time.monotonic()
     try:
-        if options.programs < 1:
-            raise UsageError("--programs must be at least 1")
+        if options.programs < 0:
+            raise UsageError("--programs must be 0 or more")
+        if options.time_limit is not None and options.time_limit <= 0:
+            raise UsageError("--time-limit must be a positive number of seconds")
         where = parse_url(options.url)
         if options.junit and not Path(options.junit).resolve().parent.is_dir():
             raise UsageError(f"--junit: no such directory {str(Path(options.junit).resolve().parent)!r}")
@@ -382,36 +404,40 @@ def run_command(options: argparse.Namespace) -> int:
             raise UsageError("--shrink-reruns must be 0 or more")
         if options.chart:
             writable_directory(Path(options.chart))
-        if bool(options.kill_cmd) != bool(options.start_cmd):
+        if options.kill_cmd and not options.start_cmd:
             raise UsageError("--kill-cmd and --start-cmd go together: the suite kills the broker, then starts it")
         probe(where)
     except UsageError as error:
         sys.stderr.write(f"rabbitproof conformance: error: {error}\n")
-        return 2
-    started = time.monotonic()
+        return BAD_INPUT
     broker = CommandedBroker(where["host"], where["port"], where["user"], where["password"], options.kill_cmd,
-                             options.start_cmd) if options.kill_cmd else None
+                             options.start_cmd) if options.start_cmd else None
+    show = None if options.quiet or not sys.stderr.isatty() else progress_line(started)
     try:
-        result, findings = run(where, options.programs, options.seed, judge_texts=options.dialect == "rabbitmq",
-                               broker=broker, steering=not options.no_steering, shrink_reruns=options.shrink_reruns)
+        result, suite = run(where, options.programs, options.seed, judge_texts=options.dialect == "rabbitmq",
+                            broker=broker, steering=not options.no_steering, shrink_reruns=options.shrink_reruns,
+                            time_limit=options.time_limit, progress=show, probes=not options.no_probes,
+                            crashes=bool(options.kill_cmd), started=started)
     except UsageError as error:
         sys.stderr.write(f"rabbitproof conformance: error: {error}\n")
-        return 2
+        return BAD_INPUT
     finally:
         if broker is not None:
             broker.close()
+        if show is not None:
+            sys.stderr.write("\n")
     result["totals"]["wall_seconds"] = time.monotonic() - started
     if options.chart:
-        for family, files in write_findings(findings, Path(options.chart), options.url, options.dialect).items():
-            result["families"][family]["files"] = files
+        write_findings(result, suite, Path(options.chart), options.url, options.dialect)
     if options.junit:
         Path(options.junit).write_text(junit_xml(result, options.url), encoding="utf-8")
     if options.json:
         print(json.dumps(result, indent=2))
     else:
-        print_table(result)
-    t = result["totals"]
-    return 0 if t["accepted"] == t["programs"] else 1
+        print_report(result)
+    if result["findings"]:
+        return FOUND
+    return UNDECIDED if result["verdict"] == "undecided" else NOTHING_FOUND
 
 
 def writable_directory(directory: Path) -> None:

@@ -51,10 +51,15 @@ def reason_kind(outcome) -> str:
 
 
 def shrink(program: P.Program, failed, rerun: Callable[[P.Program], object],
-           max_reruns: int = MAX_RERUNS) -> Shrunk:
+           max_reruns: int = MAX_RERUNS, same: Callable[[P.Program, object], bool] | None = None) -> Shrunk:
     """The shortest program found that fails like ``failed`` (the outcome of running ``program``), by
-    running candidates with ``rerun``; at most ``max_reruns`` of them."""
+    running candidates with ``rerun``; at most ``max_reruns`` of them. ``same(candidate, outcome)`` says
+    whether a candidate fails the same way (default: the same status and `reason_kind`); ``rerun`` may
+    raise to end the shrinking (a broker that stopped answering)."""
     kind = reason_kind(failed)
+    if same is None:
+        def same(candidate, out):
+            return out.status == failed.status and reason_kind(out) == kind
     best, best_outcome, reruns = program, failed, 0
     size = max(1, len(program.steps) // 2)
     while True:
@@ -63,7 +68,7 @@ def shrink(program: P.Program, failed, rerun: Callable[[P.Program], object],
                 return Shrunk(best, best_outcome, reruns, True)
             reruns += 1
             out = rerun(candidate)
-            if out.status == failed.status and reason_kind(out) == kind:
+            if same(candidate, out):
                 best, best_outcome = candidate, out
                 break
         else:

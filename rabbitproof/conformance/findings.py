@@ -1,0 +1,237 @@
+"""What went wrong in a program the broker failed, named the way a broker author reads it: the first frame
+the spec cannot explain (its method, the field that differs from what the spec allowed there), the rules
+that breaks, and one line saying so ("redelivered is false on a message that was delivered before").
+
+Programs that fail the same way (the same ``Diagnosis.key``) are one finding: the suite shrinks one
+program per finding and counts the programs that showed it. A method the broker answers with 540
+NOT_IMPLEMENTED, or never answers while its connection is otherwise alive, is a finding of its own kind,
+"unsupported", once per method.
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from rabbitproof.spec.frames import METHOD_NAMES, frame_text
+
+from rabbitproof.conformance import programs as P
+from rabbitproof.conformance.catalogue import family
+
+UNSUPPORTED, REJECTED, NO_ANSWER, ERROR, STOPPED = "unsupported", "rejected", "no answer", "error", "stopped answering"
+NOT_IMPLEMENTED = 540
+
+
+class Diagnosis(NamedTuple):
+    """One way a broker fails: its kind (rejected, unsupported, error, stopped answering), the key that
+    groups programs failing alike, the rules, the method concerned (unsupported: the method the broker
+    does not implement), and the statement in a broker author's words."""
+
+    kind: str
+    key: tuple
+    rules: tuple
+    statement: str
+    method: str = ""
+
+    @property
+    def family(self) -> str:
+        if self.rules:
+            return family(self.rules[0])
+        return {"tx": "TX", "confirm": "PC", "basic": "DS", "queue": "ER", "channel": "ER"}.get(
+            self.method.split(".")[0], "ER")
+
+
+_FRAME = re.compile(r"^(sent|received) ([a-z]+\.[a-z-]+)\((.*)\)$")
+
+
+def parse(text: str) -> tuple:
+    """An observation as frame_text writes it: (direction, method, {field: value text}); method "" when
+    it is not a frame."""
+    match = _FRAME.match(text)
+    if not match:
+        return (text.split(" ")[0], "", {})
+    fields = {}
+    for part in re.split(r", (?=[a-z_]+=)", match.group(3)):
+        name, _, value = part.partition("=")
+        fields[name] = value
+    return match.group(1), match.group(2), fields
+
+
+def method_of(op) -> str:
+    """The AMQP name of the method an op sends: "tx.select" for TxSelect."""
+    return METHOD_NAMES[op.METHOD]
+
+
+def _has(program: P.Program, *kinds) -> bool:
+    return any(isinstance(op, kinds) for op in program.ops())
+
+
+def diagnose(outcome, program: P.Program) -> Diagnosis:
+    """What ``outcome`` (of running ``program``; not accepted) says went wrong."""
+    if outcome.status == REJECTED:
+        return _rejection(outcome.judgement.verdict, program)
+    if outcome.status == NO_ANSWER:
+        method = unanswered_method(outcome, program)
+        return Diagnosis(UNSUPPORTED, (UNSUPPORTED, method), (), f"{method} is never answered (not implemented?)",
+                         method)
+    if outcome.status == "unsupported":
+        return Diagnosis(ERROR, (ERROR, "inexpressible"), ("ER-2",),
+                         f"the broker answered what the spec cannot express: {outcome.explanation}")
+    if outcome.status == STOPPED:
+        return Diagnosis(STOPPED, (STOPPED,), ("ER-3",), "the broker stopped answering every connection")
+    why = re.sub(r"\d+", "N", outcome.explanation.split(":")[0])
+    return Diagnosis(ERROR, (ERROR, why), ("ER-2",), outcome.explanation.split(";")[0])
+
+
+def unanswered_method(outcome, program: P.Program) -> str:
+    """The method a "no answer" waited for: the last synchronous method of the step the run stopped at."""
+    match = re.search(r"after step (\d+)", outcome.explanation)
+    if match:
+        step = program.steps[int(match.group(1)) - 1]
+        waits = [op for op in getattr(step, "ops", ()) if isinstance(op, P.SYNCHRONOUS)]
+        if waits:
+            return method_of(waits[-1])
+    return "a method"
+
+
+def _rejection(verdict, program: P.Program) -> Diagnosis:
+    observation = verdict.observation
+    got = parse(f"{observation[0]} {frame_text(observation[1])}") if observation[0] in ("sent", "received") \
+        else (observation[0], "", {})
+    allowed = [parse(text) for text in verdict.allowed]
+    direction, method, fields = got
+    same = [a for a in allowed if a[1] == method and a[0] == direction]
+    methods = {a[1] for a in allowed}
+
+    def found(rules, statement, *key):
+        # Grouped by the rules and what went wrong (a field, a refusal missing, ...), not by the frame's
+        # values: the same break shows with other tags, counts and messages in other programs.
+        where = (method,) if rules == ("ER-2",) else ()
+        return Diagnosis(REJECTED, (REJECTED, tuple(rules), *where, *key), tuple(rules), statement)
+
+    code = fields.get("reply_code")
+    if method in ("connection.close", "channel.close") and code == str(NOT_IMPLEMENTED) and not same:
+        answers = [a[1] for a in allowed if a[1].endswith("-ok")]
+        what = answers[0][:-3] if answers else "a method"
+        return Diagnosis(UNSUPPORTED, (UNSUPPORTED, what), (), f"{what} is not implemented (answered 540 "
+                                                                f"NOT_IMPLEMENTED)", what)
+    if same:
+        differing = min((tuple(k for k in fields if a[2].get(k) != fields[k]) for a in same), key=len)
+        want = next(a[2] for a in same if tuple(k for k in fields if a[2].get(k) != fields[k]) == differing)
+        shown = f"{method}({', '.join(f'{k}={fields[k]}' for k in differing)})"
+        if "redelivered" in differing:
+            if fields["redelivered"] == "False":
+                return found(("RQ-2",), f"redelivered is false on a message that was delivered before: {shown}",
+                             "redelivered")
+            return found(("RQ-2",), f"redelivered is true on a first delivery: {shown}", "redelivered")
+        if "msg" in differing:
+            return found(("RQ-1",), f"messages come out of queue order: {method} gives {fields['msg']} where "
+                                    f"{want.get('msg')} is at the head of the queue", "msg")
+        if "delivery_tag" in differing and method in ("basic.ack", "basic.nack"):
+            return found(("PC-3",), f"a confirm carries tag {fields['delivery_tag']} where "
+                                    f"{want.get('delivery_tag')} was due", "delivery_tag")
+        if "delivery_tag" in differing:
+            return found(("DT-1",), f"delivery tags do not count up from 1 on each channel: {method} with tag "
+                                    f"{fields['delivery_tag']} where {want.get('delivery_tag')} was due",
+                         "delivery_tag")
+        if "message_count" in differing:
+            return found(("DS-2",), f"basic.get-ok's message_count is {fields['message_count']}, not the "
+                                    f"{want.get('message_count')} messages left in the queue", "message_count")
+        if "reply_code" in differing:
+            return found(("ER-2",), f"{method} with reply code {code} where AMQP 0-9-1 requires "
+                                    f"{want.get('reply_code')}", "reply_code", code)
+        return found(("ER-2",), f"{shown}, where the spec allows {want}", *differing)
+    closes = [a for a in allowed if a[1] in ("channel.close", "connection.close") and a[0] == "received"]
+    if closes and method not in ("channel.close", "connection.close"):
+        want = closes[0][2].get("reply_code", "")
+        text = closes[0][2].get("text", "")         # the spec's own reply text says which refusal it owed
+        if "delivery tag" in text:
+            return found(("ACK-4",), "a settlement of a delivery tag that is not outstanding is accepted, not "
+                                     "refused with 406", "unrefused")
+        if "not transactional" in text:
+            return found(("TX-10",), "tx.commit or tx.rollback on a channel that is not transactional is "
+                                     "accepted, not refused with 406", "unrefused")
+        if "exchange" in text and want == "404":
+            return found(("PC-9",), "a publish to an exchange that does not exist does not close the channel "
+                                    "with 404", "unrefused")
+        shown = f"{method} on the wire" if method else f"the broker is {direction}"
+        return found(("ER-1",), f"the broker goes on ({shown}) where the spec closes with {want} "
+                                f"{closes[0][1]}", "unrefused", want)
+    if "channel.close-ok" in methods and direction == "received":
+        return found(("ER-1",), f"the channel answers {method} after the client's channel.close", "after-close")
+    if direction == "received" and method in ("basic.ack", "basic.nack") and not any(
+            a[1] in ("basic.ack", "basic.nack") for a in allowed):
+        return found(("PC-1",), f"a publish is confirmed ({method}) on a channel not in confirm mode (a channel "
+                                f"starts without it)", "unexpected")
+    if method == "basic.get-empty" and "basic.get-ok" in methods:
+        if _has(program, P.Qos):
+            return found(("PF-4", "DS-2"), "basic.get answers get-empty while a message is ready and the prefetch "
+                                           "is full: basic.get is not limited by the prefetch", "empty")
+        return found(("DS-2",), "basic.get answers get-empty while a message is ready", "empty")
+    if method == "basic.deliver":
+        rules = ("PF-1", "PF-3") if _has(program, P.Qos) else ("DS-1",)
+        return found(rules, "a message is delivered to a consumer that the spec says has no room or no message "
+                            "to take", "unexpected")
+    if method == "basic.get-ok":
+        rules = ("TX-2",) if _has(program, P.TxSelect) else ("ACK-1", "AM-2")
+        return found(rules, "basic.get gives a message the queue should not hold (settled, dropped or not "
+                            "committed)", "unexpected")
+    if method == "basic.return":
+        return found(("RT-3",), "a basic.return for a message that was routed or not mandatory", "unexpected")
+    if method in ("channel.close", "connection.close"):
+        return found(("ER-2",), f"the broker closes with {code} where the spec allowed: "
+                                f"{'; '.join(verdict.allowed[:2])}", code)
+    if direction in ("quiet", "lost", "connect") or not method:
+        owed = [a[1] for a in allowed if a[0] == "received"]
+        if direction == "lost":
+            return found(("ER-2",), "the broker drops a connection without connection.close", "lost")
+        return found(("ER-2",), f"the broker stays silent where it owes {owed[0] if owed else 'a reply'}",
+                     "silent", owed[0] if owed else "")
+    return found(("ER-2",), f"{method} where the spec allowed: {'; '.join(verdict.allowed[:2])}", "unexpected")
+
+
+# What AMQP 0-9-1 leaves open and RabbitMQ 3.10.8 decides one way: the standard dialect takes either
+# (docs/reference/conformance.md lists them). Each is (the method the client sent, the reply RabbitMQ
+# gives, the reply codes the standard also allows, why).
+OPEN_IN_AMQP = (
+    ("queue.delete", "queue.delete-ok", ("404",),
+     "queue.delete of a queue that does not exist answered 404 NOT_FOUND (AMQP 0-9-1's must-exist rule; "
+     "RabbitMQ 3.10.8 answers delete-ok)"),
+    ("queue.declare", "channel.close", ("405", "406"),
+     "a redeclare with another exclusive flag refused with another channel error than RabbitMQ 3.10.8's 405 "
+     "(AMQP 0-9-1 asks only for a channel exception)"),
+)
+
+
+def allowed_difference(outcome, program: P.Program) -> str:
+    """For a rejection, the difference AMQP 0-9-1 allows that it is ("" when it is none): the broker
+    closed the channel where RabbitMQ answers otherwise, in a case AMQP 0-9-1 leaves open."""
+    if outcome.status != REJECTED:
+        return ""
+    verdict = outcome.judgement.verdict
+    observation = verdict.observation
+    if observation[:1] != ("received",):
+        return ""
+    direction, method, fields = parse(f"received {frame_text(observation[1])}")
+    if method != "channel.close":
+        return ""
+    pending: list = []      # the methods the channel sent and has no answer to yet
+    for earlier in outcome.judgement.recording.observations[verdict.conn][:verdict.index]:
+        if earlier[0] not in ("sent", "received") or earlier[1].channel != observation[1].channel:
+            continue
+        name = parse(f"{earlier[0]} {frame_text(earlier[1])}")[1]
+        if earlier[0] == "sent":
+            pending.append(name)
+        elif name == "channel.open-ok":
+            pending = []
+        elif name.endswith("-ok") and name[:-3] in pending:
+            pending.remove(name[:-3])
+    allowed = [parse(text) for text in verdict.allowed]
+    for asked, rabbitmq_reply, codes, why in OPEN_IN_AMQP:
+        if asked not in pending or fields.get("reply_code") not in codes:
+            continue
+        replies = [a for a in allowed if a[0] == "received" and a[1] == rabbitmq_reply]
+        if rabbitmq_reply == "channel.close":
+            replies = [a for a in replies if a[2].get("reply_code") in codes]
+        if replies:
+            return why
+    return ""
