@@ -34,6 +34,19 @@ def fail(prog: str, error: Exception | str) -> int:
     return EXIT_BAD_INPUT
 
 
+def int_in(low: int, high: int):
+    """An argparse type: an integer from ``low`` to ``high``, else a one-line error naming the range."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{number} is out of range [{low}, {high}]")
+        return number
+    return parse
+
+
 def parse_bounds(items: Sequence[str]) -> dict[str, str]:
     """``NAME=VALUE`` strings (each may hold several, comma-separated) as a dict; InputError for one
     without ``=``."""

@@ -37,6 +37,7 @@ from rich.table import Table
 from rabbitproof.brokers.impl_broker import ImplBroker, ImplStartFailed
 from rabbitproof.brokers.rabbitmq import RabbitMQNode, RabbitMQStartFailed, rabbitmq_installed
 from rabbitproof.recording.rawclient import RawConnection
+from rabbitproof.options import int_in
 
 TARGETS = ("impl", "rabbitmq")
 MODES = ("transient", "persistent")
@@ -345,40 +346,28 @@ def _csv(choices: tuple[str, ...], what: str):
     return parse
 
 
-def _int_in(low: int, high: int):
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-        if not low <= number <= high:
-            raise argparse.ArgumentTypeError(f"{number} is out of range [{low}, {high}]")
-        return number
-    return parse
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="rabbitproof bench broker",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=_int_in(1, 10_000_000), default=100_000,
+    parser.add_argument("--messages", type=int_in(1, 10_000_000), default=100_000,
                         help="messages per run (default 100000)")
-    parser.add_argument("--warmup", type=_int_in(0, 10_000_000), default=5_000,
+    parser.add_argument("--warmup", type=int_in(0, 10_000_000), default=5_000,
                         help="messages of an unmeasured run before the measured ones (default 5000)")
-    parser.add_argument("--size", type=_int_in(0, 131_000), default=128,
+    parser.add_argument("--size", type=int_in(0, 131_000), default=128,
                         help="body size in bytes, one body frame at most (default 128)")
-    parser.add_argument("--window", type=_int_in(1, 1_000_000), default=2000,
+    parser.add_argument("--window", type=int_in(1, 1_000_000), default=2000,
                         help="publishes in flight (unconfirmed) at most (default 2000)")
-    parser.add_argument("--batch", type=_int_in(1, 10_000), default=100,
+    parser.add_argument("--batch", type=int_in(1, 10_000), default=100,
                         help="publishes per socket write (default 100)")
-    parser.add_argument("--prefetch", type=_int_in(0, 65535), default=1000,
+    parser.add_argument("--prefetch", type=int_in(0, 65535), default=1000,
                         help="consumer prefetch count, 0 for no limit (default 1000)")
-    parser.add_argument("--ack-every", type=_int_in(1, 1_000_000), default=100,
+    parser.add_argument("--ack-every", type=int_in(1, 1_000_000), default=100,
                         help="deliveries per multiple ack (default 100)")
     parser.add_argument("--targets", type=_csv(TARGETS, "--targets"), default=None,
                         help="impl,rabbitmq (default: impl, and rabbitmq when installed)")
     parser.add_argument("--modes", type=_csv(MODES, "--modes"), default=list(MODES),
                         help="transient,persistent (default both)")
-    parser.add_argument("--timeout", type=_int_in(1, 3600), default=300,
+    parser.add_argument("--timeout", type=int_in(1, 3600), default=300,
                         help="seconds a phase may take before the run is abandoned (default 300)")
     options = parser.parse_args(argv)
     if options.prefetch and options.ack_every > options.prefetch:

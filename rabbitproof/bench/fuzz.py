@@ -39,22 +39,10 @@ from rabbitproof.brokers.rabbitmq import RabbitMQNode, RabbitMQStartFailed, rabb
 from rabbitproof.extras import MissingExtra, require
 from rabbitproof.fuzz import campaign
 from rabbitproof.fuzz.cases import KINDS
-from rabbitproof.options import OneLineParser
+from rabbitproof.options import OneLineParser, int_in
 
 TARGETS = ("impl", "rabbitmq")
 RABBITMQ_SETTLE = 0.1  # RabbitMQ runs channels apart: a second probe this long after the first
-
-
-def _int_in(low: int, high: int):
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-        if not low <= number <= high:
-            raise argparse.ArgumentTypeError(f"{number} is out of range [{low}, {high}]")
-        return number
-    return parse
 
 
 def _targets(value: str) -> list[str]:
@@ -67,21 +55,21 @@ def _targets(value: str) -> list[str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = OneLineParser(prog="rabbitproof bench fuzz", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=_int_in(1, 10_000_000), default=100_000,
+    parser.add_argument("--cases", type=int_in(1, 10_000_000), default=100_000,
                         help="cases of bad input sent to our broker (default 100000)")
-    parser.add_argument("--seed", type=_int_in(0, 2**63 - 1), default=1, help="the seed of the cases (default 1)")
-    parser.add_argument("--per-connection", type=_int_in(1, 1000), default=10,
+    parser.add_argument("--seed", type=int_in(0, 2**63 - 1), default=1, help="the seed of the cases (default 1)")
+    parser.add_argument("--per-connection", type=int_in(1, 1000), default=10,
                         help="cases a connection carries at most, while the broker keeps it open (default 10)")
-    parser.add_argument("--round-trip-every", type=_int_in(1, 1_000_000), default=500,
+    parser.add_argument("--round-trip-every", type=int_in(1, 1_000_000), default=500,
                         help="connections between two clean pika round trips (default 500)")
-    parser.add_argument("--durable-messages", type=_int_in(1, 10_000), default=20,
+    parser.add_argument("--durable-messages", type=int_in(1, 10_000), default=20,
                         help="persistent messages in a durable queue, counted after the cases and after a "
                              "restart (default 20)")
     parser.add_argument("--targets", type=_targets, default=None,
                         help="impl,rabbitmq (default: impl, and rabbitmq when installed)")
-    parser.add_argument("--rabbitmq-cases", type=_int_in(1, 10_000_000), default=2_000,
+    parser.add_argument("--rabbitmq-cases", type=int_in(1, 10_000_000), default=2_000,
                         help="cases sent to RabbitMQ for the comparison (default 2000)")
-    parser.add_argument("--timeout", type=_int_in(1, 600), default=5,
+    parser.add_argument("--timeout", type=int_in(1, 600), default=5,
                         help="seconds a case may wait for the broker's answer (default 5)")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout instead of tables")
     options = parser.parse_args(argv)
