@@ -125,7 +125,7 @@ def print_outcomes(console, outcomes: Sequence[Outcome]) -> None:
     for col in ("function", "rule", "posts", "all paths", "no cex", "cex", "seconds"):
         table.add_column(col, justify="left" if col in ("function", "rule") else "right")
     for o in outcomes:
-        table.add_row(o.target.removeprefix("spec."), rules.get(o.target, "").split(":")[0], str(o.conditions), str(o.confirmed), str(o.not_confirmed),
+        table.add_row(o.target.removeprefix("rabbitproof.spec."), rules.get(o.target, "").split(":")[0], str(o.conditions), str(o.confirmed), str(o.not_confirmed),
                       str(len(o.counterexamples)), f"{o.seconds:.1f}")
     console.print(table)
     for o in outcomes:
