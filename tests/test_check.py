@@ -366,7 +366,7 @@ def test_a_search_cut_short_answers_undecided_and_exits_3(tmp_path):
     answers = {a["key"]: a for a in data["answers"]}
     assert answers["lost"]["answer"] == CANNOT and answers["lost"]["for_every_size"]
     assert {key for key, a in answers.items() if a["method"] == "proved"} == {"lost", "loop", "waits"}
-    assert answers["twice"]["method"] == "found" and answers["twice"]["steps"]
+    assert answers["twice"]["method"] == "found" and answers["twice"]["trace"]["steps"]
     assert answers["order"]["method"] == "undecided" and answers["order"]["answer"] == "undecided"
     assert "the search stopped at" in answers["order"]["how"]
 

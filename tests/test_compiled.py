@@ -120,8 +120,8 @@ def test_the_compiled_spec_gives_the_pure_specs_counts_and_answers(tmp_path: Pat
             else:
                 done = run(args + ["--json"], fast, cwd=root)
                 target.write_text(done.stdout)
-            assert done.returncode in (0, 1), done.stderr[-2000:]
-            facts.append(established(target))
+            assert done.returncode in (0, 1, 3), done.stderr[-2000:]       # 3: a search stopped by its state cap
+            facts.append({**established(target), "exit code": done.returncode})
         assert facts[0] == facts[1], args
         assert facts[0]["distinct_states"] > 1000
     done = run(["verify", "--part", "crosshair"], str(out))         # CrossHair reads the Python source

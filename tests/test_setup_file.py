@@ -75,7 +75,7 @@ def test_the_setup_becomes_a_spec_configuration_of_roles_and_bounds():
     ("[queues.jobs]\ndurible = true\n[[publishers]]\nqueue = \"jobs\"\n", 2, "unknown key 'durible'"),
     ("[queues.jobs]\n[[publishers]]\nqueue = \"jobz\"\n", 3, "'jobz', which is not a queue"),
     ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nconfirms = true\ntransactions = true\n", 5, "PC-8"),
-    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nmessages = 9\n", 4, "out of range (1 to 4)"),
+    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nmessages = 51\n", 4, "out of range (1 to 50)"),
     ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\n[[consumers]]\nqueue = \"jobs\"\nacks = \"auto\"\n", 6,
      "must be one of 'manual', 'automatic'"),
     ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\n[[consumers]]\nqueue = \"jobs\"\nacks = \"automatic\"\n"
@@ -94,8 +94,8 @@ def test_the_setup_becomes_a_spec_configuration_of_roles_and_bounds():
     ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nrepublish = 1\n", 4, "never learns that a message"),
     ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nconfirms = true\nrepublish = 3\n", 5,
      "out of range (0 to 2)"),
-    ("[queues.jobs]\n[[publishers]]\nqueue = \"jobs\"\nmessages = 3\nconfirms = true\nrepublish = 2\n"
-     "[[publishers]]\nqueue = \"jobs\"\nmandatory = true\nrepublish = 2\n", 10, "at most 6 publishes in all"),
+    ("[queues.jobs]\n" + "".join(f"[[publishers]]\nqueue = \"jobs\"\nmessages = {n}\nconfirms = true\nrepublish = 2\n"
+                                  for n in (45, 1, 1, 1, 1, 1)), 31, "50 messages and 12 republishes: at most 60 publishes"),
 ])
 def test_each_mistake_is_one_error_with_its_line(text, line, words):
     with pytest.raises(SetupError) as error:

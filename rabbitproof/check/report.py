@@ -48,7 +48,9 @@ def verdict_detail(checked: Checked) -> str:
     if found:
         return f"{name}: can happen: {', '.join(found)}" + (f"; undecided: {', '.join(open_)}" if open_ else "")
     if open_:
-        return f"{name}: {', '.join(open_)} not decided (the search stopped: {checked.result.error})"
+        why = (f"the search stopped: {checked.result.error}" if checked.result is not None
+               else "no argument or smaller setup decides it, and the setup is beyond the exhaustive search's bounds")
+        return f"{name}: {', '.join(open_)} not decided ({why})"
     return f"{name}: none of the {len(checked.answers)} questions can happen"
 
 
@@ -270,7 +272,7 @@ def checked_json(checked: Checked, tried: Sequence[Tried], charts: dict[str, Pat
                    "requeues": checked.config.requeues if checked.config else None,
                    "faults": [k for k, on in vars(checked.setup.faults).items() if on]},
         "passed": not checked.failing,
-        "reductions": list(r.reductions),
+        "reductions": list(r.reductions) if r else [],
         "names": step_names(checked),
         "answers": [
             {"key": a.key, "question": a.question, "answer": a.verdict, "harmless": a.harmless or None,
