@@ -9,6 +9,9 @@
    others leave, where the setup is within the search's bounds (``too_large``); its "cannot happen" holds
    within those bounds. Beyond them, or cut short, a question is undecided, with the reason and what to try.
 
+The engine (``--engine``) runs every search: the smaller setups' and the exhaustive one (on Spark, each
+a series of Spark jobs); the answers are the same on every engine.
+
 Each ``Answer`` carries its ``method`` (``proved``, ``found``, ``exhaustive``, ``undecided``) and, in
 ``how``, the invariants or argument, the smaller setup, the bounds, or the reason.
 """
@@ -79,7 +82,7 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
     interrupted = None
     if open_safety:
         budget = smaller_seconds if time_limit is None else min(time_limit, smaller_seconds)
-        searched_smaller = search_smaller(setup, open_safety, budget)
+        searched_smaller = search_smaller(setup, open_safety, budget, engine=engine)
         said, interrupted = searched_smaller.said, searched_smaller.interrupted
         for key, f in searched_smaller.found.items():
             q = next(q for q in QUESTIONS if q.key == key)
