@@ -12,6 +12,7 @@ from rabbitproof.spark_check.engine import LocalEngine, disagreements
 from rabbitproof.spark_check.spark_engine import SparkEngine
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup
+from rabbitproof.check.cross_checks import setup_text
 from rabbitproof.check.methods import answer_setup
 from rabbitproof.check.setup_file import parse_setup, read_setup
 
@@ -72,26 +73,9 @@ def test_spark_answers_as_the_local_engine_does_under_symmetry(engine):
 # One publisher of two confirmed persistent messages, a worker that requeues what fails and may lose its
 # connection: "lost" and "waits" are proved, "twice" is found in a smaller setup, "order" and "loop" are
 # left to the exhaustive search (the one method that answers a loop: can happen).
-THREE_METHODS = """
-[queues.jobs]
-durable = true
-
-[[publishers]]
-name = "web"
-queue = "jobs"
-confirms = true
-persistent = true
-messages = 2
-
-[[consumers]]
-name = "worker"
-queue = "jobs"
-prefetch = 1
-on_failure = "nack-requeue"
-
-[faults]
-connection_closed = ["worker"]
-"""
+THREE_METHODS = setup_text(({"name": "web", "confirms": True, "persistent": True, "messages": 2},),
+                           ({"name": "worker", "prefetch": 1, "on_failure": "nack-requeue"},),
+                           faults=("connection_closed_consumers",))
 
 
 def _explorations(engine, monkeypatch) -> list:
