@@ -115,6 +115,16 @@ def test_a_trace_replays_only_as_what_it_shows():
     assert replay(small, trace_in_smaller(small, "twice"), "order") is None
 
 
+def test_smaller_setups_that_ran_out_of_time_say_so_and_what_gives_them_more():
+    """A limit no search meets (1e-9 s): nothing is found, and the reason says the time ran out, not that
+    no smaller setup shows the event."""
+    setup = parse_setup(WORK_QUEUE, "work.toml")
+    searched = search_smaller(setup, ("twice", "order"), 1e-9)
+    assert searched.found == {} and searched.setups == 0
+    assert searched.said == ["the smaller setups' searches took their 1e-09 s before the larger ones were searched "
+                             "(--time-limit gives them more)"]
+
+
 def trace_in_smaller(small: Smaller, key: str):
     """The smaller setup's own execution for ``key``, as its search gives it."""
     from rabbitproof.check.answers import ACTION_TYPES

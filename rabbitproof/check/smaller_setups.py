@@ -242,6 +242,9 @@ def search_smaller(full: Setup, questions: tuple[str, ...], time_limit: float,
     engine = engine or LocalEngine(reductions=DEFAULT_REDUCTIONS)
     for smaller in smaller_setups(full):
         left = time_limit - (time.monotonic() - start)
+        if wanted and left <= 0:
+            said.append(f"the smaller setups' searches took their {time_limit:g} s before the larger ones were "
+                        "searched (--time-limit gives them more)")
         if not wanted or left <= 0:
             break
         setup = smaller.setup
