@@ -11,7 +11,7 @@ from rabbitproof.spark_check.engine import LocalEngine
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, machine_for
 from rabbitproof.check.cross_checks import LARGER, fails_in_full, held_to_the_guide
-from rabbitproof.check.methods import too_large
+from rabbitproof.check.methods import answer_setup, too_large
 from rabbitproof.check.questions import QUESTIONS
 from rabbitproof.check.setup_file import parse_setup, read_setup
 from rabbitproof.check.setup_model import to_config
@@ -123,6 +123,17 @@ def test_smaller_setups_that_ran_out_of_time_say_so_and_what_gives_them_more():
     assert searched.found == {} and searched.setups == 0
     assert searched.said == ["the smaller setups' searches took their 1e-09 s before the larger ones were searched "
                              "(--time-limit gives them more)"]
+
+
+def test_an_answer_left_undecided_for_lack_of_time_says_so():
+    setup = read_setup(LARGER / "web-servers-work-queue.toml")
+    checked = answer_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS), time_limit=1e-9)
+    by_key = {a.key: a for a in checked.answers}
+    assert [by_key[k].method for k in ("lost", "loop", "waits")] == ["proved"] * 3
+    for key in ("twice", "order"):
+        assert by_key[key].method == "undecided" and "no smaller setup searched showed it; the smaller setups' " \
+            "searches took their 1e-09 s before the larger ones were searched (--time-limit gives them more); " \
+            "to try: run the search longer (--time-limit)" in by_key[key].how
 
 
 def trace_in_smaller(small: Smaller, key: str):
