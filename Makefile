@@ -30,9 +30,11 @@ FAST_DEP := $(FAST_BUILD)
 endif
 
 ## verify: explore every standard configuration, check the Z3 model against the spec, prove the
-## invariants for every size, run CrossHair over the spec's contracts; one summary table. The parts run two at
-## a time on two cores or more (ARGS=--jobs=1: one after another).
-## PART=explore|agreement|proofs|bmc|crosshair runs one part; ARGS=--update-manifest rewrites the pinned counts.
+## invariants for every size, run CrossHair over the spec's contracts, hold `check`'s answers by argument and
+## from smaller setups to the exhaustive search and to RabbitMQ's guide; one summary table. The parts run two
+## at a time on two cores or more (ARGS=--jobs=1: one after another).
+## PART=explore|agreement|proofs|bmc|crosshair|setups runs one part; ARGS=--update-manifest rewrites the pinned
+## counts, ARGS=--random-setups=N holds N setups drawn at random to the search.
 PART ?=
 verify: $(STAMP)
 	$(BIN)/rabbitproof verify $(if $(PART),--part $(PART)) $(ARGS)

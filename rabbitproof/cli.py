@@ -53,7 +53,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                           explore.run_explore),
     "list": Subcommand("list the configurations and the properties", explore.add_list_arguments, explore.run_list),
     "verify": Subcommand("explore every standard configuration, check the Z3 model against the spec, prove "
-                         "the invariants, find the hazards, run CrossHair", verify.add_arguments, verify.run),
+                         "the invariants, find the hazards, run CrossHair, hold check's answers to the search",
+                         verify.add_arguments, verify.run),
     "trace": Subcommand("judge a recorded run (JSON recording or .trace text) by the spec", trace.add_arguments,
                         trace.run),
     "replay": Subcommand("act out the \"can happen\" answers of `check --json` on a broker, with real faults, "

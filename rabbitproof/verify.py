@@ -5,7 +5,9 @@ manifest; ``--update-manifest`` rewrites it), ``agreement`` (the Z3 model
 against spec/ on a sample of reachable states), ``proofs`` (the inductive obligations, printed as a
 table invariant x action), ``bmc`` (a bounded search for each hazard, replayed through the spec,
 its length beside the explorer's: ``proofs.bmc``), ``crosshair`` (CrossHair over the contracts of the spec's pure functions,
-``proofs.contracts``: one check per postcondition). ``--part`` runs one. Every Z3 query is bounded by Z3's
+``proofs.contracts``: one check per postcondition), ``setups`` (`check`'s answers by argument and from smaller
+setups held to the exhaustive search on the examples, the mixed setups and setups drawn at random, and to
+RabbitMQ's guide on the larger setups: rabbitproof.check.cross_checks). ``--part`` runs one. Every Z3 query is bounded by Z3's
 resource budget (``model.budgets``), not by time, so the results do not depend on the machine's load; a
 query still undecided after its retry is counted as unknown, neither passed nor failed. Exits 0 when
 every check passed, 1 on any failure, 3 when none failed but some are unknown, 2 on bad input.
@@ -44,14 +46,15 @@ from rabbitproof.spark_check.reductions import build_reduction, parse_reductions
 from rabbitproof.spec import configs, machine
 
 from rabbitproof import compiled, exits
+from rabbitproof.check.cross_checks import RANDOM_SETUPS, SEED, run_all
 from rabbitproof.extras import MissingExtra, require
 from rabbitproof.explore.standard import verify
 from rabbitproof import exits
 from rabbitproof.options import add_engine_arguments, build_engine, fail
 from rabbitproof.output import print_json, show, verdict_line
 
-PARTS = ("explore", "agreement", "proofs", "bmc", "crosshair")
-LONGEST_FIRST = ("explore", "proofs", "bmc", "agreement", "crosshair")     # measured: 128, 67, 47, 43, 11 s
+PARTS = ("explore", "agreement", "proofs", "bmc", "crosshair", "setups")
+LONGEST_FIRST = ("explore", "setups", "proofs", "bmc", "agreement", "crosshair")  # measured: 128, 113, 67, 47, 43, 11 s
 
 
 @dataclass
@@ -210,6 +213,38 @@ def run_crosshair(console: Console) -> PartResult:
     return PartResult("crosshair", checks, passed, failed, unknown, time.perf_counter() - started)
 
 
+def run_setups(console: Console, random_count: int = RANDOM_SETUPS) -> PartResult:
+    """rabbitproof.check.cross_checks: every answer `check` proves or finds held to the exhaustive search
+    (the examples, the mixed setups, ``random_count`` setups drawn at random) or to RabbitMQ's guide (the
+    larger setups); one check per answer compared, one row per kind of setup."""
+    started = time.perf_counter()
+    console.print(f"setups: {random_count} setups drawn at random (seed {SEED}; --random-setups N for more)")
+    results = run_all(random_count)
+    table = Table(title="check's answers by argument and from smaller setups, held to the search and to the guide")
+    for col in ("setups", "held to", "count", "answers compared", "by the search itself", "failed", "unknown",
+                "seconds", "slowest"):
+        table.add_column(col, justify="left" if col in ("setups", "held to", "slowest") else "right")
+    for kind, title, against in (("larger", "larger setups", "RabbitMQ's guide"),
+                                 ("known", "examples and mixed setups", "the exhaustive search"),
+                                 ("random", "drawn at random", "the exhaustive search")):
+        mine = [h for k, h in results if k == kind]
+        slow = max(mine, key=lambda h: h.seconds, default=None)
+        table.add_row(title, against, str(len(mine)), str(sum(h.checks for h in mine)),
+                      str(sum(h.by_search for h in mine)), str(sum(len(h.failures) for h in mine)),
+                      str(sum(len(h.unknown) for h in mine)), f"{sum(h.seconds for h in mine):.1f}",
+                      f"{slow.name} {slow.seconds:.1f} s" if slow else "-")
+    show(console, table)
+    for _, held in results:
+        for line in held.failures:
+            console.print(Text(line, "bold red"))
+        for line in held.unknown:
+            console.print(Text(line, "yellow"))
+    checks = sum(h.checks for _, h in results)
+    failed = sum(len(h.failures) for _, h in results)
+    unknown = sum(len(h.unknown) for _, h in results)
+    return PartResult("setups", checks + unknown, checks - failed, failed, unknown, time.perf_counter() - started)
+
+
 def print_summary(console: Console, results: Sequence[PartResult]) -> None:
     table = Table(title="make verify")
     for col in ("part", "checks", "passed", "failed", "unknown", "seconds", "verdict"):
@@ -232,6 +267,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bmc: only this hazard (repeatable)")
     parser.add_argument("--config", action="append", default=[], metavar="NAME",
                         help="explore: only this configuration (repeatable; default the standard ones)")
+    parser.add_argument("--random-setups", type=int, default=RANDOM_SETUPS, metavar="N",
+                        help=f"setups: how many setups drawn at random (seeded: the same ones every run) to hold "
+                             f"to the exhaustive search (default {RANDOM_SETUPS})")
     parser.add_argument("--update-manifest", action="store_true",
                         help="explore: rewrite the pinned counts of the configurations explored")
     parser.add_argument("--no-progress", action="store_true", help="never show progress")
@@ -278,6 +316,8 @@ def _checked(args: argparse.Namespace) -> Engine:
     for hazard in args.hazard:
         if hazard not in HAZARD_CONFIGS:
             raise InputError(f"unknown hazard {hazard!r}; known: {', '.join(HAZARD_CONFIGS)}")
+    if args.random_setups < 0:
+        raise InputError(f"--random-setups must be 0 or more, not {args.random_setups}")
     jobs_of(args)
     bundle = load_spec()
     reductions = _reductions(args, bundle)
@@ -371,6 +411,8 @@ def run_part(part: str, args: argparse.Namespace, console: Console, engine: Engi
         return run_crosshair(console)
     if part == "bmc":
         return run_bmc(console, args.hazard)
+    if part == "setups":
+        return run_setups(console, args.random_setups)
     return run_proofs(console, args.invariant, args.action)
 
 

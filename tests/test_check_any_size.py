@@ -3,58 +3,45 @@ RabbitMQ's guide, each with its expected answers in a comment): every answer wit
 and each "can happen" found in a smaller setup replayed, step by step, in the larger setup's own machine."""
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 from rabbitproof.spark_check.engine import LocalEngine
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, machine_for
+from rabbitproof.check.cross_checks import LARGER, fails_in_full, held_to_the_guide
 from rabbitproof.check.methods import answer_setup, too_large
 from rabbitproof.check.questions import QUESTIONS
 from rabbitproof.check.setup_file import parse_setup, read_setup
 from rabbitproof.check.setup_model import to_config
 from rabbitproof.check.smaller_setups import Smaller, replay, search_smaller, smaller_setups
 
-LARGER = Path(__file__).resolve().parent / "fixtures" / "larger_setups"
-TITLES = {"lost": "lost", "twice": "twice", "order": "order", "loop": "loop", "waits": "waits"}
-# The fixtures `make test` checks (seconds each); RABBITPROOF_LARGER_SETUPS=1 checks them all.
+# The fixtures `make test` checks (seconds each); `rabbitproof verify --part setups` checks them all.
 QUICK = ("fire-and-forget-web-servers", "web-servers-work-queue")
-# Answers the three methods cannot give for a setup this large, and why: a loop "can happen" needs an
-# infinite execution, which a smaller setup's does not carry over (the extra clients must keep acting).
-UNDECIDED = {("requeueing-workers", "loop")}
-
-
-def expected(path: Path) -> dict[str, str]:
-    """The answers the fixture's comment gives, from RabbitMQ's guide: ``# Expected: lost cannot, ...``."""
-    line = next(l for l in path.read_text().splitlines() if l.startswith("# Expected:"))
-    return {key: ("can happen" if word == "can" else "cannot happen")
-            for key, word in re.findall(r"(\w+) (can|cannot)\b", line)}
-
-
 NAMES = sorted(p.stem for p in LARGER.glob("*.toml"))
-CHOSEN = NAMES if os.environ.get("RABBITPROOF_LARGER_SETUPS") else list(QUICK)
 
 
-@pytest.mark.parametrize("name", CHOSEN)
+@pytest.mark.parametrize("name", QUICK)
 def test_a_larger_setup_gets_the_guide_s_answers_without_the_search(name):
-    path = LARGER / f"{name}.toml"
-    setup = read_setup(path)
-    checked = answer_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS))
-    assert checked.result is None                       # no exhaustive search ran
-    want = expected(path)
-    assert set(want) == {q.key for q in QUESTIONS}
-    for a in checked.answers:
-        if (name, a.key) in UNDECIDED:
-            assert a.method == "undecided" and a.happens is None and "to try:" in a.how
-            continue
-        assert a.verdict == want[a.key], (a.key, a.how)
-        assert a.method == ("found" if a.happens else "proved")
-        if a.method == "found":
-            assert a.trace is not None and "replayed in this one" in a.how
-            assert_fails_in_full(setup, a.key, a.trace)
+    """Each answer the guide's, proved or found (no exhaustive search), each found one replayed."""
+    held = held_to_the_guide(LARGER / f"{name}.toml")
+    assert held.failures == [] and held.checks == len(QUESTIONS)
+
+
+def test_an_answer_that_is_not_the_guide_s_fails(tmp_path):
+    """The comparison with the guide can fail: a comment expecting "twice cannot" where `check` finds an
+    execution, or expecting nothing of a question."""
+    text = (LARGER / "web-servers-work-queue.toml").read_text()
+    assert re.search(r"twice can\b", text)
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(re.sub(r"twice can\b", "twice cannot", text))
+    held = held_to_the_guide(wrong)
+    assert held.checks == len(QUESTIONS) and len(held.failures) == 1 and "wrong: twice: can happen (found" in \
+        held.failures[0] and held.failures[0].endswith("the guide: cannot happen")
+    silent = tmp_path / "silent.toml"
+    silent.write_text("\n".join(l for l in text.splitlines() if not l.startswith("# Expected:")))
+    assert "does not answer every question" in held_to_the_guide(silent).failures[0]
 
 
 def test_the_fixtures_are_larger_than_the_search_takes_on_but_one():
@@ -63,17 +50,23 @@ def test_the_fixtures_are_larger_than_the_search_takes_on_but_one():
 
 
 def assert_fails_in_full(setup, key: str, trace) -> None:
-    """Step the trace in the setup's own machine, each step one it allows (matched by its text), and
-    check the question's property fails at the end."""
-    config, machine = to_config(setup), machine_for(setup, beliefs=True)
-    (state,) = machine.initial_states(config)
-    for step in trace.steps:
-        taken = [after for a in machine.enabled(state, config) if str(a) == step.action
-                 for after, frames in [machine.step(state, a)] if tuple(str(f) for f in frames) == step.frames]
-        assert taken, f"step {step.number} ({step.action}) is not one the setup's machine allows"
-        state = taken[0]
-    prop = next(q.prop for q in QUESTIONS if q.key == key)
-    assert not prop.holds(state)
+    """The trace is an execution of the setup's own machine that ends with the question's property false."""
+    assert fails_in_full(setup, key, trace) == ""
+
+
+def test_a_trace_that_is_not_the_setup_s_does_not_replay():
+    setup = parse_setup(WORK_QUEUE, "work.toml")
+    found = search_smaller(setup, ("twice",), 60).found["twice"]
+    assert "is not one the setup's machine allows" in fails_in_full(setup, "twice", replace_step(found.trace))
+    assert fails_in_full(setup, "order", found.trace) == \
+        "the question's property still holds where the execution ends"
+
+
+def replace_step(trace):
+    """``trace`` with its first step's action renamed to one no machine takes."""
+    from dataclasses import replace
+    first = replace(trace.steps[0], action="do what no client does")
+    return replace(trace, steps=(first,) + trace.steps[1:])
 
 
 WORK_QUEUE = """
@@ -120,6 +113,27 @@ def test_a_trace_replays_only_as_what_it_shows():
     small = found.smaller
     assert replay(small, trace_in_smaller(small, "twice"), "twice") is not None
     assert replay(small, trace_in_smaller(small, "twice"), "order") is None
+
+
+def test_smaller_setups_that_ran_out_of_time_say_so_and_what_gives_them_more():
+    """A limit no search meets (1e-9 s): nothing is found, and the reason says the time ran out, not that
+    no smaller setup shows the event."""
+    setup = parse_setup(WORK_QUEUE, "work.toml")
+    searched = search_smaller(setup, ("twice", "order"), 1e-9)
+    assert searched.found == {} and searched.setups == 0
+    assert searched.said == ["the smaller setups' searches took their 1e-09 s before the larger ones were searched "
+                             "(--time-limit gives them more)"]
+
+
+def test_an_answer_left_undecided_for_lack_of_time_says_so():
+    setup = read_setup(LARGER / "web-servers-work-queue.toml")
+    checked = answer_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS), time_limit=1e-9)
+    by_key = {a.key: a for a in checked.answers}
+    assert [by_key[k].method for k in ("lost", "loop", "waits")] == ["proved"] * 3
+    for key in ("twice", "order"):
+        assert by_key[key].method == "undecided" and "no smaller setup searched showed it; the smaller setups' " \
+            "searches took their 1e-09 s before the larger ones were searched (--time-limit gives them more); " \
+            "to try: run the search longer (--time-limit)" in by_key[key].how
 
 
 def trace_in_smaller(small: Smaller, key: str):

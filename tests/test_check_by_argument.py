@@ -4,59 +4,29 @@ exhaustive search find the event), each covered setup is answered "cannot happen
 setups drawn at random (seeded) hold every method to the exhaustive search where both answer."""
 from __future__ import annotations
 
-import os
-import random
-
 import pytest
 
 from rabbitproof.spark_check.engine import LocalEngine
 from rabbitproof.spec import actions as A
 
-from rabbitproof.check.answers import DEFAULT_REDUCTIONS, Prepared, check_setup, config_for, machine_for
+from rabbitproof.check import cross_checks
+from rabbitproof.check.answers import DEFAULT_REDUCTIONS, machine_for
 from rabbitproof.check.by_argument import ARGUMENTS, argued, dead_letter_cycle
+from rabbitproof.check.cross_checks import random_setups, setup_text
 from rabbitproof.check.cycles import SetupFairness
 from rabbitproof.check.methods import answer_setup
 from rabbitproof.check.questions import QUESTIONS, SetupMachine
-from rabbitproof.check.setup_file import SetupError, parse_setup
+from rabbitproof.check.setup_file import parse_setup
 from tests.test_check import EXAMPLES, EXPECTED
 
 CANNOT, CAN = "cannot happen", "can happen"
 
 
-def setup_text(publishers=({},), consumers=({},), queues=None, faults=()) -> str:
-    """A setup: each publisher and consumer a table of its keys (queue "jobs" unless said), the queues
-    (name -> keys; by default one durable "jobs"), these faults."""
-    queues = queues or {"jobs": {"durable": True}}
-    text = ""
-    for name, keys in queues.items():
-        text += f'[queues."{name}"]\n' + "".join(f"{k} = {_toml(v)}\n" for k, v in keys.items()) + "\n"
-    for kind, tables in (("publishers", publishers), ("consumers", consumers)):
-        for keys in tables:
-            keys = {"queue": "jobs", **keys}
-            text += f"[[{kind}]]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in keys.items()) + "\n"
-    consumer_names = [keys.get("name", f"consumer {i + 1}") for i, keys in enumerate(consumers)]
-    return text + "[faults]\n" + "".join(_fault_line(f, consumer_names) for f in faults)
-
-
-def _fault_line(fault: str, consumers: list[str]) -> str:
-    """A fault of these tests in the setup file's words: the consumer-only kinds name the consumers."""
-    on_consumers = "[" + ", ".join(f'"{n}"' for n in consumers) + "]"
-    return {"connection_closed_consumers": f"connection_closed = {on_consumers}\n",
-            "host_vanished_consumers": f"host_vanished = {on_consumers}\n"}.get(fault, f"{fault} = true\n")
-
-
-def _toml(value) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else \
-        (f'"{value}"' if isinstance(value, str) else str(value))
-
-
 def searched(text: str, machine=None):
-    """The exhaustive search's answers to the five questions, by key."""
-    setup = parse_setup(text, "shape.toml")
-    prepared = Prepared(config_for(setup), machine or machine_for(setup, beliefs=True))
-    checked = check_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS), prepared=prepared)
-    assert checked.result.complete, checked.result.error
-    return {a.key: a.verdict for a in checked.answers}
+    """The exhaustive search's answers to the five questions, by key (it must finish)."""
+    verdicts, stopped = cross_checks.searched(parse_setup(text, "shape.toml"), machine)
+    assert stopped is None, stopped
+    return verdicts
 
 
 CONFIRMED = {"confirms": True, "persistent": True}
@@ -171,81 +141,38 @@ def test_a_dead_letter_cycle_is_seen():
 
 # --- setups drawn at random ------------------------------------------------------------------------
 
-FAULT_CHOICES = ("channel_closed", "channel_error", "connection_closed_consumers", "host_vanished_consumers",
-                 "connection_closed", "host_vanished", "broker_crash", "queue_refuses")
-
-
-def random_setup(rng: random.Random, small: bool = False) -> str:
-    """One or two publishers of one or two messages in all, one or two consumers (three clients at most),
-    one queue (a dead-letter queue sometimes), at most one fault: small enough to search in full in
-    seconds."""
-    publishers = []
-    for n in range(1 if small else rng.choice((1, 1, 2))):
-        mode = rng.choice(("confirms", "confirms", "transactions", "none"))
-        keys = {"persistent": rng.random() < 0.7}
-        if mode != "none":
-            keys[mode] = True
-            if rng.random() < 0.2:
-                keys["republish"] = 1
-        publishers.append(keys)
-    if len(publishers) == 1 and rng.random() < 0.5:
-        publishers[0]["messages"] = 2
-    consumers = []
-    for n in range(rng.choice((1, 1, 2)) if len(publishers) == 1 and not small else 1):
-        keys = {"acks": rng.choice(("manual", "manual", "manual", "automatic"))}
-        if keys["acks"] == "manual":
-            keys["on_failure"] = rng.choice(("none", "none", "nack-requeue", "reject-drop", "close-channel"))
-            if rng.random() < 0.2:
-                keys["work"] = "before-ack"
-        if rng.random() < 0.5:
-            keys["prefetch"] = 1
-        consumers.append(keys)
-    queues = {"jobs": {"durable": rng.random() < 0.7}}
-    if rng.random() < 0.2:
-        queues = {"jobs": {**queues["jobs"], "dead_letter": "parked"}, "parked": {"durable": True}}
-    faults = (rng.choice(FAULT_CHOICES),) if rng.random() < 0.8 else ()
-    return setup_text(tuple(publishers), tuple(consumers), queues, faults)
-
-
-def held_to_the_search(text: str) -> None:
-    """Every answer of the three methods (`check`'s road) is the exhaustive search's, where it finished."""
-    setup = parse_setup(text, "random.toml")
-    road = {a.key: a for a in answer_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS), smaller_seconds=60).answers}
-    truth = searched(text)
-    for key, a in road.items():
-        if a.method in ("proved", "found"):
-            assert a.verdict == truth[key], (key, a.method, a.how, text)
-
-
-SEED = 36
-
-
-def random_setups(count: int, small: bool = False) -> list[str]:
-    """``count`` valid setups drawn with the seed (the same each run); ``small``: one publisher and one
-    consumer each."""
-    rng = random.Random(SEED)
-    out = []
-    while len(out) < count:
-        text = random_setup(rng, small)
-        try:
-            parse_setup(text, "random.toml")
-        except SetupError:
-            continue
-        out.append(text)
-    return out
+def assert_held_to_the_search(setup, name: str) -> None:
+    """Every answer `check` proves or finds for ``setup`` is the exhaustive search's, and there is one."""
+    held = cross_checks.held_to_the_search(setup, name)
+    assert held.failures == [] and held.unknown == []
+    assert held.checks > 0 and held.checks + held.by_search == len(QUESTIONS)
 
 
 @pytest.mark.parametrize("n", range(5))
 def test_small_setups_drawn_at_random_get_the_search_s_answers(n):
-    """One publisher and one consumer each, in `make test`."""
-    held_to_the_search(random_setups(n + 1, small=True)[n])
+    """One publisher and one consumer each, in `make test`; `rabbitproof verify --part setups` holds larger
+    ones (up to three clients) to the search."""
+    assert_held_to_the_search(parse_setup(random_setups(n + 1, small=True)[n], "random.toml"), f"random {n}")
 
 
-@pytest.mark.parametrize("n", range(int(os.environ.get("RABBITPROOF_RANDOM_SETUPS", "0"))))
-def test_setups_drawn_at_random_get_the_search_s_answers(n):
-    """Up to three clients each: RABBITPROOF_RANDOM_SETUPS=40 runs forty (seeded, so the same ones each
-    time), some of which take minutes to search."""
-    held_to_the_search(random_setups(n + 1)[n])
+def test_an_answer_that_is_not_the_search_s_fails_the_comparison(monkeypatch):
+    """The comparison can fail: against a search that answered every question the other way, each answer
+    proved or found is a failure, named with its method."""
+    setup = parse_setup(random_setups(1, small=True)[0], "random.toml")
+    real = cross_checks.searched
+
+    def the_other_way(setup, machine=None):
+        verdicts, stopped = real(setup, machine)
+        return {k: CAN if v == CANNOT else CANNOT for k, v in verdicts.items()}, stopped
+    monkeypatch.setattr(cross_checks, "searched", the_other_way)
+    held = cross_checks.held_to_the_search(setup, "flipped")
+    assert held.checks > 0 and len(held.failures) == held.checks
+    assert all(("(proved" in line or "(found" in line) and "the search:" in line for line in held.failures)
+
+
+def test_setups_drawn_at_random_are_the_same_every_run():
+    assert random_setups(12) == random_setups(12) and len(set(random_setups(12))) == 12
+    assert random_setups(3) == random_setups(12)[:3]
 
 
 # --- the examples and the mixed setups ------------------------------------------------------------
@@ -265,16 +192,13 @@ def test_every_argued_answer_of_an_example_is_the_pinned_one():
     assert argued_any > len(EXPECTED)           # most examples have several answers argued
 
 
-ALL = [EXAMPLES / f"{name}.toml" for name in sorted(EXPECTED)] + MIXED
-
-
-@pytest.mark.parametrize("path", ALL if os.environ.get("RABBITPROOF_ALL_SETUPS") else MIXED[:2],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", MIXED[:2], ids=lambda p: p.stem)
 def test_check_s_road_gives_the_search_s_answers(path):
-    """`check`'s three methods give every example and mixed setup the answers the exhaustive search gives
-    (two mixed setups in `make test`; RABBITPROOF_ALL_SETUPS=1 runs them all)."""
+    """`check`'s three methods give a mixed setup the answers the exhaustive search gives (two in `make
+    test`; `rabbitproof verify --part setups` holds every example and mixed setup to the search)."""
     text = path.read_text()
     setup = parse_setup(text, path.name)
     road = answer_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS), smaller_seconds=60)
     truth = searched(text)
     assert [a.verdict for a in road.answers] == [truth[k] for k in KEYS]
+    assert_held_to_the_search(setup, path.stem)

@@ -1,7 +1,9 @@
 """`rabbitproof check --engine spark`: the observed setup machine ships to Spark executors as it is, and
-the Spark engine answers every question as the local engine does, with equally short executions."""
+the Spark engine answers every question as the local engine does, with equally short executions, by the
+same methods (the smaller setups searched as Spark jobs too)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,9 @@ from rabbitproof.spark_check.engine import LocalEngine, disagreements
 from rabbitproof.spark_check.spark_engine import SparkEngine
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup
-from rabbitproof.check.setup_file import read_setup
+from rabbitproof.check.cross_checks import setup_text
+from rabbitproof.check.methods import answer_setup
+from rabbitproof.check.setup_file import parse_setup, read_setup
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -64,3 +68,58 @@ def test_spark_answers_as_the_local_engine_does_under_symmetry(engine):
     without = check_setup(setup, LocalEngine(reductions=("por", "symmetry"))).result.distinct_states
     assert spark.result.distinct_states < without
     assert [a.verdict for a in spark.answers] == [a.verdict for a in local.answers]
+
+
+# One publisher of two confirmed persistent messages, a worker that requeues what fails and may lose its
+# connection: "lost" and "waits" are proved, "twice" is found in a smaller setup, "order" and "loop" are
+# left to the exhaustive search (the one method that answers a loop: can happen).
+THREE_METHODS = setup_text(({"name": "web", "confirms": True, "persistent": True, "messages": 2},),
+                           ({"name": "worker", "prefetch": 1, "on_failure": "nack-requeue"},),
+                           faults=("connection_closed_consumers",))
+
+
+def _explorations(engine, monkeypatch) -> list:
+    """Each exploration ``engine`` runs from now on, as (configuration name, machine), in order."""
+    ran = []
+    explore = engine.explore
+
+    def spy(model, config, *args, **kwargs):
+        ran.append((config.name, model))
+        return explore(model, config, *args, **kwargs)
+    monkeypatch.setattr(engine, "explore", spy)
+    return ran
+
+
+def _without_time(how: str) -> str:
+    """An answer's "how" without the seconds it took, which differ from one engine to the other."""
+    return re.sub(r", [0-9.]+ s\)", ")", how)
+
+
+def test_spark_answers_by_the_same_methods_from_the_same_smaller_setups(engine, monkeypatch):
+    """`check`'s three methods on each engine: every answer, how it was obtained (the smaller setup it
+    came from and that setup's states, the argument, the search) and its execution the same, the
+    smaller setups searched one by one on the engine given (Spark jobs on Spark)."""
+    setup = parse_setup(THREE_METHODS, "three-methods.toml")
+    engine.reductions = DEFAULT_REDUCTIONS
+    local_engine = LocalEngine(reductions=DEFAULT_REDUCTIONS)
+    on_local, on_spark = _explorations(local_engine, monkeypatch), _explorations(engine, monkeypatch)
+    try:        # time enough for every search on a loaded machine: what each engine answers is then the same
+        local = answer_setup(setup, local_engine, time_limit=3600)
+        spark = answer_setup(setup, engine, time_limit=3600)
+    finally:
+        engine.reductions = ()
+    assert spark.result.engine == "spark" and disagreements(local.result, spark.result) == []
+    assert [a.method for a in spark.answers] == ["proved", "found", "exhaustive", "exhaustive", "proved"]
+    for mine, theirs in zip(local.answers, spark.answers):
+        assert (theirs.key, theirs.verdict, theirs.method, theirs.rules, theirs.invariants) == \
+               (mine.key, mine.verdict, mine.method, mine.rules, mine.invariants)
+        assert _without_time(theirs.how) == _without_time(mine.how)
+        assert (theirs.trace is None) == (mine.trace is None)
+        if mine.trace is not None:
+            assert [s.text() for s in theirs.trace.steps] == [s.text() for s in mine.trace.steps]
+    found = next(a for a in spark.answers if a.method == "found")
+    assert "found in the smaller setup publisher 'web' with 1 message, consumer 'worker'; faults: connection " \
+           "closed (91 states" in found.how
+    # The same smaller setups, in the same order, each explored by the engine given, then the setup itself.
+    assert on_spark == on_local
+    assert [name for name, _ in on_spark].count("smaller") >= 3 and on_spark[-1][0] == "three-methods"

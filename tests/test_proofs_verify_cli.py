@@ -26,7 +26,8 @@ def _run(*args):
 def test_unknown_invariant_action_and_part_are_refused_with_exit_code_2():
     for args, word in ((["--invariant", "nope"], "unknown invariant 'nope'"),
                        (["--action", "BrokerFly"], "unknown action 'BrokerFly'"),
-                       (["--part", "everything"], "unknown part 'everything'")):
+                       (["--part", "everything"], "unknown part 'everything'"),
+                       (["--part", "setups", "--random-setups", "-1"], "--random-setups must be 0 or more, not -1")):
         r = _run(*args)
         assert r.returncode == 2, r
         assert r.stdout == ""

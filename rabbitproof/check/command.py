@@ -48,7 +48,8 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
                             "for the clients' reconnections; what the programs do (requeue, poll) has no bound")
     check.add_argument("--max-states", type=int, metavar="N", help="stop each exploration after N states")
     check.add_argument("--time-limit", type=float, metavar="SECONDS",
-                       help="stop each exploration after this long; what it found stands, the rest is undecided")
+                       help="stop each exploration after this long, and the smaller setups' explorations after "
+                            "this long together (120 s without it); what they found stands, the rest is undecided")
     check.add_argument("--reduce", default=",".join(DEFAULT_REDUCTIONS), metavar="NAMES",
                        help="state-space reductions, none changes an answer (default por,symmetry,budgets): por "
                             "(a client's read of a reply that changes nothing is fused into the step before it), "

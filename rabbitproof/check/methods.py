@@ -9,6 +9,9 @@
    others leave, where the setup is within the search's bounds (``too_large``); its "cannot happen" holds
    within those bounds. Beyond them, or cut short, a question is undecided, with the reason and what to try.
 
+The engine (``--engine``) runs every search: the smaller setups' and the exhaustive one (on Spark, each
+a series of Spark jobs); the answers are the same on every engine.
+
 Each ``Answer`` carries its ``method`` (``proved``, ``found``, ``exhaustive``, ``undecided``) and, in
 ``how``, the invariants or argument, the smaller setup, the bounds, or the reason.
 """
@@ -31,7 +34,8 @@ from rabbitproof.check.smaller_setups import SAFETY, search_smaller
 SEARCH_CLIENTS = 4
 SEARCH_MESSAGES = 4
 SEARCH_PUBLISHES = 6
-SMALLER_SECONDS = 120.0         # the smaller setups' searches, in all, unless --time-limit is shorter
+SMALLER_SECONDS = 120.0         # the smaller setups' searches, in all, unless --time-limit says otherwise
+SMALLER_EACH = 60.0             # one smaller setup's search, or half of a longer --time-limit
 LIVENESS = ("loop", "waits")
 
 
@@ -78,8 +82,8 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
     said: list[str] = []
     interrupted = None
     if open_safety:
-        budget = smaller_seconds if time_limit is None else min(time_limit, smaller_seconds)
-        searched_smaller = search_smaller(setup, open_safety, budget)
+        budget = smaller_seconds if time_limit is None else time_limit
+        searched_smaller = search_smaller(setup, open_safety, budget, max(SMALLER_EACH, budget / 2), engine=engine)
         said, interrupted = searched_smaller.said, searched_smaller.interrupted
         for key, f in searched_smaller.found.items():
             q = next(q for q in QUESTIONS if q.key == key)
@@ -107,8 +111,9 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
                                                                      "bounds printed")
     for q in left:
         if q.key not in answers:
-            reason = interrupted or large + ("; no smaller setup searched showed it" if q.key in SAFETY else
-                              f"; no argument covers it here ({unmet(setup, q.key)})")
+            reason = interrupted or large + ("; no smaller setup searched showed it" + "".join(f"; {s}" for s in said)
+                                             if q.key in SAFETY else
+                                             f"; no argument covers it here ({unmet(setup, q.key)})")
             answers[q.key] = Answer(q.key, q.text, None, None, tuple(r for r in q.rules if applies(r, setup)),
                                     method="undecided", how=f"{reason}; to try: {_what_to_try(q.key)}")
     if machine is None:

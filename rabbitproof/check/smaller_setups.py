@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, fields, replace
 from typing import Any, Iterator
 
-from rabbitproof.spark_check.engine import LocalEngine, stopped_short
+from rabbitproof.spark_check.engine import Engine, LocalEngine, stopped_short
 from rabbitproof.spark_check.reductions import build_reduction
 from rabbitproof.spark_check.results import Trace, TraceStep
 from rabbitproof.spec.frames import MSG_STRIDE
@@ -225,10 +225,12 @@ class Searched:
 
 
 def search_smaller(full: Setup, questions: tuple[str, ...], time_limit: float,
-                   each: float = 60.0) -> Searched:
+                   each: float = 60.0, engine: Engine | None = None) -> Searched:
     """Search the smaller setups of ``full``, smallest first, for an execution of each of ``questions``
     (of SAFETY), within ``time_limit`` seconds in all and ``each`` seconds a setup; a question is answered
-    by the first execution that replays in ``full``."""
+    by the first execution that replays in ``full``. Each smaller setup is one exploration on ``engine``
+    (`check`'s own, with its reductions: on Spark, Spark jobs; by default the local engine with `check`'s
+    default reductions); every engine finds the same executions, so the answers do not depend on it."""
     from rabbitproof.check.answers import ACTION_TYPES, DEFAULT_REDUCTIONS, machine_for
     from rabbitproof.check.questions import PROPERTIES, QUESTIONS
 
@@ -237,14 +239,17 @@ def search_smaller(full: Setup, questions: tuple[str, ...], time_limit: float,
     found, said = out.found, out.said
     start = time.monotonic()
     names = {q.key: q.prop.name for q in QUESTIONS if q.prop is not None}
+    engine = engine or LocalEngine(reductions=DEFAULT_REDUCTIONS)
     for smaller in smaller_setups(full):
         left = time_limit - (time.monotonic() - start)
+        if wanted and left <= 0:
+            said.append(f"the smaller setups' searches took their {time_limit:g} s before the larger ones were "
+                        "searched (--time-limit gives them more)")
         if not wanted or left <= 0:
             break
         setup = smaller.setup
         config = to_config(setup, name="smaller", prefetch_for=publishes(full))
         machine = machine_for(setup, beliefs=True)
-        engine = LocalEngine(reductions=DEFAULT_REDUCTIONS)
         build_reduction(engine.reductions, machine, config)
         result = engine.explore(machine, config, PROPERTIES, action_types=ACTION_TYPES, time_limit=min(each, left))
         out.setups += 1
