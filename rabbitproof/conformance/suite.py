@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from rabbitproof.brokers.commanded import CommandFailed
@@ -28,6 +28,10 @@ from rabbitproof.conformance.probes import PROBES
 from rabbitproof.conformance.shrink import MAX_RERUNS, Shrunk, shrink
 
 BATCH = 25                  # generated programs between two steerings
+
+
+class _BatchDone(Exception):
+    """A batch has drawn its programs (or the run is over): raised to end its Hypothesis run early."""
 
 
 class StoppedAnswering(Exception):
@@ -186,7 +190,7 @@ class Suite:
 
         def one(program):
             if self.over() or drawn[0] >= quota[0]:
-                return
+                raise _BatchDone()      # ends the Hypothesis run: no example is drawn for nothing
             before = self.run.totals["programs"]
             crashed = any(isinstance(step, P.Crash) for step in program.steps)
             self.one(program, "DU" if crashed else min(P.families(program) or {"ER"}, key=P.FAMILIES.index))
@@ -206,10 +210,13 @@ class Suite:
             quota[0] = drawn[0] + min(BATCH, count - drawn[0])
             draw = settings(max_examples=2 * BATCH, deadline=None, database=None,
                             derandomize=seed is None and k == 0, suppress_health_check=list(HealthCheck),
-                            phases=[p for p in Phase if p is not Phase.shrink])(given(strategy)(one))
+                            phases=[Phase.generate], verbosity=Verbosity.quiet)(given(strategy)(one))
             if seed is not None or k:
                 draw = hypothesis_seed(k if seed is None else seed if k == 0 else seed * 1000 + k)(draw)
-            draw()
+            try:
+                draw()
+            except _BatchDone:
+                pass
             if steering:
                 steer(weights, self.run.coverage)
             k += 1
