@@ -45,8 +45,8 @@ from rabbitproof.spec.frames import METHODS
 
 from rabbitproof.conformance import programs as P
 from rabbitproof.recording.observations import pamqp_name
-from rabbitproof.recording.rawclient import (ConnectionLost, ProtocolViolation, RawConnection, TraceEvent, persistent,
-                                     transient)
+from rabbitproof.recording.rawclient import (ChannelClosed, ConnectionLost, ProtocolViolation, RawConnection, TraceEvent,
+                                             persistent, transient)
 
 # Replies that end the wait for a synchronous method (spec.frames.METHODS, by pamqp's names).
 REPLIES = frozenset(pamqp_name(m.name) for m in METHODS if m.answers)
@@ -637,12 +637,17 @@ def _cleanup(target, names: dict, probe: _Probe) -> None:
         conn = target.connect(f"{target.name} cleanup")
     except (OSError, ConnectionLost, ProtocolViolation, Exception):
         return
+    queues = [names[q] for q in range(P.QUEUES)] + ([probe.name] if probe.declared else [])
     try:
-        conn.channel_open(1)
-        for q in range(P.QUEUES):
-            conn.rpc(1, commands.Queue.Delete(queue=names[q]))
-        if probe.declared:
-            conn.rpc(1, commands.Queue.Delete(queue=probe.name))
+        for ch, name in enumerate(queues, 1):
+            # a channel per queue: a delete the broker refuses (a queue the program deleted, on a broker
+            # that answers 404) closes its own channel only, and the other queues still go; a queue left
+            # bound to amq.fanout would take the fanout publishes of later programs
+            conn.channel_open(ch)
+            try:
+                conn.rpc(ch, commands.Queue.Delete(queue=name))
+            except ChannelClosed:
+                pass
     except Exception:
         pass
     finally:
