@@ -120,20 +120,8 @@ def test_every_divergence_planted_at_once_gives_a_finding_for_each(tmp_path):
     """All the divergences in one broker, the deadlock included (started again with --start-cmd): each is
     named by a finding of its own (the rules it breaks, the method it lacks, the broker stopping), and
     the standard dialect's allowances are counted, not reported."""
-    copy = make_copy(DIVERGENCES, tmp_path)
-    port, pid, data = free_port(), tmp_path / "broker.pid", tmp_path / "data"
-    start = start_command(copy, port, pid, data)
-    subprocess.run(start, shell=True, check=True)
-    try:
-        assert wait_until_listening("127.0.0.1", port, 60)
-        env = {k: v for k, v in os.environ.items() if k != IMPL_ENV}
-        done = subprocess.run([sys.executable, "-m", "rabbitproof", "conformance", f"amqp://127.0.0.1:{port}/",
-                               "--programs", "10", "--json", "--start-cmd", start], cwd=REPO, capture_output=True,
-                              text=True, timeout=900, env=env)
-        assert done.returncode == 1, done.stderr[-3000:]
-        report = json.loads(done.stdout)
-    finally:
-        subprocess.run(f"kill -9 $(cat {shlex.quote(str(pid))}) 2>/dev/null", shell=True)
+    with restartable([d.name for d in DIVERGENCES], tmp_path) as (port, start):
+        report = conformance_restarting(port, start)
     shown = [(f["rules"] or f["method"], f["statement"]) for f in report["findings"]]
     for divergence in DIVERGENCES:
         if divergence.kind != "allowed":
@@ -144,13 +132,32 @@ def test_every_divergence_planted_at_once_gives_a_finding_for_each(tmp_path):
     assert len(report["allowed_differences"]) == 2, report["allowed_differences"]
 
 
-def start_command(copy, port: int, pid, data) -> str:
-    """A shell command that kills the broker of ``pid`` (if any, and waits until it is gone), then starts
-    the impl copy ``copy`` on ``port`` in the background, its process id written to ``pid``."""
+@contextmanager
+def restartable(names, tmp_path):
+    """Our broker with the divergences ``names`` planted, started by a shell command that --start-cmd
+    runs again (it kills the wedged process first, and waits until it is gone): (its port, the command)."""
+    copy = make_copy([BY_NAME[name] for name in names], tmp_path)
+    port, pid, data = free_port(), tmp_path / "broker.pid", tmp_path / "data"
     old = f"$(cat {shlex.quote(str(pid))} 2>/dev/null)"
-    return (f"kill -9 {old} 2>/dev/null; while kill -0 {old} 2>/dev/null; do sleep 0.1; done; "
-            f"{IMPL_ENV}={shlex.quote(str(copy))} {shlex.quote(sys.executable)} -m rabbitproof.impl.server "
-            f"--port {port} --data-dir {shlex.quote(str(data))} > /dev/null 2>&1 & echo $! > {shlex.quote(str(pid))}")
+    start = (f"kill -9 {old} 2>/dev/null; while kill -0 {old} 2>/dev/null; do sleep 0.1; done; "
+             f"{IMPL_ENV}={shlex.quote(str(copy))} {shlex.quote(sys.executable)} -m rabbitproof.impl.server "
+             f"--port {port} --data-dir {shlex.quote(str(data))} > /dev/null 2>&1 & echo $! > {shlex.quote(str(pid))}")
+    subprocess.run(start, shell=True, check=True)
+    try:
+        assert wait_until_listening("127.0.0.1", port, 60)
+        yield port, start
+    finally:
+        subprocess.run(f"kill -9 $(cat {shlex.quote(str(pid))}) 2>/dev/null", shell=True)
+
+
+def conformance_restarting(port: int, start: str) -> dict:
+    """A run of 10 generated programs besides the probes, the broker started again with ``start``."""
+    env = {k: v for k, v in os.environ.items() if k != IMPL_ENV}
+    done = subprocess.run([sys.executable, "-m", "rabbitproof", "conformance", f"amqp://127.0.0.1:{port}/",
+                           "--programs", "10", "--json", "--start-cmd", start], cwd=REPO, capture_output=True,
+                          text=True, timeout=900, env=env)
+    assert done.returncode == 1, done.stderr[-3000:]
+    return json.loads(done.stdout)
 
 
 def test_a_class_never_answered_is_unsupported_once_per_method_and_left_out(tmp_path):
@@ -202,20 +209,8 @@ def test_what_amqp_leaves_open_is_allowed_by_the_standard_dialect_only(divergenc
 def test_a_broker_that_stops_answering_is_started_again_with_the_start_command(tmp_path):
     """With --start-cmd, a deadlocked broker is reported, started again (the user's command kills the
     wedged process first), and the run goes on to its end."""
-    copy = make_copy([BY_NAME["queue_delete_with_a_consumer_deadlocks"]], tmp_path)
-    port, pid, data = free_port(), tmp_path / "broker.pid", tmp_path / "data"
-    start = start_command(copy, port, pid, data)
-    subprocess.run(start, shell=True, check=True)
-    try:
-        assert wait_until_listening("127.0.0.1", port, 60)
-        env = {k: v for k, v in os.environ.items() if k != IMPL_ENV}
-        done = subprocess.run([sys.executable, "-m", "rabbitproof", "conformance", f"amqp://127.0.0.1:{port}/",
-                               "--programs", "10", "--json", "--start-cmd", start], cwd=REPO, capture_output=True,
-                              text=True, timeout=600, env=env)
-        assert done.returncode == 1, done.stderr[-3000:]
-        report = json.loads(done.stdout)
-        assert report["stopped"] is None and report["totals"]["generated"] == 10
-        [stopped] = [f for f in report["findings"] if f["kind"] == "stopped answering"]
-        assert "Delete(ch=1, queue=0" in stopped["program"] and stopped["count"] >= 1
-    finally:
-        subprocess.run(f"kill -9 $(cat {shlex.quote(str(pid))}) 2>/dev/null", shell=True)
+    with restartable(["queue_delete_with_a_consumer_deadlocks"], tmp_path) as (port, start):
+        report = conformance_restarting(port, start)
+    assert report["stopped"] is None and report["totals"]["generated"] == 10
+    [stopped] = [f for f in report["findings"] if f["kind"] == "stopped answering"]
+    assert "Delete(ch=1, queue=0" in stopped["program"] and stopped["count"] >= 1
