@@ -8,6 +8,7 @@ from rabbitproof.spec import trace
 from rabbitproof.spec.frames import frame_text
 from rabbitproof.recording import observations
 
+from rabbitproof.conformance.findings import parse
 from rabbitproof.conformance.programs import Program
 from rabbitproof.conformance.targets import Run
 
@@ -83,7 +84,6 @@ def later(judgement: Judgement, max_nodes: int = MAX_NODES) -> list:
 def _as_allowed(verdict: trace.Verdict):
     """The observation the verdict could not explain as a frame the spec allowed there, when the two
     differ only in INFORMATIVE fields (None otherwise)."""
-    from rabbitproof.conformance.findings import parse     # findings reads verdicts: imported when needed
     if verdict.observation[:1] != ("received",):
         return None
     direction, frame = verdict.observation[:2]
