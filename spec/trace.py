@@ -812,10 +812,13 @@ def _taken_before_numbering(state, action):
     is an unknown tag, 406; ``ack(0, multiple)`` settles the others; a basic.get-ok takes the next tag),
     then the channel numbers them: with the next tags after what the frame wrote, or, when the frame
     closed the channel or the connection, they are written as they were (read after the channel.close,
-    ``network.read_from``, or never) and requeued (RQ-4). The deliveries are those the client has not
-    read: the last frames in flight on the channel, all manual-mode (measured: publish or consume of a
-    ready message + a settlement of the tag its delivery will get, in one write: 406 unknown delivery
-    tag, then the delivery after the channel.close, 100 of 100)."""
+    ``network.read_from``, or never) and requeued (RQ-4) when manual-mode. The deliveries are those the
+    client has not read: the last frames in flight on the channel, with the channel's last tags
+    (measured: publish or consume of a ready message + a settlement of the tag its delivery will get, in
+    one write: 406 unknown delivery tag, then the delivery after the channel.close, 100 of 100); an
+    automatic-mode one too (AM-2: it holds no tag to settle, but a frame may still overtake it: consume
+    with no-ack of a queue with a ready message + a basic.get of it, in one write: get-empty, then
+    consume-ok and the delivery; seen in 1,000 generated programs against RabbitMQ 3.10.8)."""
     c, ch = action.conn, action.ch
     conn = state.conns[c]
     channel = conn.channels[ch - 1]
@@ -824,13 +827,13 @@ def _taken_before_numbering(state, action):
         return
     by_tag = {u.tag: u for u in channel.unacked}
     k = 0
-    while k < len(fifo) and fifo[-1 - k].method == BASIC_DELIVER and fifo[-1 - k].delivery_tag in by_tag:
+    while k < len(fifo) and fifo[-1 - k].method == BASIC_DELIVER:
         k += 1
     for n in range(1, k + 1):
         frames = fifo[-n:]
-        hidden = tuple(by_tag[f.delivery_tag] for f in frames)
-        if any(u.tag != channel.next_tag - n + i for i, u in enumerate(hidden)):
+        if any(f.delivery_tag != channel.next_tag - n + i for i, f in enumerate(frames)):
             break                                   # not the channel's last tags: numbered before
+        hidden = tuple(by_tag[f.delivery_tag] for f in frames if f.delivery_tag in by_tag)    # manual-mode
         before = channel._replace(unacked=tuple(u for u in channel.unacked if u not in hidden),
                                   next_tag=channel.next_tag - n)
         start = with_conn(state, c, conn_to_client(conn, conn.to_client[:ch] + (fifo[:-n],) + conn.to_client[ch + 1:]))
@@ -840,7 +843,8 @@ def _taken_before_numbering(state, action):
         out = tconn.to_client[ch]
         if after.status == CH_OPEN and not tconn.broker_closed:
             tag = after.next_tag
-            numbered = tuple(u._replace(tag=tag + i) for i, u in enumerate(hidden))
+            retag = {f.delivery_tag: tag + i for i, f in enumerate(frames)}
+            numbered = tuple(u._replace(tag=retag[u.tag]) for u in hidden)
             out = out + tuple(f._replace(delivery_tag=tag + i) for i, f in enumerate(frames))
             taken = with_channel(taken, c, ch, after._replace(next_tag=tag + n, unacked=after.unacked + numbered))
         else:

@@ -16,10 +16,13 @@ from pamqp import commands
 from pamqp import frame as amqp_frame
 
 from rabbitproof.spec import actions as A
+from rabbitproof.recording import observations
+from rabbitproof.recording.rawclient import LoggedCommand
 
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.command import outcome
 from rabbitproof.conformance.coverage import ACTIONS, RULES, Coverage, steer
+from rabbitproof.conformance.judge import Judgement, later
 from rabbitproof.conformance.shrink import reason_kind, shrink
 from rabbitproof.conformance.targets import TcpTarget
 from tests.fixtures.fault_proxy import FaultProxy
@@ -156,3 +159,48 @@ def test_steering_weighs_the_op_kinds_that_lead_to_what_is_not_covered():
         draw()
         return sum(isinstance(op, P.Recover) for program in drawn for op in program.ops())
     assert recovers(weights) > 2 * recovers(P.Steering())
+
+
+def _get_ok(tag: int, body: bytes, count: int, redelivered: bool = False):
+    return LoggedCommand("received", "method", 1, commands.Basic.GetOk(
+        delivery_tag=tag, redelivered=redelivered, exchange="", routing_key="q", message_count=count),
+        None, body, 0.0)
+
+
+def _recording(*replies) -> list:
+    """Channel 1 opened, queue q declared, m1, m2 and m3 published, then a basic.get per reply."""
+    def sent(method, body=None):
+        return LoggedCommand("sent", "method", 1, method, None, body, 0.0)
+    log = [sent(commands.Channel.Open()), LoggedCommand("received", "method", 1, commands.Channel.OpenOk(), None,
+                                                        None, 0.0),
+           sent(commands.Queue.Declare(queue="q")),
+           LoggedCommand("received", "method", 1, commands.Queue.DeclareOk(queue="q"), None, None, 0.0),
+           sent(commands.Basic.Publish(exchange="", routing_key="q"), b"m1"),
+           sent(commands.Basic.Publish(exchange="", routing_key="q"), b"m2"),
+           sent(commands.Basic.Publish(exchange="", routing_key="q"), b"m3")]
+    for reply in replies:
+        log += [sent(commands.Basic.Get(queue="q")), reply]
+    return log
+
+
+def test_a_frame_wrong_only_in_message_count_is_judged_on_and_later_breaks_are_found_DS_2():
+    """judge.later: message_count off on both get-oks, then a get-empty while a message is ready: three
+    rejections of one recording, each where it is; the first verdict stands."""
+    rec = observations.from_recording([[_recording(_get_ok(1, b"m1", 5), _get_ok(2, b"m2", 3),
+                                                   LoggedCommand("received", "method", 1, commands.Basic.GetEmpty(),
+                                                                 None, None, 0.0))]], judge_texts=False)
+    first = Judgement(None, rec.check(), rec)
+    assert first.status == "rejected" and first.verdict.index == 8, first.verdict.explain()
+    more = later(first)
+    assert [j.verdict.index for j in more] == [10, 12], [j.verdict.explain() for j in more]
+    assert "message_count=3" in more[0].verdict.explain() and "get-empty" in more[1].verdict.explain()
+    # the second get-ok, wrong only in message_count too, was judged on; the get-empty (m3 is ready) was not
+    assert first.verdict.index == 8 and first.status == "rejected"
+
+
+def test_a_frame_with_another_message_is_not_judged_on_RQ_1():
+    """A get-ok of m2 where m1 is at the head differs in more than message_count: nothing after it is
+    judged (the broker's queue is not the spec's any more)."""
+    rec = observations.from_recording([[_recording(_get_ok(1, b"m2", 1), _get_ok(2, b"m1", 0))]], judge_texts=False)
+    first = Judgement(None, rec.check(), rec)
+    assert first.status == "rejected" and later(first) == []

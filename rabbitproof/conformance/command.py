@@ -33,9 +33,10 @@ from rabbitproof.recording import observations
 from rabbitproof.brokers.commanded import CommandedBroker, CommandFailed
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.chart import recording_svg
+from rabbitproof.conformance.findings import CORRUPTED, made_up
 from rabbitproof.conformance.suite import Finding, Suite, catalogue_coverage
 from rabbitproof.exits import BAD_INPUT, FOUND, NOTHING_FOUND, UNDECIDED, schema
-from rabbitproof.conformance.judge import Judgement, judge, wire_problem
+from rabbitproof.conformance.judge import INFORMATIVE, Judgement, judge, later, wire_problem
 from rabbitproof.conformance.replay import script
 from rabbitproof.conformance.shrink import MAX_RERUNS
 from rabbitproof.conformance.targets import TcpTarget, run_program
@@ -85,7 +86,7 @@ def probe(where: dict) -> None:
         conn.close(timeout=2.0)
 
 
-STATUSES = ("accepted", "rejected", "unsupported", "no answer", "error", "inconclusive")
+STATUSES = ("accepted", "rejected", "corrupted", "unsupported", "no answer", "error", "inconclusive")
 
 
 class Outcome(NamedTuple):
@@ -101,11 +102,13 @@ class Outcome(NamedTuple):
     trace: str = ""
     crashes: int = 0
     judgement: Judgement | None = None
+    later: tuple = ()           # a rejection: the rejections after it in the same recording (judge.later)
 
 
 def outcome(program: P.Program, target: TcpTarget, judge_texts: bool) -> Outcome:
     """Run one program and judge it. Never raises for what the broker does: a recording the spec cannot
-    express is "unsupported" (texts the rabbitmq dialect does not know), a step whose replies do not come
+    express is "unsupported" (texts the rabbitmq dialect does not know) or, when a message carries a body
+    no publish carried, "corrupted" (the broker made it up: findings.made_up), a step whose replies do not come
     is "no answer", a connection that fails in a way the client cannot go on from, or a frame it cannot
     decode, is "error"."""
     try:
@@ -119,10 +122,16 @@ def outcome(program: P.Program, target: TcpTarget, judge_texts: bool) -> Outcome
         return Outcome("error", run_.steps, run_.seconds, problem, crashes=run_.crashes)
     try:
         verdict = judge(run_, judge_texts=judge_texts)
+    except observations.UnknownBody as error:
+        return Outcome(CORRUPTED, run_.steps, run_.seconds, "rejected: " + made_up(error.body, error.where, run_),
+                       crashes=run_.crashes)
     except observations.Unsupported as error:
         return Outcome("unsupported", run_.steps, run_.seconds, str(error), crashes=run_.crashes)
+    more = tuple(Outcome(j.status, run_.steps, run_.seconds, f"{j.verdict.explain()} (judged with the frames "
+                         f"before it wrong only in {' or '.join(INFORMATIVE)} taken as the spec allowed them)",
+                         j.recording.text(), run_.crashes, j) for j in later(verdict)) if verdict.status == "rejected" else ()
     return Outcome(verdict.status, run_.steps, run_.seconds, verdict.verdict.explain(), verdict.recording.text(),
-                   run_.crashes, verdict)
+                   run_.crashes, verdict, more)
 
 
 def answers(where: dict, timeout: float = 5.0) -> bool:

@@ -18,6 +18,7 @@ from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.catalogue import family
 
 UNSUPPORTED, REJECTED, NO_ANSWER, ERROR, STOPPED = "unsupported", "rejected", "no answer", "error", "stopped answering"
+CORRUPTED = "corrupted"     # an outcome: a message came out with a body no publish carried (`made_up`)
 NOT_IMPLEMENTED = 540
 
 
@@ -73,6 +74,13 @@ def diagnose(outcome, program: P.Program) -> Diagnosis:
         method = unanswered_method(outcome, program)
         return Diagnosis(UNSUPPORTED, (UNSUPPORTED, method), (), f"{method} is never answered (not implemented?)",
                          method)
+    if outcome.status == CORRUPTED:
+        if REFUSED in outcome.explanation:
+            return Diagnosis(REJECTED, (REJECTED, ("PC-9",), CORRUPTED), ("PC-9",),
+                             "the body of a publish refused with 404 (its exchange does not exist) still reaches a "
+                             "queue, joined to another message's: a duplicated, corrupted message")
+        return Diagnosis(REJECTED, (REJECTED, ("RT-1",), CORRUPTED), ("RT-1",),
+                         "a message comes out with a body no publish carried (a corrupted message)")
     if outcome.status == "unsupported":
         return Diagnosis(ERROR, (ERROR, "inexpressible"), ("ER-2",),
                          f"the broker answered what the spec cannot express: {outcome.explanation}")
@@ -80,6 +88,43 @@ def diagnose(outcome, program: P.Program) -> Diagnosis:
         return Diagnosis(STOPPED, (STOPPED,), ("ER-3",), "the broker stopped answering every connection")
     why = re.sub(r"\d+", "N", outcome.explanation.split(":")[0])
     return Diagnosis(ERROR, (ERROR, why), ("ER-2",), outcome.explanation.split(";")[0])
+
+
+REFUSED = "refused with 404 NOT_FOUND (its exchange does not exist)"
+
+
+def made_up(body: bytes, where: str, run) -> str:
+    """The explanation of a message whose ``body`` no publish of ``run`` (targets.Run) carried: where it
+    came, and which publishes' bodies it joins, when it is made of some (each part named by its
+    destination, a publish to the missing exchange as REFUSED)."""
+    queues = {name: q for q, name in run.names.items() if isinstance(q, int)}
+    published = []             # (body, what the publish was)
+    for slot in run.slots:
+        for log in slot:
+            for entry in log:
+                if entry.kind == "method" and entry.direction == "sent" and entry.method.name == "Basic.Publish":
+                    m = entry.method
+                    what = (REFUSED if m.exchange == run.names["exchange"] else f"to {m.exchange}" if m.exchange
+                            else f"to q{queues.get(m.routing_key, '?')}")
+                    published.append((bytes(entry.body or b""), what))
+    parts = _joined(body, published)
+    made_of = (": the bodies of " + ", then ".join(f"a publish {what}" for what in parts) + " joined") if parts else ""
+    return f"a message no publish carried came out ({where}), its body {body!r}{made_of}"
+
+
+def _joined(body: bytes, published: list) -> list:
+    """The publishes (what each was) whose bodies, one after another, make ``body``; [] when none do."""
+    if not body:
+        return []
+    for part, what in published:
+        if body.startswith(part) and part:
+            rest = body[len(part):]
+            if not rest:
+                return [what]
+            more = _joined(rest, published)
+            if more:
+                return [what, *more]
+    return []
 
 
 def unanswered_method(outcome, program: P.Program) -> str:
@@ -118,14 +163,14 @@ def _rejection(verdict, program: P.Program) -> Diagnosis:
         differing = min((tuple(k for k in fields if a[2].get(k) != fields[k]) for a in same), key=len)
         want = next(a[2] for a in same if tuple(k for k in fields if a[2].get(k) != fields[k]) == differing)
         shown = f"{method}({', '.join(f'{k}={fields[k]}' for k in differing)})"
+        if "msg" in differing:      # another message than the head: its other fields are not comparable
+            return found(("RQ-1",), f"messages come out of queue order: {method} gives {fields['msg']} where "
+                                    f"{want.get('msg')} is at the head of the queue", "msg")
         if "redelivered" in differing:
             if fields["redelivered"] == "False":
                 return found(("RQ-2",), f"redelivered is false on a message that was delivered before: {shown}",
                              "redelivered")
             return found(("RQ-2",), f"redelivered is true on a first delivery: {shown}", "redelivered")
-        if "msg" in differing:
-            return found(("RQ-1",), f"messages come out of queue order: {method} gives {fields['msg']} where "
-                                    f"{want.get('msg')} is at the head of the queue", "msg")
         if "delivery_tag" in differing and method in ("basic.ack", "basic.nack"):
             return found(("PC-3",), f"a confirm carries tag {fields['delivery_tag']} where "
                                     f"{want.get('delivery_tag')} was due", "delivery_tag")

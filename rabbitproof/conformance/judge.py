@@ -2,15 +2,21 @@
 which accept it, reject it (naming the first observation no execution of the spec explains) or give up."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rabbitproof.spec import trace
+from rabbitproof.spec.frames import frame_text
 from rabbitproof.recording import observations
 
+from rabbitproof.conformance.findings import parse
 from rabbitproof.conformance.programs import Program
 from rabbitproof.conformance.targets import Run
 
 MAX_NODES = 400_000         # spec states searched per trace before the checker gives up (inconclusive)
+# Fields of a frame the broker sends that say something and change nothing in its state: a frame wrong
+# only in them is taken as the spec allowed it, to judge what comes after (`later`).
+INFORMATIVE = ("message_count", "redelivered")
+MAX_LATER = 8               # further rejections looked for in one recording
 
 
 @dataclass
@@ -49,6 +55,49 @@ def judge(run: Run, max_nodes: int = MAX_NODES, judge_texts: bool = True) -> Jud
     writes them too); without it only reply codes and fields are judged."""
     rec = observations.from_recording(run.slots, judge_texts=judge_texts)
     return Judgement(run, rec.check(max_nodes), rec)
+
+
+def later(judgement: Judgement, max_nodes: int = MAX_NODES) -> list:
+    """After a rejection, the rejections that come later in the same recording: when the frame the spec
+    could not explain is one it allowed but for INFORMATIVE fields (message_count, redelivered), the
+    recording is judged again with that frame as the spec allowed it, and so on while each verdict is
+    such a rejection (MAX_LATER at most). The broker's state does not depend on those fields, so what
+    follows is judged as fairly as if the broker had sent them right; the first rejection stands all
+    the same (nothing is accepted that was rejected), and a broker that breaks DS-2 and RQ-2 everywhere
+    does not hide every other break. Each judgement returned is a rejection."""
+    found: list = []
+    while len(found) < MAX_LATER and judgement.verdict.status == trace.REJECTED:
+        rightened = _as_allowed(judgement.verdict)
+        if rightened is None:
+            break
+        verdict = judgement.verdict
+        observations = dict(judgement.recording.observations)
+        observations[verdict.conn] = [*observations[verdict.conn][:verdict.index], rightened,
+                                      *observations[verdict.conn][verdict.index + 1:]]
+        recording = replace(judgement.recording, observations=observations)
+        judgement = Judgement(judgement.run, recording.check(max_nodes), recording)
+        if judgement.verdict.status == trace.REJECTED:
+            found.append(judgement)
+    return found
+
+
+def _as_allowed(verdict: trace.Verdict):
+    """The observation the verdict could not explain as a frame the spec allowed there, when the two
+    differ only in INFORMATIVE fields (None otherwise)."""
+    if verdict.observation[:1] != ("received",):
+        return None
+    direction, frame = verdict.observation[:2]
+    got = parse(f"received {frame_text(frame)}")
+    for text in verdict.allowed:
+        want = parse(text)
+        if want[:2] != got[:2] or set(want[2]) != set(got[2]):
+            continue
+        differing = [name for name in got[2] if got[2][name] != want[2][name]]
+        if differing and all(name in INFORMATIVE for name in differing):
+            values = {name: type(getattr(frame, name))(want[2][name] == "True" if name == "redelivered"
+                                                       else int(want[2][name])) for name in differing}
+            return (direction, frame._replace(**values), *verdict.observation[2:])
+    return None
 
 
 def wire_problem(run: Run) -> str:

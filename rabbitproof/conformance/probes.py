@@ -68,6 +68,7 @@ PROBES = (
     Probe(("PC-4", "RT-3"), _program([P.ConfirmSelect(1)], [pub(1, P.QUEUES, mandatory=True)], [get(1, 1)])),
     Probe(("PC-8",), _program([P.ConfirmSelect(1)], [P.TxSelect(1)], [get(1, 0)])),
     Probe(("PC-9",), _program([pub(1, 0, "missing")], [pub(1, 0)], [get(1, 0)])),
+    Probe(("PC-9", "RT-1"), _program([pub(1, 0)], [pub(1, 0, "missing")], [get(1, 0)], [get(1, 0)])),
     Probe(("TX-1", "TX-2", "TX-7"), _program([P.TxSelect(1)], [pub(1, 0)], [get(2, 0)], [P.TxCommit(1)],
                                              [get(2, 0)])),
     Probe(("TX-2",), _program([P.TxSelect(1)], [pub(1, 0)], [P.TxRollback(1)], [get(1, 0)])),

@@ -344,6 +344,7 @@ class Steering:
     by its factor (1 when absent). The conformance command sets them between batches towards the spec
     actions not yet exercised (rabbitproof/conformance/coverage.py)."""
     factors: dict = field(default_factory=dict)       # op class -> factor
+    strategies: dict = field(default_factory=dict, compare=False, repr=False)   # `_steps`, built once
 
     def factor(self, kind: type) -> int:
         return self.factors.get(kind, 1)
@@ -391,10 +392,16 @@ def op_strategy(*, errors: bool = True, steering: Steering | None = None):
         table = [strategy for weight, _, strategy in weighted for _ in range(weight)]
         return st.integers(0, len(table) - 1).flatmap(table.__getitem__)
 
+    tables: dict = {}       # the steering's factors -> (the weighted table, the strategy of an index into it)
+
     @st.composite
     def steered(draw):
-        table = [strategy for weight, kind, strategy in weighted for _ in range(weight * steering.factor(kind))]
-        return draw(table[draw(st.integers(0, len(table) - 1))])
+        key = tuple(sorted((kind.__name__, factor) for kind, factor in steering.factors.items()))
+        if key not in tables:       # built once per weighting: a strategy made anew per draw costs more than it
+            table = [strategy for weight, kind, strategy in weighted for _ in range(weight * steering.factor(kind))]
+            tables[key] = (table, st.integers(0, len(table) - 1))
+        table, index = tables[key]
+        return draw(table[draw(index)])
     return steered()
 
 
@@ -407,17 +414,10 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
     `rabbitmq_safe`: as run against RabbitMQ 3.10.8 (`safe_for_rabbitmq`). `synchronous`: one connection,
     one method per step, no crash (the differential test's programs). `steering`: weights of op kinds
     (`op_strategy`)."""
-    flags = tuple(draw(st.builds(QueueFlags, _flag(1, 2), _flag(1, 4))) for _ in range(QUEUES))
+    flags = tuple(draw(_QUEUE_FLAGS) for _ in range(QUEUES))
     connections = 1 if synchronous else draw(st.integers(1, max_connections))
     prelude = Step(0, tuple(Declare(1, q) for q in range(QUEUES)))
-    ops = op_strategy(errors=errors, steering=steering)
-    step = st.builds(Step, st.integers(0, connections - 1), st.lists(ops, min_size=1, max_size=4).map(tuple))
-    if synchronous:
-        step = st.builds(Step, st.just(0), ops.map(lambda op: (op,)))
-    if crashes:     # about one step in twelve; the queues are declared again after it
-        step = st.tuples(step, st.integers(0, 11)).map(
-            lambda pair: pair[0] if pair[1] != 5 else Crash())
-    drawn = draw(st.lists(step, min_size=4, max_size=max_steps))
+    drawn = draw(_steps(connections, max_steps, crashes, errors, synchronous, steering))
     while crashes and sum(isinstance(s, Crash) for s in drawn) < min_crashes:
         drawn.insert(draw(st.integers(1, len(drawn))), Crash(wait=draw(st.booleans())))
     body = []
@@ -427,6 +427,29 @@ def programs(draw, *, max_connections: int = 2, max_steps: int = 16, crashes: bo
     if not errors:
         program = replace(program, steps=_fresh_consumer_tags(program.steps))
     return safe_for_rabbitmq(program, errors) if rabbitmq_safe else program
+
+
+_QUEUE_FLAGS = st.builds(QueueFlags, _flag(1, 2), _flag(1, 4))
+_UNSTEERED: dict = {}       # `_steps` without steering
+
+
+def _steps(connections: int, max_steps: int, crashes: bool, errors: bool, synchronous: bool,
+           steering: Steering | None):
+    """The strategy of a program's steps after its prelude, built once per kind of program (kept in the
+    steering, or in _UNSTEERED): strategies made anew for every program cost more to build and validate
+    than the program costs to draw."""
+    cache = _UNSTEERED if steering is None else steering.strategies
+    key = (connections, max_steps, crashes, errors, synchronous)
+    if key not in cache:
+        ops = op_strategy(errors=errors, steering=steering)
+        step = st.builds(Step, st.integers(0, connections - 1), st.lists(ops, min_size=1, max_size=4).map(tuple))
+        if synchronous:
+            step = st.builds(Step, st.just(0), ops.map(lambda op: (op,)))
+        if crashes:     # about one step in twelve; the queues are declared again after it
+            step = st.tuples(step, st.integers(0, 11)).map(
+                lambda pair: pair[0] if pair[1] != 5 else Crash())
+        cache[key] = st.lists(step, min_size=4, max_size=max_steps)
+    return cache[key]
 
 
 def safe_for_rabbitmq(program: Program, errors: bool = False) -> Program:

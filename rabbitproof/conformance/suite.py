@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from rabbitproof.brokers.commanded import CommandFailed
@@ -28,6 +28,10 @@ from rabbitproof.conformance.probes import PROBES
 from rabbitproof.conformance.shrink import MAX_RERUNS, Shrunk, shrink
 
 BATCH = 25                  # generated programs between two steerings
+
+
+class _BatchDone(Exception):
+    """A batch has drawn its programs (or the run is over): raised to end its Hypothesis run early."""
 
 
 class StoppedAnswering(Exception):
@@ -140,17 +144,19 @@ class Suite:
             row = run.table[home]
         else:
             totals["found"] += 1
-            diagnosis = diagnose(out, program)
-            finding = run.findings.get(diagnosis.key)
-            if finding is None:
-                run.findings[diagnosis.key] = Finding(diagnosis, program, out)
-            else:
-                finding.count += 1
-                if len(program.steps) < len(finding.program.steps) and diagnosis.kind != STOPPED:
-                    # the shortest is shrunk and shown (a broker that stopped: the first program it stopped in)
-                    finding.diagnosis, finding.program, finding.outcome = diagnosis, program, out
-            if diagnosis.kind == UNSUPPORTED and diagnosis.method not in run.excluded:
-                run.excluded.append(diagnosis.method)
+            diagnosed = self.diagnosed(out, program)
+            for diagnosis, shown in diagnosed:
+                finding = run.findings.get(diagnosis.key)
+                if finding is None:
+                    run.findings[diagnosis.key] = Finding(diagnosis, program, shown)
+                else:
+                    finding.count += 1
+                    if len(program.steps) < len(finding.program.steps) and diagnosis.kind != STOPPED:
+                        # the shortest is shrunk and shown (a broker that stopped: the first program it stopped in)
+                        finding.diagnosis, finding.program, finding.outcome = diagnosis, program, shown
+                if diagnosis.kind == UNSUPPORTED and diagnosis.method not in run.excluded:
+                    run.excluded.append(diagnosis.method)
+            diagnosis = diagnosed[0][0]
             row = run.table[diagnosis.family]
             row["found"] += 1
             if diagnosis.kind == STOPPED:
@@ -160,6 +166,19 @@ class Suite:
         if out.status == "accepted":
             row["accepted"] += 1
         self.progress(run)
+
+    def diagnosed(self, out, program: P.Program) -> list:
+        """Each way ``out`` (not accepted) shows the broker failing, with the outcome that shows it: its
+        first rejection, then those later in the same recording (judge.later), each kind once; a later
+        one the standard dialect allows ends the list, as the first one would have ended the judging."""
+        found = [(diagnose(out, program), out)]
+        for more in getattr(out, "later", ()):
+            if self.standard and allowed_difference(more, program):
+                break
+            diagnosis = diagnose(more, program)
+            if all(diagnosis.key != d.key for d, _ in found):
+                found.append((diagnosis, more))
+        return found
 
     def stopped_answering(self, program: P.Program) -> None:
         if self.restart is None:
@@ -186,7 +205,7 @@ class Suite:
 
         def one(program):
             if self.over() or drawn[0] >= quota[0]:
-                return
+                raise _BatchDone()      # ends the Hypothesis run: no example is drawn for nothing
             before = self.run.totals["programs"]
             crashed = any(isinstance(step, P.Crash) for step in program.steps)
             self.one(program, "DU" if crashed else min(P.families(program) or {"ER"}, key=P.FAMILIES.index))
@@ -206,10 +225,13 @@ class Suite:
             quota[0] = drawn[0] + min(BATCH, count - drawn[0])
             draw = settings(max_examples=2 * BATCH, deadline=None, database=None,
                             derandomize=seed is None and k == 0, suppress_health_check=list(HealthCheck),
-                            phases=[p for p in Phase if p is not Phase.shrink])(given(strategy)(one))
+                            phases=[Phase.generate], verbosity=Verbosity.quiet)(given(strategy)(one))
             if seed is not None or k:
                 draw = hypothesis_seed(k if seed is None else seed if k == 0 else seed * 1000 + k)(draw)
-            draw()
+            try:
+                draw()
+            except _BatchDone:
+                pass
             if steering:
                 steer(weights, self.run.coverage)
             k += 1
@@ -233,9 +255,13 @@ class Suite:
                 return self.outcome_of(candidate)
 
             def same(candidate, out):
-                return out.status not in ("accepted", "inconclusive") and diagnose(out, candidate).key == key
+                return out.status not in ("accepted", "inconclusive") and any(
+                    d.key == key for d, _ in self.diagnosed(out, candidate))
             try:
                 finding.shrunk = shrink(finding.program, finding.outcome, rerun, self.shrink_reruns, same)
+                # shown: the outcome that shows this finding (a later rejection of the recording, maybe)
+                shown = [o for d, o in self.diagnosed(finding.shrunk.outcome, finding.shrunk.program) if d.key == key]
+                finding.shrunk.outcome = shown[0] if shown else finding.shrunk.outcome
             except TimeoutError:
                 finding.shrink_note = "shrinking stopped: the time limit was reached"
             if finding.shrunk is None and not self.alive():

@@ -17,7 +17,9 @@ not answer (a publish or a settlement) gets a round trip the spec knows and that
 the same write: a basic.get of the run's probe queue, a durable queue no program touches, which is
 always empty (basic.get-empty; the probe queue is declared before its first use). Its reply says the
 broker's channel has handled everything before it, returns and channel errors included; so the quiet
-time only covers what queues send on their own (deliveries, confirms), and can be short. Between steps
+time only covers what queues send on their own (deliveries, confirms), and can be short; before the
+program's first basic.consume or confirm.select (or crash) nothing comes on its own, and no step waits
+for quiet (`unasked_possible`). Between steps
 it does what every client does: answers a broker's channel.close with close-ok and opens the channel
 again, opens a channel it closed again, and connects again after its connection ended.
 
@@ -43,8 +45,8 @@ from rabbitproof.spec.frames import METHODS
 
 from rabbitproof.conformance import programs as P
 from rabbitproof.recording.observations import pamqp_name
-from rabbitproof.recording.rawclient import (ConnectionLost, ProtocolViolation, RawConnection, TraceEvent, persistent,
-                                     transient)
+from rabbitproof.recording.rawclient import (ChannelClosed, ConnectionLost, ProtocolViolation, RawConnection, TraceEvent,
+                                             persistent, transient)
 
 # Replies that end the wait for a synchronous method (spec.frames.METHODS, by pamqp's names).
 REPLIES = frozenset(pamqp_name(m.name) for m in METHODS if m.answers)
@@ -482,10 +484,11 @@ def probed_channels(ops: tuple) -> list:
     return [ch for ch, op in sorted(last.items()) if isinstance(op, _UNANSWERED)]
 
 
-def quiesce(slots: list, target, probe: _Probe) -> None:
+def quiesce(slots: list, target, probe: _Probe, unasked: bool = True) -> None:
     """The end of a program: a round trip on every channel of every client, the confirms still owed
     (PC-2: `unconfirmed`; for no longer than the target's timeout), then reading until the target has
-    been quiet for `target.final_quiet`; each recording gets its "quiet" mark there."""
+    been quiet for `target.final_quiet` (when the broker may send something unasked: `unasked_possible`;
+    otherwise the round trips have brought everything); each recording gets its "quiet" mark there."""
     for slot in slots:
         if slot.dead():
             continue
@@ -494,7 +497,7 @@ def quiesce(slots: list, target, probe: _Probe) -> None:
     deadline = time.monotonic() + getattr(target, "timeout", 0.0)
     while any(not slot.dead() and unconfirmed(slot.conn) for slot in slots) and time.monotonic() < deadline:
         settle_together(slots, 0.001)
-    settle_together(slots, target.final_quiet)
+    settle_together(slots, target.final_quiet if unasked else 0.0)
     now = time.monotonic()
     for slot in slots:
         if not slot.dead():
@@ -544,6 +547,18 @@ def settle_together(slots: list, quiet: float) -> None:
             end = time.monotonic() + quiet
 
 
+# What makes a broker send frames no client method asks for: a consumer (deliveries, a cancel when its
+# queue goes), confirm mode (confirms) and a crash (what recovery brings). Before any of them the round
+# trips of a step (its replies, and the probe's on every channel that sent a publish or a settlement)
+# bring everything the broker sends, and the quiet time after it would only wait.
+_UNASKED = (P.Consume, P.ConfirmSelect)
+
+
+def unasked_possible(step) -> bool:
+    """Whether after ``step`` the broker may send frames no client asked for (_UNASKED)."""
+    return isinstance(step, P.Crash) or any(isinstance(op, _UNASKED) for op in step.ops)
+
+
 def run_program(program: P.Program, target) -> Run:
     """Run a program on a target and return its recording. Queue names are unique to this run (a broker
     over TCP is shared by many runs); the run's queues are deleted at the end, outside the recording."""
@@ -557,8 +572,10 @@ def run_program(program: P.Program, target) -> Run:
     steps = crashes = 0
     crash_next = [s if isinstance(s, P.Crash) else None for s in program.steps[1:]] + [None]
     no_answer = ""
+    unasked = False                 # the broker may send frames unasked from here on (unasked_possible)
     for step, crash_follows in zip(program.steps, crash_next):
         steps += 1
+        unasked = unasked or unasked_possible(step)
         if isinstance(step, P.Crash):
             if not target.crashes:
                 continue
@@ -599,13 +616,13 @@ def run_program(program: P.Program, target) -> Run:
         if slot.unanswered and hasattr(target, "timeout") and not no_answer:
             no_answer = f"no answer within {target.timeout:g} s after step {steps} (connection {step.conn})"
         if crash_follows is None:
-            settle_together(slots, target.quiet)
+            settle_together(slots, target.quiet if unasked else 0.0)
             for s in slots:
                 s.housekeeping()
         elif closes:
             slot.housekeeping()
     if not no_answer:
-        quiesce(slots, target, probe)
+        quiesce(slots, target, probe, unasked)
     recorded = [slot.finish() for slot in slots]
     seconds = time.monotonic() - started
     _cleanup(target, names, probe)
@@ -620,12 +637,17 @@ def _cleanup(target, names: dict, probe: _Probe) -> None:
         conn = target.connect(f"{target.name} cleanup")
     except (OSError, ConnectionLost, ProtocolViolation, Exception):
         return
+    queues = [names[q] for q in range(P.QUEUES)] + ([probe.name] if probe.declared else [])
     try:
-        conn.channel_open(1)
-        for q in range(P.QUEUES):
-            conn.rpc(1, commands.Queue.Delete(queue=names[q]))
-        if probe.declared:
-            conn.rpc(1, commands.Queue.Delete(queue=probe.name))
+        for ch, name in enumerate(queues, 1):
+            # a channel per queue: a delete the broker refuses (a queue the program deleted, on a broker
+            # that answers 404) closes its own channel only, and the other queues still go; a queue left
+            # bound to amq.fanout would take the fanout publishes of later programs
+            conn.channel_open(ch)
+            try:
+                conn.rpc(ch, commands.Queue.Delete(queue=name))
+            except ChannelClosed:
+                pass
     except Exception:
         pass
     finally:

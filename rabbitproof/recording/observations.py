@@ -64,6 +64,15 @@ class Unsupported(ValueError):
     """A recorded command the model cannot express; the message names it and says why."""
 
 
+class UnknownBody(Unsupported):
+    """A message the broker sent carries a body no publish of the recording carried (``body``): no message
+    of the model is that one, so the recording cannot be judged, and the broker made a message up."""
+
+    def __init__(self, where: str, body: bytes) -> None:
+        super().__init__(f"{where}: carries a body no publish of the recording carried: {body!r}")
+        self.where, self.body = where, body
+
+
 @dataclass
 class Recorded:
     """A recording as the spec reads it: observations per slot, the configuration they need, and the
@@ -174,7 +183,7 @@ class _Reader:
     def message(self, body, where: str) -> int:
         key = bytes(body or b"")
         if key not in self.bodies:
-            raise Unsupported(f"{where}: carries a body no publish of the recording carried: {key!r}")
+            raise UnknownBody(where, key)
         return self.bodies[key]
 
     def name_publishes(self, c: int, log: list) -> None:
