@@ -35,9 +35,12 @@ endif
 ## at a time on two cores or more (ARGS=--jobs=1: one after another).
 ## PART=explore|agreement|proofs|bmc|crosshair|setups runs one part; ARGS=--update-manifest rewrites the pinned
 ## counts, ARGS=--random-setups=N holds N setups drawn at random to the search.
+## Without PART it then runs the conformance suite against our broker with every planted divergence, alone and
+## all at once (`make test` runs a few of them): each must be its own finding named by its rule.
 PART ?=
 verify: $(STAMP)
 	$(BIN)/rabbitproof verify $(if $(PART),--part $(PART)) $(ARGS)
+	$(if $(PART),,RABBITPROOF_ALL_DIVERGENCES=1 $(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/test_conformance_divergences.py)
 
 ## test: the test suite (spec rules, trace checker, explorer, broker interop, crash and bad-input tests).
 ## Some tests run against a real RabbitMQ 3.10.8, installed here when missing. JOBS=2 processes share the
