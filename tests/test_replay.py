@@ -123,7 +123,7 @@ def test_replay_reads_a_saved_check_and_prints_json(impl_broker_module, tmp_path
     code = main(["replay", str(saved), url(impl_broker_module), "--json", "--recordings", str(tmp_path / "r")])
     document = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert document["schema"] == schema("replay")
+    assert (document["schema"], document["exit_code"], document["verdict"]) == (schema("replay"), 0, "nothing found")
     [answer] = document["answers"]
     assert (answer["key"], answer["status"], answer["tries"]) == ("lost", "reproduced", 1)
     assert Path(answer["recordings"][0]).is_file()
@@ -131,6 +131,16 @@ def test_replay_reads_a_saved_check_and_prints_json(impl_broker_module, tmp_path
     assert "shown on the real run: m0.1: believed delivered" in chart and "(the harm)" in chart
     assert "c1: consumer &#x27;mailer&#x27;" in chart
     assert main(["trace", answer["recordings"][0]]) == 0
+
+
+def test_replay_report_ends_with_its_verdict_line(impl_broker_module, tmp_path, capsys):
+    assert main(["check", str(EXAMPLES / "auto-ack.toml"), "--json", "--no-advice"]) == 1
+    saved = tmp_path / "answers.json"
+    saved.write_text(capsys.readouterr().out)
+    code = main(["replay", str(saved), url(impl_broker_module), "--recordings", str(tmp_path / "r")])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert code == 0
+    assert last == "replay: nothing found: 1 reproduced, 0 not reproduced, 0 diverged, 0 cannot be replayed (exit 0)"
 
 
 def test_check_replays_its_answers_with_the_replay_option(impl_broker_module, tmp_path, capsys):

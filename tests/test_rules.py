@@ -155,6 +155,7 @@ def test_rules_lists_every_rule(capsys):
     code, out, _ = run(["rules"], capsys)
     assert code == 0
     assert all(rule_id in out for rule_id in TABLE.rules) and "57 rules" in out
+    assert out.splitlines()[-1] == "rules: listed: 57 rules (exit 0)"
 
 
 def test_rules_shows_one_rule_in_full_whatever_its_case(capsys):
@@ -162,12 +163,14 @@ def test_rules_shows_one_rule_in_full_whatever_its_case(capsys):
     rule = TABLE.rules["PC-10"]
     assert code == 0 and out.startswith(f"PC-10 {rule.title}")
     assert "invariant:confirmed_survives_crash" in out and "tests/test_broker_crash.py" in out
+    assert out.splitlines()[-1] == "rules: listed: PC-10 (exit 0)"
 
 
 def test_rules_json_is_one_document(capsys):
     code, out, _ = run(["rules", "RQ-4", "--json"], capsys)
     document = json.loads(out)
     assert code == 0 and document["schema"] == "rabbitproof.rules/1"
+    assert (document["exit_code"], document["verdict"]) == (0, "nothing found")
     assert [r["id"] for r in document["rules"]] == ["RQ-4"] and document["rules"][0]["tested"]
 
 
