@@ -91,7 +91,7 @@ def test_chart_and_runnable_program_of_each_finding(proxy, impl_broker_module, t
     result = conformance(url, "--programs", "2", "--shrink-reruns", "12", "--chart", str(tmp_path), "--json")
     assert result.returncode == 1, result.stderr[-2000:]
     report = json.loads(result.stdout)
-    assert report["verdict"] == "findings" and report["findings"]
+    assert (report["verdict"], report["exit_code"]) == ("found", 1) and report["findings"]
     # Every 406 comes through as 404: one finding (ER-2, the reply code), however many programs show it.
     [finding] = [f for f in report["findings"] if f["rules"] == ["ER-2"]]
     assert finding["kind"] == "rejected" and finding["count"] > 1
