@@ -40,6 +40,7 @@ from rabbitproof.extras import MissingExtra, require
 from rabbitproof.fuzz import campaign
 from rabbitproof.fuzz.cases import KINDS
 from rabbitproof.options import OneLineParser, int_in, names_in
+from rabbitproof.output import VERDICT_WORDS
 
 TARGETS = ("impl", "rabbitmq")
 RABBITMQ_SETTLE = 0.1  # RabbitMQ runs channels apart: a second probe this long after the first
@@ -117,8 +118,8 @@ def kinds_table(reports: dict[str, campaign.Report]) -> Table:
 
 def document(options: argparse.Namespace, reports: dict[str, campaign.Report], code: int) -> dict[str, Any]:
     """The --json document."""
-    out: dict[str, Any] = {"schema": exits.schema("bench.fuzz"), "seed": options.seed, "exit_code": code,
-                           "targets": {}}
+    out: dict[str, Any] = {"schema": exits.schema("bench.fuzz"), "exit_code": code, "verdict": VERDICT_WORDS[code],
+                           "seed": options.seed, "targets": {}}
     for target, report in reports.items():
         out["targets"][target] = {
             "cases": report.cases, "connections": report.connections, "bad_frames": report.bad_frames,

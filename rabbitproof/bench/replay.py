@@ -31,11 +31,12 @@ from rabbitproof.brokers.rabbitmq import RabbitMQNode, RabbitMQNotInstalled, req
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup
 from rabbitproof.check.setup_file import Setup, read_setup
 from rabbitproof.exits import schema
+from rabbitproof.output import VERDICT_WORDS
 from rabbitproof.options import OneLineParser, build_engine, fail, int_in, names_in, output_console, seconds_in
 from rabbitproof.replay.attempt import Where
 from rabbitproof.replay.command import DEFAULT_STEP_TIMEOUT, DEFAULT_TRIES
-from rabbitproof.replay.outcome import CANNOT, DIVERGED, NOT_REPRODUCED, REPRODUCED, Replayed
-from rabbitproof.replay.report import exit_code
+from rabbitproof.replay.outcome import DIVERGED, NOT_REPRODUCED, REPRODUCED, Replayed
+from rabbitproof.replay.report import exit_code, status_counts
 from rabbitproof.replay.saved import from_checked
 from rabbitproof.replay.tries import Execution, Target, replay_answer
 
@@ -183,11 +184,12 @@ def document(examples: Sequence[Example], rows: Sequence[Row], options: argparse
     check's seconds and per broker its answers' replays."""
     return {
         "schema": schema("bench.replay"),
+        "exit_code": code,
+        "verdict": VERDICT_WORDS[code],
         "brokers": list(options.brokers),
         "tries": options.tries,
         "step_timeout": options.step_timeout,
         "recordings": str(directory),
-        "exit_code": code,
         "seconds": {name: round(seconds, 3) for name, seconds in wall.items()},
         "examples": [{
             "example": e.name,
@@ -236,8 +238,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     nothing = [e.name for e in examples if not e.executions]
     if nothing:
         console.print(f"no answer can happen, nothing to replay: {', '.join(nothing)}", highlight=False)
-    counts = {s: sum(row.replayed.status == s for row in rows) for s in (REPRODUCED, NOT_REPRODUCED, DIVERGED, CANNOT)}
-    console.print(", ".join(f"{n} {s}" for s, n in counts.items()) + f"; checking the examples took "
+    console.print(status_counts([row.replayed for row in rows]) + f"; checking the examples took "
                   f"{sum(e.check_seconds for e in examples):.1f} s, replaying on "
                   + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in wall.items())
                   + f" (with starting the broker); recordings and charts: {directory}", highlight=False)
