@@ -53,7 +53,7 @@ def proxy(impl_broker_module):
 @pytest.fixture
 def target(proxy, impl_broker_module):
     return TcpTarget("proxied", "127.0.0.1", proxy.port, impl_broker_module.user, impl_broker_module.password,
-                     timeout=2.0)
+                     timeout=30.0)         # every answer comes: a wait for any load, as long as the broker takes
 
 
 def conformance(*args: str) -> subprocess.CompletedProcess:
