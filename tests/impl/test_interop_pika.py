@@ -13,7 +13,7 @@ def connect(server, **kwargs) -> pika.BlockingConnection:
 
 def drain(channel, queue: str, n: int, auto_ack: bool = False) -> list:
     got = []
-    for method, properties, body in channel.consume(queue, auto_ack=auto_ack, inactivity_timeout=5):
+    for method, properties, body in channel.consume(queue, auto_ack=auto_ack, inactivity_timeout=60):
         assert method is not None, f"only {len(got)} of {n} messages arrived"
         got.append((method, properties, body))
         if len(got) == n:
