@@ -2,28 +2,16 @@
 each part's tables as rows (the part's report on stderr), and the exit code of the worst part."""
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
-from rich.console import Console
 from rich.table import Table
 
 from rabbitproof.bench import command as bench
 from rabbitproof.bench.document import table_json
-from rabbitproof.cli import main
+from tests.fixtures.command_line import run
 
 SMALL = ["trace-checker", "--sizes", "10", "--seeds", "1", "--messages", "2"]
-
-
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    out = io.StringIO()
-    try:
-        code = main(argv, out=Console(file=out, width=100))
-    except SystemExit as e:
-        code = e.code
-    captured = capsys.readouterr()
-    return code, out.getvalue() + captured.out, captured.err
 
 
 def test_the_report_ends_with_the_verdict_line(capsys):
