@@ -21,7 +21,7 @@ from rabbitproof.exits import BAD_INPUT, FOUND, NOTHING_FOUND, UNDECIDED, worst
 from rabbitproof.options import fail
 from rabbitproof.output import VERDICT_WORDS, print_json, verdict_line
 
-PARTS: dict[str, tuple[Callable[[Sequence[str], Console], int], str]] = {
+PARTS: dict[str, tuple[Callable[[Sequence[str], Console | None], int], str]] = {
     "engines": (engines.main, "distinct states per second of the local and Spark engines"),
     "compiled": (compiled.main, "the compiled spec (make fast) beside the pure-Python one: the same counts, faster"),
     "reductions": (reductions.main, "full against reduced searches: the same verdicts, fewer states"),
@@ -94,11 +94,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
 
 
 def run_part(name: str, argv: Sequence[str], out: Console, as_json: bool, announce: bool) -> dict[str, Any]:
-    """Run one part: its report on ``out``, or, for `--json`, on stderr with its tables kept (and any stray
-    print sent to stderr too, so that stdout holds only the document). The part as the document shows it."""
-    console: Console = TableKeeper() if as_json else out
+    """Run one part: its report on stdout as the part lays it out (some tables want more than 80 columns),
+    or, for `--json`, on stderr with its tables kept (and any stray print sent to stderr too, so that stdout
+    holds only the document). The part as the document shows it."""
+    console = TableKeeper() if as_json else None
     if announce:
-        console.print(f"\n== rabbitproof bench {name} {' '.join(argv)}".rstrip(), markup=False, highlight=False)
+        (console or out).print(f"\n== rabbitproof bench {name} {' '.join(argv)}".rstrip(), markup=False,
+                               highlight=False)
     started = time.monotonic()
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         code = PARTS[name][0](list(argv), console)
