@@ -3,6 +3,7 @@ each part's tables as rows (the part's report on stderr), and the exit code of t
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from rich.console import Console
@@ -56,6 +57,18 @@ def test_the_worst_part_decides_the_exit_code(monkeypatch, capsys):
     assert code == 1 and "fuzz ran" in out
     assert out.splitlines()[-1] == ("bench: found: engines met its checks; fuzz found a failure; replay undecided "
                                     "(exit 1)")
+
+
+def test_json_keeps_stdout_for_the_document_whatever_a_part_prints(monkeypatch, capfd):
+    def noisy(argv, console):
+        print("a stray print")
+        os.write(1, b"a child process writing to its standard output\n")
+        return 0
+    monkeypatch.setattr(bench, "PARTS", {"engines": (noisy, "a part")})
+    code = main(["bench", "--json", "engines"])
+    out, err = capfd.readouterr()
+    assert code == 0 and json.loads(out)["parts"][0]["part"] == "engines"
+    assert "a stray print" in err and "a child process writing to its standard output" in err
 
 
 def test_an_interrupted_run_is_undecided_and_keeps_the_parts_done(monkeypatch, capsys):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from rich.console import Console
 
@@ -102,10 +103,26 @@ def run_part(name: str, argv: Sequence[str], out: Console, as_json: bool, announ
         (console or out).print(f"\n== rabbitproof bench {name} {' '.join(argv)}".rstrip(), markup=False,
                                highlight=False)
     started = time.monotonic()
-    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+    with stdout_to_stderr() if as_json else contextlib.nullcontext():
         code = PARTS[name][0](list(argv), console)
     part: dict[str, Any] = {"part": name, "arguments": list(argv), "exit_code": code,
                             "verdict": VERDICT_WORDS.get(code, "failed"), "seconds": round(time.monotonic() - started, 3)}
     if isinstance(console, TableKeeper):
         part["tables"] = [table_json(t) for t in console.tables]
     return part
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Standard output sent to stderr meanwhile, for Python's prints and for the processes a part starts
+    (a Spark JVM writes to file descriptor 1): stdout is kept for the JSON document."""
+    sys.stdout.flush()
+    kept = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(kept, 1)
+        os.close(kept)
