@@ -4,6 +4,8 @@ commits the core's durable-write batches to the SQLite store (group commit), one
     python -m rabbitproof.impl.server --host 127.0.0.1 --port 5672 --data-dir DIR --user NAME:PASSWORD
 
 prints `rabbitproof broker listening on HOST:PORT` once ready; SIGTERM and SIGINT shut down cleanly.
+Exit codes: 0 after a clean stop, 2 for options it cannot use (an address it cannot listen on, a data
+directory it cannot use), refused in one line on stderr before it serves.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from rabbitproof.impl.core import Broker, Connection
 from rabbitproof.impl.store import Store
@@ -54,6 +57,7 @@ class AMQPProtocol(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+        self.server.accepted += 1
         self.connection = Connection(self.server.broker, is_loopback(transport.get_extra_info("peername")))
         self.connection.io = self  # type: ignore[attr-defined]
         self.server.protocols.add(self)
@@ -137,6 +141,7 @@ class BrokerServer:
         self.stopping = False
         self.timer_handle: asyncio.TimerHandle | None = None
         self.timer_at: float | None = None
+        self.accepted = 0                   # client connections accepted since the start
 
     def after_input(self) -> None:
         """After the core handled input: write every socket that has output, wake the writer."""
@@ -257,7 +262,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def serve(options: argparse.Namespace) -> int:
+@dataclass
+class Served:
+    """What one run of the server did: where it listened, what stopped it, how long it served, and how many
+    client connections it accepted."""
+
+    host: str = ""
+    port: int = 0
+    stopped_by: str = ""
+    seconds: float = 0.0
+    connections: int = 0
+
+
+def print_ready(served: Served) -> None:
+    """The ready line other programs wait for (rabbitproof.brokers.impl_broker reads it)."""
+    sys.stdout.write(f"rabbitproof broker listening on {served.host}:{served.port}\n")
+    sys.stdout.flush()
+
+
+async def serve(options: argparse.Namespace, on_listening: Callable[[Served], None] = print_ready,
+                served: Served | None = None) -> int:
+    """Serve until SIGTERM or SIGINT; ``on_listening`` is called once the socket listens, and ``served``
+    (if given) holds the run's figures when this returns. The exit code."""
+    served = served if served is not None else Served()
     users = {"guest": "guest"}
     users.update(dict(options.user))
     try:
@@ -270,18 +297,25 @@ async def serve(options: argparse.Namespace) -> int:
     broker.recover(state)
     server = BrokerServer(broker, store)
     try:
-        host, port = await server.start(options.host, options.port)
+        served.host, served.port = await server.start(options.host, options.port)
     except OSError as error:
-        sys.stderr.write(f"rabbitproof broker: error: cannot listen on {options.host}:{options.port}: {error}\n")
-        return 1
+        sys.stderr.write(f"rabbitproof broker: error: cannot listen on {options.host}:{options.port}: "
+                         f"{error.strerror or error}\n")
+        return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def stopped_by(signum: signal.Signals) -> None:
+        served.stopped_by = signum.name
+        stop.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    sys.stdout.write(f"rabbitproof broker listening on {host}:{port}\n")
-    sys.stdout.flush()
+        loop.add_signal_handler(signum, stopped_by, signum)
+    started = time.monotonic()
+    on_listening(served)
     await stop.wait()
     await server.stop()
+    served.seconds, served.connections = time.monotonic() - started, server.accepted
     return 0
 
 
@@ -289,12 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     return run(parse_args(argv))
 
 
-def run(options: argparse.Namespace) -> int:
-    """Serve until SIGTERM or SIGINT; the exit code (2 for an unusable data directory)."""
+def run(options: argparse.Namespace, on_listening: Callable[[Served], None] = print_ready,
+        served: Served | None = None) -> int:
+    """Serve until SIGTERM or SIGINT; the exit code (2 for an unusable data directory or address)."""
     if os.path.exists(options.data_dir) and not os.path.isdir(options.data_dir):
         sys.stderr.write(f"rabbitproof broker: error: --data-dir {options.data_dir!r} is not a directory\n")
         return 2
-    return asyncio.run(serve(options))
+    return asyncio.run(serve(options, on_listening, served))
 
 
 if __name__ == "__main__":  # the same as `rabbitproof broker`

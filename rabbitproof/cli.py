@@ -23,10 +23,9 @@ from typing import Callable, Sequence
 
 from rich.console import Console
 
-from rabbitproof.impl import server
 from rabbitproof.spark_check.bundle import InputError
 
-from rabbitproof import __version__, rules, verify
+from rabbitproof import __version__, broker, rules, verify
 from rabbitproof.exits import UNDECIDED
 from rabbitproof.bench import command as bench
 from rabbitproof.check import command as check
@@ -61,10 +60,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                          "and judge the runs by the spec", replay.add_arguments, replay.run),
     "conformance": Subcommand("run generated programs against an AMQP 0-9-1 broker and judge them by the spec",
                               conformance.add_arguments, lambda args, out: conformance.run_command(args)),
-    "broker": Subcommand("run the reference AMQP 0-9-1 broker", server.add_arguments,
-                         lambda args, out: server.run(args)),
+    "broker": Subcommand("run the reference AMQP 0-9-1 broker", broker.add_arguments, broker.run),
     "bench": Subcommand("run the benchmarks (one part, or all of them)", bench.add_arguments,
-                        lambda args, out: bench.run(args)),
+                        bench.run),
     "rules": Subcommand("list the rules the answers cite (ACK-2, RQ-4, ...), or show one in full", rules.add_arguments,
                         rules.run),
 }

@@ -34,16 +34,52 @@ def fail(prog: str, error: Exception | str) -> int:
     return EXIT_BAD_INPUT
 
 
-def int_in(low: int, high: int):
-    """An argparse type: an integer from ``low`` to ``high``, else a one-line error naming the range."""
+def int_in(low: int, high: int | None = None):
+    """An argparse type: an integer from ``low`` to ``high`` (no upper end when ``high`` is None), else a
+    one-line error naming the range: ``0 is out of range (1 or more)``."""
     def parse(value: str) -> int:
         try:
             number = int(value)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-        if not low <= number <= high:
-            raise argparse.ArgumentTypeError(f"{number} is out of range [{low}, {high}]")
+        if number < low or (high is not None and number > high):
+            raise argparse.ArgumentTypeError(f"{number} is out of range ({_range_words(low, high)})")
         return number
+    return parse
+
+
+def seconds_in(low: float, high: float | None = None, *, above: bool = False):
+    """An argparse type: a number of seconds from ``low`` to ``high`` (more than ``low`` when ``above``; no
+    upper end when ``high`` is None), else a one-line error in int_in's words:
+    ``-1 is out of range (more than 0 seconds)``."""
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+        too_low = number <= low if above else number < low
+        if too_low or (high is not None and number > high) or number != number:
+            words = (f"more than {low:g}" + ("" if high is None else f", at most {high:g}") if above
+                     else _range_words(low, high))
+            raise argparse.ArgumentTypeError(f"{number:g} is out of range ({words} seconds)")
+        return number
+    return parse
+
+
+def _range_words(low: float, high: float | None) -> str:
+    return f"{low:g} or more" if high is None else f"{low:g} to {high:g}"
+
+
+def names_in(allowed: Sequence[str], what: str):
+    """An argparse type: a comma-separated list of names, each one of ``allowed`` (repeats dropped, order
+    kept), else a one-line error: ``'activemq' is not a broker; choose from impl, rabbitmq``."""
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(n for n in (part.strip() for part in text.split(",")) if n)
+        unknown = [n for n in names if n not in allowed]
+        if not names or unknown:
+            raise argparse.ArgumentTypeError(f"{unknown[0] if unknown else text!r} is not {what}; "
+                                             f"choose from {', '.join(allowed)}")
+        return tuple(dict.fromkeys(names))
     return parse
 
 

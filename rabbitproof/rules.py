@@ -9,9 +9,7 @@ prints it, so that every cited ID can be looked up without leaving the package.
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import sys
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -20,7 +18,8 @@ from importlib import resources
 from rich.console import Console
 from rich.table import Table
 
-from rabbitproof.exits import NOTHING_FOUND, schema
+from rabbitproof.exits import NOTHING_FOUND
+from rabbitproof.output import print_json, verdict_line
 from rabbitproof.spark_check.bundle import InputError
 
 # A rule ID as the code and the docs write it, with the ranges they use ("DU-1..3" is DU-1, DU-2, DU-3).
@@ -105,15 +104,17 @@ def run(args: argparse.Namespace, out: Console) -> int:
     rules = table()
     chosen = [rules.get(args.rule)] if args.rule else list(rules.rules.values())
     if args.json:
-        document = {"schema": schema("rules"), "rules": [
+        print_json(out, "rules", {"rules": [
             {"id": r.id, "family": rules.families[r.family], "title": r.title, "says": r.says,
-             "modelled": list(r.modelled), "proved": list(r.proved), "tested": list(r.tested)} for r in chosen]}
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+             "modelled": list(r.modelled), "proved": list(r.proved), "tested": list(r.tested)} for r in chosen]},
+                   NOTHING_FOUND)
         return NOTHING_FOUND
     if args.rule:
         show_one(chosen[0], rules, out)
     else:
         show_all(rules, out)
+    verdict_line(out, "rules", NOTHING_FOUND, words="listed",
+                 detail=chosen[0].id if args.rule else f"{len(chosen)} rules")
     return NOTHING_FOUND
 
 

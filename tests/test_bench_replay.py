@@ -69,8 +69,8 @@ def test_a_divergence_makes_the_exit_code_1(monkeypatch, tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--examples", "auto-ack,no-such-example"], "'no-such-example' is not an example of examples/"),
     (["--brokers", "activemq"], "'activemq' is not a broker; choose from impl, rabbitmq"),
-    (["--tries", "0"], "--tries: must be at least 1, not 0"),
-    (["--step-timeout", "-1"], "--step-timeout: must be a positive number of seconds"),
+    (["--tries", "0"], "--tries: 0 is out of range (1 or more)"),
+    (["--step-timeout", "-1"], "--step-timeout: -1 is out of range (more than 0 seconds)"),
 ])
 def test_bad_options_are_refused_before_any_work(argv, message, capsys):
     with pytest.raises(SystemExit) as stopped:

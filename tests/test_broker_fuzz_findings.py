@@ -50,7 +50,7 @@ def test_every_property_of_a_well_formed_header_still_decodes_ER_3():
 
 
 def run(broker, data: bytes) -> tuple[tuple[str, int], str]:
-    conn = FuzzConnection(broker.host, broker.port, broker.user, broker.password, "findings", timeout=5)
+    conn = FuzzConnection(broker.host, broker.port, broker.user, broker.password, "findings", timeout=60)
     try:
         return conn.run_case(Case("finding", data, 1, connection(501)))
     finally:
@@ -84,7 +84,7 @@ def test_content_on_a_channel_never_opened_is_505_as_in_rabbitmq_ER_2(impl_broke
 def test_deleting_any_amq_exchange_is_refused_as_in_rabbitmq_ER_2(impl_broker_module, name):
     """RabbitMQ refuses exchange.delete of every amq.* name, declared or not (403); we deleted nothing
     but answered delete-ok for one never declared (amq.default among them)."""
-    conn = FuzzConnection(impl_broker_module.host, impl_broker_module.port, "guest", "guest", "findings", timeout=5)
+    conn = FuzzConnection(impl_broker_module.host, impl_broker_module.port, "guest", "guest", "findings", timeout=60)
     try:
         outcome, text = conn.run_case(Case("finding", frame.marshal(commands.Exchange.Delete(exchange=name), 1), 1,
                                            channel(403)))

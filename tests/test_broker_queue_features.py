@@ -20,7 +20,7 @@ from rabbitproof.impl.core import queue_arguments
 from rabbitproof.recording.rawclient import ChannelClosed, ConnectionClosed, RawConnection, transient
 from rabbitproof.recording.wire import wait_ready
 
-DEADLINE = 10.0  # seconds to wait for a condition that must come
+DEADLINE = 60.0  # seconds to wait for a condition that must come (for any load; a pass waits only as long as it takes)
 
 
 def name() -> str:
@@ -218,10 +218,11 @@ def test_expiry_happens_at_the_head_but_never_delivers_an_expired_message(conn):
 
 def test_a_requeued_message_keeps_its_deadline_and_is_dead_lettered_expired(conn):
     dead = declare(conn)
-    queue = declare(conn, {"x-message-ttl": 300, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dead})
+    # A TTL of 2 s: the get must come before it ends, however loaded the machine.
+    queue = declare(conn, {"x-message-ttl": 2000, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dead})
     conn.publish(1, b"m", routing_key=queue, properties=transient(expiration="100000", headers={"h": 1}))
     held = conn.basic_get(1, queue)
-    wait_past(0.4, conn)  # hold it past its 300 ms deadline
+    wait_past(2.1, conn)  # hold it past its 2 s deadline
     conn.send(1, C.Basic.Reject(delivery_tag=held.method.delivery_tag, requeue=True))
     expired = get_one(conn, dead)
     assert isinstance(conn.basic_get(1, queue).method, C.Basic.GetEmpty)
@@ -250,11 +251,13 @@ def test_x_expires_deletes_an_unused_queue_but_not_one_with_a_consumer(conn):
 
 
 def test_x_expires_is_renewed_by_declare_and_get(conn):
-    queue = declare(conn, {"x-expires": 300})
-    for _ in range(6):  # 0.6 s of use in all, twice the lease
-        wait_past(0.1, conn)
+    # A lease of 2 s, used every 0.25 s: a gap between two uses would have to last eight times as long to
+    # let it lapse, whatever the load.
+    queue = declare(conn, {"x-expires": 2000})
+    for _ in range(6):  # 3 s of use in all, one and a half times the lease
+        wait_past(0.25, conn)
         conn.queue_declare(1, queue, passive=True)
-        wait_past(0.1, conn)
+        wait_past(0.25, conn)
         conn.basic_get(1, queue, no_ack=True)
     assert conn.queue_declare(1, queue, passive=True).message_count == 0
 

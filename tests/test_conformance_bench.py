@@ -33,11 +33,11 @@ def test_programs_are_the_same_every_run():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--programs", "0"], "must be at least 1"),
+    (["--programs", "0"], "--programs: 0 is out of range (1 or more)"),
     (["--programs", "many"], "not an integer"),
-    (["--crash-programs", "-1"], "must be at least 0"),
-    (["--targets", "impl,activemq"], "--targets must be a comma-separated list of in-process, impl, rabbitmq"),
-    (["--quiet", "-1"], "must be from 0 to 10 seconds"),
+    (["--crash-programs", "-1"], "--crash-programs: -1 is out of range (0 or more)"),
+    (["--targets", "impl,activemq"], "--targets: 'activemq' is not a target; choose from in-process, impl, rabbitmq"),
+    (["--quiet", "-1"], "--quiet: -1 is out of range (0 to 10 seconds)"),
 ])
 def test_bad_options_are_refused_clearly(argv, message, capsys):
     with pytest.raises(SystemExit) as exited:

@@ -31,7 +31,7 @@ def test_json_result_against_the_impl_server(impl_broker_module):
     result = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--programs", "6", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
-    assert report["schema"] == "rabbitproof.conformance/1" and report["verdict"] == "no findings"
+    assert (report["schema"], report["exit_code"], report["verdict"]) == ("rabbitproof.conformance/1", 0, "nothing found")
     assert report["findings"] == [] and report["unsupported"] == [] and report["stopped"] is None
     totals = report["totals"]
     assert totals["probes"] == len(PROBES) and totals["generated"] == 6
@@ -140,3 +140,7 @@ def test_a_time_limit_before_any_program_is_undecided(impl_broker_module):
     assert result.returncode == 3, result.stderr[-2000:]
     report = json.loads(result.stdout)
     assert report["verdict"] == "undecided" and report["time_limit_reached"] and report["totals"]["programs"] == 0
+    assert report["exit_code"] == 3
+    text = conformance(f"amqp://{b.user}:{b.password}@{b.host}:{b.port}/", "--time-limit", "1e-9")
+    assert text.returncode == 3 and text.stdout.splitlines()[-1] == (
+        "conformance: undecided: 0 findings in 0 programs; the time limit was reached (exit 3)")

@@ -67,15 +67,20 @@ def close_at_first_delivery(conn, channel, method, raw):
     return None if isinstance(method, commands.Basic.Deliver) else [raw]
 
 
+# How long a step waits for an answer that comes: long enough for any load on the machine (a passing run
+# waits only as long as the broker takes). Only an answer the proxy withholds is waited for in full, 2 s.
+ANSWER_PATIENCE = 30.0
+
+
 @pytest.fixture
 def through(impl_broker_module):
     proxies = []
 
-    def make(fault) -> TcpTarget:
+    def make(fault, timeout: float = ANSWER_PATIENCE) -> TcpTarget:
         proxy = FaultProxy((impl_broker_module.host, impl_broker_module.port), fault)
         proxies.append(proxy)
         return TcpTarget("proxied", "127.0.0.1", proxy.port, impl_broker_module.user, impl_broker_module.password,
-                         quiet=0.05, timeout=2.0)
+                         quiet=0.05, timeout=timeout)
 
     yield make
     for proxy in proxies:
@@ -109,7 +114,8 @@ def test_a_wrong_reply_code_is_rejected_in_either_dialect_ACK_4(through):
 
 
 def test_a_withheld_answer_is_no_answer_after_its_step(through):
-    status, steps, _, explanation, *_ = outcome(UNKNOWN_TAG, through(withhold_declare_ok), judge_texts=False)
+    status, steps, _, explanation, *_ = outcome(UNKNOWN_TAG, through(withhold_declare_ok, timeout=2.0),
+                                                judge_texts=False)
     assert status == "no answer" and explanation == "no answer within 2 s after step 3 (connection 0)"
 
 
@@ -133,7 +139,7 @@ def test_what_the_broker_still_owes_at_the_end_must_come_PC_2_DS_1(through):
     """The end of a program is quiescence (spec/trace.py, `quiescent`): a confirm or a delivery dropped on
     the way is caught at the client's quiet mark, though nothing the client did later depends on it."""
     for program, fault in ((LAST_CONFIRM, drop_confirms), (LAST_DELIVERY, DropFirstDelivery())):
-        status, _, _, explanation, *_ = outcome(program, through(fault), judge_texts=False)
+        status, _, _, explanation, *_ = outcome(program, through(fault, timeout=2.0), judge_texts=False)
         assert status == "rejected" and "(quiet) has no explanation" in explanation, explanation
         status, _, _, explanation, *_ = outcome(program, through(lambda conn, channel, method, raw: [raw]),
                                                 judge_texts=False)
@@ -164,4 +170,5 @@ def test_the_command_runs_through_every_fault_without_a_traceback(impl_broker_mo
         finally:
             proxy.close()
         assert "Traceback" not in done.stderr + done.stdout, done.stderr[-3000:]
-        assert done.returncode in (0, 1, 2) and "programs per rule family" in done.stdout or done.returncode == 2
+        # The time limit may come before a program finishes on a loaded machine (exit 3): the report stands.
+        assert done.returncode in (0, 1, 3) and "programs per rule family" in done.stdout or done.returncode == 2

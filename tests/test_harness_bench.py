@@ -35,8 +35,8 @@ def test_the_generator_writes_frames_its_parser_reads_back():
     (["--messages", "0"], "out of range"),
     (["--messages", "many"], "not an integer"),
     (["--size", "-1"], "out of range"),
-    (["--targets", "impl,activemq"], "--targets must be a comma-separated list of impl, rabbitmq"),
-    (["--modes", ""], "--modes must be"),
+    (["--targets", "impl,activemq"], "--targets: 'activemq' is not a target; choose from impl, rabbitmq"),
+    (["--modes", ""], "--modes: '' is not a mode; choose from transient, persistent"),
     (["--prefetch", "10", "--ack-every", "50"], "exceeds --prefetch"),
     (["--window", "10", "--batch", "50"], "exceeds --window"),
 ])

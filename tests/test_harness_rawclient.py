@@ -98,7 +98,7 @@ def test_ack_of_unknown_tag_is_channel_error_406(any_broker, raw_connect, queue_
     conn.channel_open(2)
     conn.basic_ack(1, 5)
     with pytest.raises(ChannelClosed) as caught:
-        conn.expect(1, commands.Channel.CloseOk, timeout=5)
+        conn.expect(1, commands.Channel.CloseOk, timeout=60)
     closed = caught.value
     assert (closed.reply_code, closed.reply_text) == (406, "PRECONDITION_FAILED - unknown delivery tag 5")
     assert (closed.class_id, closed.method_id) == (60, 80)
@@ -117,7 +117,7 @@ def test_recover_without_requeue_is_connection_error_540(any_broker, raw_connect
     conn.channel_open(1)
     conn.send(1, commands.Basic.Recover(requeue=False))
     with pytest.raises(ConnectionClosed) as caught:
-        conn.expect(1, commands.Basic.RecoverOk, timeout=5)
+        conn.expect(1, commands.Basic.RecoverOk, timeout=60)
     assert caught.value.reply_code == 540
     assert caught.value.reply_text.startswith("NOT_IMPLEMENTED")
     assert (caught.value.class_id, caught.value.method_id) == (60, 110)
@@ -143,7 +143,7 @@ def test_frames_that_arrive_together_are_all_kept(any_broker, raw_connect, queue
     unconfirmed = set(range(1, count + 1))
     confirms = 0
     while unconfirmed:
-        ack = conn.expect(1, commands.Basic.Ack, commands.Basic.Nack, timeout=10).method
+        ack = conn.expect(1, commands.Basic.Ack, commands.Basic.Nack, timeout=60).method
         assert isinstance(ack, commands.Basic.Ack)
         settled = {t for t in unconfirmed if t <= ack.delivery_tag} if ack.multiple else {ack.delivery_tag}
         assert settled and settled <= unconfirmed, f"confirm {ack!r} settles nothing new: confirmed twice"
@@ -154,7 +154,7 @@ def test_frames_that_arrive_together_are_all_kept(any_broker, raw_connect, queue
     conn.channel_open(2)
     trace_before = len(conn.trace)
     conn.basic_consume(2, queue_name, no_ack=True)
-    bodies = [conn.expect(2, commands.Basic.Deliver, timeout=10) for _ in range(count)]
+    bodies = [conn.expect(2, commands.Basic.Deliver, timeout=60) for _ in range(count)]
     assert [b.body for b in bodies] == [str(i).encode() for i in range(count)]
     assert [b.method.delivery_tag for b in bodies] == list(range(1, count + 1))
     received = [e for e in conn.trace[trace_before:] if e.direction == "received" and e.channel == 2
@@ -179,7 +179,7 @@ def test_trace_is_one_ordered_log_across_channels(any_broker, raw_connect, queue
     assert sorted(opened[3:]) == [("received", c, "Channel.OpenOk") for c in (1, 2, 3)]
     conn.send(1, header.ContentHeader(body_size=1))  # a header with no method before it
     with pytest.raises(ConnectionClosed) as caught:
-        conn.expect(1, commands.Basic.QosOk, timeout=5)
+        conn.expect(1, commands.Basic.QosOk, timeout=60)
     assert caught.value.reply_code == 505  # UNEXPECTED_FRAME
 
 

@@ -94,17 +94,38 @@ def test_a_part_that_raises_in_its_process_raises_in_verify():
     assert "inductive proofs" in console.file.getvalue()      # the part before it printed all the same
 
 
+def workers_cpu_seconds(group: int) -> list[float]:
+    """The CPU seconds (user and system) each process of the process group ``group`` has used, its leader
+    left out (Linux: /proc/PID/stat)."""
+    used = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue                    # gone meanwhile
+        fields = stat[stat.rindex(")") + 2:].split()     # from the state on: pgrp is [2], utime [11], stime [12]
+        if int(fields[2]) == group and int(pid) != group:
+            used.append((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+    return used
+
+
 def test_ctrl_c_stops_every_part_and_says_so():
     proc = subprocess.Popen([sys.executable, "-m", "rabbitproof", "verify", "--part", "proofs", "--part", "bmc",
                              "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(8)                       # both parts under way in their processes
-    assert proc.poll() is None
+    # Both parts under way in their processes: two workers that have each spent 2 CPU seconds (their
+    # imports take under one), however loaded the machine; Ctrl-C never lands in a start-up.
+    deadline = time.monotonic() + 300
+    while sum(seconds >= 2.0 for seconds in workers_cpu_seconds(proc.pid)) < 2:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the two parts did not start in 300 s"
+        time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends the whole group
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=300)
     assert proc.returncode == 3, out + err         # undecided
     assert "verify: interrupted after" in out and "verify: PASS" not in out and err == ""
-    deadline = time.monotonic() + 20            # no part left running (once the system has reaped them)
+    deadline = time.monotonic() + 120           # no part left running (once the system has reaped them)
     while True:
         try:
             os.killpg(proc.pid, 0)

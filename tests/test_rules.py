@@ -4,19 +4,17 @@ the table's, no page links out of the repository, and `rabbitproof rules` shows 
 from __future__ import annotations
 
 import importlib
-import io
 import json
 import re
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from rabbitproof.model.invariants import HELPERS, INVARIANTS
 from rabbitproof.spec.properties import LIVENESS, REGISTRY
 
 from rabbitproof import reference, rules
-from rabbitproof.cli import main
+from tests.fixtures.command_line import run
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = rules.table()
@@ -106,14 +104,13 @@ def test_every_rule_the_code_and_the_docs_cite_is_in_the_table():
     assert unknown == {}
 
 
-def test_every_rule_the_answers_on_the_examples_cite_is_in_the_table():
+def test_every_rule_the_answers_on_the_examples_cite_is_in_the_table(capsys):
     """`check` on every example, as a user runs it (advice included): each ID it prints resolves."""
     seen: set[str] = set()
     for example in sorted((ROOT / "examples").glob("*.toml")):
-        out = io.StringIO()
-        code = main(["check", str(example), "--no-progress"], out=Console(file=out, width=200))
+        code, out, _ = run(["check", str(example), "--no-progress"], capsys, width=200)
         assert code in (0, 1), example.name
-        seen |= rules.cited(out.getvalue())
+        seen |= rules.cited(out)
     assert seen - NOT_RULES <= set(TABLE.rules), seen - set(TABLE.rules)
     assert {"AM-2", "PC-10", "RQ-4", "TX-8"} <= seen        # the answers do cite rules
 
@@ -141,20 +138,11 @@ def test_no_page_links_out_of_the_repository(page: Path):
     assert outside == [], f"{page.relative_to(ROOT)} links out of the repository: {outside}"
 
 
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    out = io.StringIO()
-    try:
-        code = main(argv, out=Console(file=out, width=120))
-    except SystemExit as e:
-        code = e.code
-    captured = capsys.readouterr()
-    return code, out.getvalue() + captured.out, captured.err
-
-
 def test_rules_lists_every_rule(capsys):
     code, out, _ = run(["rules"], capsys)
     assert code == 0
     assert all(rule_id in out for rule_id in TABLE.rules) and "57 rules" in out
+    assert out.splitlines()[-1] == "rules: listed: 57 rules (exit 0)"
 
 
 def test_rules_shows_one_rule_in_full_whatever_its_case(capsys):
@@ -162,12 +150,14 @@ def test_rules_shows_one_rule_in_full_whatever_its_case(capsys):
     rule = TABLE.rules["PC-10"]
     assert code == 0 and out.startswith(f"PC-10 {rule.title}")
     assert "invariant:confirmed_survives_crash" in out and "tests/test_broker_crash.py" in out
+    assert out.splitlines()[-1] == "rules: listed: PC-10 (exit 0)"
 
 
 def test_rules_json_is_one_document(capsys):
     code, out, _ = run(["rules", "RQ-4", "--json"], capsys)
     document = json.loads(out)
     assert code == 0 and document["schema"] == "rabbitproof.rules/1"
+    assert (document["exit_code"], document["verdict"]) == (0, "nothing found")
     assert [r["id"] for r in document["rules"]] == ["RQ-4"] and document["rules"][0]["tested"]
 
 

@@ -93,14 +93,22 @@ def test_a_channel_error_ignores_the_ack_on_its_way():
 def test_rabbitmq_serves_the_reconnected_consumer_first_and_gives_the_held_message_back_late(rabbitmq_node,
                                                                                             queue_name):
     """The recorded run: s2 and s3 reach the new connection before s1 comes back, redelivered. The spec
-    accepts it; with the loss noticed at once (no stale slot to hold the old connection) it does not."""
-    slots = scenarios.silent_consumer_replaced(rabbitmq_node, queue_name)
-    new = slots[0][1]
-    got = [(bytes(e.body), e.method.redelivered) for e in new if isinstance(e.method, commands.Basic.Deliver)]
+    accepts it; with the loss noticed at once (no stale slot to hold the old connection) it does not.
+
+    The new connection has about four seconds (two heartbeats of 2 s) to take s2 and s3 before RabbitMQ
+    notices the silent one; a machine loaded enough to stall the client longer sees s1 come back first,
+    which the spec accepts as well. So the run is made up to three times, each judged by the spec, until
+    the late order shows."""
+    for attempt in range(3):
+        slots = scenarios.silent_consumer_replaced(rabbitmq_node, f"{queue_name}-{attempt}")
+        new = slots[0][1]
+        got = [(bytes(e.body), e.method.redelivered) for e in new if isinstance(e.method, commands.Basic.Deliver)]
+        assert slots[0][0][-1].kind == "eof"                 # the broker closed the silent connection
+        run_ = observations.from_recording(slots)
+        assert run_.config.vanishes == 1 and run_.check().ok
+        if got[0] == (b"s2", False):
+            break
     assert got == [(b"s2", False), (b"s3", False), (b"s1", True)]
-    assert slots[0][0][-1].kind == "eof"                     # the broker closed the silent connection
-    run_ = observations.from_recording(slots)
-    assert run_.config.vanishes == 1 and run_.check().ok
     at_once = replace(run_, config=replace(run_.config, vanishes=0))
     verdict = at_once.check()
     assert not verdict.ok and "redelivered=True" in verdict.explain()

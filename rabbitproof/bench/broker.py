@@ -37,7 +37,7 @@ from rich.table import Table
 from rabbitproof.brokers.impl_broker import ImplBroker, ImplStartFailed
 from rabbitproof.brokers.rabbitmq import RabbitMQNode, RabbitMQStartFailed, rabbitmq_installed
 from rabbitproof.recording.rawclient import RawConnection
-from rabbitproof.options import int_in
+from rabbitproof.options import OneLineParser, int_in, names_in
 
 TARGETS = ("impl", "rabbitmq")
 MODES = ("transient", "persistent")
@@ -335,19 +335,8 @@ def run_target(target: str, options: argparse.Namespace, workdir: Path):
 # -- command line ------------------------------------------------------------------------------------
 
 
-def _csv(choices: tuple[str, ...], what: str):
-    def parse(value: str) -> list[str]:
-        items = [v.strip() for v in value.split(",") if v.strip()]
-        unknown = [v for v in items if v not in choices]
-        if not items or unknown:
-            raise argparse.ArgumentTypeError(
-                f"{what} must be a comma-separated list of {', '.join(choices)}; got {value!r}")
-        return list(dict.fromkeys(items))
-    return parse
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="rabbitproof bench broker",
+    parser = OneLineParser(prog="rabbitproof bench broker",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int_in(1, 10_000_000), default=100_000,
                         help="messages per run (default 100000)")
@@ -363,9 +352,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="consumer prefetch count, 0 for no limit (default 1000)")
     parser.add_argument("--ack-every", type=int_in(1, 1_000_000), default=100,
                         help="deliveries per multiple ack (default 100)")
-    parser.add_argument("--targets", type=_csv(TARGETS, "--targets"), default=None,
+    parser.add_argument("--targets", type=names_in(TARGETS, "a target"), default=None,
                         help="impl,rabbitmq (default: impl, and rabbitmq when installed)")
-    parser.add_argument("--modes", type=_csv(MODES, "--modes"), default=list(MODES),
+    parser.add_argument("--modes", type=names_in(MODES, "a mode"), default=",".join(MODES),
                         help="transient,persistent (default both)")
     parser.add_argument("--timeout", type=int_in(1, 3600), default=300,
                         help="seconds a phase may take before the run is abandoned (default 300)")
@@ -377,7 +366,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--batch {options.batch} exceeds --window {options.window}")
     options.rabbitmq_missing = False
     if options.targets is None:
-        options.targets = ["impl"] + (["rabbitmq"] if rabbitmq_installed() else [])
+        options.targets = ("impl",) + (("rabbitmq",) if rabbitmq_installed() else ())
         options.rabbitmq_missing = not rabbitmq_installed()
     elif "rabbitmq" in options.targets and not rabbitmq_installed():
         parser.error("--targets includes rabbitmq but RabbitMQ 3.10.8 is not installed "

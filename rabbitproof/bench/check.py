@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from rich.console import Console
 from rich.table import Table
 
 from rabbitproof.exits import FOUND, NOTHING_FOUND, UNDECIDED
@@ -85,7 +86,7 @@ def run_check(messages: int, engine: str, time_limit: float) -> dict[str, Any]:
     return answer
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     parser = OneLineParser(prog="rabbitproof bench check", description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, nargs="+", default=[1, 2], metavar="N",
                         help="messages per publisher, one run each (default 1 2)")
@@ -96,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.time_limit <= 0 or any(n < 1 for n in args.messages):
         parser.error("--time-limit and --messages must be positive")
-    console = output_console()
+    console = console or output_console()
     table = Table(title=f"rabbitproof check on the benchmark setup (time limit {args.time_limit:g} s)")
     for column in ("messages", "engine", "states", "depth", "seconds", "peak MB", "complete", "answers"):
         table.add_column(column, justify="right" if column in ("states", "depth", "seconds", "peak MB") else "left")

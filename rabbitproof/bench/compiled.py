@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from rich.console import Console
 from rich.table import Table
 
 from rabbitproof import compiled
@@ -66,12 +67,12 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return [f"{key}: pure {a[key]!r}, compiled {b[key]!r}" for key in a if a[key] != b.get(key)]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     parser = OneLineParser(prog="rabbitproof bench compiled", description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="*", default=["medium"], help="configurations (default: medium)")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each spec per configuration (default 2)")
     args = parser.parse_args(argv)
-    out = output_console()
+    out = console or output_console()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     if compiled.why_not_usable():

@@ -36,6 +36,7 @@ from rabbitproof.brokers.rabbitmq import RabbitMQNode
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.judge import judge
 from rabbitproof.conformance.targets import InProcessTarget, TcpTarget, run_program
+from rabbitproof.options import OneLineParser, int_in, names_in, seconds_in
 
 TARGETS = ("in-process", "impl", "rabbitmq")
 QUIET = {"in-process": 0.0, "impl": 0.003, "rabbitmq": 0.003}
@@ -144,43 +145,13 @@ def run_targets(programs: list, targets: tuple, console: Console, quiet: dict,
     return results, crash_results
 
 
-def targets_option(text: str) -> tuple:
-    names = tuple(t for t in text.split(",") if t)
-    if not names or any(t not in TARGETS for t in names):
-        raise argparse.ArgumentTypeError(f"--targets must be a comma-separated list of {', '.join(TARGETS)}: {text!r}")
-    return names
-
-
-def integer_at_least(minimum: int):
-    """An argparse type: an integer no smaller than ``minimum``."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}: {value}")
-        return value
-    return parse
-
-
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value <= 10:
-        raise argparse.ArgumentTypeError(f"must be from 0 to 10 seconds: {value}")
-    return value
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="rabbitproof bench conformance", description=__doc__.split("\n")[0])
-    parser.add_argument("--programs", type=integer_at_least(1), default=60, help="programs per target (default 60)")
-    parser.add_argument("--crash-programs", type=integer_at_least(0), default=10,
+    parser = OneLineParser(prog="rabbitproof bench conformance", description=__doc__.split("\n")[0])
+    parser.add_argument("--programs", type=int_in(1), default=60, help="programs per target (default 60)")
+    parser.add_argument("--crash-programs", type=int_in(0), default=10,
                         help="programs with crashes per target (default 10; 0: none)")
-    parser.add_argument("--targets", type=targets_option, default=TARGETS, help="in-process,impl,rabbitmq")
-    parser.add_argument("--quiet", type=seconds, default=None,
+    parser.add_argument("--targets", type=names_in(TARGETS, "a target"), default=TARGETS, help="in-process,impl,rabbitmq")
+    parser.add_argument("--quiet", type=seconds_in(0, 10), default=None,
                         help="seconds a step waits after its last reply over TCP (default 0.003)")
     return parser.parse_args(argv)
 

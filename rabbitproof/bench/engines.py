@@ -75,7 +75,7 @@ def print_bench(console: Console, results: Sequence[ExplorationResult]) -> None:
             console.print(f"{r.config} ({r.engine}): {r.seconds:.1f} s in all; {spent} (task times summed over tasks)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     parser = OneLineParser(prog="rabbitproof bench engines", description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", metavar="CONFIG", help="also these configurations")
     parser.add_argument("--only", action="store_true", help="only the named configurations, not medium and large")
@@ -110,5 +110,5 @@ def main(argv: Sequence[str] | None = None) -> int:
                              with_properties=not args.no_properties, helpers=args.helpers)
         finally:
             engine.close()
-    print_bench(output_console(), results)
+    print_bench(console or output_console(), results)
     return 0

@@ -39,18 +39,11 @@ from rabbitproof.brokers.rabbitmq import RabbitMQNode, RabbitMQStartFailed, rabb
 from rabbitproof.extras import MissingExtra, require
 from rabbitproof.fuzz import campaign
 from rabbitproof.fuzz.cases import KINDS
-from rabbitproof.options import OneLineParser, int_in
+from rabbitproof.options import OneLineParser, int_in, names_in
+from rabbitproof.output import VERDICT_WORDS
 
 TARGETS = ("impl", "rabbitmq")
 RABBITMQ_SETTLE = 0.1  # RabbitMQ runs channels apart: a second probe this long after the first
-
-
-def _targets(value: str) -> list[str]:
-    items = [v.strip() for v in value.split(",") if v.strip()]
-    unknown = [v for v in items if v not in TARGETS]
-    if not items or unknown:
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {', '.join(TARGETS)}; got {value!r}")
-    return list(dict.fromkeys(items))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -65,7 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--durable-messages", type=int_in(1, 10_000), default=20,
                         help="persistent messages in a durable queue, counted after the cases and after a "
                              "restart (default 20)")
-    parser.add_argument("--targets", type=_targets, default=None,
+    parser.add_argument("--targets", type=names_in(TARGETS, "a target"), default=None,
                         help="impl,rabbitmq (default: impl, and rabbitmq when installed)")
     parser.add_argument("--rabbitmq-cases", type=int_in(1, 10_000_000), default=2_000,
                         help="cases sent to RabbitMQ for the comparison (default 2000)")
@@ -74,7 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout instead of tables")
     options = parser.parse_args(argv)
     if options.targets is None:
-        options.targets = ["impl"] + (["rabbitmq"] if rabbitmq_installed() else [])
+        options.targets = ("impl",) + (("rabbitmq",) if rabbitmq_installed() else ())
     elif "rabbitmq" in options.targets and not rabbitmq_installed():
         parser.error("--targets includes rabbitmq but RabbitMQ 3.10.8 is not installed: run `make rabbitmq`")
     return options
@@ -125,8 +118,8 @@ def kinds_table(reports: dict[str, campaign.Report]) -> Table:
 
 def document(options: argparse.Namespace, reports: dict[str, campaign.Report], code: int) -> dict[str, Any]:
     """The --json document."""
-    out: dict[str, Any] = {"schema": exits.schema("bench.fuzz"), "seed": options.seed, "exit_code": code,
-                           "targets": {}}
+    out: dict[str, Any] = {"schema": exits.schema("bench.fuzz"), "exit_code": code, "verdict": VERDICT_WORDS[code],
+                           "seed": options.seed, "targets": {}}
     for target, report in reports.items():
         out["targets"][target] = {
             "cases": report.cases, "connections": report.connections, "bad_frames": report.bad_frames,

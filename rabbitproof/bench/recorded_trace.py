@@ -12,7 +12,6 @@ times on this machine; compare within one run.
 """
 from __future__ import annotations
 
-import argparse
 import pickle
 import tempfile
 import time
@@ -26,6 +25,7 @@ from rabbitproof.spec import trace
 from rabbitproof.recording import observations
 
 from rabbitproof.brokers import make_broker
+from rabbitproof.options import OneLineParser, output_console
 from rabbitproof.recording.rawclient import ConnectionLost, RawConnection, persistent
 
 QUEUE = "trace-bench"
@@ -121,8 +121,8 @@ def cut(slots: list, size: int) -> observations.Recorded:
     return upto(times[low])
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="rabbitproof bench recorded-trace",
+def main(argv=None, console: Console | None = None) -> int:
+    parser = OneLineParser(prog="rabbitproof bench recorded-trace",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=200, help="persistent publishes (200 give about 850 observations)")
     parser.add_argument("--cuts", default="100,300,1000", help="observation counts to time, comma-separated")
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
         parser.error(f"--cuts must be whole numbers separated by commas, not {args.cuts!r}")
     if args.messages < 2 or args.batch < 1 or any(c < 1 for c in cuts):
         parser.error("--messages must be at least 2, --batch and every cut at least 1")
-    console = Console()
+    console = console or output_console()
     if args.load:
         try:
             slots = pickle.loads(args.load.read_bytes())

@@ -222,7 +222,7 @@ def print_comparisons(console: Any, comparisons: Sequence[Comparison]) -> None:
             console.print(f"{c.config}: {p}", style="red")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, console: Any = None) -> int:
     parser = OneLineParser(prog="rabbitproof bench reductions", description=__doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", metavar="CONFIG", help="only these (default: every standard one)")
     parser.add_argument("--reduce", default="por", metavar="NAMES", help="the reductions to check (default por)")
@@ -236,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as e:
         sys.stderr.write(f"rabbitproof.bench.reductions: error: {e}\n")
         return 2
-    console = output_console()
+    console = console or output_console()
     types = action_types_of(bundle.model)
     comparisons = []
     for config in configs:

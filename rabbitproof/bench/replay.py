@@ -31,11 +31,12 @@ from rabbitproof.brokers.rabbitmq import RabbitMQNode, RabbitMQNotInstalled, req
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup
 from rabbitproof.check.setup_file import Setup, read_setup
 from rabbitproof.exits import schema
-from rabbitproof.options import OneLineParser, build_engine, fail, output_console
+from rabbitproof.output import VERDICT_WORDS
+from rabbitproof.options import OneLineParser, build_engine, fail, int_in, names_in, output_console, seconds_in
 from rabbitproof.replay.attempt import Where
 from rabbitproof.replay.command import DEFAULT_STEP_TIMEOUT, DEFAULT_TRIES
-from rabbitproof.replay.outcome import CANNOT, DIVERGED, NOT_REPRODUCED, REPRODUCED, Replayed
-from rabbitproof.replay.report import exit_code
+from rabbitproof.replay.outcome import DIVERGED, NOT_REPRODUCED, REPRODUCED, Replayed
+from rabbitproof.replay.report import exit_code, status_counts
 from rabbitproof.replay.saved import from_checked
 from rabbitproof.replay.tries import Execution, Target, replay_answer
 
@@ -68,50 +69,18 @@ def available_examples() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in EXAMPLES.glob("*.toml")))
 
 
-def names_option(allowed: Sequence[str], what: str):
-    """An argparse type: a comma-separated list of names, each one of ``allowed``."""
-    def parse(text: str) -> tuple[str, ...]:
-        names = tuple(n for n in (part.strip() for part in text.split(",")) if n)
-        unknown = [n for n in names if n not in allowed]
-        if not names or unknown:
-            raise argparse.ArgumentTypeError(f"{unknown[0] if unknown else text!r} is not {what}; "
-                                             f"choose from {', '.join(allowed)}")
-        return tuple(dict.fromkeys(names))
-    return parse
-
-
-def positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
-    return value
-
-
-def positive_integer(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     examples = available_examples()
     parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
-    parser.add_argument("--brokers", type=names_option(tuple(BROKERS), "a broker"), default=None,
+    parser.add_argument("--brokers", type=names_in(tuple(BROKERS), "a broker"), default=None,
                         metavar="NAMES", help="the brokers, comma-separated: impl (our broker), rabbitmq "
                                               "(a private RabbitMQ 3.10.8 node); default both")
-    parser.add_argument("--examples", type=names_option(examples, "an example of examples/"), default=None,
+    parser.add_argument("--examples", type=names_in(examples, "an example of examples/"), default=None,
                         metavar="NAMES", help="the examples, comma-separated names of examples/*.toml "
                                               "(e.g. auto-ack,fire-and-forget); default every one")
-    parser.add_argument("--tries", type=positive_integer, default=DEFAULT_TRIES, metavar="N",
+    parser.add_argument("--tries", type=int_in(1), default=DEFAULT_TRIES, metavar="N",
                         help=f"replay an answer up to N times until it is reproduced (default {DEFAULT_TRIES})")
-    parser.add_argument("--step-timeout", type=positive_number, default=DEFAULT_STEP_TIMEOUT, metavar="SECONDS",
+    parser.add_argument("--step-timeout", type=seconds_in(0, above=True), default=DEFAULT_STEP_TIMEOUT, metavar="SECONDS",
                         help=f"how long a client waits for the frame its next step receives "
                              f"(default {DEFAULT_STEP_TIMEOUT:g})")
     parser.add_argument("--recordings", metavar="DIR",
@@ -215,11 +184,12 @@ def document(examples: Sequence[Example], rows: Sequence[Row], options: argparse
     check's seconds and per broker its answers' replays."""
     return {
         "schema": schema("bench.replay"),
+        "exit_code": code,
+        "verdict": VERDICT_WORDS[code],
         "brokers": list(options.brokers),
         "tries": options.tries,
         "step_timeout": options.step_timeout,
         "recordings": str(directory),
-        "exit_code": code,
         "seconds": {name: round(seconds, 3) for name, seconds in wall.items()},
         "examples": [{
             "example": e.name,
@@ -268,8 +238,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     nothing = [e.name for e in examples if not e.executions]
     if nothing:
         console.print(f"no answer can happen, nothing to replay: {', '.join(nothing)}", highlight=False)
-    counts = {s: sum(row.replayed.status == s for row in rows) for s in (REPRODUCED, NOT_REPRODUCED, DIVERGED, CANNOT)}
-    console.print(", ".join(f"{n} {s}" for s, n in counts.items()) + f"; checking the examples took "
+    console.print(status_counts([row.replayed for row in rows]) + f"; checking the examples took "
                   f"{sum(e.check_seconds for e in examples):.1f} s, replaying on "
                   + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in wall.items())
                   + f" (with starting the broker); recordings and charts: {directory}", highlight=False)

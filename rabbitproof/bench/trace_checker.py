@@ -13,7 +13,6 @@ larger size needs ``--messages`` (about a quarter of the size). Times are wall-c
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from dataclasses import replace
@@ -24,6 +23,8 @@ from rich.table import Table
 from rabbitproof.spec import simulate, trace
 from rabbitproof.spec.configs import TO_Q0, Config
 from rabbitproof.spec.roles import QueueSpec, Role
+
+from rabbitproof.options import OneLineParser, output_console
 
 BENCH = Config(
     "trace_bench", "200 persistent confirmed publishes, two consumers acking with multiple, one crash",
@@ -57,8 +58,8 @@ def growth(results: list) -> list:
     return rows
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="rabbitproof bench trace-checker", description=__doc__.split("\n")[0])
+def main(argv=None, console: Console | None = None) -> int:
+    parser = OneLineParser(prog="rabbitproof bench trace-checker", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,300,1000", help="observations per trace, comma-separated")
     parser.add_argument("--seeds", type=int, default=5, help="traces per size")
     parser.add_argument("--messages", type=int, default=BENCH.messages, help="messages the publisher sends")
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
         parser.error("sizes, --seeds and --messages must be at least 1")
     config = BENCH if args.messages == BENCH.messages else replace(
         BENCH, description=BENCH.description.replace("200", str(args.messages), 1), messages=args.messages)
-    console = Console()
+    console = console or output_console()
     table = Table(title="trace checker bench (" + config.description + ")")
     for column in ("asked", "seed", "obs", "verdict", "nodes", "seconds", "ms/obs"):
         table.add_column(column, justify="right")

@@ -15,7 +15,6 @@ family and the coverage of the rule catalogue (docs/reference/conformance.md).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -36,6 +35,7 @@ from rabbitproof.conformance.chart import recording_svg
 from rabbitproof.conformance.findings import CORRUPTED, made_up
 from rabbitproof.conformance.suite import Finding, Suite, catalogue_coverage
 from rabbitproof.exits import BAD_INPUT, FOUND, NOTHING_FOUND, UNDECIDED, schema
+from rabbitproof.output import print_json, stdout_console, verdict_line
 from rabbitproof.conformance.judge import INFORMATIVE, Judgement, judge, later, wire_problem
 from rabbitproof.conformance.replay import script
 from rabbitproof.conformance.shrink import MAX_RERUNS
@@ -440,13 +440,16 @@ def run_command(options: argparse.Namespace) -> int:
         write_findings(result, suite, Path(options.chart), options.url, options.dialect)
     if options.junit:
         Path(options.junit).write_text(junit_xml(result, options.url), encoding="utf-8")
+    code = FOUND if result["findings"] else UNDECIDED if result["verdict"] == "undecided" else NOTHING_FOUND
+    out = stdout_console()
     if options.json:
-        print(json.dumps(result, indent=2))
+        print_json(out, "conformance", {k: v for k, v in result.items() if k not in ("schema", "verdict")}, code)
     else:
         print_report(result)
-    if result["findings"]:
-        return FOUND
-    return UNDECIDED if result["verdict"] == "undecided" else NOTHING_FOUND
+        verdict_line(out, "conformance", code, f"{len(result['findings'])} findings in "
+                                               f"{result['totals']['programs']} programs"
+                     + ("; the time limit was reached" if result["time_limit_reached"] else ""))
+    return code
 
 
 def writable_directory(directory: Path) -> None:

@@ -19,6 +19,7 @@ from rabbitproof.spark_check.bundle import InputError, SpecBundle, helpers_left_
 from rabbitproof.spark_check.engine import Engine, ExplorationResult, stopped_short
 from rabbitproof.spark_check.reductions import build_reduction
 
+from rabbitproof.explore.bounds import NAMES as BOUND_NAMES, spec_bounds
 from rabbitproof.explore.chart import write_charts
 from rabbitproof.explore.manifest import MANIFEST, manifest_check, read_manifest
 from rabbitproof.explore.report import ProgressDisplay, print_result, result_json
@@ -47,7 +48,9 @@ def add_explore_arguments(explore: argparse.ArgumentParser) -> None:
                          help="spark engine: the driver's heap, e.g. 8g (default 2g in local mode, where the "
                               "executors share it)")
     explore.add_argument("--bound", action="append", default=[], metavar="NAME=VALUE",
-                         help="override a bound (repeatable; NAME=VALUE,NAME=VALUE also works) of the configuration")
+                         help="override a bound of the configuration (repeatable; NAME=VALUE,NAME=VALUE also "
+                              "works): a fault by its name in the setup file, the rest by the spec's: "
+                              f"{', '.join(BOUND_NAMES)} (another --model: its own names)")
     explore.add_argument("--property", action="extend", nargs="+", default=[], metavar="NAME",
                          help="check these properties (liveness ones too) instead of the configuration's own")
     explore.add_argument("--json", action="store_true", help="print the full result as JSON instead of the report")
@@ -113,7 +116,7 @@ def run_explore(args: argparse.Namespace, out: Console) -> int:
             raise InputError(f"--json-file: no such directory {folder!r}")
     bounds = parse_bounds(args.bound)
     bundle = bundle_for(args.model)
-    config = bundle.config(args.config, bounds)
+    config = bundle.config(args.config, bounds if args.model else spec_bounds(bounds))
     # A user's run checks the configuration's properties but the proof helpers (make verify checks those).
     properties = bundle.properties(config, args.property, helpers=False)
     # Liveness keeps the whole graph (a tenth more time, more memory): make verify judges it, a user names it.

@@ -5,7 +5,6 @@ the broker answers (bad input: one line on stderr, exit 2)."""
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 
@@ -17,9 +16,9 @@ from rabbitproof.brokers.commanded import CommandedBroker
 from rabbitproof.check.answers import setup_name
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.conformance.command import UsageError, parse_url, probe, redacted, writable_directory
-
+from rabbitproof.output import print_json, verdict_line
 from rabbitproof.replay.attempt import Where
-from rabbitproof.replay.report import exit_code, print_replays, replay_json
+from rabbitproof.replay.report import exit_code, print_replays, replay_json, status_counts
 from rabbitproof.replay.saved import SavedError, read_saved
 from rabbitproof.replay.tries import Execution, Target, replay_answer
 
@@ -104,12 +103,14 @@ def run(args: argparse.Namespace, out: Console) -> int:
         raise InputError(str(e)) from None
     target = target_of(args, args.url)
     replays = replay_all(setup, executions, target)
+    code = exit_code(replays)
     if args.json:
-        out.file.write(json.dumps(replay_json(setup.source, redacted(args.url), target.tries, replays), indent=2)
-                       + "\n")
+        document = replay_json(setup.source, redacted(args.url), target.tries, replays)
+        print_json(out, "replay", {k: v for k, v in document.items() if k != "schema"}, code)
     else:
         print_replays(out, setup.source, redacted(args.url), replays)
-    return exit_code(replays)
+        verdict_line(out, "replay", code, status_counts(replays))
+    return code
 
 
 def after_check(setup: Setup, executions: list[Execution], target: Target, url: str) -> tuple[list, dict]:

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from rabbitproof.exits import FOUND, NOTHING_FOUND, UNDECIDED, schema
 
-from rabbitproof.replay.outcome import DIVERGED, NOT_REPRODUCED, REPRODUCED, Replayed
+from rabbitproof.replay.outcome import CANNOT, DIVERGED, NOT_REPRODUCED, REPRODUCED, Replayed
 
 STYLES = {REPRODUCED: "green", NOT_REPRODUCED: "yellow", DIVERGED: "red"}
 
@@ -16,6 +16,13 @@ STYLES = {REPRODUCED: "green", NOT_REPRODUCED: "yellow", DIVERGED: "red"}
 def exit_code(replays: list[Replayed]) -> int:
     statuses = {r.status for r in replays}
     return FOUND if DIVERGED in statuses else UNDECIDED if NOT_REPRODUCED in statuses else NOTHING_FOUND
+
+
+def status_counts(replays: list[Replayed]) -> str:
+    """How many replays ended in each status, in words: ``1 reproduced, 0 not reproduced, 1 diverged, 0
+    cannot be replayed``."""
+    return ", ".join(f"{sum(r.status == status for r in replays)} {status}"
+                     for status in (REPRODUCED, NOT_REPRODUCED, DIVERGED, CANNOT))
 
 
 def replay_json(setup: str, url: str, tries: int, replays: list[Replayed]) -> dict:

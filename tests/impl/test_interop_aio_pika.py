@@ -9,7 +9,8 @@ import pytest
 
 
 def run(coroutine):
-    return asyncio.run(asyncio.wait_for(coroutine, 20))
+    """Run a test's coroutine, stopped after 120 s (a hang, not a loaded machine: a pass takes a second)."""
+    return asyncio.run(asyncio.wait_for(coroutine, 120))
 
 
 def url(server) -> str:

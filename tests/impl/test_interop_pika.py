@@ -13,7 +13,7 @@ def connect(server, **kwargs) -> pika.BlockingConnection:
 
 def drain(channel, queue: str, n: int, auto_ack: bool = False) -> list:
     got = []
-    for method, properties, body in channel.consume(queue, auto_ack=auto_ack, inactivity_timeout=5):
+    for method, properties, body in channel.consume(queue, auto_ack=auto_ack, inactivity_timeout=60):
         assert method is not None, f"only {len(got)} of {n} messages arrived"
         got.append((method, properties, body))
         if len(got) == n:
@@ -61,12 +61,18 @@ def test_prefetch_bounds_outstanding_deliveries_PF_1_PF_3(server, qname):
         channel.basic_publish("", qname, b"%d" % i)
     channel.basic_qos(prefetch_count=3)
     seen = []
+
+    def seen_and_ready(count: int) -> tuple[list[int], int]:
+        """Wait until `count` deliveries are seen; then (the tags seen, ready in the queue), which the broker
+        answers exactly: a delivery past the prefetch bound would have left the queue already."""
+        while len(seen) < count:
+            connection.process_data_events(time_limit=0.1)
+        return list(seen), channel.queue_declare(qname, passive=True).method.message_count
+
     channel.basic_consume(qname, lambda ch, m, p, b: seen.append(m.delivery_tag))
-    connection.process_data_events(time_limit=0.5)
-    assert seen == [1, 2, 3]
+    assert seen_and_ready(3) == ([1, 2, 3], 7)
     channel.basic_ack(2, multiple=True)  # frees two places
-    connection.process_data_events(time_limit=0.5)
-    assert seen == [1, 2, 3, 4, 5]
+    assert seen_and_ready(5) == ([1, 2, 3, 4, 5], 5)
     connection.close()
 
 
