@@ -143,3 +143,18 @@ def test_a_loop_built_from_a_smaller_setup_is_one_the_exhaustive_search_finds_to
         assert (searched.found is not None) is loops, searched.said
         if loops:
             assert_fair_loop(setup, searched.found.trace)
+
+
+def test_no_loop_is_given_where_a_consumer_that_never_fails_would_take_the_message():
+    """Beyond the search's bounds, the same setup as the second above with three publishers: the smaller
+    setups without worker b loop, but in this one the queue's round-robin hands the message to b, which
+    acks it, so no fair loop is built and the answer stays undecided rather than a wrong "can happen"."""
+    text = SMALL.format(a="nack-requeue", b="none").replace("messages = 2", "messages = 1")
+    publisher = text[text.index("[[publishers]]"):text.index("[[consumers]]")]
+    setup = parse_setup(text.replace(publisher, publisher + publisher.replace('"p"', '"q"')
+                                     + publisher.replace('"p"', '"r"'), 1), "three.toml")
+    assert too_large(setup) and len(setup.publishers) == 3
+    searched = search_loop(setup, 60.0)
+    assert searched.found is None and searched.said
+    loop = next(a for a in answer_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS)).answers if a.key == "loop")
+    assert loop.happens is None and loop.method == "undecided" and "carried over" in loop.how

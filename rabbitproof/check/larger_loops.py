@@ -214,9 +214,10 @@ def _settled(here: Watched, limits: tuple[int, ...], looping: set[int]) -> bool:
             and all(conn.published >= limit for conn, limit in zip(here.spec.conns, limits)))
 
 
-def full_lasso(smaller: Smaller, small_trace: Trace) -> Trace | None:
+def full_lasso(smaller: Smaller, small_trace: Trace, deadline: float = float("inf")) -> Trace | None:
     """The smaller setup's lasso rebuilt in the larger setup's machine (the module docstring's steps 1 to 3),
-    or None where a step of the construction finds nothing. Not checked here: ``check_lasso`` does."""
+    or None where a step of the construction finds nothing, or it is past ``deadline`` (time.monotonic()).
+    Not checked here: ``check_lasso`` does."""
     from rabbitproof.check.answers import machine_for
 
     full = smaller.full
@@ -242,6 +243,8 @@ def full_lasso(smaller: Smaller, small_trace: Trace) -> Trace | None:
     for n in range(DRIVE_STEPS):
         if _settled(here, machine.limits, looping):
             break
+        if time.monotonic() > deadline:
+            return None
         options = _allowed(machine, config, fair, here, looping)
         if not options:
             return None
@@ -254,7 +257,7 @@ def full_lasso(smaller: Smaller, small_trace: Trace) -> Trace | None:
         steps.append(_trace_step(len(steps) + 1, action, frames))
     else:
         return None
-    cycle = _cycle_from(machine, config, fair, here, looping)   # 3. the cycle, searched from there
+    cycle = _cycle_from(machine, config, fair, here, looping, deadline)     # 3. the cycle, searched from there
     if cycle is None:
         return None
     to_cycle, repeated = cycle
@@ -266,9 +269,11 @@ def full_lasso(smaller: Smaller, small_trace: Trace) -> Trace | None:
     return Trace(tuple(steps), "", cycle_start=start)
 
 
-def _cycle_from(machine: Any, config: Any, fair: SetupFairness, start: Watched, looping: set[int]):
+def _cycle_from(machine: Any, config: Any, fair: SetupFairness, start: Watched, looping: set[int],
+                deadline: float = float("inf")):
     """A fair cycle through a state with a message handed out unprocessed, reachable from ``start`` by
-    ``_allowed`` steps: the steps to it and the repeated steps, concrete (tags as they fall), or None."""
+    ``_allowed`` steps: the steps to it and the repeated steps, concrete (tags as they fall), or None (none
+    within LOOP_STATES states, or past ``deadline``)."""
     live = _loop_question().live
     key = machine.canonical
     ids: dict[Any, int] = {key(start): 0}
@@ -289,7 +294,7 @@ def _cycle_from(machine: Any, config: Any, fair: SetupFairness, start: Watched, 
         for c, _, _, after, _ in _allowed(machine, config, fair, here, looping):
             fp = key(after)
             if fp not in ids:
-                if len(fps) >= LOOP_STATES:
+                if len(fps) >= LOOP_STATES or time.monotonic() > deadline:
                     return None
                 ids[fp] = len(fps)
                 fps.append(fp)
@@ -378,7 +383,7 @@ def search_loop(full: Setup, time_limit: float, each: float = 60.0) -> SearchedL
         verdict = next(p for p in result.properties if p.name == live.name)
         if not verdict.found or verdict.trace is None:
             continue
-        trace = full_lasso(smaller, verdict.trace)
+        trace = full_lasso(smaller, verdict.trace, start + time_limit)
         why = "no fair loop of this setup was built from it" if trace is None else check_lasso(full, trace)
         if why:
             out.said.append(f"loop: the one of the smaller setup ({smaller.text()}) does not carry over ({why})")
