@@ -106,36 +106,23 @@ def test_a_broken_lasso_is_refused():
     assert check_lasso(setup, Trace(trace.steps, "", None)) == "the trace has no cycle"
 
 
-SMALL = """
-[queues.jobs]
-durable = true
-
-[[publishers]]
-name = "p"
-queue = "jobs"
-confirms = true
-persistent = true
-messages = 2
-
-[[consumers]]
-name = "a"
-queue = "jobs"
-prefetch = 1
-on_failure = "{a}"
-
-[[consumers]]
-name = "b"
-queue = "jobs"
-prefetch = 1
-on_failure = "{b}"
-"""
+def two_workers(a: str, b: str, publishers: tuple[str, ...] = ("p",), messages: int = 2) -> str:
+    """Publishers of confirmed persistent messages to one durable queue, and two workers with prefetch 1
+    that fail as ``a`` and ``b`` say."""
+    text = "[queues.jobs]\ndurable = true\n"
+    for name in publishers:
+        text += (f'\n[[publishers]]\nname = "{name}"\nqueue = "jobs"\nconfirms = true\npersistent = true\n'
+                 f"messages = {messages}\n")
+    for name, failure in (("a", a), ("b", b)):
+        text += f'\n[[consumers]]\nname = "{name}"\nqueue = "jobs"\nprefetch = 1\non_failure = "{failure}"\n'
+    return text
 
 
 def test_a_loop_built_from_a_smaller_setup_is_one_the_exhaustive_search_finds_too():
     """Where the search takes the setup on, the two agree: a loop rebuilt this way is one the search finds,
     and where a second consumer never fails (the queue's round-robin hands it the message), neither finds one."""
     for a, b, loops in (("nack-requeue", "nack-requeue", True), ("nack-requeue", "none", False)):
-        setup = parse_setup(SMALL.format(a=a, b=b), "small.toml")
+        setup = parse_setup(two_workers(a, b), "small.toml")
         assert not too_large(setup)
         exhaustive = check_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS))
         assert next(x for x in exhaustive.answers if x.key == "loop").happens is loops
@@ -149,10 +136,7 @@ def test_no_loop_is_given_where_a_consumer_that_never_fails_would_take_the_messa
     """Beyond the search's bounds, the same setup as the second above with three publishers: the smaller
     setups without worker b loop, but in this one the queue's round-robin hands the message to b, which
     acks it, so no fair loop is built and the answer stays undecided rather than a wrong "can happen"."""
-    text = SMALL.format(a="nack-requeue", b="none").replace("messages = 2", "messages = 1")
-    publisher = text[text.index("[[publishers]]"):text.index("[[consumers]]")]
-    setup = parse_setup(text.replace(publisher, publisher + publisher.replace('"p"', '"q"')
-                                     + publisher.replace('"p"', '"r"'), 1), "three.toml")
+    setup = parse_setup(two_workers("nack-requeue", "none", ("p", "q", "r"), 1), "three.toml")
     assert too_large(setup) and len(setup.publishers) == 3
     searched = search_loop(setup, 60.0)
     assert searched.found is None and searched.said
