@@ -184,7 +184,7 @@ def _looping(small_machine: Any, small_config: Any, trace: Trace) -> tuple[list,
 
 def _allowed(machine: Any, config: Any, fair: SetupFairness, here: Watched, looping: set[int]) -> list:
     """The drive's and the cycle search's steps from ``here``: fair steps (no fault), none that processes a
-    looping message; (class, processes something, action, after), in the machine's order."""
+    looping message; (class, processes something, action, state after, frames), in the machine's order."""
     out = []
     done = _processed(here)
     for action in machine.enabled(here, config):
