@@ -40,6 +40,7 @@ from rabbitproof.proofs.bmc import FOUND, HAZARD_CONFIGS, check_hazard
 from rabbitproof.proofs.bmc import UNKNOWN as BMC_UNKNOWN
 from rabbitproof.proofs.contracts import check_all, print_outcomes
 from rabbitproof.proofs.inductive import COUNTEREXAMPLE, PROVED, UNKNOWN, invariants_named, prove_all
+from rabbitproof.proofs.ranking import OBLIGATIONS, obligations_named, prove_ranking
 from rabbitproof.spark_check.bundle import InputError, load_spec
 from rabbitproof.spark_check.engine import Engine
 from rabbitproof.spark_check.reductions import build_reduction, parse_reductions, written_for
@@ -131,13 +132,27 @@ def run_agreement(console: Console, walks: int = 60, length: int = 40, seed: int
     return PartResult("agreement", checks, passed, checks - passed - unknown, unknown, time.perf_counter() - started)
 
 
+def _proof_names(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The names given to --invariant, split: invariants, and obligations of the ranking of a waiting
+    publish (proofs.ranking). KeyError for an unknown name."""
+    ranking = [n for n in names if n in OBLIGATIONS]
+    plain = [n for n in names if n not in OBLIGATIONS]
+    invariants_named(plain)
+    return plain, ranking
+
+
 def run_proofs(console: Console, invariants: Sequence[str] = (), actions: Sequence[str] = ()) -> PartResult:
-    """The inductive obligations, one table row per invariant, one column per action."""
+    """The inductive obligations, one table row per invariant, one column per action; then the ranking
+    obligations of a waiting publish (proofs.ranking), one row each."""
     started = time.perf_counter()
     by_name = {cls.__name__: cls for cls in RELATIONS}
     classes = [by_name[a] for a in actions] if actions else None
-    outcomes = prove_all(invariants_named(invariants), classes)
-    table = Table(title="inductive proofs (Init and every action)")
+    plain, ranking = _proof_names(invariants)
+    outcomes = prove_all(invariants_named(plain), classes) if plain or not invariants else []
+    if ranking or not invariants:
+        outcomes += prove_ranking(obligations_named(ranking), classes)
+    table = Table(title="inductive proofs (Init and every action), and the ranking of a waiting publish "
+                        "(every action)")
     table.add_column("invariant")
     for col in ("proved", "counterexample", "unknown", "seconds", "slowest obligation"):
         table.add_column(col, justify="right" if col != "slowest obligation" else "left")
@@ -260,7 +275,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--part", action="append", default=[], metavar="PART",
                         help=f"run only this part (repeatable): {', '.join(PARTS)}")
     parser.add_argument("--invariant", action="append", default=[], metavar="NAME",
-                        help="proofs: only this invariant (repeatable)")
+                        help="proofs: only this invariant, or obligation of the ranking of a waiting publish "
+                             "(repeatable)")
     parser.add_argument("--action", action="append", default=[], metavar="NAME",
                         help="proofs: only this action class (repeatable)")
     parser.add_argument("--hazard", action="append", default=[], metavar="NAME",
@@ -306,7 +322,7 @@ def _checked(args: argparse.Namespace) -> Engine:
         if part not in PARTS:
             raise InputError(f"unknown part {part!r}; known: {', '.join(PARTS)}")
     try:
-        invariants_named(args.invariant)
+        _proof_names(args.invariant)
     except KeyError as e:
         raise InputError(e.args[0]) from None
     names = sorted(cls.__name__ for cls in RELATIONS)

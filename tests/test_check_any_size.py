@@ -18,7 +18,7 @@ from rabbitproof.check.setup_model import to_config
 from rabbitproof.check.smaller_setups import Smaller, replay, search_smaller, smaller_setups
 
 # The fixtures `make test` checks (seconds each); `rabbitproof verify --part setups` checks them all.
-QUICK = ("fire-and-forget-web-servers", "web-servers-work-queue")
+QUICK = ("fire-and-forget-web-servers", "web-servers-work-queue", "requeueing-workers")
 NAMES = sorted(p.stem for p in LARGER.glob("*.toml"))
 
 

@@ -51,7 +51,16 @@ classes, and a queue refusing a message nacks it, which answers it). A channel t
 wait (the publisher then knows, PC-9). So every wait ends, however many publishers, consumers and
 messages the setup has. This is the argument of the spec's ``confirms_eventually_answered`` (PC-2),
 decided on the spec's own configurations (tests/test_spec_liveness.py), written here for any number of
-channels: each step it uses belongs to the waiting channel, its queue or the disk. Condition:
+channels: each step it uses belongs to the waiting channel, its queue or the disk. Its core is a rank
+of each waiting publish (model.ranking: 2 waiting for the broker's confirm, 1 confirm on its way, 0
+read by the publisher, 3 dropped), and Z3 proves, for any number of connections, channels and
+publishes, that no step of any client, the broker or the disk raises it or takes the publish's number
+away while its channel is open on both ends (``rank_never_rises``), that the broker's confirm lowers
+it (``confirm_answers``) and the publisher's read of the confirm brings it to 0 (``reading_answers``)
+(proofs.ranking, in `rabbitproof verify`'s proofs part). What Z3 does not prove is that the confirming
+and reading steps stay possible until taken: they read facts the model leaves free (which frame is
+next, whether the queues took the publish); that is the weak fairness above, and the spec decides it
+on its configurations. Condition:
 ``fair_broker`` (the fairness above; `check` always assumes it, and tests/test_check_by_argument.py
 shows that without the broker's confirms being fair the search finds a wait).
 
@@ -107,6 +116,7 @@ class Argument:
     by: str
     conditions: tuple[Condition, ...]
     invariants: tuple[str, ...] = ()        # the invariants proved by Z3 (model/invariants.py) it rests on
+    ranking: tuple[str, ...] = ()           # the ranking obligations proved by Z3 (model/ranking.py) it rests on
 
     def covers(self, setup: Setup) -> bool:
         return all(c.holds(setup) for c in self.conditions)
@@ -197,7 +207,7 @@ ARGUMENTS: tuple[Argument, ...] = (
     Argument("loop", "every requeue needs a fault, and each fault happens at most once",
              (NO_REQUEUE_ON_FAILURE, NO_CLOSE_ON_FAILURE, NO_DEAD_LETTER_CYCLE)),
     Argument("waits", "every step that answers a publish or a commit is fair and stays possible until taken",
-             (FAIR_BROKER,)),
+             (FAIR_BROKER,), ranking=("rank_never_rises", "confirm_answers", "reading_answers")),
     Argument("twice", "no copy of a message and no second delivery of one processed",
              (NO_REPUBLISH, NO_FAULT_LOSES_AN_ACK, WORK_BEFORE_ACK_NEVER_RETURNED)),
     Argument("order", "messages reach each consumer in their queue's order, which is their publisher's",
@@ -214,11 +224,16 @@ class Argued:
     by: str
     invariants: tuple[str, ...]
     shape: str
+    ranking: tuple[str, ...] = ()
 
     def text(self) -> str:
         if self.invariants:
             return (f"proved for every size: the invariants {' and '.join(self.invariants)} (proved by Z3) imply it "
                     f"when {self.shape}")
+        if self.ranking:
+            return (f"proved for every size by argument ({self.by}), on a rank of each waiting publish that no step "
+                    f"raises and the steps answering it lower ({', '.join(self.ranking)}: proved by Z3 for every "
+                    f"size), since {self.shape}")
         return f"proved for every size by argument ({self.by}), since {self.shape}"
 
 
@@ -229,5 +244,7 @@ def argued(setup: Setup, question: str) -> Argued | None:
         return Argued(question, "proved invariants", proved.invariants, proved.shape)
     for argument in ARGUMENTS:
         if argument.question == question and argument.covers(setup):
-            return Argued(question, argument.by, argument.invariants, argument.shape)
+            confirms = any(p.confirms for p in setup.publishers)      # the rank is of publishes awaiting a confirm
+            return Argued(question, argument.by, argument.invariants, argument.shape,
+                          argument.ranking if confirms else ())
     return None

@@ -4,7 +4,9 @@
    by an argument written out in that module or by invariants Z3 proves (rabbitproof.check.for_every_size).
 2. **Found in a smaller setup** (rabbitproof.check.smaller_setups): "can happen" for lost, twice and out of
    order, from the first execution of a smaller setup (the same settings, fewer clients, messages or
-   faults) that replays in the user's setup.
+   faults) that replays in the user's setup; and, for a setup beyond the search's bounds, for a loop
+   (rabbitproof.check.larger_loops), from the first loop of a smaller setup that, rebuilt in the user's
+   setup with the other clients' work done first, is a fair loop of the user's setup's machine.
 3. **The exhaustive search** of the user's setup (rabbitproof.check.answers.check_setup), for what the two
    others leave, where the setup is within the search's bounds (``too_large``); its "cannot happen" holds
    within those bounds. Beyond them, or cut short, a question is undecided, with the reason and what to try.
@@ -25,6 +27,7 @@ from rabbitproof.spark_check.engine import Engine
 
 from rabbitproof.check.answers import Answer, Checked, applies, check_setup, harmless, prepare, rules_of_trace
 from rabbitproof.check.by_argument import ARGUMENTS, argued
+from rabbitproof.check.larger_loops import search_loop
 from rabbitproof.check.questions import QUESTIONS
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import publishes
@@ -92,8 +95,20 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
                                   how=f"found in the smaller setup {f.smaller.text()} ({f.states:,} states, "
                                       f"{f.seconds:.1f} s), and replayed in this one")
     result, machine, config = None, None, None
-    left = [q for q in QUESTIONS if q.key not in answers]
     large = too_large(setup)
+    if "loop" not in answers and large and not interrupted:
+        budget = (smaller_seconds if time_limit is None else time_limit) - (time.monotonic() - start)
+        loops = search_loop(setup, max(budget, 0.0))
+        said += loops.said
+        interrupted = loops.interrupted
+        if loops.found is not None:
+            f, q = loops.found, next(q for q in QUESTIONS if q.key == "loop")
+            rules = tuple(r for r in dict.fromkeys(q.rules + rules_of_trace(f.trace)) if applies(r, setup))
+            answers["loop"] = Answer("loop", q.text, True, f.trace, rules, method="found",
+                                     how=f"found in the smaller setup {f.smaller.text()} ({f.states:,} states), "
+                                         "rebuilt in this one with the other clients' work done first, and checked "
+                                         f"there: every step allowed, the cycle fair ({f.seconds:.1f} s)")
+    left = [q for q in QUESTIONS if q.key not in answers]
     if left and not large and not interrupted:
         prepared = prepare(setup, engine, bounds, max_states)
         searched = check_setup(setup, engine, progress=progress, prepared=prepared, time_limit=time_limit)
@@ -113,7 +128,9 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
         if q.key not in answers:
             reason = interrupted or large + ("; no smaller setup searched showed it" + "".join(f"; {s}" for s in said)
                                              if q.key in SAFETY else
-                                             f"; no argument covers it here ({unmet(setup, q.key)})")
+                                             f"; no argument covers it here ({unmet(setup, q.key)})"
+                                             + ("; no loop of a smaller setup searched carried over to this one"
+                                                if q.key == "loop" else ""))
             answers[q.key] = Answer(q.key, q.text, None, None, tuple(r for r in q.rules if applies(r, setup)),
                                     method="undecided", how=f"{reason}; to try: {_what_to_try(q.key)}")
     if machine is None:

@@ -19,7 +19,9 @@ each decided in the state where they first hold, what comes after does not matte
   exclusive queue's consumer is never left out;
 - fairness: a loop or a wait for ever is about an infinite execution, in which the clients the smaller
   setup lacks must keep acting if they can (they are fair), so the argument does not carry over to the
-  two liveness questions, and none is answered here.
+  two liveness questions, and none is answered here; a loop is answered by
+  rabbitproof.check.larger_loops, which rebuilds the smaller setup's loop in the larger setup, with the
+  other clients' work done first, and checks its fairness there.
 
 The argument is not taken on trust: each execution found is replayed, step by step, in the larger
 setup's own machine (``replay``), each step checked to be one that machine allows, and the question's
