@@ -73,7 +73,7 @@ broker: $(STAMP)
 ## bench: explorer throughput; full and reduced searches of every standard configuration (every verdict must be
 ## unchanged); trace checker time on long spec-made and RabbitMQ-recorded traces; broker throughput;
 ## conformance steps per second against the in-process core, the impl server and RabbitMQ; `rabbitproof check` on
-## issue 23's setup, each engine, 300 s at most a run; every example's "can happen" answers replayed on our broker
+## the two-publisher benchmark setup, each engine, 300 s at most a run; every example's "can happen" answers replayed on our broker
 ## and RabbitMQ with real crashes (ARGS=PART ... for one).
 ## Every target is a call of the one command, `rabbitproof SUBCOMMAND` (docs/reference/cli.md).
 bench: $(STAMP) $(FAST_DEP) rabbitmq java
