@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Sequence
 
-from rabbitproof.bench import (broker, check, compiled, conformance, engines, fuzz, recorded_trace, reductions,
-                               replay, trace_checker)
+from rabbitproof.bench import (broker, check, check_cost, compiled, conformance, engines, fuzz, recorded_trace,
+                               reductions, replay, trace_checker)
 from rabbitproof.options import fail
 
 PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
@@ -21,6 +21,8 @@ PARTS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "conformance": (conformance.main, "conformance steps per second against each target"),
     "fuzz": (fuzz.main, "our broker fuzzed with bad frames, every answer judged; RabbitMQ 3.10.8's beside it"),
     "check": (check.main, "rabbitproof check on the benchmark setup (two publishers of 1 and 2 messages), each engine, timed"),
+    "check-cost": (check_cost.main, "check's exhaustive search: microseconds a state here and in another checkout "
+                                    "or compiled, measured alternately"),
     "replay": (replay.main, "every example's \"can happen\" answers replayed on our broker and RabbitMQ 3.10.8, with real crashes"),
 }
 
@@ -36,6 +38,7 @@ EVERYTHING: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("broker", ()),
     ("conformance", ("--programs", "60")),
     ("fuzz", ()),
+    ("check-cost", ("--fast",)),
     ("replay", ()),
 )
 

@@ -62,6 +62,9 @@ def classes_of(renamings: tuple[Renaming, ...], n: int) -> tuple[tuple[int, ...]
     return classes if size == len(renamings) + 1 else None
 
 
+OWN_CAPACITY = 65_536      # publishers' connections made relative, remembered (``SortedSymmetry.publisher_key``)
+
+
 class SortedSymmetry(Symmetry):
     """``spec.symmetry.Symmetry`` of a setup whose group permutes classes of connections: the same
     orbits, named by sorting (module docstring). ``publishers`` tells which classes publish."""
@@ -72,6 +75,7 @@ class SortedSymmetry(Symmetry):
         self.n = config.connections
         self.channels = renamings[0].channels           # every channel kept (classes_of)
         self._made: dict[tuple, Renaming | None] = {}   # the renamings _orders has built, by the orders picked
+        self._own: dict[tuple[int, Any], Any] = {}      # (publisher, connection): that connection, ids relative
         self.publisher_classes = tuple(m for m in classes if m[0] in publishers)
         self.consumer_classes = tuple(m for m in classes if m[0] not in publishers)
 
@@ -86,7 +90,7 @@ class SortedSymmetry(Symmetry):
         """The states of step 4 (module docstring): ``watched`` with its clients sorted by their keys."""
         rename = self.rename
         out = []
-        for order in self._orders(watched, self.publisher_classes, publisher_key):
+        for order in self._orders(watched, self.publisher_classes, self.publisher_key):
             sorted_publishers = watched if order is None else rename(watched, order)
             for then in self._orders(sorted_publishers, self.consumer_classes, consumer_key):
                 out.append(sorted_publishers if then is None else rename(sorted_publishers, then))
@@ -118,6 +122,21 @@ class SortedSymmetry(Symmetry):
             return [None]
         return [self._renaming(classes, picked) for picked in product(*choices)]
 
+    def publisher_key(self, watched: Any, p: int) -> tuple:
+        """``publisher_key``, its connection with ids relative remembered: a search meets few distinct
+        connections of a publisher (a connection is shared by every state where its client and the broker's
+        end of it are as they were), and making one relative rebuilds all it holds."""
+        conn = watched[0].conns[p]
+        if not conn.published:
+            return (conn,)
+        own = self._own.get((p, conn))
+        if own is None:
+            if len(self._own) >= OWN_CAPACITY:
+                self._own.clear()
+            low, high = p * MSG_STRIDE, (p + 1) * MSG_STRIDE
+            own = self._own[(p, conn)] = conn_messages(conn, lambda msg: msg - low if low < msg < high else msg)
+        return publisher_key(watched, p, own)
+
     def _renaming(self, classes: tuple, picked: tuple) -> Renaming | None:
         """The renaming that sends the clients of each class, in the order ``picked``, to its connections."""
         found = self._made.get(picked)
@@ -131,9 +150,9 @@ class SortedSymmetry(Symmetry):
         return found
 
 
-def publisher_key(watched: Any, p: int) -> tuple:
-    """What no renaming changes of publisher ``p``: its connection with its own ids made relative, and
-    what the observer records of its messages, without connection numbers."""
+def publisher_key(watched: Any, p: int, own: Any = None) -> tuple:
+    """What no renaming changes of publisher ``p``: its connection with its own ids made relative (``own``
+    when the caller has it), and what the observer records of its messages, without connection numbers."""
     state, ghost = watched
     conn = state.conns[p]
     low, high = p * MSG_STRIDE, (p + 1) * MSG_STRIDE
@@ -143,7 +162,7 @@ def publisher_key(watched: Any, p: int) -> tuple:
     def relative(msg: int) -> int:
         return msg - low if low < msg < high else msg
     mine = lambda msg: low < msg < high            # noqa: E731
-    return (conn_messages(conn, relative),
+    return (conn_messages(conn, relative) if own is None else own,
             tuple((e[1],) + e[2:3] + (relative(e[3]),) for e in ghost.awaiting if e[0] == p),
             tuple((e[1], relative(e[2])) for e in ghost.tx_open if e[0] == p),
             tuple((e[1], e[2], tuple(map(relative, e[3]))) for e in ghost.committing if e[0] == p),
