@@ -99,7 +99,7 @@ class SortedSymmetry(Symmetry):
     def _orders(self, watched: Any, classes: tuple, key: Callable[[Any, int], Any]) -> list[Renaming | None]:
         """The renamings that put each class's clients in the order of their keys, every order of tied
         keys tried (None for the identity)."""
-        choices = []
+        choices: list[tuple[tuple[int, ...], ...]] = []
         for members in classes:
             if len(members) == 2:                   # the common case, without the general machinery
                 a, b = members
