@@ -24,6 +24,7 @@ from rich.table import Table
 
 from rabbitproof import compiled
 from rabbitproof.bench.check import SETUP
+from rabbitproof.bench.compiled import ensure_built
 from rabbitproof.options import OneLineParser, output_console
 
 # The run in the measured checkout: only what every version of `check` has (the setup file, the engine, the
@@ -96,13 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rounds < 1 or args.messages < 1 or (args.max_states is not None and args.max_states < 1):
         parser.error("--rounds, --messages and --max-states must be positive")
     out = output_console()
-    if args.fast and compiled.why_not_usable():
-        out.print("building the compiled spec (make fast) ...")
-        try:
-            compiled.build()
-        except compiled.CompiledSpecError as e:
-            print(f"rabbitproof bench check-cost: {e}", file=sys.stderr)
-            return 1
+    if args.fast and not ensure_built(out, "rabbitproof bench check-cost"):
+        return 1
     sides = (("A", other, False), ("B", here, args.fast))
     for name, checkout, fast in sides:
         out.print(f"{name}: {checkout}, {'compiled' if fast else 'pure Python'}", soft_wrap=True)

@@ -43,9 +43,10 @@ def unspent(state: State, endless: tuple[str, ...]) -> State:
     """``state`` with the budgets ``endless`` names back at 0: the spec only compares a budget's counter
     with the configuration's bound, so this is the spec with no bound on them."""
     used = state.used
-    if not any(getattr(used, name) for name in endless):
-        return state
-    return with_used(state, used._replace(**{name: 0 for name in endless}))
+    for name in endless:            # a loop, not any(...): this runs after every step of the machine
+        if getattr(used, name):
+            return with_used(state, used._replace(**{name: 0 for name in endless}))
+    return state
 
 
 # --- tags renumbered --------------------------------------------------------------------------------
