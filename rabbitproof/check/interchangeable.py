@@ -1,5 +1,5 @@
 """The fingerprint of a setup state's orbit, found by sorting interchangeable clients rather than by
-trying every renaming.
+trying every renaming; and how a renaming applies to a setup's state (``rename_watched``).
 
 `rabbitproof check`'s symmetry group (``SetupMachine.symmetry``) renames connections only, one channel
 each: it is every permutation within each class of connections with the same settings (publishers with
@@ -34,7 +34,9 @@ from math import factorial
 from typing import Any, Callable
 
 from rabbitproof.spec.frames import MSG_STRIDE
-from rabbitproof.spec.symmetry import Renaming, Symmetry, conn_messages
+from rabbitproof.spec.symmetry import Renaming, Symmetry, conn_messages, message_renaming, rename, rename_messages
+
+from rabbitproof.check.observer import Ghost
 
 
 def classes_of(renamings: tuple[Renaming, ...], n: int) -> tuple[tuple[int, ...], ...] | None:
@@ -182,3 +184,53 @@ def consumer_key(watched: Any, c: int) -> tuple:
             tuple(e[1:] for e in ghost.worked if e[0] == c),
             tuple(e[1:] for e in ghost.prepared if e[0] == c),
             tuple(e[1:] for e in ghost.last if e[0] == c))
+
+
+def rename_watched(watched: Any, g: Any) -> Any:
+    """``watched`` (rabbitproof.check.questions.Watched) with connections and channels renamed by ``g``
+    (spec.symmetry.Renaming): the spec state, and every (conn, ch) the ghost names, with the publisher of
+    ``last`` (a connection too); and, where ``g`` moves a connection that has published, every message id of the state and the ghost
+    (spec.symmetry.rename_messages), sets of ids sorted again. It runs for every renamed state the
+    symmetry builds, so an empty field of the ghost (most are, in most states) is kept as it is."""
+    conns_of, channels_of = g.conns, g.channels
+
+    def at(e: tuple) -> tuple:
+        c = e[0]
+        return (conns_of[c], channels_of[c][e[1] - 1]) + e[2:]
+
+    def moved(entries: tuple) -> tuple:
+        return tuple(sorted(map(at, entries))) if entries else entries
+
+    state, gh = watched
+    conns = state.conns
+    of = message_renaming(g) if any(d != c and conns[c].published for c, d in enumerate(conns_of)) else None
+    believed, returned, counts, tx_open, committing = gh.believed, gh.returned, gh.counts, gh.tx_open, gh.committing
+    awaiting, held, last, copies, redo = gh.awaiting, gh.held, gh.last, gh.copies, gh.redo
+    if of is not None:
+        state = rename_messages(state, of)
+        if copies:
+            copies = tuple(sorted((of(m), of(o)) for m, o in copies))
+        if redo:
+            redo = tuple((c, of(m)) for c, m in redo)
+        if believed:
+            believed = tuple(sorted(map(of, believed)))
+        if returned:
+            returned = tuple(sorted(map(of, returned)))
+        if counts:
+            counts = tuple(sorted((of(m), p) for m, p in counts))
+        if tx_open:
+            tx_open = tuple(e[:2] + (of(e[2]),) for e in tx_open)
+        if committing:
+            committing = tuple(e[:3] + (tuple(sorted(map(of, e[3]))),) for e in committing)
+        if awaiting:
+            awaiting = tuple(e[:3] + (of(e[3]),) for e in awaiting)
+        if held:
+            held = tuple(e[:3] + (of(e[3]),) for e in held)
+        if last:
+            last = tuple(e[:3] + (of(e[3]),) for e in last)
+    if last:
+        last = tuple(sorted(at(e)[:2] + (conns_of[e[2]], e[3]) for e in last))
+    ghost = Ghost(moved(tx_open), moved(committing), moved(awaiting), believed, returned, moved(held), counts, last,
+                  gh.disorder, moved(gh.prepared), moved(gh.worked), copies,
+                  tuple(sorted((conns_of[c], m) for c, m in redo)) if redo else redo)
+    return type(watched)(rename(state, g), ghost)

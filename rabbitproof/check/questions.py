@@ -48,11 +48,11 @@ from rabbitproof.spec import machine
 from rabbitproof.spec.frames import BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, MSG_STRIDE
 from rabbitproof.spec.properties_api import Liveness, Property
 from rabbitproof.spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State
-from rabbitproof.spec.symmetry import Symmetry, automorphisms, message_renaming, rename, rename_messages
+from rabbitproof.spec.symmetry import Symmetry, automorphisms
 
 from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_ghosts, unspent
 from rabbitproof.check.disk_at_once import DiskAtOnce
-from rabbitproof.check.interchangeable import SortedSymmetry, classes_of
+from rabbitproof.check.interchangeable import SortedSymmetry, classes_of, rename_watched
 from rabbitproof.check.observer import NOTHING_YET, PROCESSED_CAP, Ghost, bump, live_messages, observe, original
 from rabbitproof.check.pure_reads import PureReads
 from rabbitproof.check.set_up_at_once import Fused, SetUpAtOnce
@@ -204,56 +204,6 @@ class SetupMachine:
             return Symmetry(config, kept, rename_watched)
         publishers = frozenset(c for c, limit in enumerate(limits) if limit)
         return SortedSymmetry(config, kept, rename_watched, classes, publishers)
-
-
-def rename_watched(watched: Watched, g: Any) -> Watched:
-    """``watched`` with connections and channels renamed by ``g`` (spec.symmetry.Renaming): the spec
-    state, and every (conn, ch) the ghost names, with the publisher of ``last`` (a connection too); and,
-    where ``g`` moves a connection that has published, every message id of the state and the ghost
-    (spec.symmetry.rename_messages), sets of ids sorted again. It runs for every renamed state the
-    symmetry builds, so an empty field of the ghost (most are, in most states) is kept as it is."""
-    conns_of, channels_of = g.conns, g.channels
-
-    def at(e: tuple) -> tuple:
-        c = e[0]
-        return (conns_of[c], channels_of[c][e[1] - 1]) + e[2:]
-
-    def moved(entries: tuple) -> tuple:
-        return tuple(sorted(map(at, entries))) if entries else entries
-
-    state, gh = watched
-    conns = state.conns
-    of = message_renaming(g) if any(d != c and conns[c].published for c, d in enumerate(conns_of)) else None
-    believed, returned, counts, tx_open, committing = gh.believed, gh.returned, gh.counts, gh.tx_open, gh.committing
-    awaiting, held, last, copies, redo = gh.awaiting, gh.held, gh.last, gh.copies, gh.redo
-    if of is not None:
-        state = rename_messages(state, of)
-        if copies:
-            copies = tuple(sorted((of(m), of(o)) for m, o in copies))
-        if redo:
-            redo = tuple((c, of(m)) for c, m in redo)
-        if believed:
-            believed = tuple(sorted(map(of, believed)))
-        if returned:
-            returned = tuple(sorted(map(of, returned)))
-        if counts:
-            counts = tuple(sorted((of(m), p) for m, p in counts))
-        if tx_open:
-            tx_open = tuple(e[:2] + (of(e[2]),) for e in tx_open)
-        if committing:
-            committing = tuple(e[:3] + (tuple(sorted(map(of, e[3]))),) for e in committing)
-        if awaiting:
-            awaiting = tuple(e[:3] + (of(e[3]),) for e in awaiting)
-        if held:
-            held = tuple(e[:3] + (of(e[3]),) for e in held)
-        if last:
-            last = tuple(e[:3] + (of(e[3]),) for e in last)
-    if last:
-        last = tuple(sorted(at(e)[:2] + (conns_of[e[2]], e[3]) for e in last))
-    ghost = Ghost(moved(tx_open), moved(committing), moved(awaiting), believed, returned, moved(held), counts, last,
-                  gh.disorder, moved(gh.prepared), moved(gh.worked), copies,
-                  tuple(sorted((conns_of[c], m) for c, m in redo)) if redo else redo)
-    return Watched(rename(state, g), ghost)
 
 
 _PROGRAM_STEPS = frozenset({A.ClientPublish, A.ClientConsume, A.ClientGet, A.ClientQos, A.ClientAck, A.ClientNack,
