@@ -36,6 +36,14 @@ def test_a_run_measures_the_checkout_it_is_started_in(tmp_path):
     assert here["us_per_state"] == here["seconds"] / here["states"] * 1e6
 
 
+def test_a_side_that_does_not_run_what_it_was_asked_to_fails_the_benchmark(tmp_path):
+    other = copy_of_this_checkout(tmp_path)         # no compiled build there: refused, not run pure
+    setup = tmp_path / "benchmark.toml"
+    setup.write_text(SETUP.format(messages=1))
+    with pytest.raises(RuntimeError, match="RABBITPROOF_FAST is set, but there is no compiled spec"):
+        check_cost.measure(other, True, setup, CAP)
+
+
 def test_the_table_gives_both_sides_and_their_ratio(tmp_path, capsys):
     other = copy_of_this_checkout(tmp_path)
     assert check_cost.main(["--against", str(other), "--rounds", "1", "--max-states", str(CAP)]) == 0
@@ -46,6 +54,7 @@ def test_the_table_gives_both_sides_and_their_ratio(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     ([], "nothing to compare"),
+    (["--fast", "--against-compiled"], "nothing to compare"),
     (["--against", "/"], "is not a checkout of rabbitproof"),
     (["--fast", "--rounds", "0"], "must be positive"),
     (["--fast", "--max-states", "0"], "must be positive"),

@@ -79,9 +79,11 @@ def measure(checkout: Path, fast: bool, setup: Path, max_states: int | None) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="rabbitproof bench check-cost", description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--against", metavar="DIR",
-                        help="the other checkout of rabbitproof, run with its pure-Python spec (default: this one)")
+                        help="the other checkout of rabbitproof (default: this one)")
     parser.add_argument("--fast", action="store_true",
                         help="run this checkout with its compiled spec (make fast; built here when missing or stale)")
+    parser.add_argument("--against-compiled", action="store_true",
+                        help="run the other checkout with its own compiled spec (built there with its make fast)")
     parser.add_argument("--messages", type=int, default=1, metavar="N", help="messages per publisher (default 1)")
     parser.add_argument("--rounds", type=int, default=3, metavar="N", help="runs of each side (default 3)")
     parser.add_argument("--max-states", type=int, metavar="N",
@@ -92,14 +94,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         other = checkout_of(args.against) if args.against else here
     except ValueError as e:
         parser.error(str(e))
-    if other == here and not args.fast:
+    if other == here and args.fast == args.against_compiled:
         parser.error("nothing to compare: give --against another checkout, or --fast")
     if args.rounds < 1 or args.messages < 1 or (args.max_states is not None and args.max_states < 1):
         parser.error("--rounds, --messages and --max-states must be positive")
     out = output_console()
     if args.fast and not ensure_built(out, "rabbitproof bench check-cost"):
         return 1
-    sides = (("A", other, False), ("B", here, args.fast))
+    sides = (("A", other, args.against_compiled), ("B", here, args.fast))
     for name, checkout, fast in sides:
         out.print(f"{name}: {checkout}, {'compiled' if fast else 'pure Python'}", soft_wrap=True)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in sides}
