@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from rich.console import Console
 from rich.table import Table
 
 from rabbitproof import compiled
@@ -76,7 +77,7 @@ def measure(checkout: Path, fast: bool, setup: Path, max_states: int | None) -> 
     return run
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     parser = OneLineParser(prog="rabbitproof bench check-cost", description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--against", metavar="DIR",
                         help="the other checkout of rabbitproof (default: this one)")
@@ -98,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("nothing to compare: give --against another checkout, or --fast")
     if args.rounds < 1 or args.messages < 1 or (args.max_states is not None and args.max_states < 1):
         parser.error("--rounds, --messages and --max-states must be positive")
-    out = output_console()
+    out = console or output_console()
     if args.fast and not ensure_built(out, "rabbitproof bench check-cost"):
         return 1
     sides = (("A", other, args.against_compiled), ("B", here, args.fast))
