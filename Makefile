@@ -16,12 +16,13 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-## fast: compile the spec's hot modules with mypyc into .build/fast (rabbitproof/compiled.py), an optional
-## speed-up whose counts are the pure-Python spec's. FAST=1 on explore, check and bench builds it when spec/
-## changed and uses it (make verify checks the pure-Python spec: CrossHair reads its source).
+## fast: compile the hot modules of the spec and of check's search with mypyc into .build/fast
+## (rabbitproof/compiled.py), an optional speed-up whose counts are the pure-Python code's. FAST=1 on explore,
+## check and bench builds it when spec/ or rabbitproof/check/ changed and uses it (make verify checks the
+## pure-Python spec: CrossHair reads its source).
 FAST ?=
 FAST_BUILD := .build/fast/built-from.json
-$(FAST_BUILD): $(STAMP) $(wildcard spec/*.py)
+$(FAST_BUILD): $(STAMP) $(wildcard spec/*.py) $(wildcard rabbitproof/check/*.py)
 	RABBITPROOF_FAST= $(PY) -m rabbitproof.compiled
 fast: $(FAST_BUILD)
 ifeq ($(FAST),1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Sequence
 
 IMPL_ENV = "RABBITPROOF_IMPL"
 
@@ -16,9 +17,10 @@ class SubstituteError(RuntimeError):
     """The copy cannot stand in for the package: not a package, or the package was imported first."""
 
 
-def substitute(name: str, folder: Path) -> None:
-    """Make ``rabbitproof.<name>`` the package in ``folder`` (its ``__init__.py`` and modules) for the rest
-    of this process; SubstituteError when ``folder`` is not a package or another copy was imported first."""
+def substitute(name: str, folder: Path, also: Sequence[Path] = ()) -> None:
+    """Make ``rabbitproof.<name>`` the package in ``folder`` (its ``__init__.py`` and modules, then those of
+    the folders ``also`` that ``folder`` lacks) for the rest of this process; SubstituteError when
+    ``folder`` is not a package or another copy was imported first."""
     full = f"rabbitproof.{name}"
     init = Path(folder) / "__init__.py"
     if not init.is_file():
@@ -28,7 +30,8 @@ def substitute(name: str, folder: Path) -> None:
         if Path(loaded.__file__ or "").resolve() == init.resolve():
             return
         raise SubstituteError(f"{full} was imported from {loaded.__file__} before {folder} could stand in for it")
-    spec = importlib.util.spec_from_file_location(full, init, submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(full, init,
+                                                  submodule_search_locations=[str(folder), *map(str, also)])
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[full] = module

@@ -95,7 +95,10 @@ class Expander:
         if self.subsumption is not None:
             keyed = RecentFingerprints(keyed_fingerprint(self.fingerprint, self.subsumption.split, exact))
             self.keyed = keyed
-            self.spent_of: Callable[[Any], tuple] = lambda state: keyed(state)[2]
+            # A state's counters: the model's ``spent(state)`` where it offers one (they are ``split``'s, read
+            # without hashing the state), else those ``keyed`` gives.
+            self.spent_of: Callable[[Any], tuple] = getattr(self.subsumption, "spent", None) or \
+                (lambda state: keyed(state)[2])
             self.fingerprint = lambda state: keyed(state)[0]
         elif self.fingerprint is not hash and self.fingerprint is not the_state:
             self.fingerprint = RecentFingerprints(self.fingerprint)    # a state met again is not canonicalised again

@@ -19,27 +19,37 @@ CAPACITY = 32_768       # states per generation: on the issue-23 setup, 20,000 a
 
 
 class RecentFingerprints:
-    """``fingerprint(state)`` remembered for the states met lately (module docstring)."""
+    """``fingerprint(state)`` remembered for the states met lately (module docstring).
+
+    The generations are keyed by the state's hash and hold (state, fingerprint): a state is hashed once
+    a call (hashing a state walks all of it, a dict keyed by the state would hash it again for each
+    generation it looks in and for the insertion), and its fingerprint is used only when the state kept
+    is equal to it, so two states whose hashes collide each get their own."""
 
     def __init__(self, fingerprint: Callable[[Any], Any], capacity: int = CAPACITY) -> None:
         if capacity < 1:
             raise ValueError("RecentFingerprints needs a capacity of at least 1")
         self.fingerprint = fingerprint
         self.capacity = capacity
-        self.newer: dict[Any, Any] = {}
-        self.older: dict[Any, Any] = {}
+        self.newer: dict[int, tuple[Any, Any]] = {}
+        self.older: dict[int, tuple[Any, Any]] = {}
         self.computed = 0               # fingerprints computed (the others were remembered)
 
     def __call__(self, state: Any) -> Any:
-        fp = self.newer.get(state)
-        if fp is not None:
-            return fp
-        fp = self.older.get(state)
-        if fp is None:
-            fp = self.fingerprint(state)
+        h = hash(state)
+        met = self.newer.get(h)
+        if met is not None and (met[0] is state or met[0] == state):
+            return met[1]
+        met = self.older.get(h)
+        if met is None or not (met[0] is state or met[0] == state):
+            met = (state, self.fingerprint(state))
             self.computed += 1
         newer = self.newer
-        newer[state] = fp
+        newer[h] = met
         if len(newer) >= self.capacity:
             self.older, self.newer = newer, {}
-        return fp
+        return met[1]
+
+    def remembered(self) -> tuple[dict[Any, Any], dict[Any, Any]]:
+        """The older and the newer generation, each as {state: fingerprint}."""
+        return ({s: fp for s, fp in self.older.values()}, {s: fp for s, fp in self.newer.values()})

@@ -3,7 +3,8 @@ having spent less of its budgets is.
 
 The model offers it through its ``subsumption(config)`` hook (spark_check.reductions), an object whose
 ``split(state)`` returns ``(rest, spent)``: the state with its budget counters cleared, and the counters,
-a tuple of ints. Two states with the same ``rest`` are *twins*; a twin whose ``spent`` is below another's
+a tuple of ints (and, if it likes, ``spent(state)``: the counters alone, which the engines then read
+without fingerprinting the state). Two states with the same ``rest`` are *twins*; a twin whose ``spent`` is below another's
 in every component (and not equal) *covers* it. The model vouches, with its argument
 (`rabbitproof check`'s: rabbitproof.check.spent_budgets), that a covering twin can do everything the
 covered one can and reach the same verdicts, that only steps no fairness asks for spend a budget, and

@@ -1,5 +1,6 @@
 """The compiled spec (rabbitproof/compiled.py): it type-checks, it is refused when it is not of the spec
-as it is now, and built for real it gives the pure-Python spec's counts and answers."""
+and of check's compiled modules as they are now, and built for real it gives the pure-Python code's
+counts and answers."""
 from __future__ import annotations
 
 import json
@@ -23,39 +24,56 @@ def run(args: list[str], fast: str | None, cwd: Path | None = None) -> subproces
                           capture_output=True, text=True, timeout=600)
 
 
-def fake_build(tmp_path: Path) -> tuple[Path, Path]:
-    """A spec's sources and a build directory recording them, with no compiled module in it (enough for
-    the checks made before a build is used)."""
+def fake_build(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Copies of the spec and of rabbitproof/check, and a build directory recording them, with no compiled
+    module in it (enough for the checks made before a build is used)."""
     sources = tmp_path / "src" / "spec"
     shutil.copytree(compiled.SOURCES, sources, ignore=shutil.ignore_patterns("__pycache__"))
+    check = tmp_path / "src" / "check"
+    shutil.copytree(compiled.CHECK_SOURCES, check, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path / "fast"
     out.mkdir()
     (out / compiled.RECORD).write_text(json.dumps({"python": compiled.python_tag(),
-                                                   "sources": compiled.source_hashes(sources)}))
-    return sources, out
+                                                   "sources": compiled.source_hashes(sources, check)}))
+    return sources, check, out
 
 
 def test_a_build_of_the_sources_as_they_are_is_usable(tmp_path: Path) -> None:
-    sources, out = fake_build(tmp_path)
-    assert compiled.why_not_usable(out, sources) is None
+    sources, check, out = fake_build(tmp_path)
+    assert compiled.why_not_usable(out, sources, check) is None
 
 
 def test_a_build_of_other_sources_is_refused_naming_the_files_that_changed(tmp_path: Path) -> None:
-    sources, out = fake_build(tmp_path)
+    sources, check, out = fake_build(tmp_path)
     broker = sources / "broker.py"
     broker.write_text(broker.read_text() + "\n# changed\n")
     (sources / "extra.py").write_text("")
-    problem = compiled.why_not_usable(out, sources)
+    problem = compiled.why_not_usable(out, sources, check)
     assert problem is not None and "spec/broker.py" in problem and "spec/extra.py" in problem
-    assert "spec/machine.py" not in problem
+    assert "spec/machine.py" not in problem and "rabbitproof/check" not in problem
+
+
+def test_a_build_of_other_check_modules_is_refused_but_not_for_a_module_it_does_not_compile(tmp_path: Path) -> None:
+    sources, check, out = fake_build(tmp_path)
+    assert "report" not in compiled.CHECK_MODULES
+    report = check / "report.py"                    # interpreted: found in the checkout, never in the build
+    report.write_text(report.read_text() + "\n# changed\n")
+    assert compiled.why_not_usable(out, sources, check) is None
+    observer = check / "observer.py"
+    observer.write_text(observer.read_text() + "\n# changed\n")
+    problem = compiled.why_not_usable(out, sources, check)
+    assert problem is not None and problem.endswith("rabbitproof/check/observer.py changed since")
+    observer.unlink()
+    problem = compiled.why_not_usable(out, sources, check)
+    assert problem is not None and "rabbitproof/check/observer.py changed since" in problem
 
 
 def test_a_build_for_another_python_is_refused(tmp_path: Path) -> None:
-    sources, out = fake_build(tmp_path)
+    sources, check, out = fake_build(tmp_path)
     record = json.loads((out / compiled.RECORD).read_text())
     record["python"] = "cpython-39 .cpython-39-x86_64-linux-gnu.so"
     (out / compiled.RECORD).write_text(json.dumps(record))
-    problem = compiled.why_not_usable(out, sources)
+    problem = compiled.why_not_usable(out, sources, check)
     assert problem is not None and "cpython-39" in problem
 
 
@@ -64,29 +82,36 @@ def test_the_command_refuses_a_missing_or_stale_build_before_any_work(tmp_path: 
     assert done.returncode == 2
     assert done.stderr.startswith("rabbitproof: RABBITPROOF_FAST is set, but there is no compiled spec in")
     assert "make fast" in done.stderr and "explored" not in done.stdout
-    _, out = fake_build(tmp_path)                   # recorded from a copy: the same hashes as spec/ now
+    _, _, out = fake_build(tmp_path)                # recorded from copies: the same hashes as the checkout's now
     record = json.loads((out / compiled.RECORD).read_text())
-    record["sources"]["state.py"] = "0" * 64
+    record["sources"]["spec/state.py"] = "0" * 64
     (out / compiled.RECORD).write_text(json.dumps(record))
     done = run(["explore", "ack_basics"], str(out))
     assert done.returncode == 2 and "spec/state.py changed since" in done.stderr
+    record["sources"]["spec/state.py"] = compiled.source_hashes()["spec/state.py"]
+    record["sources"]["rabbitproof/check/cycles.py"] = "0" * 64
+    (out / compiled.RECORD).write_text(json.dumps(record))
+    done = run(["check", "examples/auto-ack.toml"], str(out), cwd=compiled.ROOT)
+    assert done.returncode == 2 and done.stderr.strip().endswith("unset RABBITPROOF_FAST to use the pure-Python spec")
+    assert "rabbitproof/check/cycles.py changed since" in done.stderr and not done.stdout
 
 
 def test_the_modules_to_compile_type_check(tmp_path: Path) -> None:
     """mypy on the compiled modules as the build sees them: an edit that breaks their types fails
     here, not at the next `make fast`."""
-    copy = tmp_path / "rabbitproof" / "spec"
-    shutil.copytree(compiled.SOURCES, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    copy = compiled.copy_sources(tmp_path)
+    assert compiled.to_compile(tmp_path)[-len(compiled.CHECK_MODULES):] == [
+        f"rabbitproof/check/{m}.py" for m in compiled.CHECK_MODULES]
     compiled.type_check(copy)
 
 
-def test_a_type_error_stops_the_build_with_mypys_report(tmp_path: Path) -> None:
-    copy = tmp_path / "rabbitproof" / "spec"
-    shutil.copytree(compiled.SOURCES, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    network = copy / "network.py"
-    network.write_text(network.read_text() + "\n\ndef broken() -> int:\n    return 'not an int'\n")
-    with pytest.raises(compiled.CompiledSpecError, match=r"do not type-check(.|\n)*network\.py"):
-        compiled.build(tmp_path / "fast", copy)
+@pytest.mark.parametrize("folder, module", [("spec", "network"), ("check", "observer")])
+def test_a_type_error_stops_the_build_with_mypys_report(tmp_path: Path, folder: str, module: str) -> None:
+    copy = compiled.copy_sources(tmp_path / "src")
+    broken = tmp_path / "src" / "rabbitproof" / folder / f"{module}.py"
+    broken.write_text(broken.read_text() + "\n\ndef broken() -> int:\n    return 'not an int'\n")
+    with pytest.raises(compiled.CompiledSpecError, match=rf"do not type-check(.|\n)*{module}\.py"):
+        compiled.build(tmp_path / "fast", copy, check_dir=tmp_path / "src" / "rabbitproof" / "check")
     assert not (tmp_path / "fast").exists()
 
 
@@ -110,6 +135,8 @@ def established(path: Path) -> dict:
 def test_the_compiled_spec_gives_the_pure_specs_counts_and_answers(tmp_path: Path) -> None:
     out = compiled.build(tmp_path / "fast")
     assert sorted(p.name.split(".")[0] for p in (out / "rabbitproof" / "spec").glob("*.so")) == sorted(compiled.MODULES)
+    assert sorted(p.name.split(".")[0] for p in (out / "rabbitproof" / "check").glob("*.so")) == \
+        sorted(compiled.CHECK_MODULES)
     root = compiled.ROOT
     for n, args in enumerate(EXPLORED + CHECKED):
         facts = []
@@ -126,8 +153,10 @@ def test_the_compiled_spec_gives_the_pure_specs_counts_and_answers(tmp_path: Pat
         assert facts[0]["distinct_states"] > 1000
     done = run(["verify", "--part", "crosshair"], str(out))         # CrossHair reads the Python source
     assert done.returncode == 2 and "unset RABBITPROOF_FAST" in done.stderr
-    probe = "import rabbitproof, rabbitproof.compiled as c; print(c.in_use())"
-    for fast, expected in ((None, "False"), (str(out), "True")):
+    probe = ("import rabbitproof, rabbitproof.compiled as c, rabbitproof.check.observer as o, "
+             "rabbitproof.check.answers as a; print(c.in_use(), o.__file__.endswith('.py'), a.__file__)")
+    for fast, expected in ((None, "False True"), (str(out), "True False")):
         env = {k: v for k, v in os.environ.items() if k != compiled.ENV} | ({compiled.ENV: fast} if fast else {})
-        assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
-                              text=True).stdout.strip() == expected
+        printed = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout.split()
+        # check's interpreted modules are the checkout's own, compiled or not
+        assert " ".join(printed[:2]) == expected and printed[2] == str(compiled.CHECK_SOURCES / "answers.py")

@@ -24,13 +24,27 @@ def test_each_state_gets_its_own_fingerprint_computed_once_while_remembered() ->
     assert [recent(s) for s in ("a", "bb", "a", "ccc")] == [of(s) for s in ("a", "bb", "a", "ccc")]
     assert calls == ["a", "bb", "ccc"] and recent.computed == 3      # "a" the second time: remembered
     # Generations of 2: {a, bb} became the older one when the newer filled, then {a, ccc} did.
-    assert recent.older == {"a": of("a"), "ccc": of("ccc")} and recent.newer == {}
+    assert recent.remembered() == ({"a": of("a"), "ccc": of("ccc")}, {})
     recent("a")                 # from the older generation into the newer, not computed
-    assert recent.computed == 3 and recent.newer == {"a": of("a")}
+    assert recent.computed == 3 and recent.remembered()[1] == {"a": of("a")}
     recent("bb")                # dropped with its generation: computed again
-    assert recent.computed == 4 and recent.older == {"a": of("a"), "bb": of("bb")}
+    assert recent.computed == 4 and recent.remembered()[0] == {"a": of("a"), "bb": of("bb")}
     recent("ccc")
     assert recent.computed == 5
+
+
+class Colliding(str):
+    """A state whose hash is the same as every other's: equal states only are one."""
+
+    def __hash__(self) -> int:
+        return 7
+
+
+def test_states_whose_hashes_collide_each_get_their_own_fingerprint() -> None:
+    recent = RecentFingerprints(len)
+    assert [recent(Colliding(s)) for s in ("a", "bb", "a", "ccc", "bb")] == [1, 2, 1, 3, 2]
+    assert recent.computed == 5         # each state met replaced the other one kept under the same hash
+    assert recent(Colliding("bb")) == 2 and recent.computed == 5
 
 
 def test_a_capacity_below_one_is_refused() -> None:

@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from rich.console import Console
 
-from rabbitproof.bench import (broker, check, compiled, conformance, engines, fuzz, recorded_trace, reductions,
-                               replay, trace_checker)
+from rabbitproof.bench import (broker, check, check_cost, compiled, conformance, engines, fuzz, recorded_trace,
+                               reductions, replay, trace_checker)
 from rabbitproof.bench.document import TableKeeper, table_json
 from rabbitproof.exits import BAD_INPUT, FOUND, NOTHING_FOUND, UNDECIDED, worst
 from rabbitproof.options import fail
@@ -32,6 +32,8 @@ PARTS: dict[str, tuple[Callable[[Sequence[str], Console | None], int], str]] = {
     "conformance": (conformance.main, "conformance steps per second against each target"),
     "fuzz": (fuzz.main, "our broker fuzzed with bad frames, every answer judged; RabbitMQ 3.10.8's beside it"),
     "check": (check.main, "rabbitproof check on the benchmark setup (two publishers of 1 and 2 messages), each engine, timed"),
+    "check-cost": (check_cost.main, "check's exhaustive search: microseconds a state here and in another checkout "
+                                    "or compiled, measured alternately"),
     "replay": (replay.main, "every example's \"can happen\" answers replayed on our broker and RabbitMQ 3.10.8, with real crashes"),
 }
 
@@ -47,6 +49,7 @@ EVERYTHING: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("broker", ()),
     ("conformance", ("--programs", "60")),
     ("fuzz", ()),
+    ("check-cost", ("--fast",)),
     ("replay", ()),
 )
 

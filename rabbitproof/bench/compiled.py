@@ -43,6 +43,19 @@ def imports_compiled(fast: bool) -> bool:
     return done.stdout.strip() == "True"
 
 
+def ensure_built(out: Any, prog: str) -> bool:
+    """Build the compiled spec when it is missing or stale (`make fast`), saying so on ``out``; False, with
+    the reason on stderr after ``prog``, when it cannot be built."""
+    if compiled.why_not_usable():
+        out.print("building the compiled spec (make fast) ...")
+        try:
+            compiled.build()
+        except compiled.CompiledSpecError as e:
+            print(f"{prog}: {e}", file=sys.stderr)
+            return False
+    return True
+
+
 def explore(config: str, fast: bool) -> dict[str, Any]:
     """One `rabbitproof explore` run in a process of its own; its JSON result."""
     env = environment(fast)
@@ -75,13 +88,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     out = console or output_console()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    if compiled.why_not_usable():
-        out.print("building the compiled spec (make fast) ...")
-        try:
-            compiled.build()
-        except compiled.CompiledSpecError as e:
-            print(f"rabbitproof bench compiled: {e}", file=sys.stderr)
-            return 1
+    if not ensure_built(out, "rabbitproof bench compiled"):
+        return 1
     if not imports_compiled(True) or imports_compiled(False):
         print("rabbitproof bench compiled: the runs would not compare the compiled spec with the pure one "
               f"({compiled.ENV}=1 does not select the build, or the pure runs load it)", file=sys.stderr)

@@ -43,9 +43,10 @@ def unspent(state: State, endless: tuple[str, ...]) -> State:
     """``state`` with the budgets ``endless`` names back at 0: the spec only compares a budget's counter
     with the configuration's bound, so this is the spec with no bound on them."""
     used = state.used
-    if not any(getattr(used, name) for name in endless):
-        return state
-    return with_used(state, used._replace(**{name: 0 for name in endless}))
+    for name in endless:            # a loop, not any(...): this runs after every step of the machine
+        if getattr(used, name):
+            return with_used(state, used._replace(**{name: 0 for name in endless}))
+    return state
 
 
 # --- tags renumbered --------------------------------------------------------------------------------
@@ -58,6 +59,18 @@ def _channel_tags(conn: Any, c: int, ch: int, ghost: Any) -> list[int]:
     """Every delivery tag channel ``ch`` of connection ``c`` names anywhere, and its next tag. Each place is
     looked at only when it holds something: most are empty in most states, and this runs for every channel
     of every successor."""
+    tags = set(_conn_tags(conn)[ch - 1])
+    if ghost.held:
+        tags.update([e[2] for e in ghost.held if e[0] == c and e[1] == ch])
+    if ghost.worked:
+        tags.update([e[2] for e in ghost.worked if e[0] == c and e[1] == ch])
+    tags.discard(0)                                 # "none" (last_tag) and "all" (ACK-3): not a tag
+    return sorted(tags)
+
+
+def _tags_in(conn: Any, ch: int) -> list[int]:
+    """The delivery tags channel ``ch`` of ``conn`` names in the connection itself, and its next tag, sorted
+    (0, "none" or "all", left out)."""
     channel, view = conn.channels[ch - 1], conn.clients[ch - 1]
     tags = {channel.next_tag, view.last_tag}
     if channel.unacked:
@@ -76,12 +89,25 @@ def _channel_tags(conn: Any, c: int, ch: int, ghost: Any) -> list[int]:
         tags.update([f.delivery_tag for f in fifo if f.method in _SETTLED])
     if conn.auto:
         tags.update([a[1] for a in conn.auto if a[0] == ch])
-    if ghost.held:
-        tags.update([e[2] for e in ghost.held if e[0] == c and e[1] == ch])
-    if ghost.worked:
-        tags.update([e[2] for e in ghost.worked if e[0] == c and e[1] == ch])
-    tags.discard(0)                                 # "none" (last_tag) and "all" (ACK-3): not a tag
+    tags.discard(0)
     return sorted(tags)
+
+
+_CONN_TAGS: dict[int, tuple[Any, tuple[list[int], ...]]] = {}    # id(conn) -> (conn, ``_tags_in`` of each channel)
+CONN_TAGS_CAPACITY = 65_536
+
+
+def _conn_tags(conn: Any) -> tuple[list[int], ...]:
+    """``_tags_in`` of every channel of ``conn``, remembered by the connection's identity: a connection is
+    shared by every state where it is as it was, and tags are renumbered for every successor."""
+    known = _CONN_TAGS.get(id(conn))
+    if known is not None and known[0] is conn:
+        return known[1]
+    if len(_CONN_TAGS) >= CONN_TAGS_CAPACITY:
+        _CONN_TAGS.clear()
+    tags = tuple(_tags_in(conn, ch) for ch in range(1, len(conn.channels) + 1))
+    _CONN_TAGS[id(conn)] = (conn, tags)
+    return tags
 
 
 def canonical(watched: Any) -> Any:
@@ -112,10 +138,11 @@ def renumber_tags(watched: Any) -> Any:
     included, renumbered 1, 2, ... in their order (the module docstring says why)."""
     state, ghost = watched
     maps: dict[tuple[int, int], dict[int, int]] = {}
+    marked = {e[0] for e in ghost.held + ghost.worked}      # the clients the ghost names tags of
     for c, conn in enumerate(state.conns):
-        for ch in range(1, len(conn.channels) + 1):
-            tags = _channel_tags(conn, c, ch, ghost)
-            if tags[-1] != len(tags):               # sorted and distinct: 1..n exactly when the last is n
+        for ch, own in enumerate(_conn_tags(conn), 1):
+            tags = _channel_tags(conn, c, ch, ghost) if c in marked else own
+            if tags and tags[-1] != len(tags):      # sorted and distinct: 1..n exactly when the last is n
                 maps[(c, ch)] = {t: n for n, t in enumerate(tags, 1)}
     if not maps:
         return watched
@@ -197,6 +224,11 @@ _SINGLE = (("the disk writes what is pending", (A.DiskFsync,)), ("the broker res
            ("the broker notices a client that vanished (a heartbeat timeout)", (A.BrokerDetect,)))
 
 
+def _orbit(renamings: tuple, c: int, ch: int) -> tuple[int, int]:
+    """The least (connection, channel) that ``renamings`` send channel ``ch`` of connection ``c`` to."""
+    return min([(c, ch)] + [(g.conns[c], g.channels[c][ch - 1]) for g in renamings])
+
+
 class SetupFairness(NamedTuple):
     """The fair classes of one setup: ``classes`` their names (bit i of a mask is class i), and the class
     of each kind of step (``class_of``). Interchangeable consumers (the setup's symmetry) share their
@@ -204,7 +236,7 @@ class SetupFairness(NamedTuple):
     worker, so that the answers are the same with the symmetry reduction and without."""
 
     classes: tuple[str, ...]
-    index: dict                     # (kind, conn or queue, ch) -> class
+    index: dict                     # type: ignore[assignment]  # (kind, conn or queue, ch) -> class
     kinds: dict                     # action class -> kind (its position in _BY_CHANNEL or _SINGLE)
 
     @staticmethod
@@ -214,10 +246,6 @@ class SetupFairness(NamedTuple):
         handle a delivery (a consumer's work before its ack), in the class of its acks; ``publishing``:
         its own kinds of publish (a republish), in the class of its publishes."""
         renamings = machine.symmetry(config).renamings
-
-        def orbit(c: int, ch: int) -> tuple[int, int]:
-            return min([(c, ch)] + [(g.conns[c], g.channels[c][ch - 1]) for g in renamings])
-
         names: list[str] = []
         index: dict = {}
         kinds: dict = {}
@@ -227,7 +255,7 @@ class SetupFairness(NamedTuple):
                 kinds[step] = kind
             for c in range(config.connections):
                 for ch in _channels(steps[0], config.channels):
-                    key = (kind,) + orbit(c, max(ch, 1))[:1] + (ch,)
+                    key = (kind,) + _orbit(renamings, c, max(ch, 1))[:1] + (ch,)
                     if key not in index:
                         index[key] = len(names)
                         who = f"c{key[1]}" + (" (on its connection)" if not ch else

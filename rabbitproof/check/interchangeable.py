@@ -1,5 +1,5 @@
 """The fingerprint of a setup state's orbit, found by sorting interchangeable clients rather than by
-trying every renaming.
+trying every renaming; and how a renaming applies to a setup's state (``rename_watched``).
 
 `rabbitproof check`'s symmetry group (``SetupMachine.symmetry``) renames connections only, one channel
 each: it is every permutation within each class of connections with the same settings (publishers with
@@ -34,7 +34,9 @@ from math import factorial
 from typing import Any, Callable
 
 from rabbitproof.spec.frames import MSG_STRIDE
-from rabbitproof.spec.symmetry import Renaming, Symmetry, conn_messages
+from rabbitproof.spec.symmetry import Renaming, Symmetry, conn_messages, message_renaming, rename, rename_messages
+
+from rabbitproof.check.observer import Ghost
 
 
 def classes_of(renamings: tuple[Renaming, ...], n: int) -> tuple[tuple[int, ...], ...] | None:
@@ -62,6 +64,9 @@ def classes_of(renamings: tuple[Renaming, ...], n: int) -> tuple[tuple[int, ...]
     return classes if size == len(renamings) + 1 else None
 
 
+OWN_CAPACITY = 65_536      # publishers' connections made relative, remembered (``SortedSymmetry.publisher_key``)
+
+
 class SortedSymmetry(Symmetry):
     """``spec.symmetry.Symmetry`` of a setup whose group permutes classes of connections: the same
     orbits, named by sorting (module docstring). ``publishers`` tells which classes publish."""
@@ -72,6 +77,7 @@ class SortedSymmetry(Symmetry):
         self.n = config.connections
         self.channels = renamings[0].channels           # every channel kept (classes_of)
         self._made: dict[tuple, Renaming | None] = {}   # the renamings _orders has built, by the orders picked
+        self._own: dict[tuple[int, Any], Any] = {}      # (publisher, connection): that connection, ids relative
         self.publisher_classes = tuple(m for m in classes if m[0] in publishers)
         self.consumer_classes = tuple(m for m in classes if m[0] not in publishers)
 
@@ -86,7 +92,7 @@ class SortedSymmetry(Symmetry):
         """The states of step 4 (module docstring): ``watched`` with its clients sorted by their keys."""
         rename = self.rename
         out = []
-        for order in self._orders(watched, self.publisher_classes, publisher_key):
+        for order in self._orders(watched, self.publisher_classes, self.publisher_key):
             sorted_publishers = watched if order is None else rename(watched, order)
             for then in self._orders(sorted_publishers, self.consumer_classes, consumer_key):
                 out.append(sorted_publishers if then is None else rename(sorted_publishers, then))
@@ -95,7 +101,7 @@ class SortedSymmetry(Symmetry):
     def _orders(self, watched: Any, classes: tuple, key: Callable[[Any, int], Any]) -> list[Renaming | None]:
         """The renamings that put each class's clients in the order of their keys, every order of tied
         keys tried (None for the identity)."""
-        choices = []
+        choices: list[tuple[tuple[int, ...], ...]] = []
         for members in classes:
             if len(members) == 2:                   # the common case, without the general machinery
                 a, b = members
@@ -118,6 +124,21 @@ class SortedSymmetry(Symmetry):
             return [None]
         return [self._renaming(classes, picked) for picked in product(*choices)]
 
+    def publisher_key(self, watched: Any, p: int) -> tuple:
+        """``publisher_key``, its connection with ids relative remembered: a search meets few distinct
+        connections of a publisher (a connection is shared by every state where its client and the broker's
+        end of it are as they were), and making one relative rebuilds all it holds."""
+        conn = watched[0].conns[p]
+        if not conn.published:
+            return (conn,)
+        own = self._own.get((p, conn))
+        if own is None:
+            if len(self._own) >= OWN_CAPACITY:
+                self._own.clear()
+            low, high = p * MSG_STRIDE, (p + 1) * MSG_STRIDE
+            own = self._own[(p, conn)] = conn_messages(conn, lambda msg: msg - low if low < msg < high else msg)
+        return publisher_key(watched, p, own)
+
     def _renaming(self, classes: tuple, picked: tuple) -> Renaming | None:
         """The renaming that sends the clients of each class, in the order ``picked``, to its connections."""
         found = self._made.get(picked)
@@ -131,9 +152,9 @@ class SortedSymmetry(Symmetry):
         return found
 
 
-def publisher_key(watched: Any, p: int) -> tuple:
-    """What no renaming changes of publisher ``p``: its connection with its own ids made relative, and
-    what the observer records of its messages, without connection numbers."""
+def publisher_key(watched: Any, p: int, own: Any = None) -> tuple:
+    """What no renaming changes of publisher ``p``: its connection with its own ids made relative (``own``
+    when the caller has it), and what the observer records of its messages, without connection numbers."""
     state, ghost = watched
     conn = state.conns[p]
     low, high = p * MSG_STRIDE, (p + 1) * MSG_STRIDE
@@ -143,7 +164,7 @@ def publisher_key(watched: Any, p: int) -> tuple:
     def relative(msg: int) -> int:
         return msg - low if low < msg < high else msg
     mine = lambda msg: low < msg < high            # noqa: E731
-    return (conn_messages(conn, relative),
+    return (conn_messages(conn, relative) if own is None else own,
             tuple((e[1],) + e[2:3] + (relative(e[3]),) for e in ghost.awaiting if e[0] == p),
             tuple((e[1], relative(e[2])) for e in ghost.tx_open if e[0] == p),
             tuple((e[1], e[2], tuple(map(relative, e[3]))) for e in ghost.committing if e[0] == p),
@@ -163,3 +184,53 @@ def consumer_key(watched: Any, c: int) -> tuple:
             tuple(e[1:] for e in ghost.worked if e[0] == c),
             tuple(e[1:] for e in ghost.prepared if e[0] == c),
             tuple(e[1:] for e in ghost.last if e[0] == c))
+
+
+def rename_watched(watched: Any, g: Any) -> Any:
+    """``watched`` (rabbitproof.check.questions.Watched) with connections and channels renamed by ``g``
+    (spec.symmetry.Renaming): the spec state, and every (conn, ch) the ghost names, with the publisher of
+    ``last`` (a connection too); and, where ``g`` moves a connection that has published, every message id of the state and the ghost
+    (spec.symmetry.rename_messages), sets of ids sorted again. It runs for every renamed state the
+    symmetry builds, so an empty field of the ghost (most are, in most states) is kept as it is."""
+    conns_of, channels_of = g.conns, g.channels
+
+    def at(e: tuple) -> tuple:
+        c = e[0]
+        return (conns_of[c], channels_of[c][e[1] - 1]) + e[2:]
+
+    def moved(entries: tuple) -> tuple:
+        return tuple(sorted(map(at, entries))) if entries else entries
+
+    state, gh = watched
+    conns = state.conns
+    of = message_renaming(g) if any(d != c and conns[c].published for c, d in enumerate(conns_of)) else None
+    believed, returned, counts, tx_open, committing = gh.believed, gh.returned, gh.counts, gh.tx_open, gh.committing
+    awaiting, held, last, copies, redo = gh.awaiting, gh.held, gh.last, gh.copies, gh.redo
+    if of is not None:
+        state = rename_messages(state, of)
+        if copies:
+            copies = tuple(sorted((of(m), of(o)) for m, o in copies))
+        if redo:
+            redo = tuple((c, of(m)) for c, m in redo)
+        if believed:
+            believed = tuple(sorted(map(of, believed)))
+        if returned:
+            returned = tuple(sorted(map(of, returned)))
+        if counts:
+            counts = tuple(sorted((of(m), p) for m, p in counts))
+        if tx_open:
+            tx_open = tuple(e[:2] + (of(e[2]),) for e in tx_open)
+        if committing:
+            committing = tuple(e[:3] + (tuple(sorted(map(of, e[3]))),) for e in committing)
+        if awaiting:
+            awaiting = tuple(e[:3] + (of(e[3]),) for e in awaiting)
+        if held:
+            held = tuple(e[:3] + (of(e[3]),) for e in held)
+        if last:
+            last = tuple(e[:3] + (of(e[3]),) for e in last)
+    if last:
+        last = tuple(sorted(at(e)[:2] + (conns_of[e[2]], e[3]) for e in last))
+    ghost = Ghost(moved(tx_open), moved(committing), moved(awaiting), believed, returned, moved(held), counts, last,
+                  gh.disorder, moved(gh.prepared), moved(gh.worked), copies,
+                  tuple(sorted((conns_of[c], m) for c, m in redo)) if redo else redo)
+    return type(watched)(rename(state, g), ghost)

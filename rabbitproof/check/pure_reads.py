@@ -7,7 +7,7 @@ Which reads
 queue.declare-ok, queue.bind-ok, basic.qos-ok, basic.consume-ok, basic.cancel-ok, basic.recover-ok,
 confirm.select-ok, tx.select-ok, tx.rollback-ok, queue.purge-ok, queue.delete-ok (``PURE``: the methods
 ``spec.frames.METHODS`` marks ``plain``; tests/test_spec_frames.py holds the client to the mark). The
-observer records nothing either (``questions.observe`` reads deliveries, confirms, returns, commit-oks
+observer records nothing either (``observer.observe`` reads deliveries, confirms, returns, commit-oks
 and closes). basic.get-empty is left out: a polling consumer waits for it (``_programs_take``), and
 channel.open-ok, which opens the client's view, too.
 

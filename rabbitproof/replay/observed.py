@@ -1,5 +1,5 @@
 """What the applications of a replay believe and do, kept as the real run goes (the replay's own
-counterpart of the observer of rabbitproof.check.questions), and whether it shows the answer's event.
+counterpart of the observer of `check`, rabbitproof.check.observer), and whether it shows the answer's event.
 
 A publisher believes a message delivered when its publish is written (no confirms, no transaction), when the
 broker's basic.ack covers it (confirm mode) or when the commit holding it is answered; a consumer processes a
