@@ -183,8 +183,8 @@ def prove_step(inv: Invariant, cls: type, helpers: Iterable[Invariant], budget: 
 # built other terms before (the whole test suite before tests/test_proofs_inductive.py); another seed
 # is another search, and an answer from any of them is as good as the first.
 #
-# The seeds' work is far apart: one planted fault's counterexample came in 0.06 s with one seed, in
-# 3 to 9 s with three others, and not within 60 s with two. So the seeds first get the budget each,
+# The random seeds' work is far apart: one planted fault's counterexample came in 0.06 s with one seed, in
+# 3 to 9 s with three others, and not within 60 s with two. So each random seed first gets the budget,
 # and only then the first ones ``budgets.RETRY`` times the budget (the retry).
 _SEEDS = (0, 1, 2, 3)
 _FULL_SEEDS = (0, 1, 2)

@@ -4,7 +4,7 @@ Under the symmetry reduction a fingerprint names a state's orbit: the state's cl
 the state rebuilt under the renaming (``spec.symmetry``, ``rabbitproof.check.interchangeable``), which
 costs many times a hash. Most successors a search builds are states it has met before, reached by
 another interleaving, and most of those are the very same state (not only one of its orbit), met a
-few levels apart: 69% of the successors of the issue-23 setup of `rabbitproof check`, whose search
+few levels apart: 69% of the successors of the two-publisher benchmark setup of `rabbitproof check`, whose search
 spent half its time fingerprinting. ``RecentFingerprints`` looks a state up among the ones it has
 fingerprinted lately (a dict keyed by the state itself: hash and equality, exact) and computes the
 fingerprint only when it is not there. The fingerprints are the ones computed without it, so every
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-CAPACITY = 32_768       # states per generation: on the issue-23 setup, 20,000 already found 96% of the repeats
+CAPACITY = 32_768       # states per generation: on the benchmark setup, 20,000 already found 96% of the repeats
 
 
 class RecentFingerprints:

@@ -2,7 +2,7 @@
 
 - always: invariants, split into named conjuncts; every reachable state must satisfy them.
 - sometimes: reachability; each guards an invariant against vacuity (some state must satisfy it).
-- hazard: what the seeds say does NOT hold; exploration must reach a state that falsifies it.
+- hazard: what the rules warn does NOT hold; exploration must reach a state that falsifies it.
 
 Liveness properties (``eventually``: what must happen in every fair execution) are a registry of their
 own, ``LIVENESS`` (spec.properties_api.Liveness), judged on the explored graph under the machine's

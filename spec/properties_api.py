@@ -2,7 +2,7 @@
 
 A property is a named predicate on one state, typed by what exploration expects of it (STYLE.md,
 stateright): ``always`` must hold in every reachable state, ``sometimes`` must hold in at least one
-(it guards an invariant against vacuity), and ``hazard`` is a property the seeds say does NOT hold:
+(it guards an invariant against vacuity), and ``hazard`` is a property the rules warn does NOT hold:
 exploration must reach a state where the predicate is false, and that state's trace is the
 documented counterexample.
 

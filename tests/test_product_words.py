@@ -1,6 +1,7 @@
 """Words a user knows: the product's docs, README, examples, the help of every subcommand and the text of
 its code say nothing that only makes sense inside the project's own history (an issue number, the issue's
-setup, the nth session of work, the seed documents, the helpers that worked on it)."""
+setup, the nth session of work, the seed documents, the helpers that worked on it), the Makefile's help and
+every installed module included."""
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,13 @@ INSIDE_WORDS = re.compile(
     re.I)
 
 
+SHIPPED = ("rabbitproof", "spec", "model", "impl", "proofs", "spark_check")     # what `pip install .` installs
+
+
 def product_files() -> list[Path]:
-    return ([ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "examples").rglob("*.toml"))
-            + sorted((ROOT / "rabbitproof").rglob("*.py")))
+    return ([ROOT / "README.md", ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / "rabbitproof" / "rules.toml"]
+            + sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "examples").rglob("*.toml"))
+            + sorted(p for folder in SHIPPED for p in (ROOT / folder).rglob("*.py")))
 
 
 def inside_words(text: str) -> list[str]:

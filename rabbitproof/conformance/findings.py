@@ -154,6 +154,12 @@ def _rejection(verdict, program: P.Program) -> Diagnosis:
         return Diagnosis(REJECTED, (REJECTED, tuple(rules), *where, *key), tuple(rules), statement)
 
     code = fields.get("reply_code")
+    if direction == "received" and "ch" in fields and any(
+            a[:2] == ("received", "channel.close-ok") and a[2].get("ch") == fields["ch"] for a in allowed) and not any(
+            a[2].get("ch") == fields["ch"] for a in same):
+        # The client closed this channel and the spec allows nothing like this frame on it: a reply, or a
+        # close of the broker's own for a method sent after the client's channel.close, answers past it.
+        return found(("ER-1",), f"the channel answers {method} after the client's channel.close", "after-close")
     if method in ("connection.close", "channel.close") and code == str(NOT_IMPLEMENTED) and not same:
         answers = [a[1] for a in allowed if a[1].endswith("-ok")]
         what = answers[0][:-3] if answers else "a method"
@@ -182,22 +188,21 @@ def _rejection(verdict, program: P.Program) -> Diagnosis:
             return found(("DS-2",), f"basic.get-ok's message_count is {fields['message_count']}, not the "
                                     f"{want.get('message_count')} messages left in the queue", "message_count")
         if "reply_code" in differing:
+            owed = _owed_refusal(want.get("text", ""), want.get("reply_code", ""))
+            if owed is not None:        # the close the spec owed refuses one method: its rule, beside ER-2
+                rules, what = owed
+                return found(("ER-2", *rules), f"{method} with reply code {code} where AMQP 0-9-1 requires "
+                                               f"{want.get('reply_code')} ({what})", "reply_code", code)
             return found(("ER-2",), f"{method} with reply code {code} where AMQP 0-9-1 requires "
                                     f"{want.get('reply_code')}", "reply_code", code)
         return found(("ER-2",), f"{shown}, where the spec allows {want}", *differing)
     closes = [a for a in allowed if a[1] in ("channel.close", "connection.close") and a[0] == "received"]
     if closes and method not in ("channel.close", "connection.close"):
         want = closes[0][2].get("reply_code", "")
-        text = closes[0][2].get("text", "")         # the spec's own reply text says which refusal it owed
-        if "delivery tag" in text:
-            return found(("ACK-4",), "a settlement of a delivery tag that is not outstanding is accepted, not "
-                                     "refused with 406", "unrefused")
-        if "not transactional" in text:
-            return found(("TX-10",), "tx.commit or tx.rollback on a channel that is not transactional is "
-                                     "accepted, not refused with 406", "unrefused")
-        if "exchange" in text and want == "404":
-            return found(("PC-9",), "a publish to an exchange that does not exist does not close the channel "
-                                    "with 404", "unrefused")
+        owed = _owed_refusal(closes[0][2].get("text", ""), want)
+        if owed is not None:
+            rules, what = owed
+            return found(rules, f"{what} is accepted, not refused with {want}", "unrefused")
         shown = f"{method} on the wire" if method else f"the broker is {direction}"
         return found(("ER-1",), f"the broker goes on ({shown}) where the spec closes with {want} "
                                 f"{closes[0][1]}", "unrefused", want)
@@ -232,6 +237,18 @@ def _rejection(verdict, program: P.Program) -> Diagnosis:
         return found(("ER-2",), f"the broker stays silent where it owes {owed[0] if owed else 'a reply'}",
                      "silent", owed[0] if owed else "")
     return found(("ER-2",), f"{method} where the spec allowed: {'; '.join(verdict.allowed[:2])}", "unexpected")
+
+
+def _owed_refusal(text: str, code: str) -> tuple[tuple, str] | None:
+    """The refusal a close the spec owed stands for, read from the spec's own reply text: (its rules, what
+    is refused, in words); None when the text names none of them."""
+    if "delivery tag" in text:
+        return ("ACK-4",), "a settlement of a delivery tag that is not outstanding"
+    if "not transactional" in text:
+        return ("TX-10",), "tx.commit or tx.rollback on a channel that is not transactional"
+    if "exchange" in text and code == "404":
+        return ("PC-9",), "a publish to an exchange that does not exist"
+    return None
 
 
 # What AMQP 0-9-1 leaves open and RabbitMQ 3.10.8 decides one way: the standard dialect takes either
