@@ -123,3 +123,25 @@ def test_spark_answers_by_the_same_methods_from_the_same_smaller_setups(engine, 
     # The same smaller setups, in the same order, each explored by the engine given, then the setup itself.
     assert on_spark == on_local
     assert [name for name, _ in on_spark].count("smaller") >= 3 and on_spark[-1][0] == "three-methods"
+
+
+def test_spark_finds_the_same_requeue_loop_beyond_the_search_s_bounds(engine, monkeypatch):
+    """A loop in a setup beyond the exhaustive search's bounds is searched for in its smaller setups on the
+    engine given (Spark jobs on Spark): the same smaller setup, the same lasso rebuilt in the full setup."""
+    from rabbitproof.check.larger_loops import check_lasso, search_loop
+
+    setup = read_setup(Path(__file__).resolve().parent / "fixtures" / "larger_setups" / "requeueing-workers.toml")
+    engine.reductions = DEFAULT_REDUCTIONS
+    local_engine = LocalEngine(reductions=DEFAULT_REDUCTIONS)
+    on_local, on_spark = _explorations(local_engine, monkeypatch), _explorations(engine, monkeypatch)
+    try:
+        local = search_loop(setup, 3600, engine=local_engine)
+        spark = search_loop(setup, 3600, engine=engine)
+    finally:
+        engine.reductions = ()
+    assert local.found is not None and spark.found is not None
+    assert spark.found.smaller.text() == local.found.smaller.text() and spark.found.states == local.found.states
+    assert [s.text() for s in spark.found.trace.steps] == [s.text() for s in local.found.trace.steps]
+    assert spark.found.trace.cycle_start == local.found.trace.cycle_start
+    assert check_lasso(setup, spark.found.trace) == ""
+    assert on_spark == on_local and on_spark and all(name == "smaller" for name, _ in on_spark)

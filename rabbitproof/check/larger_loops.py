@@ -354,15 +354,18 @@ class SearchedLoops:
     interrupted: str | None = None
 
 
-def search_loop(full: Setup, time_limit: float, each: float = 60.0) -> SearchedLoops:
+def search_loop(full: Setup, time_limit: float, each: float = 60.0, engine: Any = None) -> SearchedLoops:
     """Search the smaller setups of ``full``, smallest first, for a requeue loop, within ``time_limit``
     seconds in all and ``each`` a setup; the first whose lasso is rebuilt in ``full`` and passes
-    ``check_lasso`` answers."""
+    ``check_lasso`` answers. Each smaller setup is one exploration on ``engine`` (`check`'s own: on Spark,
+    Spark jobs; by default the local engine with `check`'s default reductions); the rebuilding and the
+    check are steps of ``full``'s machine, here."""
     from rabbitproof.check.answers import ACTION_TYPES, DEFAULT_REDUCTIONS, machine_for
 
     live = _loop_question().live
     out = SearchedLoops(None, [])
     start = time.monotonic()
+    engine = engine or LocalEngine(reductions=DEFAULT_REDUCTIONS)
     for smaller in smaller_setups(full):
         left = time_limit - (time.monotonic() - start)
         if left <= 0:
@@ -371,7 +374,6 @@ def search_loop(full: Setup, time_limit: float, each: float = 60.0) -> SearchedL
         setup = smaller.setup
         config = to_config(setup, name="smaller", prefetch_for=publishes(full))
         machine = machine_for(setup, beliefs=True)
-        engine = LocalEngine(reductions=DEFAULT_REDUCTIONS)
         build_reduction(engine.reductions, machine, config)
         result = engine.explore(machine, config, (), action_types=ACTION_TYPES, time_limit=min(each, left),
                                 liveness=(live,))

@@ -98,7 +98,7 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
     large = too_large(setup)
     if "loop" not in answers and large and not interrupted:
         budget = (smaller_seconds if time_limit is None else time_limit) - (time.monotonic() - start)
-        loops = search_loop(setup, max(budget, 0.0))
+        loops = search_loop(setup, max(budget, 0.0), engine=engine)
         said += loops.said
         interrupted = loops.interrupted
         if loops.found is not None:
