@@ -164,6 +164,21 @@ def test_what_the_broker_still_owes_at_the_end_must_come_PC_2_DS_1(through):
         assert status == "accepted", explanation
 
 
+def slow_confirms(conn, channel, method, raw):
+    """A broker slow at everything: each frame 0.2 s late, and each confirm 2.5 s."""
+    time.sleep(2.5 if isinstance(method, (commands.Basic.Ack, commands.Basic.Nack)) else 0.2)
+    return [raw]
+
+
+def test_a_confirm_owed_at_the_end_is_waited_for_while_the_broker_is_slow_PC_2(through):
+    """The last confirm 2.5 s late against a 1 s timeout, from a broker slow at everything: waited for,
+    accepted; dropped by a broker that answers at once, it is still owed at the end."""
+    status, _, _, explanation, *_ = outcome(LAST_CONFIRM, through(slow_confirms, timeout=1.0), judge_texts=False)
+    assert status == "accepted", explanation
+    status, _, _, explanation, *_ = outcome(LAST_CONFIRM, through(drop_confirms, timeout=1.0), judge_texts=False)
+    assert status == "rejected" and "(quiet) has no explanation" in explanation, explanation
+
+
 def test_bytes_that_are_no_frame_are_an_error(through):
     status, _, _, explanation, *_ = outcome(TWO_DELIVERIES, through(garbage_after_consume_ok), judge_texts=False)
     assert status == "error" and explanation.startswith(

@@ -519,7 +519,8 @@ def probed_channels(ops: tuple) -> list:
 
 def quiesce(slots: list, target, probe: _Probe, unasked: bool = True) -> None:
     """The end of a program: a round trip on every channel of every client, the confirms still owed
-    (PC-2: `unconfirmed`; for no longer than the target's timeout), then reading until the target has
+    (PC-2: `unconfirmed`; for no longer than the target's timeout, or longer while the broker is slow:
+    `TcpTarget.slow`), then reading until the target has
     been quiet for `target.final_quiet` (when the broker may send something unasked: `unasked_possible`;
     otherwise the round trips have brought everything); each recording gets its "quiet" mark there."""
     for slot in slots:
@@ -528,7 +529,13 @@ def quiesce(slots: list, target, probe: _Probe, unasked: bool = True) -> None:
         slot.write(probe.frames(P.CHANNELS), probe.replies(P.CHANNELS), None)
         probe.seen(slot.conn)
     deadline = time.monotonic() + getattr(target, "timeout", 0.0)
-    while any(not slot.dead() and unconfirmed(slot.conn) for slot in slots) and time.monotonic() < deadline:
+    extensions = 0
+    while any(not slot.dead() and unconfirmed(slot.conn) for slot in slots):
+        if time.monotonic() >= deadline:
+            if extensions == EXTENSIONS or not hasattr(target, "slow") or not target.slow():
+                break                   # silent, not slow (TcpTarget.slow)
+            extensions += 1
+            deadline = time.monotonic() + target.timeout
         settle_together(slots, 0.001)
     settle_together(slots, target.final_quiet if unasked else 0.0)
     now = time.monotonic()
