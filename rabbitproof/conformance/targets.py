@@ -243,6 +243,12 @@ class TcpTarget:
 
 # ---------------------------------------------------------------- the runner
 
+def slow(target) -> bool:
+    """Whether a reply late by the target's timeout is worth waiting on (`TcpTarget.slow`); a target
+    that cannot tell (in process) is never slow."""
+    return hasattr(target, "slow") and target.slow()
+
+
 @dataclass
 class Run:
     """What running a program recorded: per slot, the command log of each TCP connection it made."""
@@ -315,7 +321,7 @@ class _Slot:
                 if deadline is not None and time.monotonic() > deadline:
                     if conn.pump(0):
                         continue            # frames came while this process was not running: read them first
-                    if extensions == EXTENSIONS or not self.target.slow():
+                    if extensions == EXTENSIONS or not slow(self.target):
                         break               # silent, not slow (TcpTarget.slow)
                     extensions += 1
                     deadline = time.monotonic() + self.target.timeout
@@ -532,7 +538,7 @@ def quiesce(slots: list, target, probe: _Probe, unasked: bool = True) -> None:
     extensions = 0
     while any(not slot.dead() and unconfirmed(slot.conn) for slot in slots):
         if time.monotonic() >= deadline:
-            if extensions == EXTENSIONS or not hasattr(target, "slow") or not target.slow():
+            if extensions == EXTENSIONS or not slow(target):
                 break                   # silent, not slow (TcpTarget.slow)
             extensions += 1
             deadline = time.monotonic() + target.timeout
