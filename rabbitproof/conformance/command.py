@@ -39,7 +39,7 @@ from rabbitproof.output import print_json, stdout_console, verdict_line
 from rabbitproof.conformance.judge import INFORMATIVE, Judgement, judge, later, wire_problem
 from rabbitproof.conformance.replay import script
 from rabbitproof.conformance.shrink import MAX_RERUNS
-from rabbitproof.conformance.targets import REPLY_TIMEOUT, TcpTarget, run_program
+from rabbitproof.conformance.targets import EXTENSIONS, REPLY_TIMEOUT, TcpTarget, run_program
 from rabbitproof.recording.rawclient import ConnectionClosed, ConnectionLost, ProtocolViolation, RawConnection
 
 
@@ -371,8 +371,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop running programs (and shrinking) after this many seconds and report what was "
                              "found (exit 3 when no program finished)")
     parser.add_argument("--reply-timeout", type=float, default=REPLY_TIMEOUT, metavar="SECONDS",
-                        help=f"how long to wait for a reply before reporting that the broker did not answer "
-                             f"(default {REPLY_TIMEOUT:g}; more for a broker on a loaded or slow machine)")
+                        help=f"how long to wait for a reply before reporting that the broker did not answer, "
+                             f"when it answers a new connection at once (default {REPLY_TIMEOUT:g}; a broker slow "
+                             f"at that too is waited for up to {EXTENSIONS + 1} times as long)")
     parser.add_argument("--no-probes", action="store_true",
                         help="run only generated programs (default: first a short program per rule of the catalogue)")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
