@@ -211,7 +211,7 @@ def run_bmc(console: Console, hazards: Sequence[str] = ()) -> PartResult:
 def run_crosshair(console: Console) -> PartResult:
     """proofs.contracts: every postcondition is a check; one with a counterexample fails, one CrossHair
     did not report on fails too (silence is not a pass); "not confirmed" (no counterexample within
-    CrossHair's limit of CPU time) passes, as a bounded search; a CrossHair that went wrong leaves its
+    the budget of paths and Z3 resource units, the same under any load) passes, as a bounded search; a CrossHair that went wrong leaves its
     postconditions unknown."""
     started = time.perf_counter()
     outcomes = check_all()

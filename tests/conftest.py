@@ -24,6 +24,7 @@ from rabbitproof.brokers import Broker, BrokerKind, make_broker
 from rabbitproof.brokers.impl_broker import ImplBroker
 from rabbitproof.brokers.rabbitmq import RabbitMQNode
 from rabbitproof.recording.rawclient import RawConnection
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
 @pytest.fixture(scope="session")
@@ -79,10 +80,12 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[[BrokerKind], Broker]]:
 
 @pytest.fixture
 def raw_connect() -> Iterator[Callable[..., RawConnection]]:
-    """connect(broker, **kw) opens a RawConnection to a broker; all are closed after the test."""
+    """connect(broker, **kw) opens a RawConnection to a broker; all are closed after the test. A reply
+    may take REPLY_PATIENCE unless kw says otherwise."""
     opened: list[RawConnection] = []
 
     def connect(broker: Broker, **kwargs: object) -> RawConnection:
+        kwargs.setdefault("timeout", REPLY_PATIENCE)
         conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, **kwargs)
         opened.append(conn)
         return conn
@@ -102,8 +105,10 @@ def broker(request: pytest.FixtureRequest) -> Broker:
 
 @pytest.fixture
 def conn(broker: Broker) -> Iterator[RawConnection]:
-    """For tests run on both brokers: a raw connection to ``broker`` with channel 1 open."""
-    connection = RawConnection.connect(broker.host, broker.port, broker.user, broker.password)
+    """For tests run on both brokers: a raw connection to ``broker`` with channel 1 open, its replies
+    waited for up to REPLY_PATIENCE."""
+    connection = RawConnection.connect(broker.host, broker.port, broker.user, broker.password,
+                                       timeout=REPLY_PATIENCE)
     connection.channel_open(1)
     try:
         yield connection
@@ -114,10 +119,12 @@ def conn(broker: Broker) -> Iterator[RawConnection]:
 @pytest.fixture
 def connect(broker: Broker) -> Iterator[Callable[..., RawConnection]]:
     """For tests run on both brokers: connect(*channels, **kw) opens a raw connection to ``broker`` (kw
-    as ``RawConnection.connect`` takes them) with those channels open; all are closed after the test."""
+    as ``RawConnection.connect`` takes them; a reply may take REPLY_PATIENCE unless they say otherwise) with
+    those channels open; all are closed after the test."""
     opened: list[RawConnection] = []
 
     def make(*channels: int, **kwargs: object) -> RawConnection:
+        kwargs.setdefault("timeout", REPLY_PATIENCE)
         conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, **kwargs)
         opened.append(conn)
         for channel in channels:

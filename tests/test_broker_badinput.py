@@ -42,6 +42,7 @@ from rabbitproof.recording.rawclient import (
     ProtocolViolation,
     RawConnection,
 )
+from tests.fixtures.patience import REPLY_PATIENCE
 
 SEED = int(os.environ.get("RABBITPROOF_BADINPUT_SEED", "501502503"))
 WORKERS = 5
@@ -408,7 +409,7 @@ def test_bad_input_is_refused_cleanly_while_a_good_client_is_served(kind, reques
     assert rounds_during_attack >= GOOD_ROUNDS, f"the good client was served only {rounds_during_attack} rounds"
     assert len(outcomes) >= WORKERS * CASES_PER_WORKER
     # The broker still serves a new client after all that.
-    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password) as after:
+    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password, timeout=REPLY_PATIENCE) as after:
         after.channel_open(1)
         after.rpc(1, commands.Basic.Qos(prefetch_count=1))
 
@@ -448,5 +449,5 @@ def test_bad_protocol_header_gets_our_header_and_a_close(kind, request):
     print(f"\n{kind}: {len(attempts)} bad protocol headers; answered with the 0-9-1 header: "
           f"{with_header}, closed silently: {answers.count(b'')}")
     assert broker.is_running()
-    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password) as after:
+    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password, timeout=REPLY_PATIENCE) as after:
         after.channel_open(1)

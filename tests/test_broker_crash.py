@@ -27,6 +27,7 @@ from pamqp import commands
 from rabbitproof.brokers import Broker
 from rabbitproof.brokers.rabbitmq import RabbitMQNode
 from rabbitproof.recording.rawclient import ConnectionLost, RawConnection, ServerClosed, persistent
+from tests.fixtures.patience import REPLY_PATIENCE
 
 QUEUE = "crash-durable"
 CYCLES = {"impl": 20, "rabbitmq": 3}
@@ -86,8 +87,10 @@ class CycleReport:
 def publish_and_consume_until_killed(broker: Broker, ledger: Ledger, report: CycleReport,
                                      rng: random.Random) -> None:
     """Run publisher and consumer until the broker, killed at `report.kill_after` s, drops both."""
-    pub = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, label="publisher")
-    cons = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, label="consumer")
+    pub = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, label="publisher",
+                                 timeout=REPLY_PATIENCE)
+    cons = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, label="consumer",
+                                  timeout=REPLY_PATIENCE)
     pub.channel_open(1)
     pub.confirm_select(1)
     cons.channel_open(1)
@@ -169,14 +172,15 @@ def publish_and_consume_until_killed(broker: Broker, ledger: Ledger, report: Cyc
 
 def drain_and_check(broker: Broker, ledger: Ledger, report: CycleReport, rng: random.Random) -> None:
     """Read every message of the restarted queue, compare with the ledger, ack about half of them."""
-    conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, label="checker")
+    conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, label="checker",
+                                  timeout=REPLY_PATIENCE)
     try:
         conn.channel_open(1)
         ready = int(conn.queue_declare(1, QUEUE, durable=True, passive=True).message_count)
         conn.basic_consume(1, QUEUE)  # no prefetch bound: everything ready is delivered
         present: dict[int, int] = {}  # message id -> delivery tag, in delivery order
         for _ in range(ready):
-            delivery = conn.expect(1, commands.Basic.Deliver, timeout=30)
+            delivery = conn.expect(1, commands.Basic.Deliver, timeout=REPLY_PATIENCE)
             message_id = message_id_of(delivery.body)
             assert message_id not in present, f"message {message_id} is in the queue twice after the restart"
             assert message_id in ledger.published, f"message {message_id} was never published"
@@ -204,8 +208,8 @@ def drain_and_check(broker: Broker, ledger: Ledger, report: CycleReport, rng: ra
             conn.basic_ack(1, present[message_id])
         # The unacknowledged rest goes back to the queue when the connection closes (RQ-4).
         # A round trip: the acks were processed. As long a wait as for the deliveries: a node just restarted
-        # may take more than the default 10 s to answer after thousands of acks (seen once in CI, RabbitMQ).
-        conn.rpc(1, commands.Basic.Qos(prefetch_count=1000), timeout=30)
+        # may take more than 10 s to answer after thousands of acks (seen once in CI, RabbitMQ).
+        conn.rpc(1, commands.Basic.Qos(prefetch_count=1000), timeout=REPLY_PATIENCE)
     finally:
         conn.close(timeout=10)
 
@@ -215,7 +219,8 @@ def ack_until_killed(broker: Broker, ledger: Ledger, report: CycleReport, rng: r
     """Consume and acknowledge about half of the queue, in batches, while a SIGKILL comes at
     `kill_after` s: acks race the crash. Acknowledged messages may come back (TX-8 for acks outside
     transactions too); confirmed ones not acknowledged must not be lost (PC-10, RQ-4)."""
-    conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, label="acker")
+    conn = RawConnection.connect(broker.host, broker.port, broker.user, broker.password, label="acker",
+                                  timeout=REPLY_PATIENCE)
     conn.channel_open(1)
     conn.basic_consume(1, QUEUE)
     killer = threading.Timer(kill_after, broker.kill)
@@ -223,7 +228,7 @@ def ack_until_killed(broker: Broker, ledger: Ledger, report: CycleReport, rng: r
     batch: list[int] = []
     try:
         while True:
-            delivery = conn.expect(1, commands.Basic.Deliver, timeout=10)
+            delivery = conn.expect(1, commands.Basic.Deliver, timeout=REPLY_PATIENCE)
             if rng.random() < 0.5:
                 ledger.acked.add(message_id_of(delivery.body))  # may be gone from the moment it is sent
                 batch.append(int(delivery.method.delivery_tag))
@@ -246,7 +251,8 @@ def test_confirmed_messages_survive_sigkill(kind, broker_factory):
     rng = random.Random(f"{SEED}-{kind}")
     started = time.monotonic()
     broker = broker_factory(kind)
-    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password) as setup:
+    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password,
+                                timeout=REPLY_PATIENCE) as setup:
         setup.channel_open(1)
         setup.queue_declare(1, QUEUE, durable=True)
     if isinstance(broker, RabbitMQNode):

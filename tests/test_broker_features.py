@@ -17,6 +17,7 @@ from pamqp import commands as C
 
 from rabbitproof.brokers import Broker
 from rabbitproof.recording.rawclient import PROTOCOL_HEADER, ChannelClosed, ConnectionClosed, RawConnection
+from tests.fixtures.patience import REPLY_PATIENCE
 
 DEADLINE = 60.0  # seconds to wait for a condition that must come: for any load; a pass waits only as long as it takes
 
@@ -118,7 +119,7 @@ def works_consumer_cancel_notify(broker: Broker, conn: RawConnection) -> None:
 
 
 def works_authentication_failure_close(broker: Broker, conn: RawConnection) -> None:
-    raw = RawConnection(broker.host, broker.port)
+    raw = RawConnection(broker.host, broker.port, timeout=REPLY_PATIENCE)
     try:
         raw.send_raw(PROTOCOL_HEADER)
         raw.expect(0, C.Connection.Start)
@@ -186,8 +187,8 @@ def advertised(conn: RawConnection) -> set[str]:
 
 
 def test_impl_advertises_exactly_the_capabilities_that_work(impl_broker_module, rabbitmq_node):
-    with RawConnection.connect(impl_broker_module.host, impl_broker_module.port) as impl, \
-            RawConnection.connect(rabbitmq_node.host, rabbitmq_node.port) as rabbit:
+    with RawConnection.connect(impl_broker_module.host, impl_broker_module.port, timeout=REPLY_PATIENCE) as impl, \
+            RawConnection.connect(rabbitmq_node.host, rabbitmq_node.port, timeout=REPLY_PATIENCE) as rabbit:
         ours, theirs = advertised(impl), advertised(rabbit)
         assert set(impl.server_properties["capabilities"]) == set(rabbit.server_properties["capabilities"])
     assert ours == set(CAPABILITY_CHECKS)
@@ -204,7 +205,7 @@ def test_each_advertised_capability_works(broker, connect, capability):
 
 def test_consumer_priorities_are_refused_by_impl_and_honoured_by_rabbitmq(impl_broker_module, rabbitmq_node):
     for broker in (impl_broker_module, rabbitmq_node):
-        with RawConnection.connect(broker.host, broker.port) as conn:
+        with RawConnection.connect(broker.host, broker.port, timeout=REPLY_PATIENCE) as conn:
             conn.channel_open(1)
             queue = name()
             conn.queue_declare(1, queue, exclusive=True)

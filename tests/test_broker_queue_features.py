@@ -19,6 +19,7 @@ from rabbitproof.impl.core import queue_arguments
 
 from rabbitproof.recording.rawclient import ChannelClosed, ConnectionClosed, RawConnection, transient
 from rabbitproof.recording.wire import wait_ready
+from tests.fixtures.patience import REPLY_PATIENCE
 
 DEADLINE = 60.0  # seconds to wait for a condition that must come (for any load; a pass waits only as long as it takes)
 
@@ -349,7 +350,7 @@ def test_every_rabbitmq_queue_argument_is_implemented_or_refused(rabbitmq_node, 
             continue
         replies = {}
         for kind, broker in brokers.items():
-            with RawConnection.connect(broker.host, broker.port) as c:
+            with RawConnection.connect(broker.host, broker.port, timeout=REPLY_PATIENCE) as c:
                 c.channel_open(1)
                 queue = name()
                 try:
@@ -369,7 +370,7 @@ def test_every_rabbitmq_queue_argument_is_implemented_or_refused(rabbitmq_node, 
 
 def test_quorum_and_stream_queues_are_refused_by_impl(impl_broker_module):
     for queue_type in ("quorum", "stream"):
-        with RawConnection.connect(impl_broker_module.host, impl_broker_module.port) as c:
+        with RawConnection.connect(impl_broker_module.host, impl_broker_module.port, timeout=REPLY_PATIENCE) as c:
             c.channel_open(1)
             with pytest.raises(ConnectionClosed) as closed:
                 c.queue_declare(1, name(), durable=True, arguments={"x-queue-type": queue_type})

@@ -63,7 +63,7 @@ def test_reusing_a_consumer_tag_on_its_channel_is_a_connection_error(connect, no
     conn.rpc(1, C.Basic.Cancel(consumer_tag="T"))
     conn.basic_consume(1, q1, consumer_tag="T")
     conn.send(1, C.Basic.Consume(queue=q2, consumer_tag="T", nowait=nowait))
-    assert shapes(until_quiet(conn)) == [
+    assert shapes(until_quiet(conn, at_least=1)) == [
         connection_close(530, "NOT_ALLOWED - attempt to reuse consumer tag 'T'", 60, 20)
     ]
 
@@ -72,7 +72,7 @@ def test_a_reused_consumer_tag_is_refused_before_the_queue_is_looked_up(connect)
     conn = connect(1)
     conn.basic_consume(1, prefilled(conn, 0), consumer_tag="T")
     conn.send(1, C.Basic.Consume(queue=name(), consumer_tag="T"))
-    assert shapes(until_quiet(conn)) == [
+    assert shapes(until_quiet(conn, at_least=1)) == [
         connection_close(530, "NOT_ALLOWED - attempt to reuse consumer tag 'T'", 60, 20)
     ]
 
@@ -82,7 +82,7 @@ def test_prefetch_size_is_not_implemented(connect, global_):
     """B6: prefetch_size != 0 is a connection error 540."""
     conn = connect(1)
     conn.send(1, C.Basic.Qos(prefetch_size=1000, prefetch_count=5, global_=global_))
-    assert shapes(until_quiet(conn)) == [
+    assert shapes(until_quiet(conn, at_least=1)) == [
         connection_close(540, "NOT_IMPLEMENTED - prefetch_size!=0 (1000)", 60, 10)
     ]
 
@@ -95,7 +95,7 @@ def test_publish_immediate_is_not_implemented_and_enqueues_nothing(connect, mand
     conn = connect(1)
     publish = C.Basic.Publish(exchange="", routing_key=queue, mandatory=mandatory, immediate=True)
     conn.send_frames(conn.content_frames(1, publish, b"imm"))
-    assert shapes(until_quiet(conn)) == [connection_close(540, "NOT_IMPLEMENTED - immediate=true", 60, 40)]
+    assert shapes(until_quiet(conn, at_least=1)) == [connection_close(540, "NOT_IMPLEMENTED - immediate=true", 60, 40)]
     assert ready(owner, 1, queue) == 0
 
 
@@ -104,7 +104,9 @@ def test_publish_immediate_is_not_implemented_and_enqueues_nothing(connect, mand
 def test_recover_without_requeue_is_not_implemented_RQ_5(connect, method, method_id):
     conn = connect(1)
     conn.send(1, method(requeue=False))
-    assert shapes(until_quiet(conn)) == [connection_close(540, "NOT_IMPLEMENTED - requeue=false", 60, method_id)]
+    assert shapes(until_quiet(conn, at_least=1)) == [
+        connection_close(540, "NOT_IMPLEMENTED - requeue=false", 60, method_id)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -126,7 +128,7 @@ def test_any_method_on_a_never_opened_channel_is_a_connection_error(connect, met
     else:
         conn.send(5, method)
     class_id, method_id = method.index >> 16, method.index & 0xFFFF
-    assert shapes(until_quiet(conn)) == [
+    assert shapes(until_quiet(conn, at_least=1)) == [
         connection_close(504, "CHANNEL_ERROR - expected 'channel.open'", class_id, method_id)
     ]
 
@@ -134,7 +136,9 @@ def test_any_method_on_a_never_opened_channel_is_a_connection_error(connect, met
 def test_channel_open_on_an_open_channel_is_a_connection_error(connect):
     conn = connect(1)
     conn.send(1, C.Channel.Open())
-    assert shapes(until_quiet(conn)) == [connection_close(504, "CHANNEL_ERROR - second 'channel.open' seen", 20, 10)]
+    assert shapes(until_quiet(conn, at_least=1)) == [
+        connection_close(504, "CHANNEL_ERROR - second 'channel.open' seen", 20, 10)
+    ]
 
 
 def test_channel_open_right_after_the_clients_channel_close_is_a_connection_error(connect):
@@ -142,23 +146,29 @@ def test_channel_open_right_after_the_clients_channel_close_is_a_connection_erro
     RabbitMQ sends no close-ok before the connection.close."""
     conn = connect(1)
     conn.send(1, C.Channel.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0), C.Channel.Open())
-    assert shapes(until_quiet(conn)) == [connection_close(504, "CHANNEL_ERROR - second 'channel.open' seen", 20, 10)]
+    assert shapes(until_quiet(conn, at_least=1)) == [
+        connection_close(504, "CHANNEL_ERROR - second 'channel.open' seen", 20, 10)
+    ]
 
 
 def test_channel_open_before_the_close_ok_of_a_broker_close_is_a_connection_error(connect):
     conn = connect(1)
     conn.send(1, C.Basic.Ack(delivery_tag=99))
-    assert shapes(until_quiet(conn)) == [
+    assert shapes(until_quiet(conn, at_least=1)) == [
         channel_close(1, 406, "PRECONDITION_FAILED - unknown delivery tag 99", 60, 80)
     ]
     conn.send(1, C.Basic.Qos(prefetch_count=1), C.Channel.Open())
-    assert shapes(until_quiet(conn)) == [connection_close(504, "CHANNEL_ERROR - second 'channel.open' seen", 20, 10)]
+    assert shapes(until_quiet(conn, at_least=1)) == [
+        connection_close(504, "CHANNEL_ERROR - second 'channel.open' seen", 20, 10)
+    ]
 
 
 def test_channel_close_ok_on_an_open_channel_is_a_connection_error(connect):
     conn = connect(1)
     conn.send(1, C.Channel.CloseOk())
-    assert shapes(until_quiet(conn)) == [connection_close(503, "COMMAND_INVALID - unimplemented method", 20, 41)]
+    assert shapes(until_quiet(conn, at_least=1)) == [
+        connection_close(503, "COMMAND_INVALID - unimplemented method", 20, 41)
+    ]
 
 
 # --- acknowledgements: which tag is outstanding -----------------------------------------------------
@@ -174,7 +184,7 @@ def test_ack_multiple_needs_its_exact_tag_outstanding_ACK_2_ACK_4(connect, gets,
     for done in acked:
         conn.basic_ack(1, done)
     conn.basic_ack(1, tag, multiple=True)
-    assert shapes(until_quiet(conn)) == [
+    assert shapes(until_quiet(conn, at_least=1)) == [
         channel_close(1, 406, f"PRECONDITION_FAILED - unknown delivery tag {tag}", 60, 80)
     ]
 
@@ -191,7 +201,9 @@ def test_ack_zero_multiple_with_nothing_outstanding_is_a_no_op_and_ack_zero_is_u
     assert ready(conn, 1, queue) == 3
     conn.basic_get(1, queue)
     conn.basic_ack(1, 0)
-    assert shapes(until_quiet(conn)) == [channel_close(1, 406, "PRECONDITION_FAILED - unknown delivery tag 0", 60, 80)]
+    assert shapes(until_quiet(conn, at_least=1)) == [
+        channel_close(1, 406, "PRECONDITION_FAILED - unknown delivery tag 0", 60, 80)
+    ]
 
 
 # --- queue.delete and queue.purge -------------------------------------------------------------------
@@ -271,9 +283,9 @@ def test_deleting_a_queue_cancels_its_consumer_after_delete_ok_on_the_same_chann
     conn = connect(1)
     queue = prefilled(conn, 1)
     conn.basic_consume(1, queue, consumer_tag="K")
-    assert [shape(c)[:4] for c in until_quiet(conn)] == [(1, "deliver", "K", 1)]
+    assert [shape(c)[:4] for c in until_quiet(conn, at_least=1)] == [(1, "deliver", "K", 1)]
     conn.send(1, C.Queue.Delete(queue=queue))
-    assert shapes(until_quiet(conn)) == [(1, "Queue.DeleteOk", 0), (1, "cancel", "K", True)]
+    assert shapes(until_quiet(conn, at_least=2)) == [(1, "Queue.DeleteOk", 0), (1, "cancel", "K", True)]
 
 
 def test_deleting_a_queue_cancels_consumers_of_other_channels_and_connections(connect):
@@ -293,7 +305,7 @@ def test_deleting_a_queue_cancels_consumers_of_other_channels_and_connections(co
         [(1, "Queue.DeleteOk", 0), (2, "cancel", "K", True)],
         [(2, "cancel", "K", True), (1, "Queue.DeleteOk", 0)],
     )
-    assert shapes(until_quiet(other)) == [(1, "cancel", "BC", True)]
+    assert shapes(until_quiet(other, at_least=1)) == [(1, "cancel", "BC", True)]
     other.basic_ack(1, 1)
     other.send(1, C.Basic.Reject(delivery_tag=2, requeue=True))
     assert shape(other.rpc(1, C.Basic.Cancel(consumer_tag="BC"))) == (1, "Basic.CancelOk")
@@ -308,20 +320,20 @@ def test_purge_counts_ready_messages_and_leaves_unacked_deliveries_alone(connect
     queue = prefilled(conn, 5)
     conn.basic_qos(2, 2)
     conn.basic_consume(2, queue, consumer_tag="C")
-    assert [shape(c)[:4] for c in until_quiet(conn)] == [(2, "deliver", "C", 1), (2, "deliver", "C", 2)]
+    assert [shape(c)[:4] for c in until_quiet(conn, at_least=2)] == [(2, "deliver", "C", 1), (2, "deliver", "C", 2)]
     assert shape(conn.rpc(1, C.Queue.Purge(queue=queue))) == (1, "Queue.PurgeOk", 3)
     declared = conn.queue_declare(1, queue, passive=True)
     assert (declared.message_count, declared.consumer_count) == (0, 1)
     conn.basic_ack(2, 1)
     conn.send(2, C.Basic.Reject(delivery_tag=2, requeue=True))
-    assert shapes(until_quiet(conn)) == [(2, "deliver", "C", 3, True, b"m2")]
+    assert shapes(until_quiet(conn, at_least=1)) == [(2, "deliver", "C", 3, True, b"m2")]
 
 
 def test_purging_a_missing_queue_is_not_found(connect):
     conn = connect(1)
     missing = name()
     conn.send(1, C.Queue.Purge(queue=missing))
-    assert shapes(until_quiet(conn)) == [
+    assert shapes(until_quiet(conn, at_least=1)) == [
         channel_close(1, 404, f"NOT_FOUND - no queue '{missing}' in vhost '/'", 50, 30)
     ]
 
@@ -339,7 +351,7 @@ def test_frames_after_the_clients_channel_close_are_dropped_ER_1(connect):
     frames += conn.content_frames(1, C.Basic.Publish(exchange="", routing_key=queue), b"after-close")
     frames += [(1, C.Basic.Ack(delivery_tag=1)), (1, C.Basic.Qos(prefetch_count=1)), (1, C.Basic.Get(queue=queue))]
     conn.send_frames(frames)
-    assert shapes(until_quiet(conn)) == [(1, "Channel.CloseOk")]
+    assert shapes(until_quiet(conn, at_least=1)) == [(1, "Channel.CloseOk")]
     conn.channel_open(1)
     assert ready(conn, 1, queue) == 2
 
@@ -351,7 +363,7 @@ def test_frames_after_the_brokers_channel_close_are_dropped_ER_1(connect):
     queue = prefilled(conn, 2)
     conn.basic_get(1, queue)
     conn.basic_ack(1, 99)
-    assert shapes(until_quiet(conn)) == [
+    assert shapes(until_quiet(conn, at_least=1)) == [
         channel_close(1, 406, "PRECONDITION_FAILED - unknown delivery tag 99", 60, 80)
     ]
     frames = conn.content_frames(1, C.Basic.Publish(exchange="", routing_key=queue), b"after-broker-close")
@@ -360,9 +372,9 @@ def test_frames_after_the_brokers_channel_close_are_dropped_ER_1(connect):
     conn.send_frames(frames)
     assert until_quiet(conn) == []
     conn.send(1, C.Channel.Close(reply_code=200, reply_text="me too", class_id=0, method_id=0))
-    assert shapes(until_quiet(conn)) == [(1, "Channel.CloseOk")]
+    assert shapes(until_quiet(conn, at_least=1)) == [(1, "Channel.CloseOk")]
     conn.send(1, C.Channel.CloseOk(), C.Channel.Open())
-    assert shapes(until_quiet(conn)) == [(1, "Channel.OpenOk")]
+    assert shapes(until_quiet(conn, at_least=1)) == [(1, "Channel.OpenOk")]
     assert ready(conn, 1, queue) == 2
 
 
@@ -375,9 +387,9 @@ def test_the_brokers_channel_close_requeues_the_deliveries_of_a_queue_the_channe
     conn.basic_get(1, queue)
     conn.basic_qos(1, 1)
     conn.basic_consume(1, queue, consumer_tag="C")
-    assert [shape(c)[:4] for c in until_quiet(conn)] == [(1, "deliver", "C", 2)]
+    assert [shape(c)[:4] for c in until_quiet(conn, at_least=1)] == [(1, "deliver", "C", 2)]
     conn.basic_ack(1, 99)
-    assert shapes(until_quiet(conn)) == [
+    assert shapes(until_quiet(conn, at_least=1)) == [
         channel_close(1, 406, "PRECONDITION_FAILED - unknown delivery tag 99", 60, 80)
     ]
     wait_ready(conn, 2, queue, 3)
@@ -397,7 +409,7 @@ def test_an_exclusive_consumer_locks_out_every_other_consumer_but_not_basic_get(
     text = f"ACCESS_REFUSED - queue '{queue}' in vhost '/' in exclusive use"
     for client, channel in ((conn, 2), (other, 1)):
         client.send(channel, C.Basic.Consume(queue=queue, consumer_tag="W"))
-        assert shapes(until_quiet(client)) == [channel_close(channel, 403, text, 60, 20)]
+        assert shapes(until_quiet(client, at_least=1)) == [channel_close(channel, 403, text, 60, 20)]
         client.send(channel, C.Channel.CloseOk())
     assert shape(getter.basic_get(1, queue)) == (1, "Basic.GetEmpty")
     assert getter.queue_declare(1, queue, passive=True).consumer_count == 1

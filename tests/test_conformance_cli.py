@@ -13,11 +13,14 @@ from rabbitproof.conformance.catalogue import RULES as CATALOGUE
 from rabbitproof.conformance.command import junit_xml
 from rabbitproof.conformance.probes import PROBES
 from tests.fixtures.mutants import REPO
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
-def conformance(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rabbitproof", "conformance", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+def conformance(*args: str, patient: bool = True) -> subprocess.CompletedProcess:
+    """`rabbitproof conformance`; ``patient``: with a reply timeout for any load (every broker here answers)."""
+    wait = ("--reply-timeout", str(REPLY_PATIENCE)) if patient else ()
+    return subprocess.run([sys.executable, "-m", "rabbitproof", "conformance", *args, *wait], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
 
 
 def free_port() -> int:
@@ -85,8 +88,10 @@ def test_report_is_printed(impl_broker_module):
 
 def test_bad_numbers_are_one_clear_error():
     for args, message in ((("--time-limit", "0"), "--time-limit must be a positive"),
-                          (("--programs", "-1"), "--programs must be 0 or more")):
-        result = conformance("amqp://127.0.0.1:1/", *args)
+                          (("--programs", "-1"), "--programs must be 0 or more"),
+                          (("--reply-timeout", "0"), "--reply-timeout must be a positive"),
+                          (("--reply-timeout", "inf"), "--reply-timeout must be a positive")):
+        result = conformance("amqp://127.0.0.1:1/", *args, patient=False)
         assert result.returncode == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
 
 

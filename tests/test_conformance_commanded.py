@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from rabbitproof.brokers.ports import free_port, wait_until_listening
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
 def test_crash_programs_run_with_the_users_kill_and_start_commands(tmp_path):
@@ -21,7 +22,7 @@ def test_crash_programs_run_with_the_users_kill_and_start_commands(tmp_path):
         assert wait_until_listening("127.0.0.1", port, 30)
         done = subprocess.run([sys.executable, "-m", "rabbitproof", "conformance", f"amqp://127.0.0.1:{port}/",
                                "--programs", "3", "--kill-cmd", kill, "--start-cmd", start, "--json",
-                               "--no-probes"],
+                               "--no-probes", "--reply-timeout", str(REPLY_PATIENCE)],
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
         result = json.loads(done.stdout)

@@ -26,6 +26,7 @@ from rabbitproof.conformance import budget
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.judge import assert_accepted
 from rabbitproof.conformance.targets import InProcessTarget, TcpTarget, run_program
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
 def crashed_and_accepted(program: P.Program, target) -> None:
@@ -43,7 +44,7 @@ def impl_crashing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TcpTarge
     broker = ImplBroker(Path(tmp_path_factory.mktemp("impl-crashing")))
     broker.start()
     try:
-        yield TcpTarget.of("impl over TCP", broker)
+        yield TcpTarget.of("impl over TCP", broker, timeout=REPLY_PATIENCE)
     finally:
         broker.close()
 
@@ -65,7 +66,7 @@ def rabbitmq_crashing() -> Iterator[TcpTarget]:
     node = RabbitMQNode()
     node.start()
     try:
-        yield TcpTarget.of("rabbitmq", node, quiet=0.05)
+        yield TcpTarget.of("rabbitmq", node, quiet=0.05, timeout=REPLY_PATIENCE)
     finally:
         node.close()
 

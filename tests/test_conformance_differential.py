@@ -15,16 +15,17 @@ from rabbitproof.conformance.differential import first_difference, normalised, n
 from rabbitproof.conformance.judge import program_text
 from rabbitproof.conformance.targets import TcpTarget, run_program
 from rabbitproof.recording.rawclient import LoggedCommand
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
 @pytest.fixture(scope="module")
 def impl_target(impl_broker_module):
-    return TcpTarget.of("impl over TCP", impl_broker_module, quiet=0.02)
+    return TcpTarget.of("impl over TCP", impl_broker_module, quiet=0.02, timeout=REPLY_PATIENCE)
 
 
 @pytest.fixture(scope="module")
 def rabbitmq_target(rabbitmq_node):
-    return TcpTarget.of("rabbitmq", rabbitmq_node, quiet=0.05)
+    return TcpTarget.of("rabbitmq", rabbitmq_node, quiet=0.05, timeout=REPLY_PATIENCE)
 
 
 @budget(25)
@@ -87,3 +88,21 @@ def test_the_probe_and_its_replies_are_left_out_of_the_comparison():
 
     assert normalised_connection(log(True), "R") == normalised_connection(log(False), "R")
     assert [item[0] for item in normalised_connection(log(True), "R")[1]] == ["Basic.Deliver"]
+
+
+def test_deliveries_are_compared_among_themselves_not_in_their_place_among_the_replies():
+    """A delivery that comes after the next method's reply (still on its way when that method was
+    written) compares equal to one that came before it; deliveries in another order, or with another
+    body, do not."""
+    def deliver(tag: int) -> LoggedCommand:
+        return LoggedCommand("received", "method", 1, commands.Basic.Deliver(consumer_tag="a", delivery_tag=tag),
+                             commands.Basic.Properties(), f"R.{tag}".encode(), 0.0)
+    consume_ok = received(1, commands.Basic.ConsumeOk(consumer_tag="a"))
+    empty = received(1, commands.Basic.GetEmpty())
+    early = HANDSHAKE + [consume_ok, deliver(1), empty, deliver(2)]
+    late = HANDSHAKE + [consume_ok, empty, deliver(1), deliver(2)]
+    assert normalised_connection(early, "R") == normalised_connection(late, "R")
+    assert [item[0] for item in normalised_connection(late, "R")[1]] == [
+        "Basic.ConsumeOk", "Basic.GetEmpty", "Basic.Deliver", "Basic.Deliver"]
+    swapped = HANDSHAKE + [consume_ok, empty, deliver(2), deliver(1)]
+    assert normalised_connection(swapped, "R") != normalised_connection(early, "R")

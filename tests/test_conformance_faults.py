@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from pamqp import commands
@@ -39,6 +40,12 @@ def rewrite_texts(conn, channel, method, raw):
 def withhold_declare_ok(conn, channel, method, raw):
     """The broker never answers a queue.declare on channel 2."""
     return [] if isinstance(method, commands.Queue.DeclareOk) and channel == 2 else [raw]
+
+
+def slow_broker(conn, channel, method, raw):
+    """A broker slow at everything: each frame 0.2 s late, and the queue.declare-ok on channel 2, 2.5 s."""
+    time.sleep(2.5 if isinstance(method, commands.Queue.DeclareOk) and channel == 2 else 0.2)
+    return [raw]
 
 
 class DropFirstDelivery:
@@ -119,6 +126,17 @@ def test_a_withheld_answer_is_no_answer_after_its_step(through):
     assert status == "no answer" and explanation == "no answer within 2 s after step 3 (connection 0)"
 
 
+def test_a_slow_broker_is_waited_for_and_not_called_silent(through):
+    """A reply later than the timeout (2.5 s against 1 s) from a broker slow at everything: a new
+    connection's handshake takes far more than a tenth of the timeout there, so the run waits on and
+    the program is accepted; the broker that withholds the reply but answers at once is silent."""
+    status, _, _, explanation, *_ = outcome(UNKNOWN_TAG, through(slow_broker, timeout=1.0), judge_texts=False)
+    assert status == "accepted", explanation
+    status, _, _, explanation, *_ = outcome(UNKNOWN_TAG, through(withhold_declare_ok, timeout=1.0),
+                                            judge_texts=False)
+    assert status == "no answer" and explanation == "no answer within 1 s after step 3 (connection 0)"
+
+
 def test_a_dropped_delivery_is_rejected_DT_1(through):
     status, _, _, explanation, *_ = outcome(TWO_DELIVERIES, through(DropFirstDelivery()), judge_texts=False)
     assert status == "rejected", explanation
@@ -144,6 +162,21 @@ def test_what_the_broker_still_owes_at_the_end_must_come_PC_2_DS_1(through):
         status, _, _, explanation, *_ = outcome(program, through(lambda conn, channel, method, raw: [raw]),
                                                 judge_texts=False)
         assert status == "accepted", explanation
+
+
+def slow_confirms(conn, channel, method, raw):
+    """A broker slow at everything: each frame 0.2 s late, and each confirm 2.5 s."""
+    time.sleep(2.5 if isinstance(method, (commands.Basic.Ack, commands.Basic.Nack)) else 0.2)
+    return [raw]
+
+
+def test_a_confirm_owed_at_the_end_is_waited_for_while_the_broker_is_slow_PC_2(through):
+    """The last confirm 2.5 s late against a 1 s timeout, from a broker slow at everything: waited for,
+    accepted; dropped by a broker that answers at once, it is still owed at the end."""
+    status, _, _, explanation, *_ = outcome(LAST_CONFIRM, through(slow_confirms, timeout=1.0), judge_texts=False)
+    assert status == "accepted", explanation
+    status, _, _, explanation, *_ = outcome(LAST_CONFIRM, through(drop_confirms, timeout=1.0), judge_texts=False)
+    assert status == "rejected" and "(quiet) has no explanation" in explanation, explanation
 
 
 def test_bytes_that_are_no_frame_are_an_error(through):

@@ -13,6 +13,7 @@ from rabbitproof.conformance import budget
 from rabbitproof.conformance import programs as P
 from rabbitproof.conformance.judge import assert_accepted
 from rabbitproof.conformance.targets import InProcessTarget, TcpTarget, run_program
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
 @budget(300)
@@ -60,7 +61,7 @@ def test_a_reply_waiting_for_the_disk_goes_out_before_close_ok_ER_1(impl_target)
 
 @pytest.fixture(scope="module")
 def impl_target(impl_broker_module):
-    return TcpTarget.of("impl over TCP", impl_broker_module)
+    return TcpTarget.of("impl over TCP", impl_broker_module, timeout=REPLY_PATIENCE)
 
 
 @budget(40)
@@ -71,7 +72,7 @@ def test_impl_server_runs_are_accepted_by_the_spec(impl_target, program):
 
 @pytest.fixture(scope="module")
 def rabbitmq_target(rabbitmq_node):
-    return TcpTarget.of("rabbitmq", rabbitmq_node)
+    return TcpTarget.of("rabbitmq", rabbitmq_node, timeout=REPLY_PATIENCE)
 
 
 @budget(40)

@@ -27,6 +27,7 @@ from rabbitproof.conformance.shrink import reason_kind, shrink
 from rabbitproof.conformance.targets import TcpTarget
 from tests.fixtures.fault_proxy import FaultProxy
 from tests.fixtures.mutants import REPO
+from tests.fixtures.patience import REPLY_PATIENCE
 
 Q = (P.QueueFlags(False, False),) * P.QUEUES
 # An ack of a tag never issued (406, ACK-4) among steps that have nothing to do with it.
@@ -84,7 +85,7 @@ def test_a_candidate_that_passes_is_not_kept(target, impl_broker_module):
     """A candidate counts as failing only if it fails the same way: against a broker that passes every
     candidate (a race that went the other way), the program stays as it was."""
     failed = outcome(NOISY, target, judge_texts=False)
-    honest = TcpTarget("impl", impl_broker_module.host, impl_broker_module.port)
+    honest = TcpTarget("impl", impl_broker_module.host, impl_broker_module.port, timeout=REPLY_PATIENCE)
     shrunk = shrink(NOISY, failed, lambda program: outcome(program, honest, judge_texts=False), max_reruns=5)
     assert shrunk.program == NOISY and shrunk.outcome is failed
 

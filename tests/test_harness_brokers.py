@@ -14,10 +14,11 @@ from rabbitproof.brokers import make_broker
 from rabbitproof.brokers.impl_broker import ImplBroker, ImplStartFailed
 from rabbitproof.brokers.rabbitmq import RabbitMQNode, RabbitMQNotInstalled
 from rabbitproof.recording.rawclient import ChannelClosed, RawConnection, persistent
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
 def _publish_confirmed(broker, queue: str, body: bytes) -> None:
-    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password) as conn:
+    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password, timeout=REPLY_PATIENCE) as conn:
         conn.channel_open(1)
         conn.confirm_select(1)
         conn.queue_declare(1, queue, durable=True)
@@ -27,7 +28,7 @@ def _publish_confirmed(broker, queue: str, body: bytes) -> None:
 
 
 def _get(broker, queue: str) -> bytes | None:
-    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password) as conn:
+    with RawConnection.connect(broker.host, broker.port, broker.user, broker.password, timeout=REPLY_PATIENCE) as conn:
         conn.channel_open(1)
         got = conn.basic_get(1, queue, no_ack=True)
         return got.body if isinstance(got.method, commands.Basic.GetOk) else None
@@ -62,7 +63,7 @@ def test_kill_and_restart_keep_port_and_durable_data(kind, tmp_path):
         restarted = time.monotonic() - t0
         assert broker.port == port
         assert _get(broker, "harness-durable") == b"survivor"  # DU-1, DU-2, PC-10
-        with RawConnection.connect(broker.host, broker.port) as conn:
+        with RawConnection.connect(broker.host, broker.port, timeout=REPLY_PATIENCE) as conn:
             conn.channel_open(1)
             with pytest.raises(ChannelClosed) as caught:  # DU-1: the transient queue is gone
                 conn.queue_declare(1, "harness-durable-transient", passive=True)

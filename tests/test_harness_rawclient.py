@@ -15,6 +15,7 @@ from rabbitproof.recording.rawclient import (
     RawConnection,
     persistent,
 )
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
 @pytest.fixture(params=["rabbitmq", "impl"])
@@ -43,7 +44,7 @@ def test_handshake_is_recorded_in_order(rabbitmq_node, raw_connect):
 
 def test_wrong_password_is_refused(any_broker):
     with pytest.raises((ConnectionClosed, ConnectionLost)) as caught:
-        RawConnection.connect(any_broker.host, any_broker.port, "guest", "not-the-password")
+        RawConnection.connect(any_broker.host, any_broker.port, "guest", "not-the-password", timeout=REPLY_PATIENCE)
     if isinstance(caught.value, ConnectionClosed):
         assert caught.value.reply_code == 403
 

@@ -14,6 +14,7 @@ from rabbitproof.spec.frames import BASIC_PUBLISH, MSG_STRIDE
 
 from rabbitproof.recording import scenarios
 from rabbitproof.recording.rawclient import LoggedCommand
+from tests.fixtures.patience import REPLY_PATIENCE
 
 BROKERS = ("rabbitmq", "impl")
 
@@ -383,5 +384,5 @@ def _pending_commit_programs() -> dict:
 def test_a_pending_commit_run_live_is_accepted_TX_7(name, kind, broker_for):
     from rabbitproof.conformance.judge import assert_accepted
     from rabbitproof.conformance.targets import TcpTarget, run_program
-    target = TcpTarget.of(kind, broker_for(kind, False), quiet=0.05)
+    target = TcpTarget.of(kind, broker_for(kind, False), quiet=0.05, timeout=REPLY_PATIENCE)
     assert_accepted(run_program(_pending_commit_programs()[name], target))

@@ -39,7 +39,7 @@ from rabbitproof.output import print_json, stdout_console, verdict_line
 from rabbitproof.conformance.judge import INFORMATIVE, Judgement, judge, later, wire_problem
 from rabbitproof.conformance.replay import script
 from rabbitproof.conformance.shrink import MAX_RERUNS
-from rabbitproof.conformance.targets import TcpTarget, run_program
+from rabbitproof.conformance.targets import EXTENSIONS, REPLY_TIMEOUT, TcpTarget, run_program
 from rabbitproof.recording.rawclient import ConnectionClosed, ConnectionLost, ProtocolViolation, RawConnection
 
 
@@ -156,15 +156,16 @@ def answers(where: dict, timeout: float = 5.0) -> bool:
 def run(where: dict, programs: int, seed: int | None, judge_texts: bool = False,
         broker: CommandedBroker | None = None, steering: bool = True, shrink_reruns: int = MAX_RERUNS,
         time_limit: float | None = None, progress=None, probes: bool = True,
-        crashes: bool | None = None, started: float | None = None) -> tuple[dict, Suite]:
+        crashes: bool | None = None, started: float | None = None,
+        reply_timeout: float = REPLY_TIMEOUT) -> tuple[dict, Suite]:
     """The probes, then ``programs`` generated programs, their findings shrunk (``shrink_reruns`` runs
     each at most), all within ``time_limit`` seconds; the result as JSON and the suite. With ``broker``
     (the user's kill and start commands) generated programs crash the broker and restart it (DU, PC-10);
     a broker that stops answering is started again with its start command. UsageError when those
-    commands fail."""
+    commands fail. A reply that has not come within ``reply_timeout`` seconds is a "no answer" finding."""
     crashes = broker is not None if crashes is None else crashes
     target = TcpTarget("broker", where["host"], where["port"], where["user"], where["password"], where["vhost"],
-                       broker=broker if crashes else None)
+                       broker=broker if crashes else None, timeout=reply_timeout)
     def restart() -> None:
         """Start the broker again and wait until it answers (its port may still be held by the old one)."""
         broker.start()
@@ -369,6 +370,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="stop running programs (and shrinking) after this many seconds and report what was "
                              "found (exit 3 when no program finished)")
+    parser.add_argument("--reply-timeout", type=float, default=REPLY_TIMEOUT, metavar="SECONDS",
+                        help=f"how long to wait for a reply before reporting that the broker did not answer, "
+                             f"when it answers a new connection at once (default {REPLY_TIMEOUT:g}; a broker slow "
+                             f"at that too is waited for up to {EXTENSIONS + 1} times as long)")
     parser.add_argument("--no-probes", action="store_true",
                         help="run only generated programs (default: first a short program per rule of the catalogue)")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -406,6 +411,8 @@ def run_command(options: argparse.Namespace) -> int:
             raise UsageError("--programs must be 0 or more")
         if options.time_limit is not None and options.time_limit <= 0:
             raise UsageError("--time-limit must be a positive number of seconds")
+        if not options.reply_timeout > 0 or options.reply_timeout == float("inf"):
+            raise UsageError("--reply-timeout must be a positive number of seconds")
         where = parse_url(options.url)
         if options.junit and not Path(options.junit).resolve().parent.is_dir():
             raise UsageError(f"--junit: no such directory {str(Path(options.junit).resolve().parent)!r}")
@@ -426,7 +433,8 @@ def run_command(options: argparse.Namespace) -> int:
         result, suite = run(where, options.programs, options.seed, judge_texts=options.dialect == "rabbitmq",
                             broker=broker, steering=not options.no_steering, shrink_reruns=options.shrink_reruns,
                             time_limit=options.time_limit, progress=show, probes=not options.no_probes,
-                            crashes=bool(options.kill_cmd), started=started)
+                            crashes=bool(options.kill_cmd), started=started,
+                            reply_timeout=options.reply_timeout)
     except UsageError as error:
         sys.stderr.write(f"rabbitproof conformance: error: {error}\n")
         return BAD_INPUT

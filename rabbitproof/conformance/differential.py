@@ -15,6 +15,10 @@ broker, are compared after normalising what differs by construction or by a choi
 - the runner's probes (rabbitproof/conformance/targets.py: a basic.get of the run's empty probe queue,
   and that queue's declare) and their replies are left out: the probe queue's get-empty and a delivery
   from another queue come in either order, as they go through different queues;
+- a channel's deliveries and the cancels the broker sends on its own come to the client between the
+  replies as timing has it (a delivery still on its way when the next method is written comes after
+  that method's reply, one read sooner before it), so they are compared in their order among themselves,
+  after the channel's other frames, not in their place among them;
 - confirms (PC-3, PC-7): a broker may batch them into one basic.ack multiple=true, so the confirms of a
   channel become the set of publish sequence numbers acknowledged and the set negatively acknowledged,
   compared once for each time the channel was opened, not in their place among the other frames.
@@ -32,6 +36,8 @@ from pamqp import commands
 from rabbitproof.conformance.targets import Run
 
 GENERATED = re.compile(r"amq\.ctag-[A-Za-z0-9_-]+")
+# What a broker sends a channel without a method of the client's to answer: compared apart (module docstring).
+UNASKED = ("Basic.Deliver", "Basic.Cancel")
 
 
 @dataclass
@@ -104,7 +110,7 @@ def normalised_connection(log: list, run_id: str) -> dict:
         out.append(item)
     out += [(ch, "confirms", sorted(c.acked), sorted(c.nacked)) for ch, _, c in confirms if c.acked or c.nacked]
     per_channel: dict[int, list] = {}
-    for item in out:
+    for item in sorted(out, key=lambda item: item[1] in UNASKED):   # stable: each part keeps its order
         per_channel.setdefault(item[0], []).append(item[1:])
     return dict(sorted(per_channel.items()))
 

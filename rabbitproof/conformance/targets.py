@@ -21,7 +21,9 @@ time only covers what queues send on their own (deliveries, confirms), and can b
 program's first basic.consume or confirm.select (or crash) nothing comes on its own, and no step waits
 for quiet (`unasked_possible`). Between steps
 it does what every client does: answers a broker's channel.close with close-ok and opens the channel
-again, opens a channel it closed again, and connects again after its connection ended.
+again, opens a channel it closed again, and connects again after its connection ended. A reply that has
+not come within the target's timeout stops the run with "no answer" only if the broker is silent rather
+than slow: a round trip on a connection of its own, not recorded, tells them apart (`TcpTarget.slow`).
 
 After the last step every client makes that round trip on each of its channels, reads until the target
 has been quiet for `target.final_quiet` seconds, and marks its recording there (an entry of kind
@@ -45,8 +47,8 @@ from rabbitproof.spec.frames import METHODS
 
 from rabbitproof.conformance import programs as P
 from rabbitproof.recording.observations import pamqp_name
-from rabbitproof.recording.rawclient import (ChannelClosed, ConnectionLost, ProtocolViolation, RawConnection, TraceEvent,
-                                             persistent, transient)
+from rabbitproof.recording.rawclient import (ChannelClosed, ConnectionLost, ProtocolViolation, RawConnection,
+                                             ServerClosed, TraceEvent, persistent, transient)
 
 # Replies that end the wait for a synchronous method (spec.frames.METHODS, by pamqp's names).
 REPLIES = frozenset(pamqp_name(m.name) for m in METHODS if m.answers)
@@ -176,14 +178,23 @@ class InProcessTarget:
 
 # ---------------------------------------------------------------- brokers over TCP
 
+REPLY_TIMEOUT = 5.0        # seconds a reply may take before a run stops with "no answer" (--reply-timeout)
+# A reply late by the timeout counts as "no answer" only when the broker is silent, not slow: a round trip
+# on a connection of its own (not recorded) that takes more than this share of the timeout shows a slow
+# broker (a healthy one answers in milliseconds), and the wait goes on, up to EXTENSIONS timeouts more.
+SLOW_SHARE = 0.1
+EXTENSIONS = 11
+
+
 class TcpTarget:
     """A broker at host:port. `broker` (a harness broker, rabbitproof/brokers/__init__.py) lets programs crash
     it (SIGKILL) and restart it; `quiet` is how long a step reads after its last reply, `final_quiet`
-    how long the end of a program reads after its last round trips."""
+    how long the end of a program reads after its last round trips, `timeout` how long a reply may take
+    before the run stops with "no answer"."""
 
     def __init__(self, name: str, host: str, port: int, user: str = "guest", password: str = "guest",
                  vhost: str = "/", *, broker=None, quiet: float = 0.003, final_quiet: float = 0.02,
-                 timeout: float = 5.0) -> None:
+                 timeout: float = REPLY_TIMEOUT) -> None:
         self.name, self.host, self.port = name, host, port
         self.user, self.password, self.vhost = user, password, vhost
         self.broker = broker
@@ -194,12 +205,28 @@ class TcpTarget:
         self.restart_seconds: list[float] = []     # per crash: SIGKILL until the broker is up again
 
     @classmethod
-    def of(cls, name: str, broker, quiet: float = 0.003) -> "TcpTarget":
-        return cls(name, broker.host, broker.port, broker.user, broker.password, broker=broker, quiet=quiet)
+    def of(cls, name: str, broker, quiet: float = 0.003, timeout: float = REPLY_TIMEOUT) -> "TcpTarget":
+        return cls(name, broker.host, broker.port, broker.user, broker.password, broker=broker, quiet=quiet,
+                   timeout=timeout)
 
     def connect(self, label: str) -> RawConnection:
         return RawConnection.connect(self.host, self.port, self.user, self.password, vhost=self.vhost,
                                      label=label, timeout=self.timeout)
+
+    def slow(self) -> bool:
+        """Whether the broker is slow rather than silent: a new connection's handshake, a channel opened and
+        the connection closed take more than SLOW_SHARE of the timeout. A broker that does not answer
+        them within the timeout is silent, not slow."""
+        started = time.monotonic()
+        try:
+            conn = self.connect(f"{self.name} is it slow")
+            try:
+                conn.channel_open(1)
+            finally:
+                conn.close(timeout=self.timeout)
+        except (OSError, ConnectionLost, ProtocolViolation, ServerClosed, TimeoutError):
+            return False
+        return time.monotonic() - started > SLOW_SHARE * self.timeout
 
     def crash(self) -> None:
         """SIGKILL the broker's process (impl.server, or RabbitMQ's beam: what it has not written to disk
@@ -215,6 +242,12 @@ class TcpTarget:
 
 
 # ---------------------------------------------------------------- the runner
+
+def slow(target) -> bool:
+    """Whether a reply late by the target's timeout is worth waiting on (`TcpTarget.slow`); a target
+    that cannot tell (in process) is never slow."""
+    return hasattr(target, "slow") and target.slow()
+
 
 @dataclass
 class Run:
@@ -269,6 +302,7 @@ class _Slot:
         conn = self.conn
         seen = len(conn.trace)
         deadline = time.monotonic() + self.target.timeout if hasattr(self.target, "timeout") else None
+        extensions = 0
         try:
             while any(waiting.values()):
                 for event in conn.trace[seen:]:
@@ -285,7 +319,12 @@ class _Slot:
                 if not any(waiting.values()):
                     break
                 if deadline is not None and time.monotonic() > deadline:
-                    break
+                    if conn.pump(0):
+                        continue            # frames came while this process was not running: read them first
+                    if extensions == EXTENSIONS or not slow(self.target):
+                        break               # silent, not slow (TcpTarget.slow)
+                    extensions += 1
+                    deadline = time.monotonic() + self.target.timeout
                 if not conn.pump(0.05) and deadline is None:
                     break                   # in process: nothing more will come
             if quiet is not None:
@@ -486,7 +525,8 @@ def probed_channels(ops: tuple) -> list:
 
 def quiesce(slots: list, target, probe: _Probe, unasked: bool = True) -> None:
     """The end of a program: a round trip on every channel of every client, the confirms still owed
-    (PC-2: `unconfirmed`; for no longer than the target's timeout), then reading until the target has
+    (PC-2: `unconfirmed`; for no longer than the target's timeout, or longer while the broker is slow:
+    `TcpTarget.slow`), then reading until the target has
     been quiet for `target.final_quiet` (when the broker may send something unasked: `unasked_possible`;
     otherwise the round trips have brought everything); each recording gets its "quiet" mark there."""
     for slot in slots:
@@ -495,7 +535,13 @@ def quiesce(slots: list, target, probe: _Probe, unasked: bool = True) -> None:
         slot.write(probe.frames(P.CHANNELS), probe.replies(P.CHANNELS), None)
         probe.seen(slot.conn)
     deadline = time.monotonic() + getattr(target, "timeout", 0.0)
-    while any(not slot.dead() and unconfirmed(slot.conn) for slot in slots) and time.monotonic() < deadline:
+    extensions = 0
+    while any(not slot.dead() and unconfirmed(slot.conn) for slot in slots):
+        if time.monotonic() >= deadline:
+            if extensions == EXTENSIONS or not slow(target):
+                break                   # silent, not slow (TcpTarget.slow)
+            extensions += 1
+            deadline = time.monotonic() + target.timeout
         settle_together(slots, 0.001)
     settle_together(slots, target.final_quiet if unasked else 0.0)
     now = time.monotonic()

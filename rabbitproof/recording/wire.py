@@ -16,10 +16,18 @@ from rabbitproof.recording.rawclient import Command, ConnectionLost, RawConnecti
 QUIET = 0.5  # seconds of silence after which a broker is taken to have sent all it will send
 
 
-def until_quiet(conn: RawConnection, quiet: float = QUIET, channel: int | None = None) -> list[Command]:
+def until_quiet(conn: RawConnection, quiet: float = QUIET, channel: int | None = None, at_least: int = 0,
+                patience: float = 60.0) -> list[Command]:
     """Every command that arrives until `quiet` seconds pass with nothing read, plus what was already in
-    the inbox (of one channel if given), in arrival order. The end of the stream ends the wait."""
+    the inbox (of one channel if given), in arrival order. The end of the stream ends the wait. With
+    `at_least`, the quiet time starts only once that many commands (of the channel) are in, or after
+    `patience` seconds: what must come is read however loaded the machine, and only what may still
+    follow it is left to the quiet time."""
+    deadline = time.monotonic() + patience
     try:
+        while (sum(channel is None or c.channel == channel for c in conn.inbox) < at_least
+               and not conn.eof and time.monotonic() < deadline):
+            conn.pump(max(0.0, deadline - time.monotonic()))
         while conn.pump(quiet):
             pass
     except ConnectionLost:

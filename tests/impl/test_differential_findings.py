@@ -4,6 +4,7 @@ from RabbitMQ 3.10.8's, pinned one by one on the impl server (each test failed b
 from __future__ import annotations
 
 from rabbitproof.recording.rawclient import RawConnection
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
 def received(raw: RawConnection, name: str) -> list:
@@ -13,7 +14,7 @@ def received(raw: RawConnection, name: str) -> list:
 def test_channel_open_ok_sends_its_reserved_field_empty(server):
     """channel.open-ok's reserved longstr is empty on the wire, as RabbitMQ sends it (pamqp's default
     is "0")."""
-    raw = RawConnection.connect(server.host, server.port)
+    raw = RawConnection.connect(server.host, server.port, timeout=REPLY_PATIENCE)
     try:
         raw.channel_open(1)
         assert [f.channel_id for f in received(raw, "Channel.OpenOk")] == [""]

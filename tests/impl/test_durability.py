@@ -6,6 +6,7 @@ import pika
 from pamqp import commands as C
 
 from rabbitproof.recording.rawclient import RawConnection
+from tests.fixtures.patience import REPLY_PATIENCE
 
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
 
@@ -115,7 +116,7 @@ def test_tx_commit_of_persistent_publish_survives_sigkill_TX_7(fresh_server):
 
 def test_durable_exchange_to_exchange_binding_survives_a_restart(impl_broker):
     """A binding between two durable exchanges is durable (as in RabbitMQ); one to a transient one is not."""
-    with RawConnection.connect(impl_broker.host, impl_broker.port) as conn:
+    with RawConnection.connect(impl_broker.host, impl_broker.port, timeout=REPLY_PATIENCE) as conn:
         conn.channel_open(1)
         for exchange in ("e2e-src", "e2e-dst"):
             conn.rpc(1, C.Exchange.Declare(exchange=exchange, exchange_type="fanout", durable=True))
@@ -124,7 +125,7 @@ def test_durable_exchange_to_exchange_binding_survives_a_restart(impl_broker):
         conn.rpc(1, C.Exchange.Bind(destination="e2e-dst", source="e2e-src"))
     impl_broker.stop()
     impl_broker.start()
-    with RawConnection.connect(impl_broker.host, impl_broker.port) as conn:
+    with RawConnection.connect(impl_broker.host, impl_broker.port, timeout=REPLY_PATIENCE) as conn:
         conn.channel_open(1)
         conn.publish(1, b"through", exchange="e2e-src")
         assert conn.rpc(1, C.Basic.Get(queue="e2e-q", no_ack=True)).body == b"through"

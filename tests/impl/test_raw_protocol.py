@@ -11,9 +11,11 @@ from pamqp import body, commands as C, header, heartbeat
 
 from rabbitproof.recording.rawclient import Command, ConnectionLost, RawConnection
 from rabbitproof.recording.wire import until_quiet
+from tests.fixtures.patience import REPLY_PATIENCE
 
 
 def client(server, **kwargs) -> RawConnection:
+    kwargs.setdefault("timeout", REPLY_PATIENCE)
     raw = RawConnection.connect(server.host, server.port, **kwargs)
     raw.channel_open(1)
     return raw
@@ -364,13 +366,13 @@ def test_malformed_frames_close_the_connection_ER_2_ER_3(server, data, code):
 
 
 def test_wrong_protocol_header_gets_ours_back(server):
-    raw = RawConnection(server.host, server.port)
+    raw = RawConnection(server.host, server.port, timeout=REPLY_PATIENCE)
     raw.send_raw(b"AMQP\x01\x01\x00\x0a")
     assert raw.sock.recv(8) == b"AMQP\x00\x00\x09\x01"
 
 
 def test_bad_password_refused_with_access_refused(server):
-    raw = RawConnection(server.host, server.port)
+    raw = RawConnection(server.host, server.port, timeout=REPLY_PATIENCE)
     raw.send_raw(header.ProtocolHeader().marshal())
     expect(raw, C.Connection.Start, channel=0)
     raw.send(0, C.Connection.StartOk(client_properties={"capabilities": {"authentication_failure_close": True}},
@@ -381,7 +383,7 @@ def test_bad_password_refused_with_access_refused(server):
 
 
 def test_configured_user_can_log_in(server):
-    raw = RawConnection.connect(server.host, server.port, "alice", "secret")
+    raw = RawConnection.connect(server.host, server.port, "alice", "secret", timeout=REPLY_PATIENCE)
     raw.channel_open(1)
     assert raw.queue_declare(1, "", exclusive=True).queue.startswith("amq.gen-")
 
@@ -419,7 +421,7 @@ HEARTBEAT_PATIENCE = 60.0
 
 
 def test_heartbeats_sent_when_negotiated(server):
-    raw = RawConnection.connect(server.host, server.port, heartbeat=1)
+    raw = RawConnection.connect(server.host, server.port, heartbeat=1, timeout=REPLY_PATIENCE)
     deadline = time.monotonic() + HEARTBEAT_PATIENCE
     while not any(isinstance(e.frame, heartbeat.Heartbeat) for e in raw.received_frames()):
         assert time.monotonic() < deadline, f"no heartbeat within {HEARTBEAT_PATIENCE:g} s of a 1 s heartbeat"
@@ -427,7 +429,7 @@ def test_heartbeats_sent_when_negotiated(server):
 
 
 def test_silent_peer_dropped_after_two_heartbeat_intervals(server):
-    raw = RawConnection.connect(server.host, server.port, heartbeat=1)
+    raw = RawConnection.connect(server.host, server.port, heartbeat=1, timeout=REPLY_PATIENCE)
     deadline = time.monotonic() + HEARTBEAT_PATIENCE
     with pytest.raises(ConnectionLost):
         while time.monotonic() < deadline:
