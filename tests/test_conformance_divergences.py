@@ -10,7 +10,7 @@ probes are what must find these, so a short run shows them as a default one does
 `make test` runs a representative part, seconds a run: three divergences alone (RQ-2, ACK-4 and the
 refused publish appended to the previous message, PC-9), five at once with the one that breaks every
 basic.get-ok (DS-2), the tx class never answered, and delete of a missing queue allowed by the standard
-dialect only. RABBITPROOF_ALL_DIVERGENCES=1 runs every test for every divergence (about 5 minutes):
+dialect only. `make verify` runs every test for every divergence (RABBITPROOF_ALL_DIVERGENCES=1, about 5 minutes):
 each other divergence alone, all of them at once (the deadlock restarted with --start-cmd), the
 deadlock reported with the other findings, the broker started again, the 406 of an exclusive redeclare."""
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tests.fixtures.patience import REPLY_PATIENCE
 ALL = bool(os.environ.get("RABBITPROOF_ALL_DIVERGENCES"))
 QUICK = ("redelivered_false_after_a_requeue", "multiple_ack_of_a_tag_not_outstanding_accepted",
          "refused_publish_appended_to_the_previous_message", "delete_of_a_missing_queue_refused_404")
-slower = pytest.mark.skipif(not ALL, reason="minutes: RABBITPROOF_ALL_DIVERGENCES=1 runs it")
+slower = pytest.mark.skipif(not ALL, reason="minutes: make verify runs it (RABBITPROOF_ALL_DIVERGENCES=1)")
 REJECTED = [d for d in DIVERGENCES if d.kind == "rejected" and (ALL or d.name in QUICK)]
 
 
