@@ -70,8 +70,7 @@ class TraceBuilder:
             raise RuntimeError("trace replay: no initial state has the recorded fingerprint")
         class_of = self.expander.fairness.class_of if cycle else None
         steps: list[TraceStep] = [
-            TraceStep(number=n, actor=str(getattr(action, "actor", "?")), action=str(action),
-                      action_type=type(action).__name__, frames=tuple(str(f) for f in frames), fused=True)
+            TraceStep.of(n, action, frames, fused=True)
             for n, (action, frames) in enumerate(self.expander.initial_steps(state), start=1)]
         wanted = [(t, UNFAIR) for t in chain[1:]] + list(zip(cycle, classes))
         stem = len(chain) - 1
@@ -83,15 +82,8 @@ class TraceBuilder:
                 if fingerprint(edge.target) == target and (fair_class == UNFAIR or class_of(edge.steps[0][0]) == fair_class):
                     changes = tuple(state_changes(state, edge.target))
                     for i, (action, frames) in enumerate(edge.steps):
-                        steps.append(TraceStep(
-                            number=len(steps) + 1,
-                            actor=str(getattr(action, "actor", "?")),
-                            action=str(action),
-                            action_type=type(action).__name__,
-                            frames=tuple(str(f) for f in frames),
-                            fused=i > 0,
-                            changes=changes if i == 0 else (),
-                        ))
+                        steps.append(TraceStep.of(len(steps) + 1, action, frames, fused=i > 0,
+                                                  changes=changes if i == 0 else ()))
                     state = edge.target
                     break
             else:

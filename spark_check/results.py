@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import Any, Sequence
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,13 @@ class TraceStep:
     # What the step, with the steps fused after it, changed in the state: (where, before, after), e.g.
     # ("queues[0].ready", "(1,)", "()"); on the first step of each explored edge, empty on those fused.
     changes: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
+
+    @classmethod
+    def of(cls, number: int, action: Any, frames: Sequence[Any], fused: bool = False,
+           changes: tuple[tuple[str, str, str], ...] = ()) -> "TraceStep":
+        """The step ``action`` took, writing ``frames``, in words: its actor, text, type and frames."""
+        return cls(number, str(getattr(action, "actor", "?")), str(action), type(action).__name__,
+                   tuple(str(f) for f in frames), fused, changes)
 
     def text(self) -> str:
         """The step in one line: ``2. [broker] delivers m0 | frames: broker -> consumer: basic.deliver m0``."""

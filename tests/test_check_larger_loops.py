@@ -11,11 +11,11 @@ from rabbitproof.spark_check.engine import LocalEngine
 from rabbitproof.spark_check.results import Trace
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, machine_for
-from rabbitproof.check.larger_loops import _loop_question, _step_as, check_lasso, full_lasso, search_loop
+from rabbitproof.check.larger_loops import _loop_question, check_lasso, full_lasso, search_loop
 from rabbitproof.check.methods import answer_setup, too_large
 from rabbitproof.check.setup_file import parse_setup, read_setup
 from rabbitproof.check.setup_model import publishes, to_config
-from rabbitproof.check.smaller_setups import _mapped
+from rabbitproof.check.smaller_setups import _mapped, step_as
 
 WORKERS = Path(__file__).resolve().parent / "fixtures" / "larger_setups" / "requeueing-workers.toml"
 
@@ -67,7 +67,7 @@ def _as_it_is(setup, smaller, trace: Trace) -> Trace:
     (big,) = machine.initial_states(config)
     steps = []
     for step in trace.steps:
-        action, small = _step_as(small_machine, small_config, small, step.action, step.frames)
+        action, small = step_as(small_machine, small_config, small, step.action, step.frames)
         action = _mapped(action, smaller.connections())
         big, frames = machine.step(big, action)
         steps.append(replace(step, action=str(action), frames=tuple(str(f) for f in frames)))

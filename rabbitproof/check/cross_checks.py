@@ -35,6 +35,7 @@ from rabbitproof.check.methods import answer_setup
 from rabbitproof.check.questions import QUESTIONS
 from rabbitproof.check.setup_file import Setup, SetupError, parse_setup
 from rabbitproof.check.setup_model import to_config
+from rabbitproof.check.smaller_setups import step_as
 
 ROOT = Path(__file__).resolve().parents[2]          # the checkout: examples/ and tests/fixtures/
 EXAMPLES = ROOT / "examples"
@@ -194,11 +195,10 @@ def fails_in_full(setup: Setup, key: str, trace: Any) -> str:
     config, machine = to_config(setup), machine_for(setup, beliefs=True)
     (state,) = machine.initial_states(config)
     for step in trace.steps:
-        taken = [after for a in machine.enabled(state, config) if str(a) == step.action
-                 for after, frames in [machine.step(state, a)] if tuple(str(f) for f in frames) == step.frames]
-        if not taken:
+        taken = step_as(machine, config, state, step.action, step.frames)
+        if taken is None:
             return f"step {step.number} ({step.action}) is not one the setup's machine allows"
-        state = taken[0]
+        state = taken[1]
     prop = next(q.prop for q in QUESTIONS if q.key == key)
     return "" if not prop.holds(state) else "the question's property still holds where the execution ends"
 

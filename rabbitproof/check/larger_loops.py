@@ -69,7 +69,7 @@ from rabbitproof.check.questions import (
 )
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import publishes, to_config
-from rabbitproof.check.smaller_setups import Smaller, _mapped, smaller_setups
+from rabbitproof.check.smaller_setups import Smaller, _mapped, smaller_setups, step_as
 
 DRIVE_STEPS = 5_000         # the fair drive's steps at most
 LOOP_STATES = 20_000        # the states of the search for the cycle at most
@@ -106,22 +106,6 @@ def _processed(watched: Watched) -> dict[int, int]:
     return dict(watched.ghost.counts)
 
 
-def _step_as(machine: Any, config: Any, here: Watched, text: str, frames: tuple[str, ...]) -> tuple | None:
-    """The step of ``machine`` enabled in ``here`` that reads ``text`` and writes ``frames``: (action, after)."""
-    for action in machine.enabled(here, config):
-        if str(action) != text:
-            continue
-        after, out = machine.step(here, action)
-        if tuple(str(f) for f in out) == frames:
-            return action, after
-    return None
-
-
-def _trace_step(n: int, action: Any, frames: tuple, fused: bool = False) -> TraceStep:
-    return TraceStep(n, str(getattr(action, "actor", "?")), str(action), type(action).__name__,
-                     tuple(str(f) for f in frames), fused)
-
-
 def check_lasso(full: Setup, trace: Trace) -> str:
     """Why ``trace`` is not a fair requeue loop of ``full``'s machine ("" when it is): every step enabled
     in turn from the initial state, the cycle back where it started (but for tag numbers), a message handed
@@ -135,7 +119,7 @@ def check_lasso(full: Setup, trace: Trace) -> str:
     (here,) = machine.initial_states(config)
     states, actions = [here], []
     for step in trace.steps:
-        taken = _step_as(machine, config, here, step.action, step.frames)
+        taken = step_as(machine, config, here, step.action, step.frames)
         if taken is None:
             return f"step {step.number} ({step.action}) is not one the setup's machine takes there"
         actions.append(taken[0])
@@ -169,7 +153,7 @@ def _looping(small_machine: Any, small_config: Any, trace: Trace) -> tuple[list,
     for k, step in enumerate(trace.steps):
         if k == trace.cycle_start:
             at = here
-        taken = _step_as(small_machine, small_config, here, step.action, step.frames)
+        taken = step_as(small_machine, small_config, here, step.action, step.frames)
         if taken is None:
             return None
         if k < trace.cycle_start:
@@ -238,7 +222,7 @@ def full_lasso(smaller: Smaller, small_trace: Trace, deadline: float = float("in
         if action not in machine.enabled(here, config):
             return None
         here, frames = machine.step(here, action)
-        steps.append(_trace_step(len(steps) + 1, action, frames))
+        steps.append(TraceStep.of(len(steps) + 1, action, frames))
     last_taken: dict[int, int] = {}                             # 2. the fair drive
     for n in range(DRIVE_STEPS):
         if _settled(here, machine.limits, looping):
@@ -254,7 +238,7 @@ def full_lasso(smaller: Smaller, small_trace: Trace, deadline: float = float("in
         cls, _, action, after, frames, _ = min(options, key=lambda o: (o[5], last_taken.get(o[0], -1), not o[1]))
         last_taken[cls] = n
         here = after
-        steps.append(_trace_step(len(steps) + 1, action, frames))
+        steps.append(TraceStep.of(len(steps) + 1, action, frames))
     else:
         return None
     cycle = _cycle_from(machine, config, fair, here, looping, deadline)     # 3. the cycle, searched from there
@@ -262,10 +246,10 @@ def full_lasso(smaller: Smaller, small_trace: Trace, deadline: float = float("in
         return None
     to_cycle, repeated = cycle
     for action, frames in to_cycle:
-        steps.append(_trace_step(len(steps) + 1, action, frames))
+        steps.append(TraceStep.of(len(steps) + 1, action, frames))
     start = len(steps)
     for action, frames in repeated:
-        steps.append(_trace_step(len(steps) + 1, action, frames))
+        steps.append(TraceStep.of(len(steps) + 1, action, frames))
     return Trace(tuple(steps), "", cycle_start=start)
 
 

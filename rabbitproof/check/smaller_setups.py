@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, fields, replace
-from typing import Any, Iterator
+from typing import Any
 
 from rabbitproof.spark_check.engine import Engine, LocalEngine, stopped_short
 from rabbitproof.spark_check.reductions import build_reduction
@@ -177,6 +177,18 @@ def _mapped(action: Any, conns: dict[int, int]) -> Any:
     return replace(action, **changes) if changes else action
 
 
+def step_as(machine: Any, config: Any, here: Any, text: str, frames: tuple[str, ...]) -> tuple | None:
+    """The step of ``machine`` enabled in ``here`` that reads ``text`` and writes ``frames`` (a trace's step
+    in words, as `TraceStep` keeps it): (action, the state after), or None when no step does."""
+    for action in machine.enabled(here, config):
+        if str(action) != text:
+            continue
+        after, out = machine.step(here, action)
+        if tuple(str(f) for f in out) == frames:
+            return action, after
+    return None
+
+
 def replay(smaller: Smaller, trace: Trace, question: str) -> Trace | None:
     """``trace``, found in ``smaller``, replayed in the larger setup's own machine: each step the one the
     smaller machine took (the same text and frames), renamed to the larger setup's connections and
@@ -195,21 +207,15 @@ def replay(smaller: Smaller, trace: Trace, question: str) -> Trace | None:
     (here,), (there,) = small_machine.initial_states(small_config), full_machine.initial_states(full_config)
     steps = []
     for step in trace.steps:
-        for action in small_machine.enabled(here, small_config):
-            if str(action) != step.action:
-                continue
-            after, frames = small_machine.step(here, action)
-            if tuple(str(f) for f in frames) == step.frames:
-                break
-        else:
+        taken = step_as(small_machine, small_config, here, step.action, step.frames)
+        if taken is None:
             return None
-        here = after
+        action, here = taken
         action = _mapped(action, conns)
         if action not in full_machine.enabled(there, full_config):
             return None
         there, frames = full_machine.step(there, action)
-        steps.append(TraceStep(len(steps) + 1, str(getattr(action, "actor", "?")), str(action), type(action).__name__,
-                               tuple(str(f) for f in frames), step.fused))
+        steps.append(TraceStep.of(len(steps) + 1, action, frames, step.fused))
     if prop.holds(there):
         return None
     return Trace(tuple(steps), repr(there))
