@@ -9,7 +9,7 @@ pass.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from rabbitproof.spark_check.engine import Engine, stopped_short
@@ -20,8 +20,9 @@ from rabbitproof.spec.configs import Config, ConfigError
 
 from rabbitproof.check.cycles import ENDLESS
 from rabbitproof.check.for_every_size import proved_for
+from rabbitproof.check.lassos import lasso_problem
 from rabbitproof.check.questions import (
-    LIVENESS, PROPERTIES, QUESTIONS, ConsumerWork, Question, Republish, SetupMachine,
+    LIVENESS, PROPERTIES, QUESTIONS, ConsumerWork, Question, Republish, SetupMachine, clients_apart,
 )
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import bound_changes, erring, lossy, to_config, vanishing
@@ -74,17 +75,18 @@ class Checked:
 
 def machine_for(setup: Setup, beliefs: bool | None = None) -> SetupMachine:
     """The observed machine of a setup: publishers first, each held to its own message count; the budgets
-    its programs spend without end (rabbitproof.check.cycles.ENDLESS, and the channel closes of a
-    consumer that closes its channel on failure).
+    its programs spend without end (rabbitproof.check.cycles.ENDLESS), and the consumers that close their
+    channel on failure, without end too (``SetupMachine.closing``: their closes are not the fault's).
 
     ``beliefs``: whether the observer keeps what the publishers believe delivered; by default
     (``keeps_beliefs``) not where "lost" is proved for every size and no publisher republishes."""
-    closing = any(c.on_failure == "close-channel" for c in setup.consumers)
+    publishers = (False,) * len(setup.publishers)
     return SetupMachine(tuple(p.messages for p in setup.publishers) + (0,) * len(setup.consumers), lossy(setup),
-                        (False,) * len(setup.publishers) + tuple(c.work == "before-ack" for c in setup.consumers),
-                        ENDLESS + (("closes",) if closing else ()), vanishing(setup), erring(setup),
+                        publishers + tuple(c.work == "before-ack" for c in setup.consumers),
+                        ENDLESS, vanishing(setup), erring(setup),
                         tuple(p.republish for p in setup.publishers) + (0,) * len(setup.consumers),
-                        keeps_beliefs(setup) if beliefs is None else beliefs)
+                        keeps_beliefs(setup) if beliefs is None else beliefs,
+                        publishers + tuple(c.on_failure == "close-channel" for c in setup.consumers))
 
 
 def keeps_beliefs(setup: Setup) -> bool:
@@ -234,4 +236,33 @@ def check_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | Non
                             time_limit=time_limit, liveness=LIVENESS)
     if result.error is not None and not stopped_short(result.error):
         raise RuntimeError(f"exploring {setup.source} failed: {result.error}")
-    return Checked(setup, config, result, tuple(answer(q, result, setup) for q in QUESTIONS), machine)
+    answers = tuple(answer(q, result, setup) for q in QUESTIONS)
+    return Checked(setup, config, result, every_client_fair(setup, engine, prepared, answers, progress, time_limit),
+                   machine)
+
+
+def every_client_fair(setup: Setup, engine: Engine, prepared: Prepared, answers: tuple[Answer, ...],
+                      progress: Callable | None = None, time_limit: float | None = None) -> tuple[Answer, ...]:
+    """``answers`` with each liveness "can happen" whose lasso is fair only with interchangeable clients
+    sharing their classes (rabbitproof.check.lassos) searched again with every client's classes its own
+    (``clients_apart``: no symmetry reduction): the answer of that search, "can happen" with a lasso fair
+    for every client, "cannot happen", or undecided if it stops short."""
+    config, machine = prepared.config, prepared.machine
+    live = {q.key: q for q in QUESTIONS if q.live is not None}
+    again = [a.key for a in answers if a.key in live and a.happens and a.trace is not None
+             and a.trace.cycle_start is not None and lasso_problem(config, machine, a.trace, live[a.key].live)]
+    if not again:
+        return answers
+    apart = clients_apart(machine)
+    engine.prepare(apart, config, (), tuple(live[k].live for k in again))
+    result = engine.explore(apart, config, (), progress=progress, action_types=ACTION_TYPES, time_limit=time_limit,
+                            liveness=tuple(live[k].live for k in again))
+    if result.error is not None and not stopped_short(result.error):
+        raise RuntimeError(f"exploring {setup.source} again with every client apart failed: {result.error}")
+    why = ("the first search's cycle was fair only with interchangeable clients taking each other's turns, so the "
+           f"search ran again with every client's turns its own ({result.distinct_states:,} states")
+    redone = {}
+    for key in again:
+        a = answer(live[key], result, setup)
+        redone[key] = replace(a, how=why + (f", stopped: {result.error})" if a.happens is None else ")"))
+    return tuple(redone.get(a.key, a) for a in answers)

@@ -42,19 +42,19 @@ The construction, step by step, in the user's setup's machine (``full_lasso``):
    not only those searched), so a cycle fair there is fair in the larger machine.
 
 **The check.** What the construction gives is not taken on trust: ``check_lasso`` steps the trace again
-from the larger setup's initial state, each step one its machine enables (the same text and frames),
-checks that the last step comes back to the state where the cycle started (but for delivery tag numbers,
-as every cycle of `check`: rabbitproof.check.cycles), that a message is handed out unprocessed in some
-state of the cycle, and that every fair class enabled in every state of the cycle is taken in it, both
-with the search's classes (interchangeable clients sharing theirs) and with every client's classes its
-own. Only a trace that passes answers "can happen"; otherwise the question stays undecided, as before.
+from the larger setup's initial state (rabbitproof.check.lassos), each step one its machine enables (the
+same text and frames), checks that the last step comes back to the state where the cycle started (but for
+delivery tag numbers, as every cycle of `check`: rabbitproof.check.cycles), that a message is handed out
+unprocessed in some state of the cycle, and that every fair class enabled in every state of the cycle is
+taken in it, both with the search's classes (interchangeable clients sharing theirs) and with every
+client's classes its own. Only a trace that passes answers "can happen"; otherwise the question stays
+undecided, as before.
 """
 from __future__ import annotations
 
 import time
 from collections import deque
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 from rabbitproof.spark_check.engine import LocalEngine, stopped_short
@@ -64,8 +64,9 @@ from rabbitproof.spark_check.results import Trace, TraceStep
 from rabbitproof.spec.frames import MSG_STRIDE
 
 from rabbitproof.check.cycles import SetupFairness
+from rabbitproof.check.lassos import lasso_problem
 from rabbitproof.check.questions import (
-    PROCESSED_CAP, ConsumerWork, Republish, Watched, live_messages, original, publisher_waits,
+    PROCESSED_CAP, Watched, clients_apart, live_messages, original, publisher_waits,
 )
 from rabbitproof.check.setup_file import Setup
 from rabbitproof.check.setup_model import publishes, to_config
@@ -91,58 +92,16 @@ def _loop_question():
     return next(q for q in QUESTIONS if q.key == "loop")
 
 
-def _own_classes(config: Any, machine: Any) -> SetupFairness:
-    """The fair classes with every client's its own (no class shared by interchangeable clients)."""
-    alone = SimpleNamespace(symmetry=lambda _config: SimpleNamespace(renamings=()))
-    return SetupFairness.of(config, alone, handling=(ConsumerWork,), publishing=(Republish,))
-
-
-def fairnesses(config: Any, machine: Any) -> tuple[SetupFairness, ...]:
-    """The two ways of grouping fair steps a lasso must be fair under: the search's, and per client."""
-    return machine.fairness(config), _own_classes(config, machine)
-
-
 def _processed(watched: Watched) -> dict[int, int]:
     return dict(watched.ghost.counts)
 
 
 def check_lasso(full: Setup, trace: Trace) -> str:
-    """Why ``trace`` is not a fair requeue loop of ``full``'s machine ("" when it is): every step enabled
-    in turn from the initial state, the cycle back where it started (but for tag numbers), a message handed
-    out unprocessed in it, and fair under both groupings of ``fairnesses``."""
+    """Why ``trace`` is not a fair requeue loop of ``full``'s machine ("" when it is): ``lassos.lasso_problem``
+    with the loop question, in the setup's own machine."""
     from rabbitproof.check.answers import machine_for
 
-    live = _loop_question().live
-    if trace.cycle_start is None or trace.cycle_start >= len(trace.steps):
-        return "the trace has no cycle"
-    config, machine = to_config(full), machine_for(full, beliefs=True)
-    (here,) = machine.initial_states(config)
-    states, actions = [here], []
-    for step in trace.steps:
-        taken = step_as(machine, config, here, step.action, step.frames)
-        if taken is None:
-            return f"step {step.number} ({step.action}) is not one the setup's machine takes there"
-        actions.append(taken[0])
-        here = taken[1]
-        states.append(here)
-    first = trace.cycle_start
-    cycle_states, cycle_actions = states[first:-1], actions[first:]
-    if machine.canonical(states[-1]) != machine.canonical(states[first]):
-        return "the cycle does not come back to the state it started from"
-    if not all(live.stays(s) for s in cycle_states):
-        return "the cycle leaves the loop's states"
-    if not any(live.recurs(s) for s in cycle_states):
-        return "no state of the cycle has a message handed out unprocessed"
-    for fair in fairnesses(config, machine):
-        taken = {fair.class_of(a) for a in cycle_actions}
-        always = None
-        for s in cycle_states:
-            on = {fair.class_of(a) for a in machine.enabled(s, config)} - {-1}
-            always = on if always is None else always & on
-        starved = sorted((always or set()) - taken)
-        if starved:
-            return f"the cycle is not fair: {fair.classes[starved[0]]} is always possible on it and never taken"
-    return ""
+    return lasso_problem(to_config(full), machine_for(full, beliefs=True), trace, _loop_question().live)
 
 
 def _looping(small_machine: Any, small_config: Any, trace: Trace) -> tuple[list, Watched, set[int]] | None:
@@ -214,7 +173,7 @@ def full_lasso(smaller: Smaller, small_trace: Trace, deadline: float = float("in
     conns = smaller.connections()
     looping = {conns[m // MSG_STRIDE] * MSG_STRIDE + m % MSG_STRIDE for m in small_looping}
     config, machine = to_config(full), machine_for(full, beliefs=True)
-    fair = _own_classes(config, machine)
+    fair = clients_apart(machine).fairness(config)
     (here,) = machine.initial_states(config)
     steps: list[TraceStep] = []
     for action in stem:                                         # 1. the stem, the extra clients idle

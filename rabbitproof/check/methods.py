@@ -118,12 +118,13 @@ def answer_setup(setup: Setup, engine: Engine, *, bounds: Mapping[str, Any] | No
                 continue
             if a.happens is None:
                 answers[a.key] = replace(a, method="undecided",
-                                         how=f"the search stopped at {result.distinct_states:,} states ({result.error})"
+                                         how=(a.how or f"the search stopped at {result.distinct_states:,} states "
+                                                       f"({result.error})")
                                              + (f"; {'; '.join(said)}" if said else "")
                                              + f"; to try: {_what_to_try(a.key)}")
             else:
                 answers[a.key] = replace(a, method="exhaustive", how="the exhaustive search of this setup, within the "
-                                                                     "bounds printed")
+                                                                     "bounds printed" + (f"; {a.how}" if a.how else ""))
     for q in left:
         if q.key not in answers:
             reason = interrupted or large + ("; no smaller setup searched showed it" + "".join(f"; {s}" for s in said)

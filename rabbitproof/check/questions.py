@@ -40,14 +40,14 @@ waits: question 4 if it is handed out again and again.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from rabbitproof.spec import actions as A
 from rabbitproof.spec import machine
 from rabbitproof.spec.frames import BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, MSG_STRIDE
 from rabbitproof.spec.properties_api import Liveness, Property
-from rabbitproof.spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State
+from rabbitproof.spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, with_used
 from rabbitproof.spec.symmetry import Symmetry, automorphisms
 
 from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_ghosts, unspent
@@ -113,7 +113,10 @@ class SetupMachine:
       get is on its way either way (DS-2).
 
     A connection is lost, its client vanishes, or the broker closes its channel with an error only
-    where the setup's faults say (``lossy``, ``vanishing``, ``erring``). Everything else (the
+    where the setup's faults say (``lossy``, ``vanishing``, ``erring``). A consumer closes its channel
+    without end where that is how it fails (``closing``: such a close spends no budget), and otherwise
+    only as the fault, which spends the spec's ``closes`` but for the one kept for those consumers
+    (``setup_model.to_config``). Everything else (the
     broker, the disk, the network, the other faults, every interleaving of the clients) is the
     spec's, unfiltered. A frozen dataclass of ints: it pickles, so the Spark engine ships it to
     executors as it is.
@@ -128,6 +131,8 @@ class SetupMachine:
     republish: tuple[int, ...] = ()     # per connection: how many times in all its publisher may publish again
     beliefs: bool = True                # whether the observer keeps what publishers believe delivered (``believed``,
                                         # ``returned``): not where "lost" is proved for every size (``machine_for``)
+    closing: tuple[bool, ...] = ()      # per connection: its consumer closes its channel on failure, without end
+    apart: bool = False                 # no two clients interchangeable (``symmetry``, ``clients_apart``)
 
     def initial_states(self, config: Any) -> tuple[Watched, ...]:
         return tuple(Watched(forget_ghosts(s), NOTHING_YET) for s in machine.initial_states(config))
@@ -150,6 +155,8 @@ class SetupMachine:
         if type(action) is ConsumerWork:            # the application's own step: the spec's state is unchanged
             return Watched(watched.spec, did_work(watched.ghost, watched.spec, action)), ()
         after, labels = machine.step(watched.spec, action.plain() if type(action) is Republish else action)
+        if type(action) is A.ClientChannelClose and self.closing and self.closing[action.conn]:
+            after = with_used(after, after.used._replace(closes=watched.spec.used.closes))
         ghost = observe(watched.ghost, watched.spec, after, action, labels, self.works, self.republish)
         if not self.beliefs and (ghost.believed or ghost.returned):
             ghost = ghost._replace(believed=(), returned=())
@@ -190,14 +197,18 @@ class SetupMachine:
         state and to the ghost. Two consumers with the same settings are interchangeable, and so are two
         publishers, their messages renamed with them (``rename_watched``): the machine's states compare
         message ids of one publisher only (``forget_ghosts`` clears the spec's RQ-3 ghost, which compares
-        them across publishers; the questions' own ``last`` is kept per publisher)."""
+        them across publishers; the questions' own ``last`` is kept per publisher). None where the machine
+        keeps its clients ``apart``."""
+        if self.apart:
+            return Symmetry(config, (), rename_watched)
         limits, lossy, works = self.limits, self.lossy, self.works or (False,) * len(self.limits)
         vanishing, erring = self.vanishing or (False,) * len(limits), self.erring or (False,) * len(limits)
         republish = self.republish or (0,) * len(limits)
+        closing = self.closing or (False,) * len(limits)
         kept = tuple(g for g in automorphisms(config, publishers=True)
                      if all(limits[d] == limits[c] and lossy[d] == lossy[c] and works[d] == works[c]
                             and vanishing[d] == vanishing[c] and erring[d] == erring[c]
-                            and republish[d] == republish[c]
+                            and republish[d] == republish[c] and closing[d] == closing[c]
                             for c, d in enumerate(g.conns)))
         classes = classes_of(kept, config.connections) if kept else None
         if classes is None:
@@ -206,8 +217,23 @@ class SetupMachine:
         return SortedSymmetry(config, kept, rename_watched, classes, publishers)
 
 
+
+def clients_apart(machine_: SetupMachine) -> SetupMachine:
+    """``machine_`` with no two clients interchangeable: the symmetry renames nothing, so every client's
+    fair classes are its own (``SetupFairness.of`` groups by the symmetry's renamings).
+
+    The search's fairness lets interchangeable clients share their classes ("the broker keeps taking frames
+    from one of the twins"): that is what makes the symmetry reduction keep fair cycles, and its "cannot
+    happen" holds under the stronger fairness too. But a cycle it finds may be fair only that way: one twin
+    polls or closes its channel again and again while the other never reads what was sent to it. Each
+    client keeps working in RabbitMQ (its own socket, read by its own process), so such a lasso is no
+    answer; ``answers.check_setup`` then searches this machine (rabbitproof.check.lassos)."""
+    return replace(machine_, apart=True)
+
+
 _PROGRAM_STEPS = frozenset({A.ClientPublish, A.ClientConsume, A.ClientGet, A.ClientQos, A.ClientAck, A.ClientNack,
-                            A.ClientReject, A.NetworkLoss, A.ClientVanish, A.BrokerChannelError})
+                            A.ClientReject, A.NetworkLoss, A.ClientVanish, A.BrokerChannelError,
+                            A.ClientChannelClose})
 
 
 def _programs_take(machine_: SetupMachine, state: State, ghost: Ghost, config: Any, a: Any) -> bool:
@@ -219,6 +245,9 @@ def _programs_take(machine_: SetupMachine, state: State, ghost: Ghost, config: A
         return bool(machine_.vanishing) and machine_.vanishing[a.conn]
     if type(a) is A.BrokerChannelError:
         return bool(machine_.erring) and machine_.erring[a.conn]
+    if type(a) is A.ClientChannelClose:         # the fault's closes: the spec's budget but the one kept
+        closing = machine_.closing              # for the consumers that close on failure (which spend none)
+        return bool(closing) and closing[a.conn] or state.used.closes < config.closes - any(closing)
     kind, c, ch = type(a), a.conn, a.ch
     view = state.conns[c].clients[ch - 1]
     if kind is A.ClientPublish:

@@ -124,10 +124,10 @@ def to_config(setup: Setup, name: str = "setup", prefetch_for: int | None = None
     for n, consumer in enumerate(setup.consumers, start=len(setup.publishers)):
         roles[(n, 1)] = consumer_role(consumer, index[consumer.queue], consumer.queue in exclusive, faults, binding)
     requeueing = any(c.on_failure.endswith("requeue") or c.on_failure == "close-channel" for c in setup.consumers)
-    # A consumer that closes its channel on failure does so at every failure: as many closes as requeues
-    # are explored, so that a message failing each time comes back again (RQ-4, RQ-6); the fault adds one.
-    closes = (REQUEUE_BUDGET if any(c.on_failure == "close-channel" for c in setup.consumers) else 0) \
-        + int(bool(faults.channel_closed))
+    # A consumer that closes its channel on failure does so at every failure, without end: its closes spend
+    # nothing (SetupMachine.closing), but the spec's budget keeps one for them. The fault's close comes on top,
+    # and only the fault's closes count (a close by a consumer that does not close on failure is the fault).
+    closes = int(any(c.on_failure == "close-channel" for c in setup.consumers)) + int(bool(faults.channel_closed))
     reconnects = int(bool(faults.connection_closed or faults.host_vanished))
     channel_errors = int(bool(faults.channel_error))
     requeues = REQUEUE_BUDGET if requeueing or closes or reconnects or channel_errors or faults.broker_crash else 0
