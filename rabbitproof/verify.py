@@ -50,7 +50,6 @@ from rabbitproof import compiled, exits
 from rabbitproof.check.cross_checks import RANDOM_SETUPS, SEED, run_all
 from rabbitproof.extras import MissingExtra, require
 from rabbitproof.explore.standard import verify
-from rabbitproof import exits
 from rabbitproof.options import add_engine_arguments, build_engine, fail
 from rabbitproof.output import print_json, show, verdict_line
 
@@ -230,8 +229,9 @@ def run_crosshair(console: Console) -> PartResult:
 
 def run_setups(console: Console, random_count: int = RANDOM_SETUPS) -> PartResult:
     """rabbitproof.check.cross_checks: every answer `check` proves or finds held to the exhaustive search
-    (the examples, the mixed setups, ``random_count`` setups drawn at random) or to RabbitMQ's guide (the
-    larger setups); one check per answer compared, one row per kind of setup."""
+    (the examples, the mixed setups, ``random_count`` setups drawn at random, and setups with a consumer that
+    requeues beside one that never fails) or to RabbitMQ's guide (the larger setups); one check per answer
+    compared, one row per kind of setup."""
     started = time.perf_counter()
     console.print(f"setups: {random_count} setups drawn at random (seed {SEED}; --random-setups N for more)")
     results = run_all(random_count)
@@ -241,7 +241,8 @@ def run_setups(console: Console, random_count: int = RANDOM_SETUPS) -> PartResul
         table.add_column(col, justify="left" if col in ("setups", "held to", "slowest") else "right")
     for kind, title, against in (("larger", "larger setups", "RabbitMQ's guide"),
                                  ("known", "examples and mixed setups", "the exhaustive search"),
-                                 ("random", "drawn at random", "the exhaustive search")):
+                                 ("random", "drawn at random", "the exhaustive search"),
+                                 ("round robin", "a requeuer beside a steady consumer", "the exhaustive search")):
         mine = [h for k, h in results if k == kind]
         slow = max(mine, key=lambda h: h.seconds, default=None)
         table.add_row(title, against, str(len(mine)), str(sum(h.checks for h in mine)),

@@ -12,7 +12,7 @@ from rabbitproof.spec import actions as A
 from rabbitproof.check import cross_checks
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, machine_for
 from rabbitproof.check.by_argument import ARGUMENTS, argued, dead_letter_cycle
-from rabbitproof.check.cross_checks import random_setups, setup_text
+from rabbitproof.check.cross_checks import random_setups, round_robin_setup, setup_text
 from rabbitproof.check.cycles import SetupFairness
 from rabbitproof.check.methods import answer_setup
 from rabbitproof.check.questions import QUESTIONS, SetupMachine
@@ -33,7 +33,8 @@ CONFIRMED = {"confirms": True, "persistent": True}
 TWO = {**CONFIRMED, "messages": 2}
 PREFETCH_1 = {"prefetch": 1}
 
-# question -> (the covered setup, {condition: a setup breaking that condition alone})
+# argument (its key: the question's, or its own name) -> (the covered setup, {condition: a setup breaking
+# that condition alone})
 TX = {"transactions": True}
 TRANSIENT = {"jobs": {}}
 DROPS = {
@@ -47,6 +48,13 @@ DROPS = {
     "loop": (setup_text((CONFIRMED,), ({},)), {
         "no_requeue_on_failure": setup_text((CONFIRMED,), ({"on_failure": "nack-requeue"},)),
         "no_close_on_failure": setup_text((CONFIRMED,), ({"on_failure": "close-channel"},)),
+        "no_dead_letter_cycle": setup_text(
+            (CONFIRMED,), ({"on_failure": "reject-drop"}, {"queue": "parked", "on_failure": "reject-drop"}),
+            {"jobs": {"durable": True, "dead_letter": "parked"}, "parked": {"durable": True, "dead_letter": "jobs"}}),
+    }),
+    "loop-round-robin": (setup_text((CONFIRMED,), ({"on_failure": "nack-requeue"}, {})), {
+        "steady_beside_each_requeuer": setup_text((CONFIRMED,), ({"on_failure": "nack-requeue"}, {"polls": True})),
+        "requeuers_subscribe": setup_text((CONFIRMED,), ({"on_failure": "nack-requeue", "polls": True}, {})),
         "no_dead_letter_cycle": setup_text(
             (CONFIRMED,), ({"on_failure": "reject-drop"}, {"queue": "parked", "on_failure": "reject-drop"}),
             {"jobs": {"durable": True, "dead_letter": "parked"}, "parked": {"durable": True, "dead_letter": "jobs"}}),
@@ -68,11 +76,16 @@ DROPS = {
 }
 
 
-@pytest.mark.parametrize("question", sorted(DROPS))
-def test_a_covered_setup_is_argued_and_the_search_agrees(question):
-    covered, _ = DROPS[question]
+def argument_named(key: str):
+    return next(a for a in ARGUMENTS if a.key == key)
+
+
+@pytest.mark.parametrize("key", sorted(DROPS))
+def test_a_covered_setup_is_argued_and_the_search_agrees(key):
+    covered, _ = DROPS[key]
     setup = parse_setup(covered, "shape.toml")
-    assert argued(setup, question) is not None
+    question = argument_named(key).question
+    assert argument_named(key).covers(setup) and argued(setup, question) is not None
     assert searched(covered)[question] == CANNOT
 
 
@@ -83,22 +96,23 @@ SEARCHED = [(q, c) for q in sorted(DROPS) for c in DROPS[q][1] if c != "no_dead_
 
 
 def test_a_dead_letter_cycle_leaves_the_loop_uncovered():
-    setup = parse_setup(DROPS["loop"][1]["no_dead_letter_cycle"], "shape.toml")
-    assert next(a for a in ARGUMENTS if a.question == "loop").failing(setup) == ("no_dead_letter_cycle",)
-    assert argued(setup, "loop") is None
+    for key in ("loop", "loop-round-robin"):
+        setup = parse_setup(DROPS[key][1]["no_dead_letter_cycle"], "shape.toml")
+        assert argument_named(key).failing(setup) == ("no_dead_letter_cycle",)
+        assert argued(setup, "loop") is None
 
 
-@pytest.mark.parametrize("question, condition", SEARCHED)
-def test_each_condition_is_needed(question, condition):
+@pytest.mark.parametrize("key, condition", SEARCHED)
+def test_each_condition_is_needed(key, condition):
     """Broken alone, among the argument's conditions, the condition leaves the setup uncovered, and the
     exhaustive search finds the event."""
-    text = DROPS[question][1][condition]
+    text = DROPS[key][1][condition]
     setup = parse_setup(text, "shape.toml")
-    argument = next(a for a in ARGUMENTS if a.question == question)
+    argument = argument_named(key)
     assert argument.failing(setup) == (condition,) or (condition == "no_republish" and condition in
                                                         argument.failing(setup))
-    assert argued(setup, question) is None
-    assert searched(text)[question] == CAN
+    assert argued(setup, argument.question) is None
+    assert searched(text)[argument.question] == CAN
 
 
 def test_a_crash_counts_only_where_it_restores_messages():
@@ -112,8 +126,9 @@ def test_a_crash_counts_only_where_it_restores_messages():
 
 
 def test_every_condition_of_every_argument_is_held_to_a_setup_that_breaks_it():
-    named = {c.name for a in ARGUMENTS if a.question in DROPS for c in a.conditions}
-    assert named == {c for q in DROPS for c in DROPS[q][1]}
+    assert {a.key for a in ARGUMENTS} - {"waits"} == set(DROPS)
+    for key, (_, breaking) in DROPS.items():
+        assert {c.name for c in argument_named(key).conditions} == set(breaking)
 
 
 def test_without_fair_confirms_a_publisher_can_wait_for_ever():
@@ -153,6 +168,16 @@ def test_small_setups_drawn_at_random_get_the_search_s_answers(n):
     """One publisher and one consumer each, in `make test`; `rabbitproof verify --part setups` holds larger
     ones (up to three clients) to the search."""
     assert_held_to_the_search(parse_setup(random_setups(n + 1, small=True)[n], "random.toml"), f"random {n}")
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_a_requeuer_beside_a_steady_consumer_drawn_at_random_gets_the_search_s_answers(n):
+    """A consumer that requeues on failure beside one that never does, one message, settings and a fault
+    drawn at random: the loop's round-robin argument covers each, and every answer is the search's
+    (`rabbitproof verify --part setups` holds larger ones)."""
+    setup = parse_setup(random_setups(n + 1, small=True, draw=round_robin_setup)[n], "round-robin.toml")
+    assert argument_named("loop-round-robin").covers(setup)
+    assert_held_to_the_search(setup, f"round robin {n}")
 
 
 def test_an_answer_that_is_not_the_search_s_fails_the_comparison(monkeypatch):

@@ -135,13 +135,14 @@ def test_a_loop_built_from_a_smaller_setup_is_one_the_exhaustive_search_finds_to
 def test_no_loop_is_given_where_a_consumer_that_never_fails_would_take_the_message():
     """Beyond the search's bounds, the same setup as the second above with three publishers: the smaller
     setups without worker b loop, but in this one the queue's round-robin hands the message to b, which
-    acks it, so no fair loop is built and the answer stays undecided rather than a wrong "can happen"."""
+    acks it, so no fair loop is built, never a wrong "can happen"; and the round-robin argument answers
+    "cannot happen" (rabbitproof.check.by_argument)."""
     setup = parse_setup(two_workers("nack-requeue", "none", ("p", "q", "r"), 1), "three.toml")
     assert too_large(setup) and len(setup.publishers) == 3
     searched = search_loop(setup, 60.0)
     assert searched.found is None and searched.said
     loop = next(a for a in answer_setup(setup, LocalEngine(reductions=DEFAULT_REDUCTIONS)).answers if a.key == "loop")
-    assert loop.happens is None and loop.method == "undecided" and "carried over" in loop.how
+    assert loop.verdict == "cannot happen" and loop.method == "proved" and "round" in loop.how
 
 
 def test_every_loop_built_for_a_setup_drawn_at_random_is_one_the_exhaustive_search_finds():

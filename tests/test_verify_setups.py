@@ -22,6 +22,7 @@ def _part(monkeypatch, larger, random_count: int) -> tuple[verify.PartResult, st
     """The setups part on ``larger`` (larger setups), one mixed setup and ``random_count`` drawn at random."""
     monkeypatch.setattr(cross_checks, "larger_setups", lambda: larger)
     monkeypatch.setattr(cross_checks, "known_setups", lambda: [MIXED])
+    monkeypatch.setattr(cross_checks, "ROUND_ROBIN_SETUPS", 1)
     console = Console(file=io.StringIO(), width=200)
     args = argparse.Namespace(random_setups=random_count)
     return verify.run_part("setups", args, console, None, False), console.file.getvalue()
@@ -31,10 +32,12 @@ def test_the_part_counts_each_answer_compared_and_prints_the_count_drawn(monkeyp
     result, out = _part(monkeypatch, [LARGER], 2)
     assert (result.part, result.failed, result.unknown, result.ok) == ("setups", 0, 0, True)
     # The larger setup's five answers against the guide, and at least one answer of each other setup.
-    assert len(QUESTIONS) + 3 <= result.checks == result.passed <= len(QUESTIONS) * 4
+    assert len(QUESTIONS) + 4 <= result.checks == result.passed <= len(QUESTIONS) * 5
     assert "2 setups drawn at random (seed 36" in out
     row = next(l for l in out.splitlines() if l.startswith(("│ larger setups", "┃ larger setups", "| larger setups")))
     assert re.search(r"RabbitMQ's guide\s*│\s*1\s*│\s*5\s*│\s*0\s*│\s*0\s*│\s*0", row), row
+    row = next(l for l in out.splitlines() if "a requeuer beside a steady consumer" in l)
+    assert re.search(r"the exhaustive search\s*│\s*1\s*│\s*[1-5]\s*│\s*\d\s*│\s*0\s*│\s*0", row), row
 
 
 def test_an_answer_that_is_not_the_guide_s_fails_the_part(monkeypatch, tmp_path):

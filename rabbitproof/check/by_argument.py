@@ -10,9 +10,10 @@ every argument to the exhaustive search on small setups drawn at random.
 The arguments rest on what every setup of `check` shares (rabbitproof.check.setup_model,
 rabbitproof.check.cycles): each fault happens at most once, each publisher publishes finitely many
 messages, and the fairness of ``cycles.SetupFairness`` (weak fairness per channel for the broker's and
-the clients' steps, per queue for deliveries, the disk's writes and a restart as one class each; no
-fairness between two consumers of one queue: RabbitMQ's round-robin is not modelled as a promise that
-each consumer gets a turn, so no argument here uses one).
+the clients' steps, per queue for deliveries, the disk's writes and a restart as one class each). No
+fairness between two consumers of one queue is assumed: which consumer a delivery goes to is the
+queue's round-robin (DS-1), a rule of the machine, and the second loop argument uses that rule and no
+promise beyond it.
 
 **Lost**, beyond rabbitproof.check.for_every_size's shape (which covers crashes with persistent
 messages in durable queues), where the broker does not crash: a publisher with confirms believes a
@@ -38,6 +39,34 @@ no fair execution keeps a message outstanding for ever either: the loop question
 again and again through a state with a message handed out and unprocessed, do not exist. Nothing here
 counts publishers, consumers, queues or messages. Conditions: ``no_requeue_on_failure``,
 ``no_close_on_failure``, ``no_dead_letter_cycle``.
+
+**Loop, where a consumer that never fails shares the queue** (the round-robin, DS-1). A queue hands each
+message to the first consumer of its round-robin with room, and that consumer moves to the back; a
+consumer that subscribes, or subscribes again, joins at the back (RabbitMQ's rabbit_queue_consumers; the
+spec's ``broker.next_consumer`` and ``broker.deliver``). What this gives a consumer, and all this argument
+uses: one that stays subscribed with room all along gets a delivery before the queue has made as many as
+there are consumers ahead of it, since each delivery moves one of them behind it. It promises nothing to
+a consumer whose room comes and goes. Call a consumer of queue q *steady* when it subscribes (not
+basic.get) and neither requeues nor closes its channel on failure: what it receives leaves q for good
+(acked, received in automatic mode, or dropped, to a dead-letter queue that, with no cycle of them,
+never leads back to q). A requeue loop is a fair cycle of the graph through a state with a message
+handed out unprocessed. On a cycle no fault happens and nothing is published (the counters of both only
+grow), so no copy is made and none that left q for good comes back: a steady consumer s of q receives
+nothing on the cycle. So s holds nothing on it: a delivery it held there would be held all along, its
+handling enabled all along and never taken (the class is s's, or shared with consumers interchangeable
+with s, steady too, which receive nothing either). And s is subscribed with its channel open all along:
+only a fault closes it, and opening and subscribing again are fair. So on the cycle s is in q's
+round-robin with room in every state; a delivery from q would go to a consumer ahead of s and move it
+behind s, and nothing moves one ahead of s; the cycle comes back to its first state, so it holds no
+delivery from q. Now take the message handed out unprocessed on the cycle, held by consumer k. k's
+handling is fair, and settling any delivery k holds (or closing its channel) ends it: it is processed,
+leaves for good, or comes back to a queue, which hands it out again only by a delivery on the cycle,
+that is from a queue with no steady consumer. By the conditions, such a queue has no consumer that
+requeues or closes its channel on failure, so a copy comes back to it only by a fault, never on a
+cycle. And basic.get takes no turn in the round-robin: a consumer that polls, fails and requeues may take
+the message back before the round-robin hands it on, so no such consumer may be there. Nothing here
+counts publishers, consumers, queues or messages. Conditions: ``steady_beside_each_requeuer``,
+``requeuers_subscribe``, ``no_dead_letter_cycle``.
 
 **Waits** (a publish unconfirmed, or a commit unanswered, for ever on a channel that stays open).
 Once the last fault has happened (each happens at most once), a publish on an open confirm channel is
@@ -117,6 +146,12 @@ class Argument:
     conditions: tuple[Condition, ...]
     invariants: tuple[str, ...] = ()        # the invariants proved by Z3 (model/invariants.py) it rests on
     ranking: tuple[str, ...] = ()           # the ranking obligations proved by Z3 (model/ranking.py) it rests on
+    name: str = ""                          # where a question has two arguments: the second one's
+
+    @property
+    def key(self) -> str:
+        """The argument's name: its question's, or its own where the question has two."""
+        return self.name or self.question
 
     def covers(self, setup: Setup) -> bool:
         return all(c.holds(setup) for c in self.conditions)
@@ -157,6 +192,19 @@ def crash_restores(setup: Setup) -> bool:
     return any(q.durable for q in setup.queues) and any(p.persistent for p in setup.publishers)
 
 
+def requeues_on_failure(consumer) -> bool:
+    """Whether a consumer sends a message it fails on back to its queue: a nack or reject with requeue, or
+    its channel closed with the delivery outstanding (RQ-4)."""
+    return consumer.on_failure in REQUEUEING + ("close-channel",)
+
+
+def steady_beside_each_requeuer(setup: Setup) -> bool:
+    """Whether each queue a consumer requeues to on failure has a steady consumer: one that subscribes and
+    does not requeue on failure (module docstring, "Loop, where a consumer that never fails ...")."""
+    return all(any(k.queue == c.queue and not k.polls and not requeues_on_failure(k) for k in setup.consumers)
+               for c in setup.consumers if requeues_on_failure(c))
+
+
 NO_REQUEUE_ON_FAILURE = Condition(
     "no_requeue_on_failure", "no consumer nacks or rejects with requeue",
     lambda s: all(c.on_failure not in REQUEUEING for c in s.consumers))
@@ -165,6 +213,13 @@ NO_CLOSE_ON_FAILURE = Condition(
     lambda s: all(c.on_failure != "close-channel" for c in s.consumers))
 NO_DEAD_LETTER_CYCLE = Condition(
     "no_dead_letter_cycle", "no cycle of dead-letter queues", lambda s: not dead_letter_cycle(s))
+STEADY_BESIDE_EACH_REQUEUER = Condition(
+    "steady_beside_each_requeuer", "each queue a consumer requeues to on failure (by a nack, a reject or closing "
+                                   "its channel) has a consumer that subscribes and never does",
+    steady_beside_each_requeuer)
+REQUEUERS_SUBSCRIBE = Condition(
+    "requeuers_subscribe", "no consumer that requeues on failure polls with basic.get",
+    lambda s: not any(c.polls and requeues_on_failure(c) for c in s.consumers))
 FAIR_BROKER = Condition(
     "fair_broker", "the broker keeps taking frames, confirming, answering commits and writing to disk",
     lambda s: True)
@@ -184,7 +239,7 @@ WORK_BEFORE_ACK_NEVER_RETURNED = Condition(
 REQUEUE_FAULTS = LOSES_AN_ACK + ("channel_closed",)
 NO_REQUEUE_AT_ALL = Condition(
     "no_requeue_at_all", "no consumer requeues or closes its channel on failure, no fault requeues a message",
-    lambda s: all(c.on_failure not in REQUEUEING + ("close-channel",) for c in s.consumers)
+    lambda s: all(not requeues_on_failure(c) for c in s.consumers)
     and not _faults(s, *REQUEUE_FAULTS))
 NO_DEAD_LETTER = Condition(
     "no_dead_letter", "no dead-letter queue", lambda s: not any(q.dead_letter for q in s.queues))
@@ -206,6 +261,9 @@ ARGUMENTS: tuple[Argument, ...] = (
                                                       MANUAL_NEVER_DROPS), ("copies_conserved",)),
     Argument("loop", "every requeue needs a fault, and each fault happens at most once",
              (NO_REQUEUE_ON_FAILURE, NO_CLOSE_ON_FAILURE, NO_DEAD_LETTER_CYCLE)),
+    Argument("loop", "a message a consumer requeues goes round the queue's consumers (DS-1) and reaches one that "
+                     "never fails, which takes its turn",
+             (STEADY_BESIDE_EACH_REQUEUER, REQUEUERS_SUBSCRIBE, NO_DEAD_LETTER_CYCLE), name="loop-round-robin"),
     Argument("waits", "every step that answers a publish or a commit is fair and stays possible until taken",
              (FAIR_BROKER,), ranking=("rank_never_rises", "confirm_answers", "reading_answers")),
     Argument("twice", "no copy of a message and no second delivery of one processed",

@@ -6,6 +6,8 @@ The first two are held here to what is known independently of them:
 - **setups drawn at random** (seeded, so the same ones every run; one or two publishers, one or two
   consumers, every kind of failure handling, at most one fault: small enough for the exhaustive search to
   finish in seconds): every answer proved or found must be the one the exhaustive search gives;
+- **setups with a consumer that requeues beside one that never fails** (seeded too), where the loop's
+  round-robin argument applies (rabbitproof.check.by_argument): the same;
 - **the examples and the mixed setups** (examples/, tests/fixtures/mixed_setups/): the same;
 - **the larger setups** (tests/fixtures/larger_setups/: beyond the exhaustive search, each written from
   RabbitMQ's guide with the guide's answers in its comment, ``# Expected: lost cannot, ...``): every
@@ -44,6 +46,7 @@ LARGER = ROOT / "tests" / "fixtures" / "larger_setups"
 SEED = 36
 RANDOM_SETUPS = 9               # drawn by `rabbitproof verify` unless --random-setups says otherwise (the tenth
                                 # alone takes about 75 s under load: nine keep the part near two minutes there)
+ROUND_ROBIN_SETUPS = 6          # drawn by `rabbitproof verify` beside them (``round_robin_setup``)
 # The smaller setups' searches get no time limit here: what they find must not depend on the machine's
 # speed or load (each is bounded by its size: a smaller setup is at most the search's bounds).
 SMALLER_SECONDS = math.inf
@@ -116,13 +119,40 @@ def random_setup(rng: random.Random, small: bool = False) -> str:
     return setup_text(tuple(publishers), tuple(consumers), queues, faults)
 
 
-def random_setups(count: int, small: bool = False, seed: int = SEED) -> list[str]:
-    """The first ``count`` valid setups drawn with ``seed`` (the same each run; those the file's rules
-    refuse are drawn again)."""
+def round_robin_setup(rng: random.Random, small: bool = False) -> str:
+    """A consumer that requeues what it fails on (a nack or reject with requeue, or closing its channel),
+    and one or two of the same queue that subscribe and never requeue, each with settings drawn at random;
+    one publisher of one or two messages (one: ``small``), at most one fault: a setup the loop's
+    round-robin argument covers, small enough to search in full."""
+    publisher: dict[str, Any] = {"persistent": rng.random() < 0.7,
+                                 "messages": 1 if small else rng.choice((1, 2))}
+    mode = rng.choice(("confirms", "transactions", "none"))
+    if mode != "none":
+        publisher[mode] = True
+    consumers: list[dict[str, Any]] = [{"on_failure": rng.choice(("nack-requeue", "reject-requeue", "close-channel"))}]
+    for n in range(1 if small else rng.choice((1, 1, 2))):
+        keys: dict[str, Any] = {"acks": rng.choice(("manual", "manual", "automatic"))}
+        if keys["acks"] == "manual":
+            keys["on_failure"] = rng.choice(("none", "none", "nack-drop", "reject-drop"))
+            if rng.random() < 0.3:
+                keys["work"] = "before-ack"
+        consumers.append(keys)
+    for keys in consumers:
+        if rng.random() < 0.5:
+            keys["prefetch"] = 1
+    rng.shuffle(consumers)
+    faults = (rng.choice(FAULT_CHOICES),) if rng.random() < 0.7 else ()
+    return setup_text((publisher,), tuple(consumers), {"jobs": {"durable": rng.random() < 0.7}}, faults)
+
+
+def random_setups(count: int, small: bool = False, seed: int = SEED,
+                  draw: Callable[[random.Random, bool], str] = random_setup) -> list[str]:
+    """The first ``count`` valid setups drawn by ``draw`` with ``seed`` (the same each run; those the
+    file's rules refuse are drawn again)."""
     rng = random.Random(seed)
     out: list[str] = []
     while len(out) < count:
-        text = random_setup(rng, small)
+        text = draw(rng, small)
         try:
             parse_setup(text, "random.toml")
         except SetupError:
@@ -245,10 +275,11 @@ def known_setups() -> list[Path]:
 
 
 def run_all(random_count: int, report: Callable[[str, Held], None] = lambda kind, held: None,
-            known: bool = True) -> list[tuple[str, Held]]:
+            known: bool = True, round_robin_count: int | None = None) -> list[tuple[str, Held]]:
     """Every comparison of this module, as (kind, result), each given to ``report`` once done: the
     larger setups, the examples and mixed setups (``known``), then ``random_count`` setups drawn at
-    random."""
+    random and ``round_robin_count`` (by default ``ROUND_ROBIN_SETUPS``) with a consumer that requeues beside
+    one that never fails."""
     out: list[tuple[str, Held]] = []
 
     def done(kind: str, held: Held) -> None:
@@ -260,6 +291,9 @@ def run_all(random_count: int, report: Callable[[str, Held], None] = lambda kind
         done("known", held_to_the_search(parse_setup(path.read_text(), path.name), path.stem))
     for n, text in enumerate(random_setups(random_count)):
         done("random", held_to_the_search(parse_setup(text, f"random-{n + 1}.toml"), f"random {n + 1}"))
+    round_robin_count = ROUND_ROBIN_SETUPS if round_robin_count is None else round_robin_count
+    for n, text in enumerate(random_setups(round_robin_count, draw=round_robin_setup)):
+        done("round robin", held_to_the_search(parse_setup(text, f"round-robin-{n + 1}.toml"), f"round robin {n + 1}"))
     return out
 
 

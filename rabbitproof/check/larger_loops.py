@@ -17,14 +17,15 @@ takes, so the smaller setup's lasso, run as it is in the larger setup, is not fa
 smaller setup lacks, do all they have to do before the loop starts: every publisher publishes all its
 messages and reads their confirms, the disk writes what is pending, and the consumers process (ack)
 every message but the ones that loop. What is then left of them enables no fair class: a publisher with
-nothing to publish and nothing in flight, a consumer with room but nothing delivered to it. A consumer
-with room is not owed a delivery: delivering is one class per queue, not per consumer (RabbitMQ's
-round-robin is not taken as a promise that each consumer gets a turn), and the looping consumer's
-deliveries take it. The loop can then repeat with the others idle, and it is fair in the larger setup.
-What breaks it: a message that cannot be processed by anyone (its consumers all fail on it for ever, so
-the others cannot be done first), a consumer whose only way to fail is a fault or closing its channel
-(no fair step of the drive below), a loop that needs a fault again (each fault happens at most as often
-as the setup says): in each case no lasso is built and the question stays undecided.
+nothing to publish and nothing in flight, a consumer with room but nothing delivered to it. Delivering
+is one class per queue, not per consumer, and the looping consumer's deliveries take it. The loop can
+then repeat with the others idle, and it is fair in the larger setup, if the queue's round-robin (DS-1)
+still hands the looping message to the consumers that fail on it. What breaks it: a consumer with room
+that never fails, which gets the message in its turn (rabbitproof.check.by_argument's second loop
+argument answers those setups first), a message that cannot be processed by anyone (its consumers all
+fail on it for ever, so the others cannot be done first), a consumer whose only way to fail is a fault or
+closing its channel (no fair step of the drive below), a loop that needs a fault again (each fault happens
+at most as often as the setup says): in each case no lasso is built and the question stays undecided.
 
 The construction, step by step, in the user's setup's machine (``full_lasso``):
 

@@ -56,9 +56,11 @@ def too_large(setup: Setup) -> str:
 
 
 def unmet(setup: Setup, key: str) -> str:
-    """The conditions of ``key``'s arguments that ``setup`` breaks, in words."""
-    broken = [c.text for a in ARGUMENTS if a.question == key for c in a.conditions if not c.holds(setup)]
-    return "it needs " + "; ".join(broken) if broken else "none applies"
+    """The conditions of ``key``'s arguments that ``setup`` breaks, in words: each argument's, joined by
+    "or" where the question has two."""
+    broken = ["; ".join(c.text for c in a.conditions if not c.holds(setup)) for a in ARGUMENTS if a.question == key]
+    broken = [b for b in broken if b]
+    return "it needs " + ", or ".join(broken) if broken else "none applies"
 
 
 def _what_to_try(key: str) -> str:
