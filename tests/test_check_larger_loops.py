@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rabbitproof.spark_check.engine import LocalEngine
-from rabbitproof.spark_check.results import Trace
+from rabbitproof.spark_check.results import Trace, TraceStep
 
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, machine_for
 from rabbitproof.check.larger_loops import _loop_question, check_lasso, full_lasso, search_loop
@@ -67,10 +67,10 @@ def _as_it_is(setup, smaller, trace: Trace) -> Trace:
     (big,) = machine.initial_states(config)
     steps = []
     for step in trace.steps:
-        action, small = step_as(small_machine, small_config, small, step.action, step.frames)
+        action, small = step_as(small_machine, small_config, small, step)
         action = _mapped(action, smaller.connections())
         big, frames = machine.step(big, action)
-        steps.append(replace(step, action=str(action), frames=tuple(str(f) for f in frames)))
+        steps.append(TraceStep.of(step.number, action, frames, step.fused))
     return Trace(tuple(steps), "", trace.cycle_start)
 
 

@@ -82,3 +82,29 @@ def test_the_channel_closed_fault_closes_a_steady_consumer_s_channel_once_beside
                 seen.add(key)
                 todo.append((after, now))
     assert most == 1
+
+
+def test_a_step_is_matched_by_its_actor_as_well_as_its_words():
+    """After a crash every client connects again, and each of those steps reads "connect" and writes no
+    frame: stepping a trace again finds each by its actor too, never another client's connect."""
+    from rabbitproof.spark_check.results import TraceStep
+    from rabbitproof.check.smaller_setups import step_as
+
+    setup = parse_setup(setup_text((CONFIRMED,), ({}, {}), faults=("broker_crash",)), "crash.toml")
+    config, machine = prepare(setup, _engine()).config, machine_for(setup)
+    (here,) = machine.initial_states(config)
+    todo, seen = [here], set()
+    while todo:
+        here = todo.pop(0)
+        connects = [a for a in machine.enabled(here, config) if type(a) is A.ClientConnect]
+        if len(connects) >= 2:
+            break
+        for action in machine.enabled(here, config):
+            after, _ = machine.step(here, action)
+            if machine.canonical(after) not in seen:
+                seen.add(machine.canonical(after))
+                todo.append(after)
+    assert len({str(a) for a in connects}) == 1 and len(connects) >= 2
+    for action in connects:
+        taken = step_as(machine, config, here, TraceStep.of(1, action, ()))
+        assert taken is not None and taken[0] == action

@@ -225,7 +225,7 @@ def fails_in_full(setup: Setup, key: str, trace: Any) -> str:
     config, machine = to_config(setup), machine_for(setup, beliefs=True)
     (state,) = machine.initial_states(config)
     for step in trace.steps:
-        taken = step_as(machine, config, state, step.action, step.frames)
+        taken = step_as(machine, config, state, step)
         if taken is None:
             return f"step {step.number} ({step.action}) is not one the setup's machine allows"
         state = taken[1]

@@ -113,7 +113,7 @@ def _looping(small_machine: Any, small_config: Any, trace: Trace) -> tuple[list,
     for k, step in enumerate(trace.steps):
         if k == trace.cycle_start:
             at = here
-        taken = step_as(small_machine, small_config, here, step.action, step.frames)
+        taken = step_as(small_machine, small_config, here, step)
         if taken is None:
             return None
         if k < trace.cycle_start:

@@ -42,7 +42,7 @@ def lasso_problem(config: Any, machine: Any, trace: Trace, live: Liveness) -> st
     (here,) = machine.initial_states(config)
     states, actions = [here], []
     for step in trace.steps:
-        taken = step_as(machine, config, here, step.action, step.frames)
+        taken = step_as(machine, config, here, step)
         if taken is None:
             return f"step {step.number} ({step.action}) is not one the setup's machine takes there"
         actions.append(taken[0])

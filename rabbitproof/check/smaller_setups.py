@@ -177,14 +177,15 @@ def _mapped(action: Any, conns: dict[int, int]) -> Any:
     return replace(action, **changes) if changes else action
 
 
-def step_as(machine: Any, config: Any, here: Any, text: str, frames: tuple[str, ...]) -> tuple | None:
-    """The step of ``machine`` enabled in ``here`` that reads ``text`` and writes ``frames`` (a trace's step
-    in words, as `TraceStep` keeps it): (action, the state after), or None when no step does."""
+def step_as(machine: Any, config: Any, here: Any, step: TraceStep) -> tuple | None:
+    """The step of ``machine`` enabled in ``here`` that ``step`` (a trace's step in words) says was taken:
+    the same actor, text and frames; (action, the state after), or None when no step does. The actor
+    counts: the text alone does not name the connection of every step ("connect")."""
     for action in machine.enabled(here, config):
-        if str(action) != text:
+        if str(action) != step.action or str(getattr(action, "actor", "?")) != step.actor:
             continue
         after, out = machine.step(here, action)
-        if tuple(str(f) for f in out) == frames:
+        if tuple(str(f) for f in out) == step.frames:
             return action, after
     return None
 
@@ -207,7 +208,7 @@ def replay(smaller: Smaller, trace: Trace, question: str) -> Trace | None:
     (here,), (there,) = small_machine.initial_states(small_config), full_machine.initial_states(full_config)
     steps = []
     for step in trace.steps:
-        taken = step_as(small_machine, small_config, here, step.action, step.frames)
+        taken = step_as(small_machine, small_config, here, step)
         if taken is None:
             return None
         action, here = taken
