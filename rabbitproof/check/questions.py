@@ -116,9 +116,8 @@ class SetupMachine:
     where the setup's faults say (``lossy``, ``vanishing``, ``erring``). A consumer closes its channel
     without end where that is how it fails (``closing``: such a close spends no budget), and otherwise
     only as the fault, which spends the spec's ``closes`` but for the one kept for those consumers
-    (``setup_model.to_config``). Everything else (the
-    broker, the disk, the network, the other faults, every interleaving of the clients) is the
-    spec's, unfiltered. A frozen dataclass of ints: it pickles, so the Spark engine ships it to
+    (``setup_model.to_config``). Everything else (the broker, the disk, the network, the other faults,
+    every interleaving of the clients) is the spec's, unfiltered. A frozen dataclass of ints: it pickles, so the Spark engine ships it to
     executors as it is.
     """
 
@@ -197,8 +196,8 @@ class SetupMachine:
         state and to the ghost. Two consumers with the same settings are interchangeable, and so are two
         publishers, their messages renamed with them (``rename_watched``): the machine's states compare
         message ids of one publisher only (``forget_ghosts`` clears the spec's RQ-3 ghost, which compares
-        them across publishers; the questions' own ``last`` is kept per publisher). None where the machine
-        keeps its clients ``apart``."""
+        them across publishers; the questions' own ``last`` is kept per publisher). No renaming at all where
+        the machine keeps its clients ``apart``."""
         if self.apart:
             return Symmetry(config, (), rename_watched)
         limits, lossy, works = self.limits, self.lossy, self.works or (False,) * len(self.limits)
@@ -215,7 +214,6 @@ class SetupMachine:
             return Symmetry(config, kept, rename_watched)
         publishers = frozenset(c for c, limit in enumerate(limits) if limit)
         return SortedSymmetry(config, kept, rename_watched, classes, publishers)
-
 
 
 def clients_apart(machine_: SetupMachine) -> SetupMachine:
