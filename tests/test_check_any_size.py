@@ -1,4 +1,4 @@
-"""Setups larger than the exhaustive search takes on (tests/fixtures/larger_setups, written from
+"""Setups larger than the exhaustive search takes on (setups/larger/, written from
 RabbitMQ's guide, each with its expected answers in a comment): every answer with how it was obtained,
 and each "can happen" found in a smaller setup replayed, step by step, in the larger setup's own machine."""
 from __future__ import annotations

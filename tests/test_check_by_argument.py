@@ -13,7 +13,6 @@ from rabbitproof.check import cross_checks
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, machine_for
 from rabbitproof.check.by_argument import ARGUMENTS, argued, dead_letter_cycle
 from rabbitproof.check.cross_checks import random_setups, round_robin_setup, setup_text
-from rabbitproof.check.cycles import SetupFairness
 from rabbitproof.check.methods import answer_setup
 from rabbitproof.check.questions import QUESTIONS, SetupMachine
 from rabbitproof.check.setup_file import parse_setup
@@ -202,7 +201,7 @@ def test_setups_drawn_at_random_are_the_same_every_run():
 
 # --- the examples and the mixed setups ------------------------------------------------------------
 
-MIXED = sorted((EXAMPLES.parent / "tests" / "fixtures" / "mixed_setups").glob("*.toml"))
+MIXED = sorted(cross_checks.MIXED.glob("*.toml"))
 KEYS = [q.key for q in QUESTIONS]
 
 

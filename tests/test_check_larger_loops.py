@@ -5,11 +5,11 @@ unfair (the clients it lacks would have to keep acting), and a broken lasso is r
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 from rabbitproof.spark_check.engine import LocalEngine
 from rabbitproof.spark_check.results import Trace, TraceStep
 
+from rabbitproof.check import cross_checks
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, machine_for
 from rabbitproof.check.larger_loops import _loop_question, check_lasso, full_lasso, search_loop
 from rabbitproof.check.methods import answer_setup, too_large
@@ -17,7 +17,7 @@ from rabbitproof.check.setup_file import parse_setup, read_setup
 from rabbitproof.check.setup_model import publishes, to_config
 from rabbitproof.check.smaller_setups import _mapped, step_as
 
-WORKERS = Path(__file__).resolve().parent / "fixtures" / "larger_setups" / "requeueing-workers.toml"
+WORKERS = cross_checks.LARGER / "requeueing-workers.toml"
 
 
 def assert_fair_loop(setup, trace: Trace) -> None:

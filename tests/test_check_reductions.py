@@ -16,6 +16,7 @@ from rabbitproof.spec.state import CH_OPEN
 from rabbitproof.spec.frames import BASIC_CONSUME_OK, BASIC_GET_EMPTY, BASIC_QOS_OK, CHANNEL_OPEN_OK, CONFIRM_SELECT_OK
 
 from rabbitproof.bench.reductions import decides, replay
+from rabbitproof.check import cross_checks
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup, config_for, machine_for
 from rabbitproof.check.pure_reads import PURE, PureReads
 from rabbitproof.check.questions import LIVENESS, PROPERTIES, QUESTIONS
@@ -31,7 +32,7 @@ SMALLER = [p for p in sorted(EXAMPLES.glob("*.toml")) if p.stem not in LARGEST]
 # Setups none of the examples is: publishers and consumers with their settings and faults drawn at random
 # (seeded) and kept where the full search takes a few seconds: transactions, republishes, dead-lettering,
 # automatic and manual consumers side by side, work before the ack, every kind of fault.
-MIXED = sorted((Path(__file__).parent / "fixtures" / "mixed_setups").glob("*.toml"))
+MIXED = sorted(cross_checks.MIXED.glob("*.toml"))
 
 
 @pytest.mark.parametrize("path", SMALLER, ids=lambda p: p.stem)

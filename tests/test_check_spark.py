@@ -11,6 +11,7 @@ import pytest
 from rabbitproof.spark_check.engine import LocalEngine, disagreements
 from rabbitproof.spark_check.spark_engine import SparkEngine
 
+from rabbitproof.check import cross_checks
 from rabbitproof.check.answers import DEFAULT_REDUCTIONS, check_setup
 from rabbitproof.check.cross_checks import setup_text
 from rabbitproof.check.methods import answer_setup
@@ -130,7 +131,7 @@ def test_spark_finds_the_same_requeue_loop_beyond_the_search_s_bounds(engine, mo
     engine given (Spark jobs on Spark): the same smaller setup, the same lasso rebuilt in the full setup."""
     from rabbitproof.check.larger_loops import check_lasso, search_loop
 
-    setup = read_setup(Path(__file__).resolve().parent / "fixtures" / "larger_setups" / "requeueing-workers.toml")
+    setup = read_setup(cross_checks.LARGER / "requeueing-workers.toml")
     engine.reductions = DEFAULT_REDUCTIONS
     local_engine = LocalEngine(reductions=DEFAULT_REDUCTIONS)
     on_local, on_spark = _explorations(local_engine, monkeypatch), _explorations(engine, monkeypatch)

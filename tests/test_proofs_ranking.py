@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import z3
@@ -17,10 +16,11 @@ from rabbitproof.model.actions import RELATIONS, Transition
 from rabbitproof.proofs.ranking import OBLIGATIONS, obligations_named, prove_obligation, prove_ranking
 from rabbitproof.proofs.inductive import COUNTEREXAMPLE, PROVED
 
+from rabbitproof.check import cross_checks
 from rabbitproof.check.by_argument import argued
 from rabbitproof.check.setup_file import read_setup
 
-LARGER = Path(__file__).resolve().parent / "fixtures" / "larger_setups"
+LARGER = cross_checks.LARGER
 
 
 def test_every_ranking_obligation_is_proved_for_every_action():

@@ -8,8 +8,8 @@ The first two are held here to what is known independently of them:
   finish in seconds): every answer proved or found must be the one the exhaustive search gives;
 - **setups with a consumer that requeues beside one that never fails** (seeded too), where the loop's
   round-robin argument applies (rabbitproof.check.by_argument): the same;
-- **the examples and the mixed setups** (examples/, tests/fixtures/mixed_setups/): the same;
-- **the larger setups** (tests/fixtures/larger_setups/: beyond the exhaustive search, each written from
+- **the examples and the mixed setups** (examples/, setups/mixed/): the same;
+- **the larger setups** (setups/larger/: beyond the exhaustive search, each written from
   RabbitMQ's guide with the guide's answers in its comment, ``# Expected: lost cannot, ...``): every
   answer must be the guide's, obtained without the search, and each "can happen" must replay, step by
   step, in the setup's own machine.
@@ -39,10 +39,10 @@ from rabbitproof.check.setup_file import Setup, SetupError, parse_setup
 from rabbitproof.check.setup_model import to_config
 from rabbitproof.check.smaller_setups import step_as
 
-ROOT = Path(__file__).resolve().parents[2]          # the checkout: examples/ and tests/fixtures/
+ROOT = Path(__file__).resolve().parents[2]          # the checkout: examples/ and setups/
 EXAMPLES = ROOT / "examples"
-MIXED = ROOT / "tests" / "fixtures" / "mixed_setups"
-LARGER = ROOT / "tests" / "fixtures" / "larger_setups"
+MIXED = ROOT / "setups" / "mixed"
+LARGER = ROOT / "setups" / "larger"
 SEED = 36
 RANDOM_SETUPS = 9               # drawn by `rabbitproof verify` unless --random-setups says otherwise (the tenth
                                 # alone takes about 75 s under load: nine keep the part near two minutes there)
