@@ -50,6 +50,7 @@ from rabbitproof.spec.properties_api import Liveness, Property
 from rabbitproof.spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State
 from rabbitproof.spec.symmetry import Symmetry, automorphisms
 
+from rabbitproof.check.after_crash import crashed
 from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_ghosts, unspent
 from rabbitproof.check.disk_at_once import DiskAtOnce
 from rabbitproof.check.interchangeable import SortedSymmetry, classes_of, rename_watched
@@ -147,6 +148,12 @@ class SetupMachine:
         return type(action) not in _PROGRAM_STEPS or _programs_take(self, watched.spec, watched.ghost, config, action)
 
     def step(self, watched: Watched, action: Any) -> tuple[Watched, tuple]:
+        if type(action) is A.BrokerCrash:          # a function of what survives it: remembered (after_crash)
+            return crashed(self, watched, action, self.step_itself)
+        return self.step_itself(watched, action)
+
+    def step_itself(self, watched: Watched, action: Any) -> tuple[Watched, tuple]:
+        """``step``, always computed (``step`` remembers what a crash leaves)."""
         if type(action) is ConsumerWork:            # the application's own step: the spec's state is unchanged
             return Watched(watched.spec, did_work(watched.ghost, watched.spec, action)), ()
         after, labels = machine.step(watched.spec, action.plain() if type(action) is Republish else action)
