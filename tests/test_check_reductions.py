@@ -156,3 +156,34 @@ def test_set_up_steps_commute_with_every_other_step_and_faults_absorb_them(name)
                     nxt.append(y)
         frontier = nxt
     assert checked > 100
+
+
+@pytest.mark.parametrize("path", [EXAMPLES / f"{name}.toml" for name in sorted(SHELTER_SETUPS)] +
+                         [p for p in MIXED if p.stem in ("crash-and-connection-lost-two-messages",
+                                                         "republish-close-channel-channel-error-vanishing",
+                                                         "two-publishers-reject-drop-consumer-vanishes")],
+                         ids=lambda p: p.stem)
+def test_a_remembered_set_up_run_is_the_run_itself(path):
+    """SetUpAtOnce.set_up works each distinct run of a connection's set-up steps out once: on every successor
+    of every state of the graph the search walks (the default fusions), the normal form it gives with its
+    runs remembered is the one a fresh SetUpAtOnce (nothing remembered) gives, with the same steps."""
+    setup = read_setup(path)
+    machine, config = machine_for(setup), config_for(setup)
+    fuse, normal = SetUpAtOnce(machine, config), machine.fused_takes(config).settle
+    seen, frontier, remembered = set(), [normal(s)[0] for s in machine.initial_states(config)], 0
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for a in machine.enabled(x, config):
+                y = machine.step(x, a)[0]
+                known = len(fuse._done)
+                settled, steps = fuse.settle(y)
+                assert (settled, steps) == SetUpAtOnce(machine, config).settle(y), f"{a} from {x}"
+                remembered += bool(steps) and len(fuse._done) == known
+                y = normal(y)[0]
+                if machine.canonical(y) not in seen:
+                    seen.add(machine.canonical(y))
+                    nxt.append(y)
+        frontier = nxt
+        assert len(seen) < 60_000, "the setup is larger than this test means to walk"
+    assert remembered > 10, "no set-up run was ever remembered: the test checked nothing"
