@@ -55,6 +55,7 @@ from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_g
 from rabbitproof.check.disk_at_once import DiskAtOnce
 from rabbitproof.check.interchangeable import SortedSymmetry, classes_of, rename_watched
 from rabbitproof.check.observer import NOTHING_YET, PROCESSED_CAP, Ghost, bump, live_messages, observe, original
+from rabbitproof.check.own_connection import OWN, stepped
 from rabbitproof.check.pure_reads import PureReads
 from rabbitproof.check.set_up_at_once import Fused, SetUpAtOnce
 from rabbitproof.check.spent_budgets import SpentBudgets
@@ -148,7 +149,10 @@ class SetupMachine:
         return type(action) not in _PROGRAM_STEPS or _programs_take(self, watched.spec, watched.ghost, config, action)
 
     def step(self, watched: Watched, action: Any) -> tuple[Watched, tuple]:
-        if type(action) is A.BrokerCrash:          # a function of what survives it: remembered (after_crash)
+        kind = type(action)
+        if kind in OWN:                           # a function of its own connection: remembered (own_connection)
+            return stepped(self, watched, action, self.step_itself)
+        if kind is A.BrokerCrash:                 # a function of what survives it: remembered (after_crash)
             return crashed(self, watched, action, self.step_itself)
         return self.step_itself(watched, action)
 

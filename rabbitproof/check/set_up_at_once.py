@@ -156,14 +156,17 @@ class SetUpAtOnce:
         no set-up step left. Its client's first (``client_step``), else the broker's take of a set-up frame
         (``broker_take``)."""
         state = watched[0]
-        if not self.sheltered(state, c):
-            return None
         conn = state.conns[c]
         idle = self._idle.get((c, id(conn)))
-        if idle is not None and idle[0] is conn:
-            prepared = watched[1].prepared
-            if all(at in prepared for at in idle[1]):
+        if idle is not None and idle[0] is conn:      # looked at first: most connections of most successors are
+            prepared = watched[1].prepared           # idle ones met before, sheltered or not
+            for at in idle[1]:
+                if at not in prepared:
+                    break
+            else:
                 return None
+        if not self.sheltered(state, c):
+            return None
         if self.wants(watched, c):
             return self.client_step(watched, c) or self.broker_take(state, c)
         if conn.status == CONN_UP and not any(True for _ in self._takeable(conn)):
@@ -290,6 +293,7 @@ class Fused:
     def __init__(self, *parts: Any) -> None:
         self.parts = parts
         self.settled: dict[int, tuple[Any, tuple[Any, tuple]]] = {}     # hash -> (state, its normal form and steps)
+        self._same: dict[int, tuple[Any, tuple[Any, tuple]]] = {}       # id -> (that state, its normal form, steps)
 
     def settle(self, watched: Any) -> tuple[Any, tuple]:
         down = False
@@ -298,9 +302,13 @@ class Fused:
                 down = True
                 break
         if down:
+            met = self._same.get(id(watched))
+            if met is not None and met[0] is watched:
+                return met[1]
             h = hash(watched)
             met = self.settled.get(h)
             if met is not None and (met[0] is watched or met[0] == watched):
+                self._remember_same(watched, met[1])
                 return met[1]
         state = watched
         steps: tuple = ()
@@ -311,4 +319,12 @@ class Fused:
             if len(self.settled) >= SETTLED_CAPACITY:
                 self.settled.clear()
             self.settled[h] = (state, (watched, steps))
+            self._remember_same(state, (watched, steps))
         return watched, steps
+
+    def _remember_same(self, state: Any, settled: tuple[Any, tuple]) -> None:
+        """Remember ``settled`` for this very object ``state``: the machine gives the same object for
+        every crash that leaves the same state (rabbitproof.check.after_crash), settled without hashing it."""
+        if len(self._same) >= SETTLED_CAPACITY:
+            self._same.clear()
+        self._same[id(state)] = (state, settled)
