@@ -3,8 +3,6 @@ machine's step computes, on every reachable state of setups with a crash (transa
 forget, republishes, a vanished client the broker has not noticed yet, two publishers and a lost connection)."""
 from __future__ import annotations
 
-from collections import deque
-
 import pytest
 
 from rabbitproof.check import after_crash
@@ -13,6 +11,8 @@ from rabbitproof.check.setup_file import parse_setup, read_setup
 from rabbitproof.spark_check.engine import LocalEngine
 from rabbitproof.spec import actions as A
 from rabbitproof.spec.state import CONN_GONE
+
+from tests.test_check_disk_at_once import reachable
 
 VANISHED_AND_CRASH = """
 [queues.jobs]
@@ -35,23 +35,6 @@ prefetch = 1
 broker_crash = true
 host_vanished = ["w"]
 """
-
-
-def reachable(machine, config, cap: int) -> list:
-    """Every state of the setup's full graph (no reduction), breadth first, one per canonical form."""
-    start = list(machine.initial_states(config))
-    seen = {machine.canonical(s): s for s in start}
-    queue = deque(start)
-    while queue:
-        state = queue.popleft()
-        for action in machine.enabled(state, config):
-            succ = machine.step(state, action)[0]
-            key = machine.canonical(succ)
-            if key not in seen:
-                seen[key] = succ
-                queue.append(succ)
-                assert len(seen) <= cap, "the setup is larger than this test means to walk"
-    return list(seen.values())
 
 
 @pytest.mark.parametrize("source", ["examples/confirms-crash.toml", "examples/transactional.toml",
