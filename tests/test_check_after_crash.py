@@ -12,7 +12,9 @@ from rabbitproof.spark_check.engine import LocalEngine
 from rabbitproof.spec import actions as A
 from rabbitproof.spec.state import CONN_GONE
 
+from tests.test_check import EXAMPLES
 from tests.test_check_disk_at_once import reachable
+from tests.test_check_reductions import MIXED
 
 VANISHED_AND_CRASH = """
 [queues.jobs]
@@ -37,13 +39,12 @@ host_vanished = ["w"]
 """
 
 
-@pytest.mark.parametrize("source", ["examples/confirms-crash.toml", "examples/transactional.toml",
-                                    "examples/fire-and-forget.toml",
-                                    "tests/fixtures/mixed_setups/crash-and-connection-lost-two-messages.toml",
-                                    "vanished and crash"])
+@pytest.mark.parametrize("source", ["confirms-crash", "transactional", "fire-and-forget",
+                                    "crash-and-connection-lost-two-messages", "vanished and crash"])
 def test_the_state_after_a_crash_is_a_function_of_what_survives_it(source: str) -> None:
+    paths = [EXAMPLES / f"{source}.toml"] + [p for p in MIXED if p.stem == source]
     setup = parse_setup(VANISHED_AND_CRASH, "vanished-and-crash.toml") if source == "vanished and crash" \
-        else read_setup(source)
+        else read_setup(next(p for p in paths if p.exists()))
     prepared = prepare(setup, LocalEngine(), None, None)
     machine, config = prepared.machine, prepared.config
     after_crash._AFTER.clear()

@@ -12,19 +12,20 @@ from rabbitproof.check.answers import config_for, machine_for
 from rabbitproof.check.setup_file import read_setup
 
 from tests.test_check import EXAMPLES
+from tests.test_check_reductions import MIXED
 
-MIXED = EXAMPLES.parent / "tests" / "fixtures" / "mixed_setups"
 SETUPS = [EXAMPLES / f"{name}.toml" for name in ("requeue-on-failure", "auto-ack", "channel-error", "confirms-crash",
                                                    "work-before-ack", "flaky-hosts", "polling-worker",
                                                    "transactional", "republishing-publisher")] + \
-         [MIXED / f"{name}.toml" for name in ("republish-nack-drop-channel-lost",
-                                              "requeue-and-automatic-consumers-channel-lost",
-                                              "tx-work-before-ack-channel-error",
-                                              "two-publishers-reject-drop-consumer-vanishes")]
+         [p for p in MIXED if p.stem in ("republish-nack-drop-channel-lost",
+                                         "requeue-and-automatic-consumers-channel-lost",
+                                         "tx-work-before-ack-channel-error",
+                                         "two-publishers-reject-drop-consumer-vanishes")]
 
 
 @pytest.mark.parametrize("path", SETUPS, ids=lambda p: p.stem)
 def test_a_remembered_step_of_its_own_connection_is_the_step_itself(path):
+    assert len(SETUPS) == 13, "a setup of the list is missing"
     setup = read_setup(path)
     machine, config = machine_for(setup), config_for(setup)
     normal = machine.fused_takes(config).settle
