@@ -172,15 +172,17 @@ def message_renaming(g: Renaming) -> Callable[[int], int] | None:
     return of
 
 
-def rename_messages(state: Any, of: Callable[[int], int]) -> Any:
+def rename_messages(state: Any, of: Callable[[int], int], conns: tuple | None = None) -> Any:
     """``state`` with every message id renamed by ``of`` (``message_renaming``), wherever a state holds
     one: the queues' ready copies, the frames that carry a message (publish, deliver, get-ok, return), the
     automatic-mode deliveries in flight, the broker channels' outstanding deliveries, unconfirmed
     publishes and transaction buffers, and the disk; sets sorted by id sorted again. The spec's history
     variables that hold ids (``fates``, ``confirmed_msgs``, a view's ``last_msg``) are renamed too.
     It runs for every renaming of every successor, so it builds each tuple once (``tuple.__new__`` of a
-    NamedTuple's fields, as spec.state's hot paths do) and leaves alone what holds no id."""
-    conns = tuple(conn_messages(conn, of) for conn in state.conns)
+    NamedTuple's fields, as spec.state's hot paths do) and leaves alone what holds no id. ``conns``: the
+    connections ``conn_messages`` renamed, when the caller has them (a caller that remembers them)."""
+    if conns is None:
+        conns = tuple(conn_messages(conn, of) for conn in state.conns)
     queues = tuple(q if not q.ready else _with(q, _READY, tuple(_with(e, _ENTRY_MSG, of(e[_ENTRY_MSG]))
                                                                 for e in q.ready)) for q in state.queues)
     queues = tuple(q if not q.sending else _with(q, _SENDING, q.sending[:3] + (

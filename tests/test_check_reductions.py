@@ -157,3 +157,38 @@ def test_set_up_steps_commute_with_every_other_step_and_faults_absorb_them(name)
                     nxt.append(y)
         frontier = nxt
     assert checked > 100
+
+
+@pytest.mark.parametrize("path", [EXAMPLES / f"{name}.toml" for name in sorted(SHELTER_SETUPS)] +
+                         [p for p in MIXED if p.stem in ("crash-and-connection-lost-two-messages",
+                                                         "republish-close-channel-channel-error-vanishing",
+                                                         "two-publishers-reject-drop-consumer-vanishes")],
+                         ids=lambda p: p.stem)
+def test_a_remembered_run_of_fused_steps_is_the_run_itself(path):
+    """SetUpAtOnce.set_up and PureReads.read work each distinct run of a connection's set-up steps, and of its
+    pure reads, out once: on every successor of every state of the graph the search walks (the default
+    fusions), the normal form each gives with its runs remembered is the one a fresh one (nothing
+    remembered) gives, with the same steps."""
+    setup = read_setup(path)
+    machine, config = machine_for(setup), config_for(setup)
+    set_up, pure, normal = SetUpAtOnce(machine, config), PureReads(machine, config), machine.fused_takes(config).settle
+    seen, frontier = set(), [normal(s)[0] for s in machine.initial_states(config)]
+    remembered = {"set up": 0, "pure reads": 0}
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for a in machine.enabled(x, config):
+                y = machine.step(x, a)[0]
+                for name, part, fresh in (("set up", set_up, SetUpAtOnce), ("pure reads", pure, PureReads)):
+                    known = len(part._done)
+                    settled, steps = part.settle(y)
+                    assert (settled, steps) == fresh(machine, config).settle(y), f"{name}: {a} from {x}"
+                    remembered[name] += bool(steps) and len(part._done) == known
+                    y = settled
+                y = normal(y)[0]
+                if machine.canonical(y) not in seen:
+                    seen.add(machine.canonical(y))
+                    nxt.append(y)
+        frontier = nxt
+        assert len(seen) < 60_000, "the setup is larger than this test means to walk"
+    assert min(remembered.values()) > 10, f"a kind of run was never remembered: the test checked nothing {remembered}"

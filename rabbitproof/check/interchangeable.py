@@ -186,6 +186,32 @@ def consumer_key(watched: Any, c: int) -> tuple:
             tuple(e[1:] for e in ghost.last if e[0] == c))
 
 
+_RENAMINGS: dict[Any, Any] = {}            # renaming -> its renaming of message ids, made once
+_RENAMED: dict[tuple[int, int], tuple[Any, Any]] = {}     # (id of a connection, id of a renaming of ids) ->
+RENAMED_CAPACITY = 65_536                                 # (the connection, the connection with its ids renamed)
+
+
+def _message_renaming(g: Any) -> Any:
+    """``spec.symmetry.message_renaming(g)``, made once for each renaming (its identity keys ``_RENAMED``)."""
+    of = _RENAMINGS.get(g)
+    if of is None:
+        of = _RENAMINGS[g] = message_renaming(g)
+    return of
+
+
+def _conn_messages(conn: Any, of: Any) -> Any:
+    """``spec.symmetry.conn_messages(conn, of)``, remembered by the connection's identity: a connection is
+    shared by every state where it is as it was, and publishers are renamed for many of them."""
+    met = _RENAMED.get((id(conn), id(of)))
+    if met is not None and met[0] is conn:
+        return met[1]
+    if len(_RENAMED) >= RENAMED_CAPACITY:
+        _RENAMED.clear()
+    renamed = conn_messages(conn, of)
+    _RENAMED[(id(conn), id(of))] = (conn, renamed)
+    return renamed
+
+
 def rename_watched(watched: Any, g: Any) -> Any:
     """``watched`` (rabbitproof.check.questions.Watched) with connections and channels renamed by ``g``
     (spec.symmetry.Renaming): the spec state, and every (conn, ch) the ghost names, with the publisher of
@@ -203,11 +229,11 @@ def rename_watched(watched: Any, g: Any) -> Any:
 
     state, gh = watched
     conns = state.conns
-    of = message_renaming(g) if any(d != c and conns[c].published for c, d in enumerate(conns_of)) else None
+    of = _message_renaming(g) if any(d != c and conns[c].published for c, d in enumerate(conns_of)) else None
     believed, returned, counts, tx_open, committing = gh.believed, gh.returned, gh.counts, gh.tx_open, gh.committing
     awaiting, held, last, copies, redo = gh.awaiting, gh.held, gh.last, gh.copies, gh.redo
     if of is not None:
-        state = rename_messages(state, of)
+        state = rename_messages(state, of, tuple(_conn_messages(conn, of) for conn in conns))
         if copies:
             copies = tuple(sorted((of(m), of(o)) for m, o in copies))
         if redo:

@@ -56,8 +56,10 @@ from typing import Any
 
 from rabbitproof.spec import actions as A
 from rabbitproof.spec.frames import METHODS
+from rabbitproof.spec.state import with_conn
 
 PURE = frozenset(m.code for m in METHODS if m.plain)
+CAPACITY = 65_536       # connections whose pure reads are remembered (``PureReads.read``)
 
 
 class PureReads:
@@ -69,17 +71,43 @@ class PureReads:
     def __init__(self, machine: Any, config: Any) -> None:
         self._step = machine.step
         self.connections = config.connections          # the clients' slots; past them, vanished connections
+        self._done: dict[tuple[int, Any], tuple[Any, tuple]] = {}      # (c, connection) -> (after its reads, steps)
 
     def settle(self, watched: Any) -> tuple[Any, tuple]:
         steps: list = []
         pure = PURE
         for c in range(self.connections):
-            fifos = watched[0].conns[c].to_client
-            for ch in range(1, len(fifos)):
-                fifo = fifos[ch]
-                while fifo and fifo[0].method in pure:
-                    action = A.ClientReceive(c, ch)
-                    watched, frames = self._step(watched, action)
-                    steps.append((action, frames))
-                    fifo = watched[0].conns[c].to_client[ch]
+            conn = watched[0].conns[c]
+            for fifo in conn.to_client[1:]:
+                if fifo and fifo[0].method in pure:
+                    watched, more = self.read(watched, c, conn)
+                    steps.extend(more)
+                    break
+        return watched, tuple(steps)
+
+    def read(self, watched: Any, c: int, conn: Any) -> tuple[Any, tuple]:
+        """Connection c's pure reads in ``watched`` (``conn`` is its connection): the state after them and
+        the steps, worked out once for each distinct connection. A pure read pops the head of one FIFO of
+        that connection and changes nothing else, nor does the observer record it (the module docstring,
+        (1)), so the reads of a connection depend on it alone; a run is remembered only once seen to change
+        nothing but that connection, so one that did, against the argument, is recomputed every time."""
+        done = self._done.get((c, conn))
+        if done is not None:
+            return type(watched)(with_conn(watched[0], c, done[0]), watched[1]), done[1]
+        start = watched
+        steps: list = []
+        pure = PURE
+        fifos = conn.to_client
+        for ch in range(1, len(fifos)):
+            fifo = fifos[ch]
+            while fifo and fifo[0].method in pure:
+                action = A.ClientReceive(c, ch)
+                watched, frames = self._step(watched, action)
+                steps.append((action, frames))
+                fifo = watched[0].conns[c].to_client[ch]
+        after = watched[0].conns[c]
+        if watched[1] == start[1] and watched[0] == with_conn(start[0], c, after):
+            if len(self._done) >= CAPACITY:
+                self._done.clear()
+            self._done[(c, conn)] = (after, tuple(steps))
         return watched, tuple(steps)

@@ -50,10 +50,12 @@ from rabbitproof.spec.properties_api import Liveness, Property
 from rabbitproof.spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, with_used
 from rabbitproof.spec.symmetry import Symmetry, automorphisms
 
+from rabbitproof.check.after_crash import crashed
 from rabbitproof.check.cycles import ENDLESS, SetupFairness, canonical, forget_ghosts, unspent
 from rabbitproof.check.disk_at_once import DiskAtOnce
 from rabbitproof.check.interchangeable import SortedSymmetry, classes_of, rename_watched
 from rabbitproof.check.observer import NOTHING_YET, PROCESSED_CAP, Ghost, bump, live_messages, observe, original
+from rabbitproof.check.own_connection import OWN, stepped
 from rabbitproof.check.pure_reads import PureReads
 from rabbitproof.check.set_up_at_once import Fused, SetUpAtOnce
 from rabbitproof.check.spent_budgets import SpentBudgets
@@ -151,6 +153,15 @@ class SetupMachine:
         return type(action) not in _PROGRAM_STEPS or _programs_take(self, watched.spec, watched.ghost, config, action)
 
     def step(self, watched: Watched, action: Any) -> tuple[Watched, tuple]:
+        kind = type(action)
+        if kind in OWN:                           # a function of its own connection: remembered (own_connection)
+            return stepped(self, watched, action, self.step_itself)
+        if kind is A.BrokerCrash:                 # a function of what survives it: remembered (after_crash)
+            return crashed(self, watched, action, self.step_itself)
+        return self.step_itself(watched, action)
+
+    def step_itself(self, watched: Watched, action: Any) -> tuple[Watched, tuple]:
+        """``step``, always computed (``step`` remembers what a crash leaves)."""
         if type(action) is ConsumerWork:            # the application's own step: the spec's state is unchanged
             return Watched(watched.spec, did_work(watched.ghost, watched.spec, action)), ()
         after, labels = machine.step(watched.spec, action.plain() if type(action) is Republish else action)
