@@ -108,3 +108,27 @@ def test_a_step_is_matched_by_its_actor_as_well_as_its_words():
     for action in connects:
         taken = step_as(machine, config, here, TraceStep.of(1, action, ()))
         assert taken is not None and taken[0] == action
+
+
+def test_the_orbits_are_those_of_the_symmetry_s_renamings():
+    """``SetupMachine.orbits`` (the fair classes' grouping, found without listing the renamings) is, on
+    every example and mixed setup, the least connection each renaming of the symmetry sends a connection
+    to; and a setup of twenty clients gets its orbits at once."""
+    from rabbitproof.check.cross_checks import known_setups
+    from rabbitproof.check.setup_file import read_setup
+    from rabbitproof.check.setup_model import to_config
+
+    twins = [parse_setup(setup_text((CONFIRMED, CONFIRMED), ({}, {}), faults=faults), "twins.toml")
+             for faults in ((), ("channel_closed",), ("host_vanished_consumers",))]
+    twins.append(parse_setup(setup_text((CONFIRMED,), ({"on_failure": "close-channel"}, {}, {})), "three.toml"))
+    grouped = 0
+    for path, setup in [(p, read_setup(p)) for p in known_setups()] + [(None, s) for s in twins]:
+        config, machine = to_config(setup), machine_for(setup)
+        renamings = machine.symmetry(config).renamings
+        by_renamings = tuple(min([c] + [g.conns[c] for g in renamings]) for c in range(config.connections))
+        assert machine.orbits(config) == by_renamings, path or setup.source
+        grouped += by_renamings != tuple(range(config.connections))
+    assert grouped >= 5                 # the twins' setups and an example have interchangeable clients
+    many = setup_text(({**CONFIRMED, "messages": 5},) * 10, ({"prefetch": 2},) * 10)
+    setup = parse_setup(many, "many.toml")
+    assert machine_for(setup).orbits(to_config(setup)) == (0,) * 10 + (10,) * 10

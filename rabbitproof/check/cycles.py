@@ -224,11 +224,6 @@ _SINGLE = (("the disk writes what is pending", (A.DiskFsync,)), ("the broker res
            ("the broker notices a client that vanished (a heartbeat timeout)", (A.BrokerDetect,)))
 
 
-def _orbit(renamings: tuple, c: int, ch: int) -> tuple[int, int]:
-    """The least (connection, channel) that ``renamings`` send channel ``ch`` of connection ``c`` to."""
-    return min([(c, ch)] + [(g.conns[c], g.channels[c][ch - 1]) for g in renamings])
-
-
 class SetupFairness(NamedTuple):
     """The fair classes of one setup: ``classes`` their names (bit i of a mask is class i), and the class
     of each kind of step (``class_of``). Interchangeable consumers (the setup's symmetry) share their
@@ -242,10 +237,11 @@ class SetupFairness(NamedTuple):
     @staticmethod
     def of(config: Any, machine: Any, handling: tuple[type, ...] = (),
            publishing: tuple[type, ...] = ()) -> "SetupFairness":
-        """The classes of ``config`` explored by ``machine``; ``handling``: the machine's own steps that
+        """The classes of ``config`` explored by ``machine``, shared by the connections of one of its
+        ``orbits`` (the symmetry's); ``handling``: the machine's own steps that
         handle a delivery (a consumer's work before its ack), in the class of its acks; ``publishing``:
         its own kinds of publish (a republish), in the class of its publishes."""
-        renamings = machine.symmetry(config).renamings
+        orbits = machine.orbits(config)
         names: list[str] = []
         index: dict = {}
         kinds: dict = {}
@@ -255,7 +251,7 @@ class SetupFairness(NamedTuple):
                 kinds[step] = kind
             for c in range(config.connections):
                 for ch in _channels(steps[0], config.channels):
-                    key = (kind,) + _orbit(renamings, c, max(ch, 1))[:1] + (ch,)
+                    key = (kind, orbits[c], ch)
                     if key not in index:
                         index[key] = len(names)
                         who = f"c{key[1]}" + (" (on its connection)" if not ch else

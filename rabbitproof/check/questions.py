@@ -47,6 +47,7 @@ from rabbitproof.spec import actions as A
 from rabbitproof.spec import machine
 from rabbitproof.spec.frames import BASIC_GET, BASIC_GET_EMPTY, BASIC_GET_OK, MSG_STRIDE
 from rabbitproof.spec.properties_api import Liveness, Property
+from rabbitproof.spec.roles import IDLE
 from rabbitproof.spec.state import C_OPEN, CONN_UP, MODE_CONFIRM, MODE_TX, State, with_used
 from rabbitproof.spec.symmetry import Symmetry, automorphisms
 
@@ -211,25 +212,49 @@ class SetupMachine:
         the machine keeps its clients ``apart``."""
         if self.apart:
             return Symmetry(config, (), rename_watched)
-        limits, lossy, works = self.limits, self.lossy, self.works or (False,) * len(self.limits)
-        vanishing, erring = self.vanishing or (False,) * len(limits), self.erring or (False,) * len(limits)
-        republish = self.republish or (0,) * len(limits)
-        closing = self.closing or (False,) * len(limits)
+        settings = self.settings()
         kept = tuple(g for g in automorphisms(config, publishers=True)
-                     if all(limits[d] == limits[c] and lossy[d] == lossy[c] and works[d] == works[c]
-                            and vanishing[d] == vanishing[c] and erring[d] == erring[c]
-                            and republish[d] == republish[c] and closing[d] == closing[c]
-                            for c, d in enumerate(g.conns)))
+                     if all(settings[d] == settings[c] for c, d in enumerate(g.conns)))
         classes = classes_of(kept, config.connections) if kept else None
         if classes is None:
             return Symmetry(config, kept, rename_watched)
-        publishers = frozenset(c for c, limit in enumerate(limits) if limit)
+        publishers = frozenset(c for c, limit in enumerate(self.limits) if limit)
         return SortedSymmetry(config, kept, rename_watched, classes, publishers)
+
+    def settings(self) -> tuple[tuple, ...]:
+        """Per connection, what the machine holds of it beside the configuration's roles: a renaming of
+        ``symmetry`` keeps them."""
+        n = len(self.limits)
+        return tuple(zip(self.limits, self.lossy, self.works or (False,) * n, self.vanishing or (False,) * n,
+                         self.erring or (False,) * n, self.republish or (0,) * n, self.closing or (False,) * n))
+
+    def orbits(self, config: Any) -> tuple[int, ...]:
+        """Per connection, the least connection ``symmetry`` may rename it to (itself where none, or where
+        the machine keeps its clients ``apart``), found without listing the renamings: a setup of twenty
+        clients has more than the search could ever list (spec.symmetry.automorphisms tries every
+        permutation of the connections). With one channel a connection (every setup's), a renaming of
+        ``automorphisms`` sends c to d exactly when their roles are equal, and ``symmetry`` keeps those
+        that keep ``settings``: c and d are in one orbit when both are equal.
+        tests/test_check_lassos.py holds this to the orbits of the renamings on the examples."""
+        if self.apart:
+            return tuple(range(config.connections))
+        if config.channels != 1:
+            raise ValueError("orbits: a setup's configuration has one channel a connection")
+        settings = self.settings()
+        first: dict = {}
+        return tuple(first.setdefault((_role_of(config, c), settings[c]), c) for c in range(config.connections))
+
+
+def _role_of(config: Any, c: int) -> Any:
+    """The role of connection c's one channel, None where it has none (spec.symmetry.automorphisms leaves
+    those out)."""
+    role = config.roles.get((c, 1))
+    return None if role is None or role == IDLE else role
 
 
 def clients_apart(machine_: SetupMachine) -> SetupMachine:
     """``machine_`` with no two clients interchangeable: the symmetry renames nothing, so every client's
-    fair classes are its own (``SetupFairness.of`` groups by the symmetry's renamings).
+    fair classes are its own (``SetupFairness.of`` groups by ``orbits``).
 
     The search's fairness lets interchangeable clients share their classes ("the broker keeps taking frames
     from one of the twins"): that is what makes the symmetry reduction keep fair cycles, and its "cannot
