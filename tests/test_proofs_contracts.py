@@ -1,7 +1,8 @@
 """The CrossHair runner is itself tested: it finds the bug planted in a copy of ``settled_tags``
 (``tests/fixtures/crosshair_planted.py``), the counterexample it reports really breaks ACK-2, and
 it finds none on the real function. The budget is CrossHair's paths and Z3's resource units, not time,
-so both outcomes are the same however loaded the machine is (the same counterexample each run)."""
+so both outcomes are the same however loaded the machine is (the same contract broken each run; the
+numbers Z3 picks for its arguments may differ)."""
 from __future__ import annotations
 
 import ast
@@ -52,8 +53,14 @@ def test_crosshair_finds_nothing_on_the_real_function():
     assert outcome.reported == 5 and outcome.ok
 
 
-def test_crosshair_finds_the_same_counterexample_each_run(planted):
+def test_crosshair_finds_the_same_broken_contract_each_run(planted):
     """The search is a count of paths picked by a seeded generator: a second run, with fewer paths
-    allowed, reports the very counterexample the first did."""
+    allowed, finds the same contract broken, on the same line, with arguments that replay to the bug.
+    The numbers Z3 picks for them may differ from run to run (seen once in a clean-clone `make test` under
+    load: tags 12880 and 72886), so they are replayed, not compared."""
     first = check(PLANTED, iterations=5).counterexamples
-    assert len(first) == 1 and first == planted.counterexamples
+    assert len(first) == 1 and len(planted.counterexamples) == 1
+    assert first[0].split(" calling ")[0] == planted.counterexamples[0].split(" calling ")[0]
+    outstanding, tag, multiple = ast.literal_eval(re.search(r"calling settled_tags(\(.*\)) \(which returns", first[0])[1])
+    assert any(t > tag for t in crosshair_planted.settled_tags(outstanding, tag, multiple))
+    assert settled_tags(outstanding, tag, multiple) == tuple(t for t in outstanding if t <= tag)
