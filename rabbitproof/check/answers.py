@@ -253,10 +253,10 @@ def every_client_fair(setup: Setup, engine: Engine, prepared: Prepared, answers:
              and a.trace.cycle_start is not None and lasso_problem(config, machine, a.trace, live[a.key].live)]
     if not again:
         return answers
-    apart = clients_apart(machine)
-    engine.prepare(apart, config, (), tuple(live[k].live for k in again))
+    apart, properties = clients_apart(machine), tuple(live[k].live for k in again)
+    engine.prepare(apart, config, (), properties)
     result = engine.explore(apart, config, (), progress=progress, action_types=ACTION_TYPES, time_limit=time_limit,
-                            liveness=tuple(live[k].live for k in again))
+                            liveness=properties)
     if result.error is not None and not stopped_short(result.error):
         raise RuntimeError(f"exploring {setup.source} again with every client apart failed: {result.error}")
     why = ("the first search's cycle was fair only with interchangeable clients taking each other's turns, so the "
