@@ -126,35 +126,51 @@ def _permuted(items: tuple, perm: tuple[int, ...]) -> tuple:
 
 
 def rename(state: Any, g: Renaming) -> Any:
-    """``state`` with its connections and channels renamed by ``g`` (module docstring)."""
+    """``state`` with its connections and channels renamed by ``g`` (module docstring). It runs for every
+    renamed state the symmetry builds: a connection whose channels ``g`` keeps, and a queue that names
+    no connection (no consumer, no exclusive owner, nothing away or on its way), are kept as they are."""
     conns = list(state.conns)
-    n = len(g.conns)
+    gconns, gchannels = g.conns, g.channels
+    n = len(gconns)
     for c, conn in enumerate(state.conns[:n]):
-        perm = g.channels[c]
-        if perm != tuple(range(1, len(perm) + 1)):
+        perm = gchannels[c]
+        if perm != _kept(len(perm)):
             conn = conn._replace(
                 to_broker=_frames(conn.to_broker, perm), to_client=_frames(conn.to_client, perm),
                 auto=tuple((perm[a[0] - 1],) + a[1:] for a in conn.auto),
                 channels=_permuted(conn.channels, perm), clients=_permuted(conn.clients, perm))
-        conns[g.conns[c]] = conn
+        conns[gconns[c]] = conn
 
     def entry(e: tuple) -> tuple:
         c, ch, tag = e
-        return (g.conns[c], g.channels[c][ch - 1], tag) if c < n else e
+        return (gconns[c], gchannels[c][ch - 1], tag) if c < n else e
 
     def away(a: tuple) -> tuple:        # (key, conn, ch): a copy that channel requeued behind a resume
         key, c, ch = a
-        return (key, g.conns[c], g.channels[c][ch - 1]) if c < n else a
+        return (key, gconns[c], gchannels[c][ch - 1]) if c < n else a
 
-    def sending(s: tuple) -> tuple:       # (conn, ch, consumer tag, Entry) on its way to that channel
-        return entry(s[:3]) + s[3:] if s else s
+    queues = []
+    for q in state.queues:
+        exists, durable, owner, dead_letter, ready, enqueued, ring, exclusive, born, held, sending = q
+        if ring or exclusive or owner or held or sending:
+            q = _new(type(q), (exists, durable, gconns[owner - 1] + 1 if 0 < owner <= n else owner, dead_letter,
+                               ready, enqueued, tuple([entry(e) for e in ring]) if ring else ring,
+                               entry(exclusive) if exclusive else exclusive, born,
+                               tuple(sorted([away(a) for a in held])) if held else held,
+                               entry(sending[:3]) + sending[3:] if sending else sending))
+        queues.append(q)
+    return _with(_with(state, _CONNS, tuple(conns)), _QUEUES, tuple(queues))
 
-    queues = tuple(q._replace(ring=tuple(entry(e) for e in q.ring), exclusive=entry(q.exclusive) if q.exclusive else (),
-                              owner=g.conns[q.owner - 1] + 1 if 0 < q.owner <= n else q.owner,
-                              away=tuple(sorted(away(a) for a in q.away)) if q.away else (),
-                              sending=sending(q.sending))
-                   for q in state.queues)
-    return state._replace(conns=tuple(conns), queues=queues)
+
+_KEPT: dict[int, tuple[int, ...]] = {}      # k -> (1, ..., k): the channels of a connection a renaming keeps
+
+
+def _kept(k: int) -> tuple[int, ...]:
+    """The permutation of k channels that keeps each one (built once for each k)."""
+    kept = _KEPT.get(k)
+    if kept is None:
+        kept = _KEPT[k] = tuple(range(1, k + 1))
+    return kept
 
 
 def message_renaming(g: Renaming) -> Callable[[int], int] | None:
@@ -246,6 +262,9 @@ _UNACKED, _UNCONFIRMED, _TX_PUBS, _TX_SETTLES = (Channel._fields.index(name) for
 _LAST_MSG = ClientChannel._fields.index("last_msg")
 _UNACKED_MSG, _PENDING_MSG, _ENTRY_MSG = (t._fields.index("msg") for t in (Unacked, Pending, Entry))
 _READY, _SENDING = Queue._fields.index("ready"), Queue._fields.index("sending")
+if Queue._fields != ("exists", "durable", "owner", "dead_letter", "ready", "enqueued", "ring", "exclusive", "born",
+                     "away", "sending"):       # ``rename`` unpacks a queue by position
+    raise ImportError("spec.symmetry.rename reads a Queue of other fields: write it for the new ones")
 _CONNS, _QUEUES, _DISK, _FATES, _CONFIRMED = (State._fields.index(name) for name in
                                               ("conns", "queues", "disk", "fates", "confirmed_msgs"))
 _new = tuple.__new__

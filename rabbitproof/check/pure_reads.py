@@ -78,12 +78,14 @@ class PureReads:
         pure = PURE
         for c in range(self.connections):
             conn = watched[0].conns[c]
-            for fifo in conn.to_client[1:]:
+            fifos = conn.to_client
+            for ch in range(1, len(fifos)):
+                fifo = fifos[ch]
                 if fifo and fifo[0].method in pure:
                     watched, more = self.read(watched, c, conn)
                     steps.extend(more)
                     break
-        return watched, tuple(steps)
+        return watched, tuple(steps) if steps else ()
 
     def read(self, watched: Any, c: int, conn: Any) -> tuple[Any, tuple]:
         """Connection c's pure reads in ``watched`` (``conn`` is its connection): the state after them and

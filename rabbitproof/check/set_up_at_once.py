@@ -81,8 +81,8 @@ from rabbitproof.spec.state import C_OPEN, CH_OPEN, CONN_DOWN, CONN_UP, MODE_CON
 SET_UP = frozenset({A.ClientConnect, A.ClientConfirmSelect, A.ClientTxSelect, A.ClientDeclareQueue, A.ClientQos,
                     A.ClientConsume})
 TAKEN = frozenset({BASIC_QOS, CONFIRM_SELECT, TX_SELECT})       # set-up frames the broker takes at once
-IDLE_CAPACITY = 65_536
-SETTLED_CAPACITY = 65_536   # normal forms of states with a connection down remembered (``Fused.settle``)      # connections remembered as having no set-up step (``SetUpAtOnce.next_step``)
+IDLE_CAPACITY = 65_536      # connections remembered as having no set-up step (``SetUpAtOnce.next_step``)
+SETTLED_CAPACITY = 65_536   # normal forms of states with a connection down remembered (``Fused.settle``)
 
 
 class SetUpAtOnce:
@@ -110,10 +110,10 @@ class SetUpAtOnce:
                                   sum(1 << q for q in set(role.declare)), bool(role.qos), (c, ch),
                                   tuple(range(1, len(role.consume) + 1)))
                                  for ch, role in self.roles[c]) for c in range(n))
-        # Connections seen set up with nothing for the broker to take at once, by client and id: (the
-        # connection, the (c, ch) whose prefetch had to be sent for it). ``next_step`` runs for every connection of every
-        # successor, and most successors share most of their connections with the state they came from.
-        self._idle: dict[tuple[int, int], tuple[Any, tuple]] = {}
+        # Connections seen set up with nothing for the broker to take at once, by id: (the connection, its
+        # client, the (c, ch) whose prefetch had to be sent for it). ``settle`` looks at every connection of
+        # every successor, and most successors share most of their connections with the state they came from.
+        self._idle: dict[int, tuple[Any, int, tuple]] = {}
         # Each connection's run of set-up steps, by ``_set_up_key``: (the connection after it, its channels
         # prepared after it, the steps).
         self._done: dict[tuple, tuple[Any, tuple, tuple]] = {}
@@ -157,10 +157,10 @@ class SetUpAtOnce:
         (``broker_take``)."""
         state = watched[0]
         conn = state.conns[c]
-        idle = self._idle.get((c, id(conn)))
-        if idle is not None and idle[0] is conn:      # looked at first: most connections of most successors are
-            prepared = watched[1].prepared           # idle ones met before, sheltered or not
-            for at in idle[1]:
+        idle = self._idle.get(id(conn))
+        if idle is not None and idle[0] is conn and idle[1] == c:   # looked at first: most connections of most
+            prepared = watched[1].prepared                          # successors are idle ones met before
+            for at in idle[2]:
                 if at not in prepared:
                     break
             else:
@@ -183,7 +183,7 @@ class SetUpAtOnce:
             self._idle.clear()
         qos = tuple(at for ch, _, _, sets, at, _ in self.needs[c]
                     if sets and conn.clients[ch - 1].status == C_OPEN and conn.channels[ch - 1].status == CH_OPEN)
-        self._idle[(c, id(conn))] = (conn, qos)
+        self._idle[id(conn)] = (conn, c, qos)
 
     def broker_take(self, state: Any, c: int) -> Any:
         """The broker's take of the frame at the head of one of c's channels when it is a set-up frame
@@ -227,12 +227,24 @@ class SetUpAtOnce:
 
     def settle(self, watched: Any) -> tuple[Any, tuple]:
         steps: list = []
+        idle = self._idle
         for c in range(self.config.connections):
+            conn = watched[0].conns[c]
+            known = idle.get(id(conn))                  # ``next_step``'s first look, without the call: most
+            if known is not None and known[0] is conn and known[1] == c:    # successors settle to themselves
+                if not known[2]:
+                    continue
+                prepared = watched[1].prepared
+                for at in known[2]:
+                    if at not in prepared:
+                        break
+                else:
+                    continue
             action = self.next_step(watched, c)
             if action is not None:
                 watched, more = self.set_up(watched, c, action)
                 steps.extend(more)
-        return watched, tuple(steps)
+        return watched, tuple(steps) if steps else ()
 
     def set_up(self, watched: Any, c: int, action: Any) -> tuple[Any, tuple]:
         """Connection c's set-up steps from ``watched``, the first being ``action``: the state after them
@@ -298,7 +310,7 @@ class Fused:
     def settle(self, watched: Any) -> tuple[Any, tuple]:
         down = False
         for conn in watched[0].conns:
-            if conn.status == CONN_DOWN:
+            if conn[0] == CONN_DOWN:          # conn.status
                 down = True
                 break
         if down:
