@@ -41,7 +41,7 @@ BUILD = ROOT / ".build" / "fast"
 ENV = "RABBITPROOF_FAST"
 MODULES = ("state", "frames", "network", "client", "broker", "storage", "faults", "machine", "properties", "symmetry")
 CHECK_MODULES = ("observer", "cycles", "set_up_at_once", "pure_reads", "disk_at_once", "spent_budgets",
-                 "interchangeable")
+                 "interchangeable", "own_connection", "after_crash")
 RECORD = "built-from.json"      # in the build: the hash of each source file, the Python it was built for
 
 # mypy's settings for the compiled modules: they are type-checked, the modules they import only read.

@@ -285,8 +285,9 @@ def _set_up_key(watched: Any, c: int) -> tuple:
 
 
 class Fused:
-    """The ``por`` reduction of a setup: set-up steps at once, then pure reads (rabbitproof.check.pure_reads);
-    ``settle`` returns the normal form under both and every step taken.
+    """The ``por`` reduction of a setup: set-up steps at once, then pure reads (rabbitproof.check.pure_reads),
+    then the disk's writes once no crash is left (rabbitproof.check.disk_at_once); ``settle`` returns the
+    normal form under them and every step taken.
 
     The normal form of a state where a connection is down is remembered (``settled``): after a crash or a
     lost connection the clients connect and set up again in the same edge, a dozen steps or more, and
