@@ -227,19 +227,7 @@ class SetUpAtOnce:
 
     def settle(self, watched: Any) -> tuple[Any, tuple]:
         steps: list = []
-        idle = self._idle
         for c in range(self.config.connections):
-            conn = watched[0].conns[c]
-            known = idle.get(id(conn))                  # ``next_step``'s first look, without the call: most
-            if known is not None and known[0] is conn and known[1] == c:    # successors settle to themselves
-                if not known[2]:
-                    continue
-                prepared = watched[1].prepared
-                for at in known[2]:
-                    if at not in prepared:
-                        break
-                else:
-                    continue
             action = self.next_step(watched, c)
             if action is not None:
                 watched, more = self.set_up(watched, c, action)
