@@ -35,13 +35,8 @@ def live_copies(state: State) -> dict:
     return live
 
 
-def pending_disk(state: State) -> tuple:
-    """The fsyncs that would change the disk: (queue, key, msg, write), in a canonical order (PC-5, TX-8).
-
-    Performance: remembered for the last state asked about, by identity (states are immutable): the
-    enabled actions ask once and each DiskFsync's precondition again."""
-    if _LAST_PENDING[0] is state:
-        return _LAST_PENDING[1]
+def pending_disk(state: State) -> list:
+    """The fsyncs that would change the disk: (queue, key, msg, write), in a canonical order (PC-5, TX-8)."""
     disk = state.disk
     if not disk:
         # Common case, checked cheaply: an empty disk and no durable queue means nothing to write.
@@ -49,7 +44,7 @@ def pending_disk(state: State) -> tuple:
             if queue.durable:
                 break
         else:
-            return ()
+            return []
     on_disk = {(q, k): m for q, k, m in disk}
     queues = state.queues
     out = []
@@ -61,12 +56,7 @@ def pending_disk(state: State) -> tuple:
         if (q, k) not in live:
             out.append((q, k, msg, False))
     out.sort()
-    pending = tuple(out)
-    _LAST_PENDING[0], _LAST_PENDING[1] = state, pending
-    return pending
-
-
-_LAST_PENDING: list = [None, ()]        # the last state ``pending_disk`` computed for, and its fsyncs
+    return out
 
 
 def fsync(state: State, q: int, key: int, msg: int, write: bool) -> State:
